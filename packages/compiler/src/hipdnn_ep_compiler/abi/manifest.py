@@ -1,0 +1,176 @@
+"""Loader of the runtime ABI manifest JSON.
+
+Nothing in the compiler spells a runtime symbol or signature: names, parameter types, struct
+layouts and enum values all come from here.  A target ABI (major, minor) restricts which
+functions may be called; asking for one outside it raises AbiTargetError naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import AbiTargetError, CompileError
+
+_BUNDLED = "runtime_abi_v1.json"
+
+
+def bundled_manifest_path() -> Path:
+    """Path of the manifest JSON shipped inside this wheel."""
+    return Path(str(resources.files(__package__).joinpath(_BUNDLED)))
+
+
+@dataclass(frozen=True)
+class AbiFunction:
+    """One runtime function or kernel as the manifest declares it."""
+
+    name: str
+    kind: str  # "function" | "kernel"
+    returns_llvm: str
+    params_llvm: tuple[str, ...]
+    since: int
+    status: str
+    signature: str
+    hash: str
+    int_attrs: tuple[str, ...] = ()
+    float_attrs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StructField:
+    name: str
+    llvm: str
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class AbiStruct:
+    name: str
+    size: int
+    fields: dict[str, StructField]
+
+
+class RuntimeAbi:
+    """The manifest, viewed at one target minor of its major."""
+
+    def __init__(self, data: dict[str, Any], target_minor: int | None = None, source: str = "manifest"):
+        try:
+            abi = data["abi"]
+            self.major: int = int(abi["major"])
+            self.minor: int = int(abi["minor"])
+            self.prefix: str = abi["prefix"]
+            self.soname: str = abi["soname"]
+            self.version_nodes: dict[int, str] = {int(k): v for k, v in data["version_nodes"].items()}
+            self.program_entry: dict[str, Any] = data["program_entry"]
+            self.enums: dict[str, dict[str, int]] = {e["name"]: dict(e["values"]) for e in data["enums"]}
+            self.structs: dict[str, AbiStruct] = {
+                s["name"]: AbiStruct(
+                    s["name"],
+                    int(s["size"]),
+                    {f["name"]: StructField(f["name"], f["llvm"], int(f["offset"]), int(f["size"])) for f in s["fields"]},
+                )
+                for s in data["structs"]
+            }
+            self.functions: dict[str, AbiFunction] = {
+                f["name"]: AbiFunction(
+                    name=f["name"],
+                    kind=f.get("kind", "function"),
+                    returns_llvm=f["returns"]["llvm"],
+                    params_llvm=tuple(p["llvm"] for p in f["params"]),
+                    since=int(f["since"]),
+                    status=f.get("status", "active"),
+                    signature=f["signature"],
+                    hash=f["hash"],
+                    int_attrs=tuple(f.get("int_attrs", ())),
+                    float_attrs=tuple(f.get("float_attrs", ())),
+                )
+                for f in data["functions"]
+            }
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CompileError(f"{source}: not a valid runtime ABI manifest ({exc!r})") from exc
+        self.source = source
+        self.target_minor = self.minor if target_minor is None else target_minor
+        if not 0 <= self.target_minor <= self.minor:
+            raise AbiTargetError(
+                f"cannot target runtime ABI {self.major}.{self.target_minor}: "
+                f"this compiler's manifest describes ABI {self.major}.0 to {self.major}.{self.minor}"
+            )
+
+    def at_minor(self, minor: int) -> "RuntimeAbi":
+        """The same manifest restricted to functions available at `minor`."""
+        clone = object.__new__(RuntimeAbi)
+        clone.__dict__.update(self.__dict__)
+        if not 0 <= minor <= self.minor:
+            raise AbiTargetError(
+                f"cannot target runtime ABI {self.major}.{minor}: "
+                f"this compiler's manifest describes ABI {self.major}.0 to {self.major}.{self.minor}"
+            )
+        clone.target_minor = minor
+        return clone
+
+    def function(self, name: str) -> AbiFunction:
+        """The function `name`, checked to exist and be callable at the target minor."""
+        fn = self.functions.get(name)
+        if fn is None:
+            raise AbiTargetError(
+                f"the graph needs runtime function '{name}', which the runtime ABI manifest "
+                f"({self.source}, ABI {self.major}.{self.minor}) does not declare"
+            )
+        if fn.since > self.target_minor:
+            raise AbiTargetError(
+                f"the graph needs runtime function '{name}', introduced in ABI {self.major}.{fn.since}; "
+                f"the target ABI is {self.major}.{self.target_minor}"
+            )
+        return fn
+
+    def enum_value(self, enum: str, key: str) -> int:
+        try:
+            return self.enums[enum][key]
+        except KeyError:
+            raise AbiTargetError(f"the runtime ABI manifest has no value {key} in enum {enum}") from None
+
+    def struct(self, name: str) -> AbiStruct:
+        try:
+            return self.structs[name]
+        except KeyError:
+            raise AbiTargetError(f"the runtime ABI manifest has no struct {name}") from None
+
+    def name(self, suffix: str) -> str:
+        """Full symbol for a suffix (the manifest's prefix + '_' + suffix)."""
+        return f"{self.prefix}_{suffix}"
+
+    def functions_available(self) -> list[AbiFunction]:
+        """Every function callable at the target minor (what the import stub defines)."""
+        return [f for f in self.functions.values() if f.since <= self.target_minor]
+
+
+def load_abi(path: str | Path | None = None, target: str | tuple[int, int] | None = None) -> RuntimeAbi:
+    """Load a manifest (the bundled one by default), restricted to `target` ("1.0" or (1, 0))."""
+    p = Path(path) if path is not None else bundled_manifest_path()
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CompileError(f"cannot read runtime ABI manifest {p}: {exc}") from exc
+    abi = RuntimeAbi(data, source=p.name)
+    if target is None:
+        return abi
+    major, minor = parse_abi_version(target)
+    if major != abi.major:
+        raise AbiTargetError(
+            f"cannot target runtime ABI {major}.{minor}: this compiler supports ABI major {abi.major} "
+            f"(minors 0 to {abi.minor})"
+        )
+    return abi.at_minor(minor)
+
+
+def parse_abi_version(target: str | tuple[int, int]) -> tuple[int, int]:
+    if isinstance(target, tuple):
+        return int(target[0]), int(target[1])
+    parts = str(target).split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise AbiTargetError(f"ABI version must be MAJOR.MINOR (e.g. 1.0), got '{target}'")
+    return int(parts[0]), int(parts[1])

@@ -1,0 +1,112 @@
+"""compile_model: ONNX model -> artifact directory (program.so with embedded metadata)."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+import onnx
+
+from . import ir as hir
+from . import weights as wmod
+from ._version import __version__
+from .abi import RuntimeAbi, load_abi
+from .artifact import FORMAT, PROGRAM, ArtifactInfo
+from .errors import CompileError
+from .frontend import import_model, load_model
+from .link import link_shared_object
+from .lowering import lower_to_llvm
+from .lowering.to_llvm import metadata_global
+from .passes import run_pipeline
+
+BACKENDS = ("cpu", "cuda", "hip")
+
+
+def _weight_types(module) -> dict[str, tuple[int, list[int]]]:
+    out = {}
+    for op in hir.ops(module):
+        if op.name == "hipdnn.weight":
+            out[hir.get_str(op, "name")] = (hir.element_dtype_from_text(str(op.results[0].type)),
+                                            [int(d) for d in hir.dims_of(op.results[0])])
+    return out
+
+
+def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, backend: str) -> dict:
+    signature = hir.get_json(hir.main_func(module), "hipdnn.signature")
+    imports = [abi.functions[n] for n in lowered.imports]
+    wtypes = _weight_types(module)
+    outputs = []
+    for o, refined in zip(signature["outputs"], lowered.output_dims):
+        dims = o["dims"]
+        if dims is None or len(dims) != len(refined):
+            dims = [int(d) if d.lstrip("-").isdigit() else d for d in refined]
+        else:
+            dims = [d if d is not None else r for d, r in zip(dims, refined)]
+            dims = [int(d) if isinstance(d, str) and d.lstrip("-").isdigit() else d for d in dims]
+        outputs.append({"name": o["name"], "dtype": o["dtype"], "dims": dims})
+    return {
+        "format": FORMAT,
+        "compiler": {"name": "hipdnn-ep-compiler", "version": __version__},
+        "backend": backend,
+        "abi": {"major": abi.major, "min_minor": max((f.since for f in imports), default=0)},
+        "imports": [{"name": f.name, "hash": f.hash} for f in imports],
+        "inputs": signature["inputs"],
+        "outputs": outputs,
+        "weights": wmod.describe_all(model, lowered.weights, [wtypes[n] for n in lowered.weights]),
+        "memory_plan": {
+            "pool_bytes": lowered.pool_size,
+            "host_scratch_bytes": 8 * lowered.host_scratch_slots,
+            "alignment": 256,
+        },
+        "graph_hash": hashlib.sha256(model.graph.SerializeToString(deterministic=True)).hexdigest(),
+    }
+
+
+def emit_object(llvm_text: str, imports: list[str], object_path: Path) -> None:
+    """Translate the LLVM-dialect module to a PIC object file (one LLVM, end to end)."""
+    from torch_mlir.execution_engine import ExecutionEngine
+
+    ctx = hir.new_context()
+    try:
+        module = hir.ir.Module.parse(llvm_text, ctx)
+    except Exception as exc:
+        raise RuntimeError(f"internal error: generated LLVM dialect does not parse: {exc}") from exc
+    engine = ExecutionEngine(module, opt_level=2, enable_pic=True)
+    # The runtime is not loaded at compile time: placeholder addresses make the imports
+    # resolvable so the object can be written; they stay ordinary undefined references.
+    placeholders = []
+    for k, name in enumerate(imports):
+        placeholders.append(ctypes.c_void_p(0x1000 + 16 * k))
+        engine.raw_register_runtime(name, placeholders[-1])
+    engine.dump_to_object_file(str(object_path))
+    if not object_path.exists():
+        raise RuntimeError("internal error: the execution engine wrote no object file")
+
+
+def compile_model(model_or_path: "onnx.ModelProto | str | Path", out_dir: str | Path, backend: str = "cpu",
+                  abi: "str | tuple[int, int] | None" = None, manifest: "str | Path | None" = None) -> ArtifactInfo:
+    """Compile an ONNX model into the artifact directory `out_dir` and return its description.
+
+    backend: "cpu", "cuda" or "hip" (recorded; the runtime picks kernels per backend).
+    abi: target runtime ABI "MAJOR.MINOR" (default: the newest this compiler knows).
+    manifest: a runtime ABI manifest JSON to compile against (default: the bundled one).
+    """
+    if backend not in BACKENDS:
+        raise CompileError(f"unknown backend '{backend}' (choose from {', '.join(BACKENDS)})")
+    target = load_abi(manifest, abi)
+    model, _ = load_model(model_or_path)
+    module = import_model(model)
+    run_pipeline(module)
+    lowered = lower_to_llvm(module, target)
+    meta = build_metadata(model, module, lowered, target, backend)
+    text = lowered.text + metadata_global(json.dumps(meta, separators=(",", ":"))) + "\n"
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="hipdnn-ep-compile-") as tmp:
+        obj = Path(tmp) / "program.o"
+        emit_object(text, lowered.imports, obj)
+        link_shared_object(obj, out / PROGRAM, target)
+    return ArtifactInfo(out, meta)

@@ -1,0 +1,66 @@
+"""Load an ONNX model, validate it and run ONNX shape inference with data propagation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import onnx.checker
+import onnx.defs
+import onnx.shape_inference
+
+from ..errors import ModelError
+
+MIN_OPSET = 13
+
+
+def ai_onnx_opset(model: onnx.ModelProto) -> int:
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return imp.version
+    raise ModelError("model imports no ai.onnx opset")
+
+
+def load_model(model_or_path: "onnx.ModelProto | str | Path") -> tuple[onnx.ModelProto, Path | None]:
+    """The validated, shape-inferred model and the directory its external data is relative to.
+
+    External data is NOT loaded: weights are referenced by location, never copied.
+    """
+    base_dir: Path | None = None
+    if isinstance(model_or_path, onnx.ModelProto):
+        model = model_or_path
+    else:
+        path = Path(model_or_path)
+        base_dir = path.parent
+        try:
+            model = onnx.load(str(path), load_external_data=False)
+        except FileNotFoundError:
+            raise ModelError(f"model file not found: {path}") from None
+        except Exception as exc:  # protobuf raises DecodeError and friends
+            raise ModelError(f"{path}: not a readable ONNX model ({exc})") from exc
+
+    opset = ai_onnx_opset(model)
+    newest = onnx.defs.onnx_opset_version()
+    if opset < MIN_OPSET:
+        raise ModelError(f"model uses ai.onnx opset {opset}; hipdnn-ep-compiler needs opset {MIN_OPSET} or newer")
+    if opset > newest:
+        raise ModelError(f"model uses ai.onnx opset {opset}, newer than this onnx package knows ({newest})")
+    if len(model.graph.node) == 0:
+        raise ModelError("model graph has no nodes")
+
+    uses_contrib = any(n.domain not in ("", "ai.onnx") for n in model.graph.node)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        if not uses_contrib:
+            raise ModelError(f"model fails the ONNX checker: {_first_line(exc)}") from exc
+    try:
+        model = onnx.shape_inference.infer_shapes(model, strict_mode=not uses_contrib, data_prop=True)
+    except Exception as exc:  # InferenceError, or a checker error raised through inference
+        raise ModelError(f"ONNX shape inference failed: {_first_line(exc)}") from exc
+    return model, base_dir
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

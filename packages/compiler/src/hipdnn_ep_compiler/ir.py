@@ -1,0 +1,189 @@
+"""Our op-level IR: generic `hipdnn.*` operations in an MLIR module (unregistered dialect).
+
+The program is `func.func @main`; its arguments are the graph inputs, its results the graph
+outputs.  Weights are `hipdnn.weight` ops, small integer constants `hipdnn.constant`.
+Per-value facts that passes compute live in attributes, so every pass is IR in, IR out:
+
+  hipdnn.dims   one array of dimension expressions (symbolic.py strings) per result
+  hipdnn.host   (host_tensor ops) the element values as expressions, computed on the host
+
+Helpers here hide the MLIR Python binding details from the passes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from torch_mlir import ir
+
+from . import symbolic as sym
+
+# ONNX TensorProto element type -> (MLIR element type, byte size)
+DTYPES: dict[int, tuple[str, int]] = {
+    1: ("f32", 4), 2: ("ui8", 1), 3: ("i8", 1), 6: ("i32", 4), 7: ("i64", 8),
+    9: ("i1", 1), 10: ("f16", 2), 11: ("f64", 8),
+}
+DTYPE_NAMES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 11: "float64"}
+INT64 = 7
+
+
+def new_context() -> ir.Context:
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    return ctx
+
+
+def tensor_type_str(dtype: int, dims: Iterable[Any]) -> str:
+    shape = "x".join(str(d) if isinstance(d, int) else "?" for d in dims)
+    elem = DTYPES[dtype][0]
+    return f"tensor<{shape}x{elem}>" if shape else f"tensor<{elem}>"
+
+
+def main_func(module: ir.Module) -> ir.Operation:
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            return op.operation
+    raise ValueError("module has no func.func")
+
+
+def body(module: ir.Module) -> ir.Block:
+    return main_func(module).regions[0].blocks[0]
+
+
+def ops(module: ir.Module) -> list[ir.Operation]:
+    return [o.operation for o in body(module).operations]
+
+
+def get_str(op: ir.Operation, name: str, default: str | None = None) -> str | None:
+    if name not in op.attributes:
+        return default
+    return ir.StringAttr(op.attributes[name]).value
+
+
+def get_int(op: ir.Operation, name: str, default: int | None = None) -> int | None:
+    if name not in op.attributes:
+        return default
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+def get_float(op: ir.Operation, name: str, default: float | None = None) -> float | None:
+    if name not in op.attributes:
+        return default
+    return ir.FloatAttr(op.attributes[name]).value
+
+
+def get_ints(op: ir.Operation, name: str, default: list[int] | None = None) -> list[int] | None:
+    if name not in op.attributes:
+        return default
+    return [ir.IntegerAttr(a).value for a in ir.ArrayAttr(op.attributes[name])]
+
+
+def get_strs(op: ir.Operation, name: str) -> list[str] | None:
+    if name not in op.attributes:
+        return None
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[name])]
+
+
+def get_json(op: ir.Operation, name: str) -> Any:
+    return json.loads(get_str(op, name))
+
+
+def set_attr(op: ir.Operation, name: str, value: Any) -> None:
+    """Set an attribute from a Python value (str, bool, int, float, list of those, nested lists)."""
+    with op.context:
+        op.attributes[name] = to_attr(value)
+
+
+def to_attr(value: Any) -> ir.Attribute:
+    if isinstance(value, ir.Attribute):
+        return value
+    if isinstance(value, bool):
+        return ir.BoolAttr.get(value)
+    if isinstance(value, int):
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+    if isinstance(value, float):
+        return ir.FloatAttr.get(ir.F64Type.get(), value)
+    if isinstance(value, str):
+        return ir.StringAttr.get(value)
+    if isinstance(value, (list, tuple)):
+        return ir.ArrayAttr.get([to_attr(v) for v in value])
+    raise TypeError(f"cannot turn {value!r} into an attribute")
+
+
+def element_dtype(value: ir.Value) -> int:
+    elem = str(ir.RankedTensorType(value.type).element_type)
+    for code, (name, _) in DTYPES.items():
+        if name == elem:
+            return code
+    raise ValueError(f"unsupported element type {elem}")
+
+
+def rank(value: ir.Value) -> int:
+    return ir.RankedTensorType(value.type).rank
+
+
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    return owner if isinstance(owner, ir.Operation) else (owner.operation if isinstance(owner, ir.OpView) else None)
+
+
+def result_index(value: ir.Value) -> int:
+    return ir.OpResult(value).result_number
+
+
+def is_block_arg(value: ir.Value) -> bool:
+    return isinstance(value.owner, ir.Block)
+
+
+def dims_of(value: ir.Value) -> list[sym.Expr] | None:
+    """The refined dims of a value: from hipdnn.dims on its op, or program input symbols."""
+    if is_block_arg(value):
+        arg = ir.BlockArgument(value)
+        i = arg.arg_number
+        shape = ir.RankedTensorType(value.type).shape
+        return [d if not ir.ShapedType.is_dynamic_size(d) else sym.input_dim(i, j) for j, d in enumerate(shape)]
+    op = defining_op(value)
+    if "hipdnn.dims" not in op.attributes:
+        return None
+    per_result = ir.ArrayAttr(op.attributes["hipdnn.dims"])
+    entry = ir.ArrayAttr(per_result[result_index(value)])
+    return [sym.parse(ir.StringAttr(a).value) for a in entry]
+
+
+def set_dims(op: ir.Operation, dims_per_result: list[list[sym.Expr]]) -> None:
+    set_attr(op, "hipdnn.dims", [[sym.to_str(d) for d in dims] for dims in dims_per_result])
+
+
+def host_values(value: ir.Value) -> list[sym.Expr] | None:
+    """Element values of a host-computable value (hipdnn.host_tensor / hipdnn.constant), else None."""
+    if is_block_arg(value):
+        return None
+    op = defining_op(value)
+    if op.name not in ("hipdnn.host_tensor", "hipdnn.constant"):
+        return None
+    return [sym.parse(s) for s in get_strs(op, "values")]
+
+
+def users(value: ir.Value) -> list[ir.Operation]:
+    return [u.owner for u in value.uses]
+
+
+def create(name: str, operands: list[ir.Value], result_types: list[str], attrs: dict[str, Any],
+           before: ir.Operation) -> ir.Operation:
+    with before.context, before.location:
+        return ir.Operation.create(
+            name,
+            results=[ir.Type.parse(t) for t in result_types],
+            operands=operands,
+            attributes={k: to_attr(v) for k, v in attrs.items()},
+            ip=ir.InsertionPoint(before),
+        )
+
+
+def element_dtype_from_text(type_text: str) -> int:
+    elem = type_text.rstrip(">").split("x")[-1].split("<")[-1]
+    for code, (name, _) in DTYPES.items():
+        if name == elem:
+            return code
+    raise ValueError(f"unsupported element type in {type_text}")

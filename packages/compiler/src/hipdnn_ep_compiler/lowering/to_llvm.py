@@ -1,0 +1,352 @@
+"""Lower the planned hipdnn IR to an LLVM-dialect module: the artifact's host program.
+
+The program (the manifest's program entry) reads input dims, checks ranks, dtypes and static
+dims, computes dynamic dims and shape values into the host scratch, takes the pool, allocates
+outputs, then calls one kernel per op.  Every call's status is checked; on failure the
+outputs allocated so far are freed and the status returned.  Declarations of the runtime
+functions come from the manifest, only for the functions actually called: that set is the
+artifact's import list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torch_mlir import ir
+
+from .. import ir as hir
+from .. import symbolic as sym
+from ..abi import RuntimeAbi
+from ..errors import UnsupportedError
+from . import runtime_calls as rc
+from .emitter import FunctionEmitter, llvm_type
+from ..frontend.importer import _mlir_str
+
+FAIL = "^fail"
+
+
+@dataclass
+class LoweredProgram:
+    text: str  # LLVM dialect module without the metadata global
+    imports: list[str]  # runtime functions the program calls, in first-use order
+    weights: list[str]  # weight names in program-input order (after the graph inputs)
+    n_inputs: int
+    pool_size: str | None
+    host_scratch_slots: int
+    output_dims: list[list[str]] = field(default_factory=list)
+
+
+class _Lowering:
+    def __init__(self, module: ir.Module, abi: RuntimeAbi):
+        self.module = module
+        self.abi = abi
+        self.e = FunctionEmitter()
+        self.imports: dict[str, object] = {}
+        self.globals: list[str] = []
+        self.global_cache: dict[str, str] = {}
+        self.expr_cache: dict[str, str] = {}
+        self.data: dict = {}  # ir.Value -> ptr SSA
+        self.dims_ptr: dict = {}  # ir.Value -> ptr SSA of its dims array
+        self.weights: list[str] = []
+        self.ref = abi.struct(abi.name(rc.TENSOR_REF))
+        self.args_struct = abi.struct(abi.name(rc.KERNEL_ARGS))
+        func = hir.main_func(module)
+        self.n_inputs = len(func.regions[0].blocks[0].arguments)
+        self.slots = hir.get_int(func, "hipdnn.host_scratch_slots", 0)
+        self.pool_size = hir.get_str(func, "hipdnn.pool_size")
+
+    # ------------------------------------------------------------ helpers
+    def call(self, suffix_or_name: str, args: list[str], check: bool = True) -> str | None:
+        name = suffix_or_name if suffix_or_name.startswith(self.abi.prefix + "_") else self.abi.name(suffix_or_name)
+        fn = self.abi.function(name)  # raises AbiTargetError naming it when missing or too new
+        self.imports.setdefault(name, fn)
+        status = self.e.call(name, args, fn.params_llvm, fn.returns_llvm)
+        if check and status is not None:
+            self.e.branch_unless(self.e.icmp("eq", status, self.e.const(0, "i32"), "i32"), FAIL, status)
+        return status
+
+    def field(self, struct, base: str, name: str) -> tuple[str, str]:
+        f = struct.fields[name]
+        return self.e.gep(base, f.offset), f.llvm
+
+    def store_field(self, struct, base: str, name: str, value: str) -> None:
+        ptr, ty = self.field(struct, base, name)
+        self.e.store(value, ptr, ty)
+
+    def load_field(self, struct, base: str, name: str) -> str:
+        ptr, ty = self.field(struct, base, name)
+        return self.e.load(ptr, ty)
+
+    def input_ref(self, i: int) -> str:
+        return self.e.gep(self.input_base, i * self.ref.size)
+
+    def const_array(self, values: list[int], elem: str = "i64") -> str:
+        values = values or [0]
+        key = f"{elem}:{values}"
+        if key not in self.global_cache:
+            name = f"__hipdnn_const_{len(self.global_cache)}"
+            self.globals.append(
+                f"llvm.mlir.global private constant @{name}(dense<[{', '.join(map(str, values))}]> : "
+                f"tensor<{len(values)}x{elem}>) {{addr_space = 0 : i32}} : !llvm.array<{len(values)} x {elem}>")
+            self.global_cache[key] = name
+        return self.e.addressof(self.global_cache[key])
+
+    def expr(self, e: sym.Expr) -> str:
+        key = sym.to_str(e)
+        if key in self.expr_cache:
+            return self.expr_cache[key]
+        if isinstance(e, int):
+            return self.e.const(e)
+        if isinstance(e, str):
+            i, j = sym.parse_symbol(e)
+            dims = self.load_field(self.ref, self.input_ref(i), "dims")
+            out = self.e.load(self.e.gep(dims, 8 * j), "i64")
+        else:
+            op, *args = e
+            vals = [self.expr(a) for a in args]
+            if op in ("add", "mul"):
+                out = vals[0]
+                for v in vals[1:]:
+                    out = self.e.binop(op, out, v)
+            elif op == "floordiv":
+                out = self.e.binop("sdiv", vals[0], vals[1])
+            elif op == "ceildiv":
+                num = self.e.binop("add", vals[0], self.e.binop("sub", vals[1], self.e.const(1)))
+                out = self.e.binop("sdiv", num, vals[1])
+            elif op in ("max", "min"):
+                cond = self.e.icmp("sgt" if op == "max" else "slt", vals[0], vals[1])
+                out = self.e.select(cond, vals[0], vals[1])
+            elif op == "selneg":
+                out = self.e.select(self.e.icmp("slt", vals[0], self.e.const(0)), vals[1], vals[2])
+            else:
+                raise ValueError(f"unknown expression op {op}")
+        self.expr_cache[key] = out
+        return out
+
+    def int_array(self, exprs: list[sym.Expr], slot: int, elem: str = "i64") -> str:
+        """Pointer to the array of `exprs`: constant data when static, else written to the host scratch."""
+        if slot < 0:
+            return self.const_array([int(x) for x in exprs], elem)
+        base = self.e.gep(self.scratch, 8 * slot)
+        width = 8 if elem == "i64" else 4
+        for k, x in enumerate(exprs):
+            v = self.expr(x)
+            if elem != "i64":
+                v = self.e.trunc(v, elem)
+            self.e.store(v, self.e.gep(base, width * k), elem)
+        return base
+
+    def tensor_refs(self, items: list[tuple[str, str, int, int]]) -> str:
+        """A stack array of tensor refs from (data, dims, rank, dtype)."""
+        arr = self.e.alloca(self.ref.size * len(items))
+        for k, (data, dims, rank, dtype) in enumerate(items):
+            r = self.e.gep(arr, k * self.ref.size)
+            self.store_field(self.ref, r, "data", data)
+            self.store_field(self.ref, r, "dims", dims)
+            self.store_field(self.ref, r, "rank", self.e.const(rank, "i32"))
+            self.store_field(self.ref, r, "dtype", self.e.const(dtype, "i32"))
+        return arr
+
+    def ref_of(self, value: ir.Value) -> tuple[str, str, int, int]:
+        return (self.data[value], self.dims_ptr[value], len(hir.dims_of(value)),
+                hir.element_dtype_from_text(str(value.type)))
+
+    def param_ref(self, array_ptr: str, n: int) -> tuple[str, str, int, int]:
+        return (array_ptr, self.const_array([n]), 1, hir.INT64)
+
+    # ------------------------------------------------------------ program
+    def run(self) -> LoweredProgram:
+        e = self.e
+        params = self.abi.program_entry["params"]
+        # the entry's parameters in manifest order: state, inputs, outputs
+        self.state, self.input_base, self.output_base = (f"%{p['name']}" for p in params)
+        ops = hir.ops(self.module)
+        ret = ops[-1]
+        block = hir.body(self.module)
+        for k in range(len(ret.operands)):
+            self.store_field(self.ref, e.gep(self.output_base, k * self.ref.size), "data", e.null())
+
+        # 1. check the inputs against the compiled signature
+        invalid = e.const(self.abi.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
+        for i, arg in enumerate(block.arguments):
+            ref = self.input_ref(i)
+            shape = ir.RankedTensorType(arg.type).shape
+            ok = e.icmp("eq", self.load_field(self.ref, ref, "rank"), e.const(len(shape), "i32"), "i32")
+            e.branch_unless(ok, FAIL, invalid)
+            ok = e.icmp("eq", self.load_field(self.ref, ref, "dtype"),
+                        e.const(hir.element_dtype(arg), "i32"), "i32")
+            e.branch_unless(ok, FAIL, invalid)
+            dims = self.load_field(self.ref, ref, "dims")
+            for j, d in enumerate(shape):
+                if not ir.ShapedType.is_dynamic_size(d):
+                    ok = e.icmp("eq", e.load(e.gep(dims, 8 * j), "i64"), e.const(d))
+                    e.branch_unless(ok, FAIL, invalid)
+            self.data[arg] = self.load_field(self.ref, ref, "data")
+            self.dims_ptr[arg] = dims
+
+        # 2. host scratch: every dynamic array the program hands the runtime
+        if self.slots:
+            out = e.alloca(8)
+            self.call(rc.HOST_SCRATCH, [self.state, e.const(8 * self.slots), out])
+            self.scratch = e.load(out, "ptr")
+        for op in ops:
+            slots = hir.get_ints(op, "hipdnn.dims_slot")
+            if slots is None:
+                continue
+            for r, slot in zip(op.results, slots):
+                if slot == -2:  # a copy of a program input keeps the caller's dims
+                    self.dims_ptr[r] = self.dims_ptr[op.operands[0]]
+                else:
+                    self.dims_ptr[r] = self.int_array(hir.dims_of(r), slot)
+
+        # 3. pool for intermediates
+        if self.pool_size is not None:
+            out = e.alloca(8)
+            self.call(rc.POOL, [self.state, self.expr(sym.parse(self.pool_size)), out])
+            self.pool = e.load(out, "ptr")
+
+        # 4. outputs, each in its own block from the runtime's allocator
+        from ..passes.plan_memory import size_bytes
+        for op in ops:
+            if hir.get_str(op, "hipdnn.storage") == "output":
+                k = hir.get_int(op, "hipdnn.output_index")
+                value = op.results[0]
+                size = self.expr(sym.maximum(size_bytes(value), 1))
+                out = e.alloca(8)
+                self.call(rc.MALLOC, [self.state, size, out])
+                ptr = e.load(out, "ptr")
+                self.data[value] = ptr
+                self.store_field(self.ref, e.gep(self.output_base, k * self.ref.size), "data", ptr)
+            elif hir.get_str(op, "hipdnn.storage") == "pool":
+                self.data[op.results[0]] = e.gep(self.pool, self.expr(sym.parse(hir.get_str(op, "hipdnn.offset"))))
+
+        # 5. the ops
+        for op in ops:
+            self.lower_op(op)
+        for k, value in enumerate(ret.operands):
+            ref = e.gep(self.output_base, k * self.ref.size)
+            self.store_field(self.ref, ref, "dims", self.dims_ptr[value])
+            self.store_field(self.ref, ref, "rank", e.const(len(hir.dims_of(value)), "i32"))
+            self.store_field(self.ref, ref, "dtype", e.const(hir.element_dtype_from_text(str(value.type)), "i32"))
+        e.lines.append(f"llvm.return {e.const(0, 'i32')} : i32")
+
+        # failure: free what was allocated, report the status
+        e.lines.append(f"{FAIL}(%status: i32):")
+        if len(ret.operands) and any(hir.get_str(op, "hipdnn.storage") == "output" for op in ops):
+            for k in range(len(ret.operands)):
+                ref = e.gep(self.output_base, k * self.ref.size)
+                self.call(rc.FREE, [self.state, self.load_field(self.ref, ref, "data")], check=False)
+                self.store_field(self.ref, ref, "data", e.null())
+        e.lines.append("llvm.return %status : i32")
+        return self.finish(ret)
+
+    def lower_op(self, op: ir.Operation) -> None:
+        e = self.e
+        name = op.name
+        if name == "func.return":
+            return
+        if name == "hipdnn.weight":
+            self.weights.append(hir.get_str(op, "name"))
+            ref = self.input_ref(self.n_inputs + len(self.weights) - 1)
+            self.data[op.results[0]] = self.load_field(self.ref, ref, "data")
+            return
+        if name == "hipdnn.alias":
+            self.data[op.results[0]] = self.data[op.operands[0]]
+            return
+        if name in ("hipdnn.host_tensor", "hipdnn.constant"):
+            return  # unused by device code (materialize-host-scalars rewrote the used ones)
+        value = op.results[0]
+        if name == "hipdnn.materialize":
+            dtype = hir.element_dtype_from_text(str(value.type))
+            elem = "i64" if dtype == hir.INT64 else "i32"
+            vals = [sym.parse(s) for s in hir.get_strs(op, "values")]
+            src = self.int_array(vals, hir.get_int(op, "hipdnn.values_slot"), elem)
+            kind = self.abi.enum_value(self.abi.name("memcpy_kind"), "HOST_TO_DEVICE")
+            self.call(rc.MEMCPY, [self.state, self.data[value], src,
+                                  e.const(len(vals) * (8 if elem == "i64" else 4)), e.const(kind, "i32")])
+            return
+        if name == "hipdnn.copy":
+            from ..passes.plan_memory import size_bytes
+            kind = self.abi.enum_value(self.abi.name("memcpy_kind"), "DEVICE_TO_DEVICE")
+            self.call(rc.MEMCPY, [self.state, self.data[value], self.data[op.operands[0]],
+                                  self.expr(size_bytes(value)), e.const(kind, "i32")])
+            return
+        entry = rc.KERNELS.get(name)
+        if entry is None:
+            raise UnsupportedError(f"{hir.get_str(op, 'onnx.node', name)}: no kernel for {name}")
+        inputs = [self.ref_of(v) for v in op.operands]
+        if name == "hipdnn.reduce":
+            axes = hir.get_ints(op, "axes")
+            inputs.append(self.param_ref(self.const_array(axes), len(axes)))
+        elif name == "hipdnn.transpose":
+            perm = hir.get_ints(op, "perm")
+            inputs.append(self.param_ref(self.const_array(perm), len(perm)))
+        elif name == "hipdnn.slice":
+            starts = [sym.parse(s) for s in hir.get_strs(op, "starts")]
+            steps = hir.get_ints(op, "steps")
+            inputs.append(self.param_ref(self.int_array(starts, hir.get_int(op, "hipdnn.starts_slot")), len(starts)))
+            inputs.append(self.param_ref(self.const_array(steps), len(steps)))
+        outputs = [self.ref_of(value)]
+        fn = self.abi.function(self.abi.name(entry.kernel))
+        int_vals = []
+        for a in fn.int_attrs:
+            if a == "op" and entry.op_enum:
+                int_vals.append(self.abi.enum_value(self.abi.name(entry.op_enum), hir.get_str(op, "op")))
+            elif a == "axis":
+                int_vals.append(hir.get_int(op, "axis"))
+            else:
+                int_vals.append(hir.get_int(op, a))
+        float_vals = [hir.get_float(op, a) for a in fn.float_attrs]
+        self.kernel_call(fn.name, inputs, outputs, int_vals, float_vals)
+
+    def kernel_call(self, kernel: str, inputs, outputs, int_vals: list[int], float_vals: list[float]) -> None:
+        e = self.e
+        args = e.alloca(self.args_struct.size)
+        s = self.args_struct
+        in_arr = self.tensor_refs(inputs)
+        out_arr = self.tensor_refs(outputs)
+        ints = e.alloca(8 * len(int_vals))
+        for k, v in enumerate(int_vals):
+            e.store(e.const(int(v)), e.gep(ints, 8 * k), "i64")
+        floats = e.alloca(8 * len(float_vals))
+        for k, v in enumerate(float_vals):
+            e.store(e.const_f64(v), e.gep(floats, 8 * k), "f64")
+        self.store_field(s, args, "struct_size", e.const(s.size))
+        self.store_field(s, args, "inputs", in_arr)
+        self.store_field(s, args, "outputs", out_arr)
+        self.store_field(s, args, "int_attrs", ints if int_vals else e.null())
+        self.store_field(s, args, "float_attrs", floats if float_vals else e.null())
+        self.store_field(s, args, "n_inputs", e.const(len(inputs), "i32"))
+        self.store_field(s, args, "n_outputs", e.const(len(outputs), "i32"))
+        self.store_field(s, args, "n_int_attrs", e.const(len(int_vals), "i32"))
+        self.store_field(s, args, "n_float_attrs", e.const(len(float_vals), "i32"))
+        self.call(kernel, [self.state, args])
+
+    def finish(self, ret: ir.Operation) -> LoweredProgram:
+        decls = []
+        for name, fn in self.imports.items():
+            ps = ", ".join(llvm_type(p) for p in fn.params_llvm)
+            r = "" if fn.returns_llvm == "void" else f" -> {llvm_type(fn.returns_llvm)}"
+            decls.append(f"llvm.func @{name}({ps}){r}")
+        entry = self.abi.program_entry
+        params = ", ".join(f"%{p['name']}: {llvm_type(p['llvm'])}" for p in entry["params"])
+        body = self.e.text()
+        text = "\n".join(decls + self.globals) + (
+            f"\nllvm.func @{entry['name']}({params}) -> {llvm_type(entry['returns']['llvm'])} {{\n{body}\n}}\n")
+        return LoweredProgram(
+            text=text, imports=list(self.imports), weights=self.weights, n_inputs=self.n_inputs,
+            pool_size=self.pool_size, host_scratch_slots=self.slots,
+            output_dims=[[sym.to_str(d) for d in hir.dims_of(v)] for v in ret.operands],
+        )
+
+
+def lower_to_llvm(module: ir.Module, abi: RuntimeAbi) -> LoweredProgram:
+    """The host program for a planned module (after plan-memory)."""
+    return _Lowering(module, abi).run()
+
+
+def metadata_global(json_text: str) -> str:
+    """The LLVM global that holds the metadata JSON (NUL-terminated) in section .hipdnn_ep_meta."""
+    data = json_text.encode() + b"\0"
+    return (f"llvm.mlir.global external constant @__hipdnn_ep_meta({_mlir_str(data.decode())}) "
+            f'{{section = ".hipdnn_ep_meta", addr_space = 0 : i32}} : !llvm.array<{len(data)} x i8>')

@@ -1,0 +1,21 @@
+"""The pass pipeline, in order.  Each pass is one module with NAME and run(module) -> module."""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from . import eliminate_dead_ops, materialize_host_scalars, plan_memory, refine_shapes
+
+PIPELINE = (refine_shapes, eliminate_dead_ops, materialize_host_scalars, plan_memory)
+PASSES = {p.NAME: p for p in PIPELINE}
+
+
+def run_pipeline(module: ir.Module, until: str | None = None) -> ir.Module:
+    """Run every pass (or up to and including `until`), verifying the IR after each."""
+    for p in PIPELINE:
+        module = p.run(module)
+        if not module.operation.verify():
+            raise RuntimeError(f"internal error: IR fails verification after {p.NAME}")
+        if p.NAME == until:
+            break
+    return module

@@ -1,0 +1,69 @@
+"""Pass materialize-host-scalars: decide where every host-computed integer lives at run time.
+
+IR in: refined IR (refine-shapes, eliminate-dead-ops).
+IR out:
+  * a `hipdnn.host_tensor`/`hipdnn.constant` still used by a device op (a kernel, an alias, the
+    program result) becomes `hipdnn.materialize`: a device int tensor filled from the host
+    (memcpy HOST_TO_DEVICE), the only way host values reach device data;
+  * every integer array the program hands the runtime (dims of tensors, materialized values,
+    slice starts) whose entries are not all compile-time constants gets a slot range in the
+    host scratch: `hipdnn.dims_slot` (per result, -1 = static or caller-owned),
+    `hipdnn.values_slot`, `hipdnn.starts_slot`;
+  * the function gets `hipdnn.host_scratch_slots` = number of int64 slots, only when some
+    array is dynamic.  A fully static graph uses no host scratch at all.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from .. import ir as hir
+from .. import symbolic as sym
+
+NAME = "materialize-host-scalars"
+
+HOST_OPS = ("hipdnn.host_tensor", "hipdnn.constant")
+
+
+def _static(exprs: list[sym.Expr]) -> bool:
+    return all(sym.is_static(e) for e in exprs)
+
+
+def run(module: ir.Module) -> ir.Module:
+    for op in hir.ops(module):
+        if op.name in HOST_OPS and op.results[0].uses:
+            values = hir.get_strs(op, "values")
+            dims = [ir.StringAttr(a).value for a in ir.ArrayAttr(ir.ArrayAttr(op.attributes["hipdnn.dims"])[0])]
+            new = hir.create("hipdnn.materialize", [], [str(op.results[0].type)],
+                             {"values": values, "hipdnn.dims": [dims]}, before=op)
+            op.results[0].replace_all_uses_with(new.results[0])
+            op.erase()
+
+    next_slot = 0
+    by_content: dict[str, int] = {}  # identical arrays share one slot range
+
+    def take(exprs: list[sym.Expr], elem: str = "i64") -> int:
+        nonlocal next_slot
+        key = elem + ":" + " ".join(sym.to_str(e) for e in exprs)
+        if key not in by_content:
+            by_content[key] = next_slot
+            next_slot += len(exprs)
+        return by_content[key]
+
+    for op in hir.ops(module):
+        if op.name == "func.return" or "hipdnn.dims" not in op.attributes:
+            continue
+        slots = []
+        for r in op.results:
+            dims = hir.dims_of(r)
+            slots.append(-1 if _static(dims) else take(dims))
+        hir.set_attr(op, "hipdnn.dims_slot", slots)
+        if op.name == "hipdnn.materialize":
+            vals = [sym.parse(s) for s in hir.get_strs(op, "values")]
+            hir.set_attr(op, "hipdnn.values_slot", -1 if _static(vals) else take(vals, str(op.results[0].type)))
+        if op.name == "hipdnn.slice":
+            starts = [sym.parse(s) for s in hir.get_strs(op, "starts")]
+            hir.set_attr(op, "hipdnn.starts_slot", -1 if _static(starts) else take(starts))
+    if next_slot:
+        hir.set_attr(hir.main_func(module), "hipdnn.host_scratch_slots", next_slot)
+    return module

@@ -1,0 +1,411 @@
+"""Pass refine-shapes: symbolic shape refinement and folding of shape computations.
+
+IR in: ops as imported (ONNX semantics, parameter tensors as operands, `onnx.*` attributes).
+IR out: every value's dims as symbolic expressions (`hipdnn.dims`) over program input dims;
+every computation on host-computable integer values (Shape, Gather, Concat, Slice, Squeeze,
+Unsqueeze, Reshape, Cast, Add/Sub/Mul/Div on shape values) folded into `hipdnn.host_tensor`
+ops holding element expressions; every remaining op in canonical form with only data
+operands and parameters as attributes:
+
+  hipdnn.binary {op}   hipdnn.unary {op}   hipdnn.matmul   hipdnn.gemm {trans_a, trans_b, alpha, beta}
+  hipdnn.softmax {axis}   hipdnn.layer_norm {axis, epsilon}   hipdnn.reduce {op, axes}
+  hipdnn.transpose {perm}   hipdnn.concat {axis}   hipdnn.slice {starts, steps}
+  hipdnn.gather {axis}   hipdnn.expand   hipdnn.cast {to}   hipdnn.where   hipdnn.alias
+
+`hipdnn.alias` (Reshape, Squeeze, Unsqueeze, Identity) has new dims and shares its input's data.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from torch_mlir import ir
+
+from .. import ir as hir
+from .. import symbolic as sym
+from ..errors import ModelError, UnsupportedError
+
+NAME = "refine-shapes"
+
+BINARY = {"add": "ADD", "sub": "SUB", "mul": "MUL", "div": "DIV", "pow": "POW",
+          "equal": "EQUAL", "less": "LESS", "greater": "GREATER"}
+UNARY = {"relu": "RELU", "sigmoid": "SIGMOID", "tanh": "TANH", "exp": "EXP", "log": "LOG",
+         "sqrt": "SQRT", "neg": "NEG", "erf": "ERF"}
+REDUCE = {"reduce_sum": "SUM", "reduce_mean": "MEAN", "reduce_max": "MAX"}
+ALIAS = ("reshape", "squeeze", "unsqueeze", "identity")
+HOST_INT_TYPES = (6, 7)
+
+
+class _Op:
+    """One imported op with its operands addressed by ONNX input position."""
+
+    def __init__(self, op: ir.Operation):
+        self.op = op
+        self.kind = op.name.split(".", 1)[1]
+        self.where = hir.get_str(op, "onnx.node", op.name)
+        roles = hir.get_ints(op, "operand_roles", list(range(len(op.operands))))
+        self.inputs: dict[int, ir.Value] = {r: op.operands[k] for k, r in enumerate(roles)}
+
+    def input(self, i: int) -> ir.Value | None:
+        return self.inputs.get(i)
+
+    def dims(self, i: int) -> list[sym.Expr]:
+        return hir.dims_of(self.inputs[i])
+
+    def host(self, i: int) -> list[sym.Expr] | None:
+        v = self.inputs.get(i)
+        return None if v is None else hir.host_values(v)
+
+    def const_ints(self, i: int, what: str) -> list[int] | None:
+        """Input i as constant ints (None if absent); refuse if it is not constant."""
+        if i not in self.inputs:
+            return None
+        vals = self.host(i)
+        if vals is None or not all(isinstance(v, int) for v in vals):
+            raise UnsupportedError(f"{self.where}: {what} must be a constant")
+        return [int(v) for v in vals]
+
+    def attr_int(self, name: str, default: int | None = None) -> int | None:
+        return hir.get_int(self.op, "onnx." + name, default)
+
+    def attr_float(self, name: str, default: float) -> float:
+        return hir.get_float(self.op, "onnx." + name, default)
+
+    def attr_ints(self, name: str) -> list[int] | None:
+        return hir.get_ints(self.op, "onnx." + name)
+
+    def result_dtype(self, k: int = 0) -> int:
+        return hir.element_dtype_from_text(str(self.op.results[k].type))
+
+    def fail(self, why: str) -> None:
+        raise UnsupportedError(f"{self.where}: {why}")
+
+
+def _norm_axis(o: _Op, axis: int, rank: int) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise ModelError(f"{o.where}: axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def _replace(o: _Op, name: str, operands: list[ir.Value], attrs: dict, dims: list[list[sym.Expr]],
+             result_types: list[str] | None = None) -> ir.Operation:
+    """Create the canonical op before `o`, move the uses over and erase `o`."""
+    types = result_types or [str(r.type) for r in o.op.results]
+    attrs = dict(attrs)
+    attrs["onnx.node"] = o.where
+    attrs["hipdnn.dims"] = [[sym.to_str(d) for d in ds] for ds in dims]
+    new = hir.create(name, operands, types, attrs, before=o.op)
+    for old_r, new_r in zip(o.op.results, new.results):
+        old_r.replace_all_uses_with(new_r)
+    o.op.erase()
+    return new
+
+
+def _host_tensor(o: _Op, values: list[sym.Expr], dims: list[int], dtype: int | None = None) -> None:
+    dtype = o.result_dtype() if dtype is None else dtype
+    _replace(o, "hipdnn.host_tensor", [],
+             {"values": [sym.to_str(v) for v in values]}, [list(dims)],
+             [hir.tensor_type_str(dtype, dims)])
+
+
+def _all_host(o: _Op) -> bool:
+    return all(hir.host_values(v) is not None for v in o.inputs.values())
+
+
+def _broadcast(o: _Op, *shapes: list[sym.Expr]) -> list[sym.Expr]:
+    out: list[sym.Expr] = []
+    try:
+        for s in shapes:
+            out = sym.broadcast(out, s)
+    except ValueError as exc:
+        raise ModelError(f"{o.where}: {exc}") from None
+    return out
+
+
+def _host_elementwise(o: _Op, fn: Callable[[sym.Expr, sym.Expr], sym.Expr]) -> bool:
+    a, b = o.host(0), o.host(1)
+    da, db = o.dims(0), o.dims(1)
+    if len(da) > 1 or len(db) > 1:
+        return False
+    n = max(len(a), len(b))
+    if len(a) not in (1, n) or len(b) not in (1, n):
+        return False
+    a = a * n if len(a) == 1 else a
+    b = b * n if len(b) == 1 else b
+    _host_tensor(o, [fn(x, y) for x, y in zip(a, b)], _broadcast(o, da, db))
+    return True
+
+
+def _binary(o: _Op) -> None:
+    if o.kind in ("add", "sub", "mul", "div") and _all_host(o) and o.result_dtype() in HOST_INT_TYPES:
+        fn = {"add": sym.add, "sub": sym.sub, "mul": sym.mul, "div": sym.floordiv}[o.kind]
+        if _host_elementwise(o, fn):
+            return
+    _replace(o, "hipdnn.binary", [o.input(0), o.input(1)], {"op": BINARY[o.kind]},
+             [_broadcast(o, o.dims(0), o.dims(1))])
+
+
+def _unary(o: _Op) -> None:
+    _replace(o, "hipdnn.unary", [o.input(0)], {"op": UNARY[o.kind]}, [o.dims(0)])
+
+
+def _gelu(o: _Op) -> None:
+    approx = hir.get_str(o.op, "onnx.approximate", "none")
+    if approx not in ("none", "tanh"):
+        o.fail(f"Gelu approximate='{approx}' is not supported")
+    op = "GELU_TANH" if approx == "tanh" else "GELU_ERF"
+    _replace(o, "hipdnn.unary", [o.input(0)], {"op": op}, [o.dims(0)])
+
+
+def _matmul(o: _Op) -> None:
+    a, b = o.dims(0), o.dims(1)
+    if not a or not b:
+        raise ModelError(f"{o.where}: MatMul operands must have rank >= 1")
+    a2 = [1] + a if len(a) == 1 else a
+    b2 = b + [1] if len(b) == 1 else b
+    batch = _broadcast(o, a2[:-2], b2[:-2])
+    out = batch + [a2[-2], b2[-1]]
+    if len(a) == 1:
+        out.pop(-2)
+    if len(b) == 1:
+        out.pop(-1)
+    _replace(o, "hipdnn.matmul", [o.input(0), o.input(1)], {}, [out])
+
+
+def _gemm(o: _Op) -> None:
+    ta, tb = o.attr_int("transA", 0), o.attr_int("transB", 0)
+    a, b = o.dims(0), o.dims(1)
+    if len(a) != 2 or len(b) != 2:
+        raise ModelError(f"{o.where}: Gemm operands must be 2-D")
+    m = a[1] if ta else a[0]
+    n = b[0] if tb else b[1]
+    operands = [o.input(0), o.input(1)] + ([o.input(2)] if o.input(2) is not None else [])
+    _replace(o, "hipdnn.gemm", operands,
+             {"trans_a": ta, "trans_b": tb, "alpha": o.attr_float("alpha", 1.0), "beta": o.attr_float("beta", 1.0)},
+             [[m, n]])
+
+
+def _softmax(o: _Op) -> None:
+    d = o.dims(0)
+    _replace(o, "hipdnn.softmax", [o.input(0)], {"axis": _norm_axis(o, o.attr_int("axis", -1), len(d))}, [d])
+
+
+def _layer_norm(o: _Op) -> None:
+    d = o.dims(0)
+    operands = [o.input(0), o.input(1)] + ([o.input(2)] if o.input(2) is not None else [])
+    _replace(o, "hipdnn.layer_norm", operands,
+             {"axis": _norm_axis(o, o.attr_int("axis", -1), len(d)), "epsilon": o.attr_float("epsilon", 1e-5)},
+             [d])
+
+
+def _reduce(o: _Op) -> None:
+    d = o.dims(0)
+    axes = o.const_ints(1, "the reduction axes")
+    if axes is None:
+        axes = o.attr_ints("axes")  # opsets before 18 (ReduceMean/Max) carry axes as an attribute
+    keep = o.attr_int("keepdims", 1)
+    if not axes:
+        if o.attr_int("noop_with_empty_axes", 0):
+            _replace(o, "hipdnn.alias", [o.input(0)], {}, [d])
+            return
+        axes = list(range(len(d)))
+    axes = sorted({_norm_axis(o, a, len(d)) for a in axes})
+    out = [1 if i in axes else x for i, x in enumerate(d)] if keep else [x for i, x in enumerate(d) if i not in axes]
+    _replace(o, "hipdnn.reduce", [o.input(0)], {"op": REDUCE[o.kind], "axes": axes}, [out])
+
+
+def _reshape_dims(o: _Op, src: list[sym.Expr], target: list[sym.Expr]) -> list[sym.Expr]:
+    allow_zero = o.attr_int("allowzero", 0)
+    out: list[sym.Expr] = []
+    infer_at = None
+    for i, t in enumerate(target):
+        if t == 0 and not allow_zero:
+            if i >= len(src):
+                raise ModelError(f"{o.where}: shape entry {i} is 0 but the input has rank {len(src)}")
+            out.append(src[i])
+        elif t == -1:
+            if infer_at is not None:
+                raise ModelError(f"{o.where}: more than one -1 in the target shape")
+            infer_at = i
+            out.append(-1)
+        elif isinstance(t, int) and t < -1:
+            raise ModelError(f"{o.where}: invalid target dimension {t}")
+        else:
+            out.append(t)
+    if infer_at is not None:
+        known = sym.product(x for i, x in enumerate(out) if i != infer_at)
+        out[infer_at] = sym.floordiv(sym.product(src), known)
+    return out
+
+
+def _alias_like(o: _Op) -> None:
+    src = o.dims(0)
+    if o.kind == "identity":
+        dims = src
+    elif o.kind == "reshape":
+        target = o.host(1)
+        if target is None:
+            o.fail("the target shape must be computable from input shapes and constants")
+        dims = _reshape_dims(o, src, target)
+    elif o.kind == "unsqueeze":
+        axes = o.const_ints(1, "the axes") if o.input(1) is not None else o.attr_ints("axes")
+        if not axes:
+            raise ModelError(f"{o.where}: Unsqueeze needs axes")
+        r = len(src) + len(axes)
+        axes = sorted(_norm_axis(o, a, r) for a in axes)
+        it = iter(src)
+        dims = [1 if i in axes else next(it) for i in range(r)]
+    else:  # squeeze
+        axes = o.const_ints(1, "the axes") if o.input(1) is not None else o.attr_ints("axes")
+        if axes is None:
+            axes = [i for i, x in enumerate(src) if x == 1]
+            if any(not isinstance(x, int) for x in src):
+                o.fail("Squeeze without axes on dynamic dims is not supported")
+        axes = {_norm_axis(o, a, len(src)) for a in axes}
+        dims = [x for i, x in enumerate(src) if i not in axes]
+    vals = o.host(0)
+    if vals is not None:
+        _host_tensor(o, vals, dims)
+        return
+    _replace(o, "hipdnn.alias", [o.input(0)], {}, [dims])
+
+
+def _transpose(o: _Op) -> None:
+    d = o.dims(0)
+    perm = o.attr_ints("perm") or list(reversed(range(len(d))))
+    if sorted(perm) != list(range(len(d))):
+        raise ModelError(f"{o.where}: perm {perm} is not a permutation of rank {len(d)}")
+    _replace(o, "hipdnn.transpose", [o.input(0)], {"perm": perm}, [[d[p] for p in perm]])
+
+
+def _concat(o: _Op) -> None:
+    ins = [o.inputs[k] for k in sorted(o.inputs)]
+    ds = [hir.dims_of(v) for v in ins]
+    axis = _norm_axis(o, o.attr_int("axis"), len(ds[0]))
+    if len(ds[0]) == 1 and _all_host(o):
+        vals: list[sym.Expr] = []
+        for v in ins:
+            vals.extend(hir.host_values(v))
+        _host_tensor(o, vals, [len(vals)])
+        return
+    out = list(ds[0])
+    out[axis] = sym.add(*(d[axis] for d in ds))
+    _replace(o, "hipdnn.concat", ins, {"axis": axis}, [out])
+
+
+def _slice_params(o: _Op, d: list[sym.Expr]) -> tuple[list[sym.Expr], list[int], list[sym.Expr]]:
+    starts, ends = o.host(1), o.host(2)
+    if starts is None or ends is None:
+        o.fail("starts and ends must be computable from input shapes and constants")
+    axes = o.const_ints(3, "axes")
+    steps = o.const_ints(4, "steps")
+    axes = list(range(len(starts))) if axes is None else [_norm_axis(o, a, len(d)) for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    n_starts, n_steps, counts = [0] * len(d), [1] * len(d), list(d)
+    for ax, s, e, st in zip(axes, starts, ends, steps):
+        dim = d[ax]
+        if st == 0:
+            raise ModelError(f"{o.where}: slice step 0")
+        if st > 0:
+            s = sym.minimum(sym.maximum(sym.select_negative(s, sym.add(s, dim), s), 0), dim)
+            e = sym.minimum(sym.maximum(sym.select_negative(e, sym.add(e, dim), e), 0), dim)
+            count = sym.maximum(sym.ceildiv(sym.sub(e, s), st), 0)
+        else:
+            s = sym.minimum(sym.maximum(sym.select_negative(s, sym.add(s, dim), s), -1), sym.add(dim, -1))
+            e = sym.minimum(sym.maximum(sym.select_negative(e, sym.add(e, dim), e), -1), sym.add(dim, -1))
+            count = sym.maximum(sym.ceildiv(sym.sub(s, e), -st), 0)
+        n_starts[ax], n_steps[ax], counts[ax] = s, st, count
+    return n_starts, n_steps, counts
+
+
+def _slice(o: _Op) -> None:
+    d = o.dims(0)
+    starts, steps, counts = _slice_params(o, d)
+    vals = o.host(0)
+    if vals is not None and len(d) == 1 and all(isinstance(x, int) for x in (starts[0], counts[0])):
+        picked = [vals[starts[0] + i * steps[0]] for i in range(counts[0])]
+        _host_tensor(o, picked, [len(picked)])
+        return
+    _replace(o, "hipdnn.slice", [o.input(0)],
+             {"starts": [sym.to_str(s) for s in starts], "steps": steps}, [counts])
+
+
+def _gather(o: _Op) -> None:
+    d, di = o.dims(0), o.dims(1)
+    axis = _norm_axis(o, o.attr_int("axis", 0), len(d))
+    vals, idx = o.host(0), o.host(1)
+    if vals is not None and idx is not None and len(d) == 1 and all(isinstance(i, int) for i in idx):
+        n = len(vals)
+        for i in idx:
+            if not -n <= i < n:
+                raise ModelError(f"{o.where}: index {i} out of range for {n} elements")
+        _host_tensor(o, [vals[i] for i in idx], di)
+        return
+    _replace(o, "hipdnn.gather", [o.input(0), o.input(1)], {"axis": axis}, [d[:axis] + di + d[axis + 1:]])
+
+
+def _shape(o: _Op) -> None:
+    d = o.dims(0)
+    start = o.attr_int("start", 0)
+    end = o.attr_int("end", len(d))
+    vals = d[slice(start, end)]
+    _host_tensor(o, vals, [len(vals)], dtype=7)
+
+
+def _expand(o: _Op) -> None:
+    shape = o.host(1)
+    if shape is None:
+        o.fail("the target shape must be computable from input shapes and constants")
+    _replace(o, "hipdnn.expand", [o.input(0)], {}, [_broadcast(o, o.dims(0), shape)])
+
+
+def _cast(o: _Op) -> None:
+    to = o.attr_int("to")
+    if to not in hir.DTYPES:
+        o.fail(f"Cast to element type {to} is not supported")
+    vals = o.host(0)
+    if vals is not None and to in HOST_INT_TYPES:
+        _host_tensor(o, vals, o.dims(0), dtype=to)
+        return
+    _replace(o, "hipdnn.cast", [o.input(0)], {"to": to}, [o.dims(0)])
+
+
+def _where(o: _Op) -> None:
+    _replace(o, "hipdnn.where", [o.input(0), o.input(1), o.input(2)], {},
+             [_broadcast(o, o.dims(0), o.dims(1), o.dims(2))])
+
+
+RULES: dict[str, Callable[[_Op], None]] = {
+    **{k: _binary for k in BINARY}, **{k: _unary for k in UNARY}, **{k: _reduce for k in REDUCE},
+    **{k: _alias_like for k in ALIAS},
+    "gelu": _gelu, "matmul": _matmul, "gemm": _gemm, "softmax": _softmax, "layer_norm": _layer_norm,
+    "transpose": _transpose, "concat": _concat, "slice": _slice, "gather": _gather, "shape": _shape,
+    "expand": _expand, "cast": _cast, "where": _where,
+}
+
+CANONICAL = {"hipdnn.weight", "hipdnn.constant", "hipdnn.host_tensor", "hipdnn.binary", "hipdnn.unary",
+             "hipdnn.matmul", "hipdnn.gemm", "hipdnn.softmax", "hipdnn.layer_norm", "hipdnn.reduce",
+             "hipdnn.transpose", "hipdnn.concat", "hipdnn.slice", "hipdnn.gather", "hipdnn.expand",
+             "hipdnn.cast", "hipdnn.where", "hipdnn.alias"}
+
+
+def run(module: ir.Module) -> ir.Module:
+    for op in hir.ops(module):
+        if op.name == "func.return":
+            continue
+        if op.name == "hipdnn.weight":
+            if "hipdnn.dims" not in op.attributes:
+                shape = ir.RankedTensorType(op.results[0].type).shape
+                hir.set_dims(op, [list(shape)])
+            continue
+        if op.name == "hipdnn.constant":
+            continue
+        o = _Op(op)
+        rule = RULES.get(o.kind)
+        if rule is None:
+            raise UnsupportedError(f"{o.where}: no shape rule for {op.name}")
+        try:
+            rule(o)
+        except ZeroDivisionError as exc:
+            raise ModelError(f"{o.where}: {exc}") from None
+    return module

@@ -1,0 +1,264 @@
+"""Symbolic integer expressions for dimensions and host-computable shape values.
+
+An expression is an int, a symbol (str, e.g. "d0_1" = dimension 1 of program input 0) or a
+tuple (op, *args) with op in OPS.  Constructors simplify (constant folding, flattening, x*1,
+x+0, max(x, x)), so structurally equal expressions compare equal.  Expressions travel through
+the IR as S-expression strings: "(mul 4 d0_1)".
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+Expr = Union[int, str, tuple]
+
+# op -> arity (None: variadic, commutative)
+OPS = {"add": None, "mul": None, "floordiv": 2, "ceildiv": 2, "max": 2, "min": 2, "selneg": 3}
+
+
+def input_dim(input_index: int, axis: int) -> str:
+    """Symbol for dims[axis] of program input `input_index`."""
+    return f"d{input_index}_{axis}"
+
+
+def parse_symbol(sym: str) -> tuple[int, int]:
+    i, j = sym[1:].split("_")
+    return int(i), int(j)
+
+
+def _key(e: Expr) -> str:
+    return to_str(e)
+
+
+def add(*args: Expr) -> Expr:
+    const = 0
+    terms: list[Expr] = []
+    for a in args:
+        if isinstance(a, tuple) and a[0] == "add":
+            items = a[1:]
+        else:
+            items = (a,)
+        for t in items:
+            if isinstance(t, int):
+                const += t
+            else:
+                terms.append(t)
+    # combine c*x terms with the same x
+    coeffs: dict[str, list] = {}
+    for t in terms:
+        c, base = _split_coeff(t)
+        k = _key(base)
+        if k in coeffs:
+            coeffs[k][0] += c
+        else:
+            coeffs[k] = [c, base]
+    out = [mul(c, b) for c, b in coeffs.values() if c != 0]
+    if const:
+        out.append(const)
+    if not out:
+        return 0
+    if len(out) == 1:
+        return out[0]
+    return ("add", *sorted(out, key=_key))
+
+
+def _split_coeff(t: Expr) -> tuple[int, Expr]:
+    if isinstance(t, tuple) and t[0] == "mul" and isinstance(t[1], int):
+        rest = t[2:]
+        return t[1], rest[0] if len(rest) == 1 else ("mul", *rest)
+    return 1, t
+
+
+def mul(*args: Expr) -> Expr:
+    const = 1
+    terms: list[Expr] = []
+    for a in args:
+        items = a[1:] if isinstance(a, tuple) and a[0] == "mul" else (a,)
+        for t in items:
+            if isinstance(t, int):
+                const *= t
+            else:
+                terms.append(t)
+    if const == 0:
+        return 0
+    if not terms:
+        return const
+    terms.sort(key=_key)
+    if const == 1 and len(terms) == 1:
+        return terms[0]
+    if const == 1:
+        return ("mul", *terms)
+    return ("mul", const, *terms)
+
+
+def sub(a: Expr, b: Expr) -> Expr:
+    return add(a, mul(-1, b))
+
+
+def floordiv(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError("division by zero in a shape computation")
+        return a // b
+    if b == 1:
+        return a
+    if a == b:
+        return 1
+    # cancel common factors: (c*x*y) // (d*y) == (c/d)*x when d divides c
+    ca, fa = _factors(a)
+    cb, fb = _factors(b)
+    if cb != 0 and ca % cb == 0:
+        rest = list(fa)
+        for f in fb:
+            if f not in rest:
+                break
+            rest.remove(f)
+        else:
+            return mul(ca // cb, *rest)
+    return ("floordiv", a, b)
+
+
+def _factors(e: Expr) -> tuple[int, list[Expr]]:
+    if isinstance(e, int):
+        return e, []
+    if isinstance(e, tuple) and e[0] == "mul":
+        c = e[1] if isinstance(e[1], int) else 1
+        return c, [f for f in e[1:] if not isinstance(f, int)]
+    return 1, [e]
+
+
+def ceildiv(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, int) and isinstance(b, int):
+        return -((-a) // b)
+    if b == 1:
+        return a
+    return ("ceildiv", a, b)
+
+
+def maximum(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    if a == b:
+        return a
+    return ("max", *sorted((a, b), key=_key))
+
+
+def minimum(a: Expr, b: Expr) -> Expr:
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    if a == b:
+        return a
+    return ("min", *sorted((a, b), key=_key))
+
+
+def select_negative(x: Expr, if_negative: Expr, otherwise: Expr) -> Expr:
+    """x < 0 ? if_negative : otherwise."""
+    if isinstance(x, int):
+        return if_negative if x < 0 else otherwise
+    if if_negative == otherwise:
+        return otherwise
+    return ("selneg", x, if_negative, otherwise)
+
+
+def product(items) -> Expr:
+    return mul(1, *items)
+
+
+def is_static(e: Expr) -> bool:
+    return isinstance(e, int)
+
+
+def symbols(e: Expr) -> set[str]:
+    if isinstance(e, int):
+        return set()
+    if isinstance(e, str):
+        return {e}
+    out: set[str] = set()
+    for a in e[1:]:
+        out |= symbols(a)
+    return out
+
+
+def evaluate(e: Expr, env: dict[str, int]) -> int:
+    if isinstance(e, int):
+        return e
+    if isinstance(e, str):
+        return env[e]
+    op, *args = e
+    vals = [evaluate(a, env) for a in args]
+    if op == "add":
+        return sum(vals)
+    if op == "mul":
+        r = 1
+        for v in vals:
+            r *= v
+        return r
+    if op == "floordiv":
+        return vals[0] // vals[1]
+    if op == "ceildiv":
+        return -((-vals[0]) // vals[1])
+    if op == "max":
+        return max(vals)
+    if op == "min":
+        return min(vals)
+    if op == "selneg":
+        return vals[1] if vals[0] < 0 else vals[2]
+    raise ValueError(f"unknown expression op {op}")
+
+
+def to_str(e: Expr) -> str:
+    if isinstance(e, int):
+        return str(e)
+    if isinstance(e, str):
+        return e
+    return "(" + " ".join([e[0]] + [to_str(a) for a in e[1:]]) + ")"
+
+
+def parse(text: str) -> Expr:
+    tokens = text.replace("(", " ( ").replace(")", " ) ").split()
+    pos = 0
+
+    def read() -> Expr:
+        nonlocal pos
+        tok = tokens[pos]
+        pos += 1
+        if tok == "(":
+            op = tokens[pos]
+            pos += 1
+            if op not in OPS:
+                raise ValueError(f"unknown expression op '{op}' in '{text}'")
+            args = []
+            while tokens[pos] != ")":
+                args.append(read())
+            pos += 1
+            return (op, *args)
+        if tok.lstrip("-").isdigit():
+            return int(tok)
+        return tok
+
+    result = read()
+    if pos != len(tokens):
+        raise ValueError(f"trailing text in expression '{text}'")
+    return result
+
+
+def broadcast(a: list[Expr], b: list[Expr]) -> list[Expr]:
+    """Numpy broadcasting of two symbolic shapes (assumes the shapes are compatible at run time)."""
+    n = max(len(a), len(b))
+    a = [1] * (n - len(a)) + list(a)
+    b = [1] * (n - len(b)) + list(b)
+    out: list[Expr] = []
+    for x, y in zip(a, b):
+        if x == 1:
+            out.append(y)
+        elif y == 1 or x == y:
+            out.append(x)
+        elif isinstance(x, int) and isinstance(y, int):
+            raise ValueError(f"dimensions {x} and {y} do not broadcast")
+        elif isinstance(x, int):
+            out.append(x)  # the other must be x or 1 at run time
+        elif isinstance(y, int):
+            out.append(y)
+        else:
+            out.append(maximum(x, y))
+    return out

@@ -1,0 +1,77 @@
+"""Weights by reference: describe them for the metadata, and load them for a run.
+
+The artifact never contains weights (only small integer constants).  Its metadata lists each
+weight with a source: {"kind": "external", "location", "offset", "length"} for ONNX external
+data (relative to the model's directory), or {"kind": "inline"} for data stored inside the
+model (an initializer or a Constant node), looked up by name in the model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from .artifact import read_metadata
+from .errors import ArtifactError
+from .ir import DTYPES
+
+_NUMPY = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64}
+
+
+def _tensors_by_name(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
+    found = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            for a in node.attribute:
+                if a.name == "value":
+                    found.setdefault(node.output[0], a.t)
+    return found
+
+
+def describe(name: str, tensor: onnx.TensorProto | None, dtype: int, dims: list[int]) -> dict[str, Any]:
+    """The metadata entry of one weight."""
+    source: dict[str, Any] = {"kind": "inline"}
+    if tensor is not None and tensor.data_location == onnx.TensorProto.EXTERNAL:
+        info = {e.key: e.value for e in tensor.external_data}
+        n = int(np.prod(dims)) if dims else 1
+        source = {"kind": "external", "location": info["location"], "offset": int(info.get("offset", 0)),
+                  "length": int(info.get("length", n * DTYPES[dtype][1]))}
+    return {"name": name, "dtype": dtype, "dims": list(dims), "source": source}
+
+
+def describe_all(model: onnx.ModelProto, names: list[str], dtypes_dims: list[tuple[int, list[int]]]) -> list[dict]:
+    tensors = _tensors_by_name(model)
+    return [describe(n, tensors.get(n), dt, dims) for n, (dt, dims) in zip(names, dtypes_dims)]
+
+
+def load_weights(artifact_or_metadata: str | Path | dict, model: str | Path | onnx.ModelProto,
+                 base_dir: str | Path | None = None) -> list[np.ndarray]:
+    """The weight arrays of an artifact, in metadata order; external data is memory-mapped."""
+    meta = artifact_or_metadata if isinstance(artifact_or_metadata, dict) else read_metadata(artifact_or_metadata)
+    if isinstance(model, onnx.ModelProto):
+        proto = model
+        base = Path(base_dir) if base_dir is not None else None
+    else:
+        proto = onnx.load(str(model), load_external_data=False)
+        base = Path(base_dir) if base_dir is not None else Path(model).parent
+    tensors = _tensors_by_name(proto)
+    arrays = []
+    for w in meta["weights"]:
+        np_dtype = _NUMPY[w["dtype"]]
+        src = w["source"]
+        if src["kind"] == "external":
+            if base is None:
+                raise ArtifactError(f"weight '{w['name']}' is external data: pass base_dir")
+            arr = np.memmap(base / src["location"], dtype=np_dtype, mode="r", offset=src["offset"],
+                            shape=tuple(w["dims"]))
+        else:
+            tensor = tensors.get(w["name"])
+            if tensor is None:
+                raise ArtifactError(f"weight '{w['name']}' is not in the model")
+            arr = numpy_helper.to_array(tensor).astype(np_dtype, copy=False).reshape(w["dims"])
+        arrays.append(arr)
+    return arrays
