@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from hipdnn_ep_abi import DEFAULT_MANIFEST, Manifest, generate, load, parse
 
 

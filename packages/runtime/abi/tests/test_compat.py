@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 from conftest import edit_function, set_minor
-
 from hipdnn_ep_abi import compat, parse
 from hipdnn_ep_abi.__main__ import last_released, main
 from hipdnn_ep_abi.model import load

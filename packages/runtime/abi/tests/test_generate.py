@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from hipdnn_ep_abi import generate, parse
 from hipdnn_ep_abi.__main__ import main
 from hipdnn_ep_abi.model import CType, ManifestError
@@ -104,7 +103,8 @@ def test_unknown_type_is_rejected(manifest_text):
 
 def test_since_beyond_the_minor_is_rejected(manifest_text):
     with pytest.raises(ManifestError, match="newer than the ABI minor"):
-        parse(manifest_text.replace('name = "hipdnn_ep_kernel_expand"\nsince = 1', 'name = "hipdnn_ep_kernel_expand"\nsince = 5'))
+        expand = 'name = "hipdnn_ep_kernel_expand"\nsince = '
+        parse(manifest_text.replace(expand + "1", expand + "5"))
 
 
 def test_ctype_round_trip():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from conftest import stub_source
-
 from hipdnn_ep_abi import symbols
 from hipdnn_ep_abi.__main__ import main
 
