@@ -1,0 +1,110 @@
+"""Command line: generate the ABI files and run the ABI gates.
+
+    python -m hipdnn_ep_abi generate --out DIR
+    python -m hipdnn_ep_abi json --out FILE | --check FILE
+    python -m hipdnn_ep_abi check-compat [--released FILE]
+    python -m hipdnn_ep_abi check-symbols LIBRARY
+    python -m hipdnn_ep_abi check-version PYPROJECT
+    python -m hipdnn_ep_abi release
+Each check prints every violation, naming the function, and exits 1 if any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+from . import compat, generate, symbols
+from .model import DEFAULT_MANIFEST, Manifest, load
+
+RELEASED_DIR = DEFAULT_MANIFEST.parent / "released"
+
+
+def last_released(directory: Path = RELEASED_DIR) -> Path:
+    """The newest released manifest snapshot (released/MAJOR.MINOR.toml)."""
+    def key(p: Path) -> tuple[int, int]:
+        major, minor = p.stem.split(".")
+        return int(major), int(minor)
+    snapshots = sorted((p for p in directory.glob("*.toml") if re.fullmatch(r"\d+\.\d+", p.stem)), key=key)
+    if not snapshots:
+        raise SystemExit(f"no released manifest in {directory}")
+    return snapshots[-1]
+
+
+def _report(title: str, violations: list) -> int:
+    if not violations:
+        print(f"{title}: ok")
+        return 0
+    print(f"{title}: {len(violations)} violation(s)", file=sys.stderr)
+    for v in violations:
+        print(f"  - {v}", file=sys.stderr)
+    return 1
+
+
+def check_version(m: Manifest, pyproject: Path) -> list[compat.Violation]:
+    version = tomllib.loads(pyproject.read_text())["project"]["version"]
+    major = int(version.split(".")[0])
+    if major != m.major:
+        return [compat.Violation("version", f"{pyproject} has version {version}, whose major must equal the "
+                                            f"ABI major {m.major}")]
+    return []
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hipdnn_ep_abi", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("generate", help="write the header, version script, checks and JSON")
+    g.add_argument("--out", type=Path, required=True)
+    j = sub.add_parser("json", help="write the JSON manifest, or check a checked-in copy is current")
+    grp = j.add_mutually_exclusive_group(required=True)
+    grp.add_argument("--out", type=Path)
+    grp.add_argument("--check", type=Path)
+    c = sub.add_parser("check-compat", help="bump rules against the last released manifest")
+    c.add_argument("--released", type=Path)
+    s = sub.add_parser("check-symbols", help="the library exports exactly the manifest's functions")
+    s.add_argument("library", type=Path)
+    v = sub.add_parser("check-version", help="the wheel's version major equals the ABI major")
+    v.add_argument("pyproject", type=Path)
+    sub.add_parser("release", help="snapshot the manifest as released/MAJOR.MINOR.toml")
+    args = ap.parse_args(argv)
+
+    m = load(args.manifest)
+    if args.cmd == "generate":
+        for path in generate.write_all(m, args.out):
+            print(path)
+        return 0
+    if args.cmd == "json":
+        text = generate.manifest_json_text(m)
+        if args.out:
+            args.out.write_text(text)
+            return 0
+        if not args.check.exists() or args.check.read_text() != text:
+            print(f"{args.check} is stale: regenerate it with "
+                  f"`python -m hipdnn_ep_abi json --out {args.check}`", file=sys.stderr)
+            return 1
+        print(f"{args.check}: current")
+        return 0
+    if args.cmd == "check-compat":
+        released = args.released or last_released()
+        old = load(released)
+        return _report(f"bump rules {old.major}.{old.minor} ({released.name}) -> {m.major}.{m.minor}",
+                       compat.check(old, m))
+    if args.cmd == "check-symbols":
+        return _report(f"exported symbols of {args.library.name}", symbols.check(m, args.library))
+    if args.cmd == "check-version":
+        return _report("wheel version", check_version(m, args.pyproject))
+    if args.cmd == "release":
+        target = RELEASED_DIR / f"{m.major}.{m.minor}.toml"
+        target.write_text(args.manifest.read_text())
+        print(target)
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Bump rules: compare the manifest with the last released one.
+
+Within one ABI major, an artifact built against any earlier minor must keep
+loading and calling correctly. So, between the released manifest `old` and the
+candidate `new` of the same major:
+  * no function, handle, struct, struct field or enum value may disappear;
+  * no signature hash (which covers the C types and the frozen layout of the
+    structs passed) may change;
+  * anything added needs `new.minor > old.minor` and must say `since` > old.minor;
+  * struct fields may only be appended, and only to struct_size-led structs.
+A change that breaks any of these needs `new.major > old.major`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import Manifest
+
+
+@dataclass(frozen=True)
+class Violation:
+    name: str  # the function, struct or enum it concerns
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.message}"
+
+
+def check(old: Manifest, new: Manifest) -> list[Violation]:
+    """Every bump-rule violation of `new` against the released `old`."""
+    if (new.major, new.minor) < (old.major, old.minor):
+        return [Violation("abi", f"version went backwards: {old.major}.{old.minor} -> {new.major}.{new.minor}")]
+    if new.major > old.major:
+        return []  # a new major may break anything
+    out: list[Violation] = []
+    bumped = new.minor > old.minor
+    need_major = f"bump the ABI major ({old.major} -> {old.major + 1}), or keep the old form"
+    need_minor = f"bump the ABI minor ({old.major}.{old.minor} -> {old.major}.{old.minor + 1})"
+
+    def added(name: str, since: int, what: str) -> None:
+        if not bumped:
+            out.append(Violation(name, f"{what} added without a minor bump: {need_minor}"))
+        elif since <= old.minor:
+            out.append(Violation(name, f"{what} added with since = {since}, but {old.major}.{since} was already "
+                                       f"released without it: set since = {new.minor}"))
+
+    # functions and the program entry
+    old_entry = [old.program_entry] if old.program_entry else []
+    for fo in [*old.functions, *old_entry]:
+        fn = new.program_entry if fo.kind == "program" else new.function(fo.name)
+        if fn is None:
+            out.append(Violation(fo.name, f"removed, but {old.major}.{old.minor} exports it and artifacts built "
+                                          f"for it import it: {need_major} (or mark it deprecated)"))
+            continue
+        if old.signature_hash(fo) != new.signature_hash(fn):
+            change = (f"signature changed from '{fo.signature}' to '{fn.signature}'"
+                      if fo.signature != fn.signature else "the layout of a struct it takes changed")
+            out.append(Violation(fo.name, f"{change}: artifacts built for {old.major}.{old.minor} would call it "
+                                          f"wrongly and still link: {need_major}"))
+        if fn.since != fo.since:
+            out.append(Violation(fo.name, f"since changed from {fo.since} to {fn.since}: history is immutable"))
+        if fn.int_attrs[:len(fo.int_attrs)] != fo.int_attrs or fn.float_attrs[:len(fo.float_attrs)] != fo.float_attrs:
+            out.append(Violation(fo.name, f"kernel attributes reordered or removed: {need_major}"))
+    for fn in new.functions:
+        if old.function(fn.name) is None:
+            added(fn.name, fn.since, "function")
+    if new.program_entry and not old.program_entry:
+        added(new.program_entry.name, new.program_entry.since, "program entry")
+
+    # structs
+    for so in old.structs:
+        sn = new.struct(so.name)
+        if sn is None:
+            out.append(Violation(so.name, f"struct removed: {need_major}"))
+            continue
+        common = min(len(so.fields), len(sn.fields))
+        for fo_, fn_ in zip(so.fields[:common], sn.fields[:common], strict=True):
+            if (fo_.param, fo_.offset, fo_.since) != (fn_.param, fn_.offset, fn_.since):
+                out.append(Violation(so.name, f"field '{fo_.param.decl()}' changed to '{fn_.param.decl()}': "
+                                              f"{need_major}"))
+        if len(sn.fields) < len(so.fields):
+            out.append(Violation(so.name, f"fields removed: {need_major}"))
+        for f in sn.fields[len(so.fields):]:
+            if not sn.versioned:
+                out.append(Violation(so.name, f"field '{f.param.decl()}' appended to a struct without "
+                                              f"struct_size (its layout is frozen within a major): {need_major}"))
+            else:
+                added(so.name, f.since, f"field '{f.param.decl()}'")
+    for s in new.structs:
+        if old.struct(s.name) is None:
+            added(s.name, s.since, "struct")
+
+    # enums and handles
+    old_enums = {e.name: e for e in old.enums}
+    new_enums = {e.name: e for e in new.enums}
+    for name, eo in old_enums.items():
+        en = new_enums.get(name)
+        if en is None:
+            out.append(Violation(name, f"enum removed: {need_major}"))
+            continue
+        ov, nv = dict(eo.values), dict(en.values)
+        for k, v in ov.items():
+            if nv.get(k) != v:
+                out.append(Violation(name, f"value {k} = {v} changed or removed: {need_major}"))
+        if set(nv) - set(ov) and not bumped:
+            out.append(Violation(name, f"values {sorted(set(nv) - set(ov))} added without a minor bump: {need_minor}"))
+    for name, en in new_enums.items():
+        if name not in old_enums:
+            added(name, en.since, "enum")
+    old_handles = {h.name for h in old.handles}
+    for h in new.handles:
+        if h.name not in old_handles:
+            added(h.name, h.since, "handle")
+    for name in old_handles - {h.name for h in new.handles}:
+        out.append(Violation(name, f"handle removed: {need_major}"))
+    return out

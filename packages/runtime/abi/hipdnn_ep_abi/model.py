@@ -1,0 +1,309 @@
+"""The ABI manifest as data: parsing, C type layout and signature hashes.
+
+Everything here is derived from manifest.toml; nothing is declared twice.
+The layout rules are those of the LP64 C ABI (x86-64 and aarch64 Linux),
+the only targets the runtime supports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Scalar C types: (size, LLVM type).
+SCALARS: dict[str, tuple[int, str]] = {
+    "int8_t": (1, "i8"),
+    "uint8_t": (1, "i8"),
+    "int32_t": (4, "i32"),
+    "uint32_t": (4, "i32"),
+    "int64_t": (8, "i64"),
+    "uint64_t": (8, "i64"),
+    "float": (4, "f32"),
+    "double": (8, "f64"),
+}
+POINTER_SIZE = 8
+KERNEL_PARAMS = ("hipdnn_ep_state_t* state", "const hipdnn_ep_kernel_args_t* args")
+KERNEL_RETURNS = "int32_t"
+
+_PARAM_RE = re.compile(r"^(?P<type>.+?)\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
+
+
+class ManifestError(ValueError):
+    """The manifest is malformed (a type it does not know, a duplicate name...)."""
+
+
+@dataclass(frozen=True)
+class CType:
+    """A normalized C type: `const char*`, `hipdnn_ep_state_t**`, `uint64_t`."""
+
+    base: str
+    const: bool = False
+    pointers: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> CType:
+        t = text.strip()
+        pointers = t.count("*")
+        t = t.replace("*", " ").split()
+        const = "const" in t
+        words = [w for w in t if w != "const"]
+        if len(words) != 1:
+            raise ManifestError(f"cannot parse C type {text!r}")
+        return cls(words[0], const, pointers)
+
+    def __str__(self) -> str:
+        return ("const " if self.const else "") + self.base + "*" * self.pointers
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.pointers > 0
+
+    def llvm(self) -> str:
+        if self.is_pointer:
+            return "ptr"
+        if self.base == "void":
+            return "void"
+        return SCALARS[self.base][1]
+
+
+@dataclass(frozen=True)
+class Param:
+    type: CType
+    name: str
+
+    @classmethod
+    def parse(cls, text: str) -> Param:
+        m = _PARAM_RE.match(text.strip())
+        if not m:
+            raise ManifestError(f"cannot parse parameter {text!r}")
+        return cls(CType.parse(m["type"]), m["name"])
+
+    def decl(self) -> str:
+        return f"{self.type} {self.name}"
+
+
+@dataclass(frozen=True)
+class Field:
+    param: Param
+    since: int
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+    doc: str
+    since: int
+    fields: tuple[Field, ...]
+    size: int
+    align: int
+
+    @property
+    def versioned(self) -> bool:
+        """Structs led by struct_size may grow by appending fields within a major."""
+        return bool(self.fields) and self.fields[0].param.name == "struct_size"
+
+    @property
+    def tag(self) -> str:
+        return self.name.removesuffix("_t")
+
+
+@dataclass(frozen=True)
+class Enum:
+    name: str
+    doc: str
+    since: int
+    values: tuple[tuple[str, int], ...]
+
+    @property
+    def macro_prefix(self) -> str:
+        return self.name.upper() + "_"
+
+
+@dataclass(frozen=True)
+class Handle:
+    name: str
+    doc: str
+    since: int
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    kind: str  # "function" | "kernel"
+    returns: CType
+    params: tuple[Param, ...]
+    since: int
+    status: str
+    callers: tuple[str, ...]
+    doc: str
+    int_attrs: tuple[str, ...] = ()
+    float_attrs: tuple[str, ...] = ()
+
+    @property
+    def signature(self) -> str:
+        types = ", ".join(str(p.type) for p in self.params)
+        return f"{self.returns} {self.name}({types})"
+
+    def prototype(self) -> str:
+        params = ", ".join(p.decl() for p in self.params) or "void"
+        return f"{self.returns} {self.name}({params})"
+
+
+@dataclass
+class Manifest:
+    major: int
+    minor: int
+    prefix: str
+    soname: str
+    program_entry: Function | None
+    enums: list[Enum] = field(default_factory=list)
+    structs: list[Struct] = field(default_factory=list)
+    handles: list[Handle] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)
+
+    # -- lookups ---------------------------------------------------------
+    def struct(self, name: str) -> Struct | None:
+        return next((s for s in self.structs if s.name == name), None)
+
+    def function(self, name: str) -> Function | None:
+        return next((f for f in self.functions if f.name == name), None)
+
+    def version_node(self, minor: int) -> str:
+        return f"{self.prefix.upper()}_{self.major}.{minor}"
+
+    # -- hashes ----------------------------------------------------------
+    def frozen_layout(self, struct: Struct, as_of_minor: int) -> str:
+        """The layout a caller compiled at `as_of_minor` relies on.
+
+        Appending a field to a struct_size-led struct does not change it, so
+        an appended field never invalidates artifacts built before it.
+        """
+        fields = struct.fields
+        if struct.versioned:
+            fields = tuple(f for f in fields if f.since <= as_of_minor)
+        body = ";".join(f"{f.param.type} {f.param.name}@{f.offset}" for f in fields)
+        nested = [
+            self.frozen_layout(s, as_of_minor)
+            for f in fields
+            if (s := self.struct(f.param.type.base)) is not None and s.name != struct.name
+        ]
+        return "{" + struct.name + ":" + body + "}" + "".join(nested)
+
+    def signature_hash(self, fn: Function) -> str:
+        """16 hex digits of sha256 over the C signature and the frozen layout
+        of every struct it passes: any change a caller would miscompile changes it."""
+        parts = [fn.signature]
+        for t in [fn.returns, *(p.type for p in fn.params)]:
+            s = self.struct(t.base)
+            if s is not None:
+                parts.append(self.frozen_layout(s, fn.since))
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- parsing
+
+def _layout(manifest_structs: dict[str, Struct], name: str, raw_fields: list) -> tuple[tuple[Field, ...], int, int]:
+    offset, align_max, out = 0, 1, []
+    for text, since in raw_fields:
+        p = Param.parse(text)
+        if p.type.is_pointer:
+            size = align = POINTER_SIZE
+        elif p.type.base in SCALARS:
+            size = align = SCALARS[p.type.base][0]
+        elif p.type.base in manifest_structs:
+            inner = manifest_structs[p.type.base]
+            size, align = inner.size, inner.align
+        else:
+            raise ManifestError(f"struct {name}: field {p.name} has unknown type {p.type}")
+        offset = (offset + align - 1) // align * align
+        out.append(Field(p, int(since), offset, size))
+        offset += size
+        align_max = max(align_max, align)
+    size = (offset + align_max - 1) // align_max * align_max
+    return tuple(out), size, align_max
+
+
+def _check_type(t: CType, known: set[str], where: str) -> None:
+    if t.base == "void" or t.base in SCALARS or t.base in known or t.base == "char":
+        return
+    raise ManifestError(f"{where}: unknown type {t}")
+
+
+def parse(text: str) -> Manifest:
+    raw = tomllib.loads(text)
+    abi = raw["abi"]
+    structs: dict[str, Struct] = {}
+    for s in raw.get("structs", []):
+        fields, size, align = _layout(structs, s["name"], s["fields"])
+        structs[s["name"]] = Struct(s["name"], s.get("doc", ""), int(s["since"]), fields, size, align)
+    handles = [Handle(h["name"], h.get("doc", ""), int(h["since"])) for h in raw.get("handles", [])]
+    enums = [
+        Enum(e["name"], e.get("doc", ""), int(e["since"]), tuple((str(k), int(v)) for k, v in e["values"]))
+        for e in raw.get("enums", [])
+    ]
+    known = set(structs) | {h.name for h in handles}
+
+    functions: list[Function] = []
+    for f in raw.get("functions", []):
+        functions.append(Function(
+            name=f["name"], kind="function", returns=CType.parse(f["returns"]),
+            params=tuple(Param.parse(p) for p in f["params"]), since=int(f["since"]),
+            status=f.get("status", "active"), callers=tuple(f["callers"]), doc=f.get("doc", ""),
+        ))
+    for k in raw.get("kernels", []):
+        functions.append(Function(
+            name=k["name"], kind="kernel", returns=CType.parse(KERNEL_RETURNS),
+            params=tuple(Param.parse(p) for p in KERNEL_PARAMS), since=int(k["since"]),
+            status=k.get("status", "active"), callers=("artifact",), doc=k.get("doc", ""),
+            int_attrs=tuple(k.get("int_attrs", [])), float_attrs=tuple(k.get("float_attrs", [])),
+        ))
+    entry = None
+    if "program" in raw:
+        pr = raw["program"]
+        entry = Function(
+            name=pr["name"], kind="program", returns=CType.parse(pr["returns"]),
+            params=tuple(Param.parse(p) for p in pr["params"]), since=int(pr["since"]),
+            status="active", callers=("host",), doc="Entry point every artifact exports.",
+        )
+
+    m = Manifest(int(abi["major"]), int(abi["minor"]), abi["prefix"], abi["soname"], entry,
+                 enums, list(structs.values()), handles, functions)
+    _validate(m, known)
+    return m
+
+
+def _validate(m: Manifest, known: set[str]) -> None:
+    seen: set[str] = set()
+    for fn in [*m.functions, *([m.program_entry] if m.program_entry else [])]:
+        if fn.name in seen:
+            raise ManifestError(f"function {fn.name} declared twice")
+        seen.add(fn.name)
+        if not fn.name.startswith(m.prefix + "_"):
+            raise ManifestError(f"function {fn.name} lacks the prefix {m.prefix}_")
+        if fn.status not in ("active", "deprecated"):
+            raise ManifestError(f"function {fn.name}: status must be active or deprecated, not {fn.status!r}")
+        if fn.since > m.minor:
+            raise ManifestError(f"function {fn.name}: since {fn.since} is newer than the ABI minor {m.minor}")
+        if not set(fn.callers) <= {"host", "artifact"}:
+            raise ManifestError(f"function {fn.name}: callers must be host and/or artifact")
+        for t in [fn.returns, *(p.type for p in fn.params)]:
+            _check_type(t, known, f"function {fn.name}")
+    for group in (m.structs, m.enums, m.handles):
+        for item in group:
+            if item.since > m.minor:
+                raise ManifestError(f"{item.name}: since {item.since} is newer than the ABI minor {m.minor}")
+    for s in m.structs:
+        if s.versioned and any(f.since < s.since for f in s.fields):
+            raise ManifestError(f"struct {s.name}: a field predates the struct")
+
+
+def load(path: str | Path) -> Manifest:
+    return parse(Path(path).read_text())
+
+
+DEFAULT_MANIFEST = Path(__file__).resolve().parent.parent / "manifest.toml"
