@@ -1,0 +1,58 @@
+"""hipdnn-ep-compile: compile an ONNX model into an artifact, or inspect an artifact.
+
+  hipdnn-ep-compile MODEL.onnx -o ARTIFACT_DIR [--backend cpu|cuda|hip] [--abi MAJOR.MINOR]
+  hipdnn-ep-compile inspect ARTIFACT_DIR [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ._version import __version__
+from .artifact import format_metadata, read_metadata
+from .errors import CompileError
+
+
+def _compile_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hipdnn-ep-compile", description="Compile an ONNX model into a hipdnn-ep artifact.",
+                                epilog="Use 'hipdnn-ep-compile inspect ARTIFACT_DIR' to print an artifact's metadata.")
+    p.add_argument("model", help="ONNX model file")
+    p.add_argument("-o", "--output", required=True, help="artifact directory to write (program.so)")
+    p.add_argument("--backend", choices=("cpu", "cuda", "hip"), default="cpu",
+                   help="backend recorded in the artifact (the runtime selects kernels per backend)")
+    p.add_argument("--abi", default=None, help="target runtime ABI MAJOR.MINOR (default: newest known)")
+    p.add_argument("--version", action="version", version=f"hipdnn-ep-compiler {__version__}")
+    return p
+
+
+def _inspect_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hipdnn-ep-compile inspect", description="Print an artifact's metadata.")
+    p.add_argument("artifact", help="artifact directory (or its program.so)")
+    p.add_argument("--json", action="store_true", help="print the raw metadata JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "inspect":
+            args = _inspect_parser().parse_args(argv[1:])
+            meta = read_metadata(args.artifact)
+            print(json.dumps(meta, indent=2) if args.json else format_metadata(meta))
+            return 0
+        args = _compile_parser().parse_args(argv)
+        from .compiler import compile_model  # imports MLIR; keep `inspect` light
+
+        info = compile_model(args.model, args.output, backend=args.backend, abi=args.abi)
+        abi = info.metadata["abi"]
+        print(f"wrote {info.program} (ABI {abi['major']}.{abi['min_minor']}, {len(info.imports)} imports)")
+        return 0
+    except CompileError as exc:
+        print(f"hipdnn-ep-compile: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

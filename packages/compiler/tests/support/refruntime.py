@@ -1,0 +1,266 @@
+"""A numpy reference of the runtime ABI, for running artifacts in the compiler's own tests.
+
+The compiler wheel must not need the runtime wheel, yet its tests should execute what it
+emits.  This builds, from the manifest JSON, a shared library with the runtime's SONAME and
+symbol versions whose every function forwards to a Python dispatcher; the kernels are numpy
+one-liners following the manifest's documented semantics.  It is a test oracle for the host
+programs (dims, offsets, attributes, statuses), not a runtime.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+NP = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64}
+CODE = {np.dtype(v): k for k, v in NP.items()}
+DISPATCH = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64))
+
+
+def build_shim(manifest: dict, out_dir: Path) -> Path:
+    fns = manifest["functions"]
+    lines = ["#include <stdint.h>", "typedef struct hipdnn_ep_state hipdnn_ep_state_t;",
+             "typedef struct hipdnn_ep_artifact hipdnn_ep_artifact_t;",
+             "static int64_t (*dispatch)(int, uint64_t*);",
+             "void hipdnn_test_set_dispatch(int64_t (*f)(int, uint64_t*)) { dispatch = f; }"]
+    for idx, f in enumerate(fns):
+        params = [(p["type"].replace("hipdnn_ep_", "") if p["llvm"] == "ptr" else p["type"], p["name"]) for p in f["params"]]
+        decl = ", ".join(f"{'const void*' if 'const' in t and '*' in t else ('void*' if '*' in t else t)} {n}" for t, n in params) or "void"
+        packed = ", ".join(f"(uint64_t)(uintptr_t){n}" for _, n in params) or "0"
+        ret = f["returns"]["type"]
+        c_ret = "const char*" if ret == "const char*" else ret
+        call = f"dispatch({idx}, v)"
+        body = f"uint64_t v[] = {{{packed}}}; "
+        body += f"{call};" if ret == "void" else f"return ({c_ret})(uintptr_t){call};"
+        lines.append(f"{c_ret} {f['name']}({decl}) {{ {body} }}")
+    src = out_dir / "refruntime.c"
+    src.write_text("\n".join(lines) + "\n")
+    nodes, prev = [], None
+    for minor in sorted(int(k) for k in manifest["version_nodes"]):
+        names = [f["name"] for f in fns if f["since"] == minor] + (["hipdnn_test_set_dispatch"] if prev is None else [])
+        node = manifest["version_nodes"][str(minor)]
+        nodes.append(f"{node} {{ global: {' '.join(n + ';' for n in names)} {'local: *;' if prev is None else ''} }}"
+                     f"{' ' + prev if prev else ''};")
+        prev = node
+    (out_dir / "refruntime.map").write_text("\n".join(nodes) + "\n")
+    lib = out_dir / manifest["abi"]["soname"]
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src), f"-Wl,-soname,{manifest['abi']['soname']}",
+                    f"-Wl,--version-script,{out_dir / 'refruntime.map'}"], check=True)
+    return lib
+
+
+def _view(ptr: int, dims: tuple, dtype) -> np.ndarray:
+    n = int(np.prod(dims)) if dims else 1
+    nbytes = n * np.dtype(dtype).itemsize
+    if nbytes == 0:
+        return np.empty(dims, dtype)
+    buf = (ctypes.c_char * nbytes).from_address(ptr)
+    return np.frombuffer(buf, dtype=dtype).reshape(dims)
+
+
+class RefRuntime:
+    def __init__(self, manifest_path: Path, work_dir: Path):
+        self.manifest = json.loads(Path(manifest_path).read_text())
+        self.lib = ctypes.CDLL(str(build_shim(self.manifest, work_dir)), mode=ctypes.RTLD_GLOBAL)
+        self.names = [f["name"] for f in self.manifest["functions"]]
+        self.enums = {e["name"]: e["values"] for e in self.manifest["enums"]}
+        ref = next(s for s in self.manifest["structs"] if s["name"] == "hipdnn_ep_tensor_ref_t")
+        self.ref_size = ref["size"]
+        self.ref_off = {f["name"]: f["offset"] for f in ref["fields"]}
+        args = next(s for s in self.manifest["structs"] if s["name"] == "hipdnn_ep_kernel_args_t")
+        self.args_off = {f["name"]: f["offset"] for f in args["fields"]}
+        self.blocks: dict[int, np.ndarray] = {}
+        self.scratch = self.pool = None
+        self.calls: list[str] = []
+        self._cb = DISPATCH(self._dispatch)
+        self.lib.hipdnn_test_set_dispatch.argtypes = [DISPATCH]
+        self.lib.hipdnn_test_set_dispatch(self._cb)
+
+    # ------------------------------------------------------------ memory
+    def _alloc(self, size: int) -> int:
+        arr = np.zeros(max(size, 1) + 256, np.uint8)
+        addr = (arr.ctypes.data + 255) // 256 * 256
+        self.blocks[addr] = arr
+        return addr
+
+    def _dispatch(self, idx: int, v) -> int:
+        name = self.names[idx].removeprefix("hipdnn_ep_")
+        self.calls.append(name)
+        try:
+            return getattr(self, "fn_" + name)(v)
+        except Exception as exc:  # report as a status, like the runtime would
+            self.error = repr(exc)
+            return self.enums["hipdnn_ep_status"]["INTERNAL"]
+
+    def _out_ptr(self, addr: int, value: int) -> None:
+        ctypes.c_uint64.from_address(addr).value = value
+
+    def fn_malloc(self, v) -> int:
+        self._out_ptr(v[2], self._alloc(v[1]))
+        return 0
+
+    def fn_free(self, v) -> int:
+        if v[1]:
+            self.blocks.pop(v[1])
+        return 0
+
+    def fn_memcpy(self, v) -> int:
+        ctypes.memmove(v[1], v[2], v[3])
+        return 0
+
+    def fn_get_host_scratch_base(self, v) -> int:
+        if self.scratch is None or self.scratch[1] < v[1]:
+            self.scratch = (self._alloc(v[1]), v[1])
+        self._out_ptr(v[2], self.scratch[0])
+        return 0
+
+    def fn_get_pool_base(self, v) -> int:
+        if self.pool is None or self.pool[1] < v[1]:
+            self.pool = (self._alloc(v[1]), v[1])
+        self._out_ptr(v[2], self.pool[0])
+        return 0
+
+    # ------------------------------------------------------------ tensors
+    def tensor(self, ref_addr: int) -> np.ndarray:
+        o = self.ref_off
+        data = ctypes.c_uint64.from_address(ref_addr + o["data"]).value
+        dims_p = ctypes.c_uint64.from_address(ref_addr + o["dims"]).value
+        rank = ctypes.c_int32.from_address(ref_addr + o["rank"]).value
+        dtype = ctypes.c_int32.from_address(ref_addr + o["dtype"]).value
+        dims = tuple(ctypes.c_int64.from_address(dims_p + 8 * k).value for k in range(rank))
+        return _view(data, dims, NP[dtype])
+
+    def kernel_args(self, addr: int):
+        o = self.args_off
+        u64 = lambda off: ctypes.c_uint64.from_address(addr + off).value  # noqa: E731
+        i32 = lambda off: ctypes.c_int32.from_address(addr + off).value  # noqa: E731
+        ins = [self.tensor(u64(o["inputs"]) + k * self.ref_size) for k in range(i32(o["n_inputs"]))]
+        outs = [self.tensor(u64(o["outputs"]) + k * self.ref_size) for k in range(i32(o["n_outputs"]))]
+        ints = [ctypes.c_int64.from_address(u64(o["int_attrs"]) + 8 * k).value for k in range(i32(o["n_int_attrs"]))]
+        floats = [ctypes.c_double.from_address(u64(o["float_attrs"]) + 8 * k).value for k in range(i32(o["n_float_attrs"]))]
+        return ins, outs, ints, floats
+
+    def _kernel(self, v, fn) -> int:
+        ins, outs, ints, floats = self.kernel_args(v[1])
+        result = fn(ins, outs[0], ints, floats)
+        outs[0][...] = np.asarray(result).astype(outs[0].dtype, copy=False).reshape(outs[0].shape)
+        return 0
+
+    def _op(self, enum: str, code: int) -> str:
+        return {val: key for key, val in self.enums[enum].items()}[code]
+
+    def fn_kernel_binary(self, v):
+        import operator
+        ops = {"ADD": operator.add, "SUB": operator.sub, "MUL": operator.mul, "DIV": operator.truediv,
+               "POW": np.power, "EQUAL": np.equal, "LESS": np.less, "GREATER": np.greater}
+
+        def run(i, o, ints, f):
+            op = self._op("hipdnn_ep_binary_op", ints[0])
+            if op == "DIV" and np.issubdtype(i[0].dtype, np.integer):
+                return np.trunc(i[0] / i[1])
+            return ops[op](i[0], i[1])
+        return self._kernel(v, run)
+
+    def fn_kernel_unary(self, v):
+        from math import erf
+        verf = np.vectorize(erf, otypes=[np.float64])
+        ops = {"RELU": lambda x: np.maximum(x, 0), "SIGMOID": lambda x: 1 / (1 + np.exp(-x)), "TANH": np.tanh,
+               "EXP": np.exp, "LOG": np.log, "SQRT": np.sqrt, "NEG": np.negative, "ERF": verf,
+               "GELU_ERF": lambda x: 0.5 * x * (1 + verf(x / np.sqrt(2))),
+               "GELU_TANH": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))}
+        return self._kernel(v, lambda i, o, ints, f: ops[self._op("hipdnn_ep_unary_op", ints[0])](i[0].astype(np.float64)))
+
+    def fn_kernel_cast(self, v):
+        return self._kernel(v, lambda i, o, ints, f: i[0].astype(o.dtype))
+
+    def fn_kernel_where(self, v):
+        return self._kernel(v, lambda i, o, ints, f: np.where(i[0], i[1], i[2]))
+
+    def fn_kernel_matmul(self, v):
+        return self._kernel(v, lambda i, o, ints, f: np.matmul(i[0], i[1]))
+
+    def fn_kernel_gemm(self, v):
+        def run(i, o, ints, f):
+            a = i[0].T if ints[0] else i[0]
+            b = i[1].T if ints[1] else i[1]
+            y = f[0] * (a @ b)
+            return y + f[1] * i[2] if len(i) > 2 else y
+        return self._kernel(v, run)
+
+    def fn_kernel_softmax(self, v):
+        def run(i, o, ints, f):
+            x = i[0].astype(np.float64)
+            e = np.exp(x - x.max(axis=ints[0], keepdims=True))
+            return e / e.sum(axis=ints[0], keepdims=True)
+        return self._kernel(v, run)
+
+    def fn_kernel_layer_norm(self, v):
+        def run(i, o, ints, f):
+            x = i[0].astype(np.float64)
+            axes = tuple(range(ints[0], x.ndim))
+            y = (x - x.mean(axis=axes, keepdims=True)) / np.sqrt(x.var(axis=axes, keepdims=True) + f[0])
+            y = y * i[1]
+            return y + i[2] if len(i) > 2 else y
+        return self._kernel(v, run)
+
+    def fn_kernel_reduce(self, v):
+        def run(i, o, ints, f):
+            fn = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max}[self._op("hipdnn_ep_reduce_op", ints[0])]
+            return fn(i[0], axis=tuple(int(a) for a in i[1]), keepdims=True)
+        return self._kernel(v, run)
+
+    def fn_kernel_transpose(self, v):
+        return self._kernel(v, lambda i, o, ints, f: np.transpose(i[0], [int(p) for p in i[1]]))
+
+    def fn_kernel_concat(self, v):
+        return self._kernel(v, lambda i, o, ints, f: np.concatenate(i, axis=ints[0]))
+
+    def fn_kernel_slice(self, v):
+        def run(i, o, ints, f):
+            idx = tuple(slice(int(s), None, int(st)) for s, st in zip(i[1], i[2]))
+            picked = i[0][idx]
+            return picked[tuple(slice(0, n) for n in o.shape)]
+        return self._kernel(v, run)
+
+    def fn_kernel_gather(self, v):
+        return self._kernel(v, lambda i, o, ints, f: np.take(i[0], i[1].astype(np.int64), axis=ints[0]))
+
+    def fn_kernel_expand(self, v):
+        return self._kernel(v, lambda i, o, ints, f: np.broadcast_to(i[0], o.shape))
+
+    # ------------------------------------------------------------ running artifacts
+    def run(self, program: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """Run an artifact's program with host arrays (graph inputs then weights)."""
+        from hipdnn_ep_compiler.artifact import read_metadata
+
+        meta = read_metadata(program)
+        lib = ctypes.CDLL(str(program))
+        entry = getattr(lib, self.manifest["program_entry"]["name"])
+        entry.restype = ctypes.c_int32
+        entry.argtypes = [ctypes.c_void_p] * 3
+        keep = [np.ascontiguousarray(a) for a in inputs]
+        dims = [np.array(a.shape, np.int64) for a in keep]
+        ins = (ctypes.c_uint8 * (self.ref_size * max(len(keep), 1)))()
+        base = ctypes.addressof(ins)
+        for k, (a, d) in enumerate(zip(keep, dims)):
+            r = base + k * self.ref_size
+            ctypes.c_uint64.from_address(r + self.ref_off["data"]).value = a.ctypes.data
+            ctypes.c_uint64.from_address(r + self.ref_off["dims"]).value = d.ctypes.data
+            ctypes.c_int32.from_address(r + self.ref_off["rank"]).value = a.ndim
+            ctypes.c_int32.from_address(r + self.ref_off["dtype"]).value = CODE[a.dtype]
+        n_out = len(meta["outputs"])
+        outs = (ctypes.c_uint8 * (self.ref_size * n_out))()
+        self.error = None
+        status = entry(None, base, ctypes.addressof(outs))
+        if status != 0:
+            raise RuntimeError(f"program returned status {status} ({self.error})")
+        results = []
+        for k in range(n_out):
+            t = self.tensor(ctypes.addressof(outs) + k * self.ref_size)
+            results.append(t.copy())
+            self.fn_free([0, ctypes.c_uint64.from_address(ctypes.addressof(outs) + k * self.ref_size).value])
+        return results
