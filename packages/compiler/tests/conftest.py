@@ -34,7 +34,10 @@ def make_model(nodes, inputs, outputs, initializers=(), opset=17, extra_opsets=(
         list(initializers),
     )
     opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
-    return helper.make_model(graph, opset_imports=opsets)
+    model = helper.make_model(graph, opset_imports=opsets)
+    if any(d is None for _, _, d in outputs):
+        model = onnx.shape_inference.infer_shapes(model)  # fills the outputs left without a shape
+    return model
 
 
 def const(name: str, array) -> TensorProto:
