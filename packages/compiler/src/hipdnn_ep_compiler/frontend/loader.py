@@ -50,7 +50,8 @@ def load_model(model_or_path: "onnx.ModelProto | str | Path") -> tuple[onnx.Mode
 
     uses_contrib = any(n.domain not in ("", "ai.onnx") for n in model.graph.node)
     try:
-        onnx.checker.check_model(model)
+        # from a path, the checker resolves external data next to the model file
+        onnx.checker.check_model(str(path) if base_dir is not None else model)
     except onnx.checker.ValidationError as exc:
         if not uses_contrib:
             raise ModelError(f"model fails the ONNX checker: {_first_line(exc)}") from exc

@@ -89,12 +89,8 @@ def run(module: ir.Module) -> ir.Module:
             continue
         start, stop = index[op], last_use.get(value, index[op])
         size = _align(size_bytes(value))
-        offset: sym.Expr | None = None
-        for s, e, off, sz in placed:
-            if s <= stop and start <= e:
-                end_of = sym.add(off, sz)
-                offset = end_of if offset is None else sym.maximum(offset, end_of)
-        offset = 0 if offset is None else offset
+        live = [(off, sz) for s, e, off, sz in placed if s <= stop and start <= e]
+        offset = _first_fit(live, size)
         placed.append((start, stop, offset, size))
         top = sym.add(offset, size)
         pool_size = top if pool_size is None else sym.maximum(pool_size, top)
@@ -103,6 +99,18 @@ def run(module: ir.Module) -> ir.Module:
     if placed:
         hir.set_attr(hir.main_func(module), "hipdnn.pool_size", sym.to_str(pool_size))
     return module
+
+
+def _first_fit(live: list[tuple[sym.Expr, sym.Expr]], size: sym.Expr) -> sym.Expr:
+    """Lowest offset not overlapping any live buffer; with dynamic sizes, above all of them."""
+    if all(sym.is_static(x) for pair in live for x in pair) and sym.is_static(size):
+        for candidate in sorted({0} | {off + sz for off, sz in live}):
+            if all(candidate + size <= off or off + sz <= candidate for off, sz in live):
+                return candidate
+    offset: sym.Expr = 0
+    for off, sz in live:
+        offset = sym.maximum(offset, sym.add(off, sz)) if offset != 0 else sym.add(off, sz)
+    return offset
 
 
 def _reuse_slot(value: ir.Value) -> int:

@@ -1,0 +1,39 @@
+"""materialize-host-scalars: IR in, IR out."""
+
+from hipdnn_ep_compiler import ir as hir
+from hipdnn_ep_compiler.passes import materialize_host_scalars
+
+DYNAMIC = '''
+func.func @main(%arg0: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<2xi64>) {
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["d0_0", "4"]]} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims" = [["d0_0", "4"]]} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %2 = "hipdnn.host_tensor"() {values = ["d0_0", "4"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
+  return %1, %2 : tensor<?x4xf32>, tensor<2xi64>
+}'''
+
+STATIC = '''
+func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["3", "4"]]} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}'''
+
+
+def _run(text):
+    module = hir.ir.Module.parse(text, hir.new_context())
+    materialize_host_scalars.run(module)
+    assert module.operation.verify()
+    return str(module)
+
+
+def test_dynamic_dims_get_shared_scratch_slots_and_used_host_values_are_materialized():
+    out = _run(DYNAMIC)
+    assert out.count("hipdnn.dims_slot = [0]") == 2  # identical dims arrays share one slot range
+    assert '"hipdnn.materialize"() {hipdnn.dims = [["2"]], hipdnn.dims_slot = [-1], hipdnn.values_slot = 2' in out
+    assert "hipdnn.host_scratch_slots = 4" in out
+    assert "hipdnn.host_tensor" not in out
+
+
+def test_static_graph_uses_no_host_scratch():
+    out = _run(STATIC)
+    assert "hipdnn.dims_slot = [-1]" in out
+    assert "host_scratch_slots" not in out

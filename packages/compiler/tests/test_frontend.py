@@ -1,0 +1,115 @@
+"""Frontend errors: malformed models, unsupported ops (naming the node), bad opsets."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper
+
+from conftest import const, make_model
+from hipdnn_ep_compiler import ModelError, UnsupportedError, compile_model, supported_ops
+from hipdnn_ep_compiler.frontend import import_model, load_model
+
+
+def test_missing_file_is_a_model_error(tmp_path):
+    with pytest.raises(ModelError, match="not found"):
+        load_model(tmp_path / "nope.onnx")
+
+
+def test_garbage_file_is_a_model_error(tmp_path):
+    p = tmp_path / "bad.onnx"
+    p.write_bytes(b"\x08\x07garbage that is not protobuf\xff\xff")
+    with pytest.raises(ModelError, match="bad.onnx"):
+        load_model(p)
+
+
+def test_old_opset_refused(static_model):
+    static_model.opset_import[0].version = 12
+    with pytest.raises(ModelError, match="opset 12.*opset 13"):
+        load_model(static_model)
+
+
+def test_future_opset_refused(static_model):
+    static_model.opset_import[0].version = 999
+    with pytest.raises(ModelError, match="opset 999"):
+        load_model(static_model)
+
+
+def test_checker_failure_names_the_problem():
+    # a node consumes a value nothing produces
+    model = make_model([helper.make_node("Relu", ["ghost"], ["out"], name="r")],
+                       [("x", T.FLOAT, [2])], [("out", T.FLOAT, [2])])
+    with pytest.raises(ModelError, match="checker.*ghost"):
+        load_model(model)
+
+
+def test_shape_inference_failure_is_reported():
+    model = make_model([helper.make_node("MatMul", ["x", "y"], ["out"], name="mm")],
+                       [("x", T.FLOAT, [2, 3]), ("y", T.FLOAT, [4, 5])], [("out", T.FLOAT, [2, 5])])
+    with pytest.raises(ModelError, match="shape inference"):
+        load_model(model)
+
+
+def test_unsupported_op_names_node_and_op(tmp_path):
+    model = make_model([helper.make_node("Relu", ["x"], ["r"], name="first"),
+                        helper.make_node("Conv", ["r", "w"], ["out"], name="my_conv")],
+                       [("x", T.FLOAT, [1, 1, 4, 4])], [("out", T.FLOAT, None)],
+                       [const("w", np.ones((1, 1, 3, 3), np.float32))])
+    with pytest.raises(UnsupportedError, match=r"node 'my_conv' \(Conv\).*Conv of domain ai.onnx"):
+        compile_model(model, tmp_path / "a")
+
+
+def test_unsupported_contrib_op_names_domain(tmp_path):
+    node = helper.make_node("FusedMatMul", ["x", "x"], ["out"], name="fm", domain="com.microsoft")
+    model = make_model([node], [("x", T.FLOAT, [2, 2])], [("out", T.FLOAT, [2, 2])],
+                       extra_opsets=[("com.microsoft", 1)])
+    with pytest.raises(UnsupportedError, match="com.microsoft::FusedMatMul"):
+        compile_model(model, tmp_path / "a")
+
+
+def test_reshape_with_data_dependent_shape_is_refused(tmp_path):
+    model = make_model([helper.make_node("Reshape", ["x", "s"], ["out"], name="rs")],
+                       [("x", T.FLOAT, [2, 3]), ("s", T.INT64, [2])], [("out", T.FLOAT, None)])
+    with pytest.raises(UnsupportedError, match="node 'rs'.*target shape"):
+        compile_model(model, tmp_path / "a")
+
+
+def test_unsupported_dtype_is_named(tmp_path):
+    model = make_model([helper.make_node("Relu", ["x"], ["out"], name="r")],
+                       [("x", T.BFLOAT16, [2])], [("out", T.BFLOAT16, [2])])
+    with pytest.raises(UnsupportedError, match="'x'.*BFLOAT16"):
+        compile_model(model, tmp_path / "a")
+
+
+def test_layer_norm_statistics_outputs_refused(tmp_path):
+    node = helper.make_node("LayerNormalization", ["x", "s"], ["out", "mean"], name="ln")
+    model = make_model([node], [("x", T.FLOAT, [2, 4])], [("out", T.FLOAT, None), ("mean", T.FLOAT, None)],
+                       [const("s", np.ones(4, np.float32))])
+    with pytest.raises(UnsupportedError, match="node 'ln'.*Mean/InvStdDev"):
+        compile_model(model, tmp_path / "a")
+
+
+def test_import_produces_generic_hipdnn_ops(dynamic_reshape_model):
+    model, _ = load_model(dynamic_reshape_model)
+    text = str(import_model(model))
+    assert '"hipdnn.matmul"(%arg0, %0)' in text
+    assert '"hipdnn.weight"() {name = "w"}' in text
+    assert "tensor<?x?x8xf32>" in text
+    assert '"hipdnn.constant"()' in text  # small int64 initializers are host values
+
+
+def test_external_data_is_not_loaded(tmp_path, static_model):
+    onnx.save_model(static_model, tmp_path / "m.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=0)
+    model, base = load_model(tmp_path / "m.onnx")
+    assert base == tmp_path
+    assert model.graph.initializer[0].data_location == onnx.TensorProto.EXTERNAL
+
+
+def test_supported_ops_lists_required_ops():
+    ops = supported_ops()
+    for op in ("Add", "MatMul", "Gemm", "Softmax", "LayerNormalization", "Reshape", "Shape", "Where", "Gelu"):
+        assert op in ops["ai.onnx"]
+    assert "Gelu" in ops["com.microsoft"]
