@@ -1,0 +1,85 @@
+"""Targeting a runtime ABI: older minors, manifests that lack a function."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hipdnn_ep_compiler import AbiTargetError, compile_model, read_metadata
+from hipdnn_ep_compiler.abi import bundled_manifest_path, load_abi
+from hipdnn_ep_compiler.lowering import runtime_calls
+
+
+def _manifest_without(tmp_path, name: str):
+    data = json.loads(bundled_manifest_path().read_text())
+    data["functions"] = [f for f in data["functions"] if f["name"] != name]
+    p = tmp_path / "manifest.json"
+    p.write_text(json.dumps(data))
+    return p
+
+
+def test_abi_1_0_refuses_naming_the_kernel_and_its_minor(static_model, tmp_path):
+    with pytest.raises(AbiTargetError, match=r"'hipdnn_ep_kernel_binary', introduced in ABI 1\.1; the target ABI is 1\.0"):
+        compile_model(static_model, tmp_path / "a", abi="1.0")
+    assert not (tmp_path / "a" / "program.so").exists()
+
+
+def test_unknown_major_and_minor_refused(static_model, tmp_path):
+    with pytest.raises(AbiTargetError, match="supports ABI major 1"):
+        compile_model(static_model, tmp_path / "a", abi="2.0")
+    with pytest.raises(AbiTargetError, match=r"cannot target runtime ABI 1\.9"):
+        compile_model(static_model, tmp_path / "a", abi="1.9")
+    with pytest.raises(AbiTargetError, match="MAJOR.MINOR"):
+        compile_model(static_model, tmp_path / "a", abi="latest")
+
+
+def test_explicit_current_minor_compiles(static_model, tmp_path):
+    info = compile_model(static_model, tmp_path / "a", abi="1.1")
+    assert info.metadata["abi"] == {"major": 1, "min_minor": 1}
+
+
+def test_manifest_lacking_host_scratch_fails_dynamic_graph_at_compile_time(dynamic_reshape_model, static_model, tmp_path):
+    """The original regression: the runtime dropped hipdnn_ep_get_host_scratch_base."""
+    manifest = _manifest_without(tmp_path, "hipdnn_ep_get_host_scratch_base")
+    with pytest.raises(AbiTargetError, match="'hipdnn_ep_get_host_scratch_base'.*does not declare"):
+        compile_model(dynamic_reshape_model, tmp_path / "dyn", manifest=manifest)
+    # a fixed-shape graph does not need it and still compiles against that manifest
+    info = compile_model(static_model, tmp_path / "fixed", manifest=manifest)
+    assert "hipdnn_ep_get_host_scratch_base" not in info.imports
+
+
+def test_manifest_lacking_a_kernel_fails_naming_it(static_model, tmp_path):
+    manifest = _manifest_without(tmp_path, "hipdnn_ep_kernel_unary")
+    with pytest.raises(AbiTargetError, match="'hipdnn_ep_kernel_unary'"):
+        compile_model(static_model, tmp_path / "a", manifest=manifest)
+
+
+def test_imports_record_manifest_hashes_and_min_minor(dynamic_reshape_model, tmp_path):
+    abi = load_abi()
+    meta = read_metadata(compile_model(dynamic_reshape_model, tmp_path / "a").path)
+    for imp in meta["imports"]:
+        assert imp["hash"] == abi.functions[imp["name"]].hash
+    assert meta["abi"]["min_minor"] == max(abi.functions[i["name"]].since for i in meta["imports"])
+
+
+def test_kernel_table_agrees_with_bundled_manifest_and_detects_drift():
+    abi = load_abi()
+    assert runtime_calls.validate(abi) == []
+    data = json.loads(bundled_manifest_path().read_text())
+    for f in data["functions"]:
+        if f["name"] == "hipdnn_ep_kernel_gemm":
+            f["float_attrs"] = ["beta", "alpha"]
+    from hipdnn_ep_compiler.abi import RuntimeAbi
+    problems = runtime_calls.validate(RuntimeAbi(data))
+    assert any("hipdnn_ep_kernel_gemm" in p for p in problems)
+
+
+def test_every_emittable_function_is_callable_by_artifacts():
+    abi = load_abi()
+    names = [abi.name(s) for s in runtime_calls.SERVICE_CALLS]
+    names += [abi.name(k.kernel) for k in runtime_calls.KERNELS.values()]
+    data = {f["name"]: f for f in json.loads(bundled_manifest_path().read_text())["functions"]}
+    for n in names:
+        assert "artifact" in data[n]["callers"], n
+        assert data[n]["status"] == "active", n

@@ -1,0 +1,55 @@
+"""hipdnn-ep-compile: compile and inspect."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import onnx
+import pytest
+
+from hipdnn_ep_compiler.cli import main
+
+
+def test_compile_then_inspect_prints_abi_and_imports(dynamic_reshape_model, tmp_path, capsys):
+    onnx.save(dynamic_reshape_model, tmp_path / "m.onnx")
+    assert main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "art"), "--backend", "cuda"]) == 0
+    assert "program.so" in capsys.readouterr().out
+    assert main(["inspect", str(tmp_path / "art")]) == 0
+    out = capsys.readouterr().out
+    assert "abi:      1.1" in out
+    assert "backend:  cuda" in out
+    assert "hipdnn_ep_get_host_scratch_base" in out and "hipdnn_ep_kernel_matmul" in out
+    assert "x  dtype=1  dims=['batch', 'seq', 8]" in out
+
+
+def test_inspect_json(static_model, tmp_path, capsys):
+    onnx.save(static_model, tmp_path / "m.onnx")
+    assert main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "art")]) == 0
+    capsys.readouterr()
+    assert main(["inspect", "--json", str(tmp_path / "art")]) == 0
+    meta = json.loads(capsys.readouterr().out)
+    assert meta["abi"]["major"] == 1 and meta["backend"] == "cpu"
+
+
+def test_errors_exit_1_with_message(static_model, tmp_path, capsys):
+    onnx.save(static_model, tmp_path / "m.onnx")
+    assert main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "art"), "--abi", "1.0"]) == 1
+    assert "error:" in capsys.readouterr().err
+    assert main(["inspect", str(tmp_path / "nothing")]) == 1
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_bad_backend_is_a_usage_error(tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        main(["m.onnx", "-o", str(tmp_path), "--backend", "tpu"])
+    assert exc.value.code == 2
+
+
+def test_console_module_entry(static_model, tmp_path):
+    onnx.save(static_model, tmp_path / "m.onnx")
+    proc = subprocess.run([sys.executable, "-m", "hipdnn_ep_compiler", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "a")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "a" / "program.so").exists()

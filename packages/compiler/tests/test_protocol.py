@@ -1,0 +1,46 @@
+"""The JSON subprocess protocol."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import onnx
+
+from hipdnn_ep_compiler.protocol import PROTOCOL, handle
+
+
+def test_capabilities():
+    r = handle({"protocol": 1, "action": "capabilities"})
+    assert r["ok"] and r["protocol"] == PROTOCOL
+    assert r["abi"] == {"major": 1, "minors": [0, 1]}
+    assert "MatMul" in r["ops"]["ai.onnx"] and r["backends"] == ["cpu", "cuda", "hip"]
+
+
+def test_compile_ok_and_compile_error(static_model, tmp_path):
+    onnx.save(static_model, tmp_path / "m.onnx")
+    r = handle({"protocol": 1, "action": "compile", "model": str(tmp_path / "m.onnx"), "output": str(tmp_path / "a")})
+    assert r["ok"] and r["metadata"]["abi"]["min_minor"] == 1
+    r = handle({"protocol": 1, "action": "compile", "model": str(tmp_path / "m.onnx"), "output": str(tmp_path / "b"),
+                "abi": "1.0"})
+    assert not r["ok"] and r["error"]["kind"] == "AbiTargetError" and "hipdnn_ep_kernel_binary" in r["error"]["message"]
+
+
+def test_bad_requests():
+    assert handle([1])["error"]["kind"] == "BadRequest"
+    assert "unsupported protocol" in handle({"protocol": 7, "action": "compile"})["error"]["message"]
+    assert "unknown action" in handle({"protocol": 1, "action": "run"})["error"]["message"]
+    assert "model, output" in handle({"protocol": 1, "action": "compile"})["error"]["message"]
+
+
+def test_subprocess_round_trip(static_model, tmp_path):
+    onnx.save(static_model, tmp_path / "m.onnx")
+    req = {"protocol": 1, "action": "compile", "model": str(tmp_path / "m.onnx"), "output": str(tmp_path / "a")}
+    proc = subprocess.run([sys.executable, "-m", "hipdnn_ep_compiler.protocol"], input=json.dumps(req),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["artifact"] == str(tmp_path / "a")
+    proc = subprocess.run([sys.executable, "-m", "hipdnn_ep_compiler.protocol"], input="{not json",
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and json.loads(proc.stdout)["ok"] is False

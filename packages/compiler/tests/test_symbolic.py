@@ -1,0 +1,34 @@
+"""Symbolic dimension expressions."""
+
+import pytest
+
+from hipdnn_ep_compiler import symbolic as s
+
+
+def test_simplification_and_round_trip():
+    e = s.floordiv(s.mul(8, "a", "b"), s.mul("a", "b"))
+    assert e == 8
+    e = s.add(s.mul(2, "a"), "a", 3, -3)
+    assert e == s.mul(3, "a")
+    assert s.sub("a", "a") == 0
+    expr = s.maximum(s.ceildiv(s.add("a", "b"), 4), s.select_negative("c", 1, 2))
+    assert s.parse(s.to_str(expr)) == expr
+
+
+def test_evaluate():
+    expr = s.select_negative(s.sub("a", 5), s.minimum("a", "b"), s.floordiv("b", 2))
+    assert s.evaluate(expr, {"a": 3, "b": 8}) == 3
+    assert s.evaluate(expr, {"a": 9, "b": 8}) == 4
+    assert s.evaluate(s.ceildiv("a", 4), {"a": 9}) == 3
+
+
+def test_broadcast():
+    assert s.broadcast(["a", 1, 4], [3, 1]) == ["a", 3, 4]
+    assert s.broadcast(["a"], ["b"]) == [s.maximum("a", "b")]
+    with pytest.raises(ValueError, match="3 and 4"):
+        s.broadcast([3], [4])
+
+
+def test_parse_rejects_unknown_ops():
+    with pytest.raises(ValueError, match="unknown expression op"):
+        s.parse("(pow a 2)")
