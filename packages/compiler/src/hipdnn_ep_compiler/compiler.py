@@ -34,6 +34,10 @@ def _weight_types(module) -> dict[str, tuple[int, list[int]]]:
     return out
 
 
+def _int_or_expr(text: str) -> "int | str":
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
 def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, backend: str) -> dict:
     signature = hir.get_json(hir.main_func(module), "hipdnn.signature")
     imports = [abi.functions[n] for n in lowered.imports]
@@ -57,7 +61,8 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
         "outputs": outputs,
         "weights": wmod.describe_all(model, lowered.weights, [wtypes[n] for n in lowered.weights]),
         "memory_plan": {
-            "pool_bytes": lowered.pool_size,
+            # an int when static, else an expression over input dims d<input>_<axis> (see README)
+            "pool_bytes": _int_or_expr(lowered.pool_size or "0"),
             "host_scratch_bytes": 8 * lowered.host_scratch_slots,
             "alignment": 256,
         },

@@ -242,7 +242,7 @@ class RefRuntime:
         entry = getattr(lib, self.manifest["program_entry"]["name"])
         entry.restype = ctypes.c_int32
         entry.argtypes = [ctypes.c_void_p] * 3
-        keep = [np.ascontiguousarray(a) for a in inputs]
+        keep = [np.require(a, requirements="C") for a in inputs]  # ascontiguousarray would make 0-d arrays 1-d
         dims = [np.array(a.shape, np.int64) for a in keep]
         ins = (ctypes.c_uint8 * (self.ref_size * max(len(keep), 1)))()
         base = ctypes.addressof(ins)
