@@ -43,21 +43,29 @@ KernelFn find_kernel(const std::string& name) {
 }
 
 // A tensor_ref over a numpy array (dims stored in *dims); None is an absent optional tensor.
-hipdnn_ep_tensor_ref_t tensor_ref(nb::handle obj, bool writable, std::vector<int64_t>* dims) {
+hipdnn_ep_tensor_ref_t tensor_ref(nb::handle obj, bool writable, std::vector<int64_t>* dims, const std::string& what) {
   if (obj.is_none()) return {nullptr, nullptr, -1, 0};
-  void* data;
-  size_t ndim;
+  void* data = nullptr;
   nb::dlpack::dtype dtype;
+  auto fill = [&](auto& a) {
+    for (size_t d = 0; d < a.ndim(); ++d) dims->push_back(static_cast<int64_t>(a.shape(d)));
+    dtype = a.dtype();
+  };
+  bool ok;
   if (writable) {
-    auto a = nb::cast<nb::ndarray<nb::c_contig, nb::device::cpu>>(obj, false);
-    data = a.data(), ndim = a.ndim(), dtype = a.dtype();
-    for (size_t d = 0; d < ndim; ++d) dims->push_back(static_cast<int64_t>(a.shape(d)));
+    nb::ndarray<nb::c_contig, nb::device::cpu> a;
+    ok = nb::try_cast(obj, a, false);
+    if (ok) data = a.data(), fill(a);
   } else {
-    auto a = nb::cast<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(obj, false);
-    data = const_cast<void*>(a.data()), ndim = a.ndim(), dtype = a.dtype();
-    for (size_t d = 0; d < ndim; ++d) dims->push_back(static_cast<int64_t>(a.shape(d)));
+    nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> a;
+    ok = nb::try_cast(obj, a, false);
+    if (ok) data = const_cast<void*>(a.data()), fill(a);
   }
-  return {data, dims->data(), static_cast<int32_t>(ndim), dtype_code(dtype)};
+  if (!ok) {
+    raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                 "call_kernel: " + what + " must be a C-contiguous" + (writable ? " writable" : "") + " numpy array");
+  }
+  return {data, dims->data(), static_cast<int32_t>(dims->size()), dtype_code(dtype)};
 }
 
 void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb::list outputs,
@@ -66,16 +74,20 @@ void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb
   if (py_state.backend != HIPDNN_EP_BACKEND_CPU) {
     raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel passes numpy (host) buffers: it needs a cpu State");
   }
-  KernelFn kernel = find_kernel(name);
-  // Reserve so that the dims vectors never move while refs point into them.
+  // Sized up front so that the dims vectors never move while refs point into them.
   std::vector<std::vector<int64_t>> dims(inputs.size() + outputs.size());
   std::vector<hipdnn_ep_tensor_ref_t> in_refs, out_refs;
   size_t k = 0;
-  for (nb::handle obj : inputs) in_refs.push_back(tensor_ref(obj, false, &dims[k++]));
+  for (nb::handle obj : inputs) {
+    in_refs.push_back(tensor_ref(obj, false, &dims[k], "input " + std::to_string(k)));
+    ++k;
+  }
   for (nb::handle obj : outputs) {
     if (obj.is_none()) raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel: outputs must be arrays");
-    out_refs.push_back(tensor_ref(obj, true, &dims[k++]));
+    out_refs.push_back(tensor_ref(obj, true, &dims[k], "output " + std::to_string(k - inputs.size())));
+    ++k;
   }
+  KernelFn kernel = find_kernel(name);  // after the arrays are checked
   hipdnn_ep_kernel_args_t args{};
   args.struct_size = sizeof args;
   args.inputs = in_refs.data();
