@@ -106,6 +106,45 @@ void unsupported_dtype(const std::string& what, int32_t dtype) {
   fail(HIPDNN_EP_STATUS_UNSUPPORTED, what + " does not support dtype " + dtype_name(dtype));
 }
 
+std::string binary_op_name(int64_t op) {
+  switch (op) {
+    case HIPDNN_EP_BINARY_OP_ADD: return "ADD";
+    case HIPDNN_EP_BINARY_OP_SUB: return "SUB";
+    case HIPDNN_EP_BINARY_OP_MUL: return "MUL";
+    case HIPDNN_EP_BINARY_OP_DIV: return "DIV";
+    case HIPDNN_EP_BINARY_OP_POW: return "POW";
+    case HIPDNN_EP_BINARY_OP_EQUAL: return "EQUAL";
+    case HIPDNN_EP_BINARY_OP_LESS: return "LESS";
+    case HIPDNN_EP_BINARY_OP_GREATER: return "GREATER";
+    default: return std::to_string(op);
+  }
+}
+
+std::string unary_op_name(int64_t op) {
+  switch (op) {
+    case HIPDNN_EP_UNARY_OP_RELU: return "RELU";
+    case HIPDNN_EP_UNARY_OP_SIGMOID: return "SIGMOID";
+    case HIPDNN_EP_UNARY_OP_TANH: return "TANH";
+    case HIPDNN_EP_UNARY_OP_EXP: return "EXP";
+    case HIPDNN_EP_UNARY_OP_LOG: return "LOG";
+    case HIPDNN_EP_UNARY_OP_SQRT: return "SQRT";
+    case HIPDNN_EP_UNARY_OP_NEG: return "NEG";
+    case HIPDNN_EP_UNARY_OP_ERF: return "ERF";
+    case HIPDNN_EP_UNARY_OP_GELU_ERF: return "GELU_ERF";
+    case HIPDNN_EP_UNARY_OP_GELU_TANH: return "GELU_TANH";
+    default: return std::to_string(op);
+  }
+}
+
+std::string reduce_op_name(int64_t op) {
+  switch (op) {
+    case HIPDNN_EP_REDUCE_OP_SUM: return "SUM";
+    case HIPDNN_EP_REDUCE_OP_MEAN: return "MEAN";
+    case HIPDNN_EP_REDUCE_OP_MAX: return "MAX";
+    default: return std::to_string(op);
+  }
+}
+
 bool is_float(int32_t dtype) { return dtype == HIPDNN_EP_DTYPE_FLOAT32 || dtype == HIPDNN_EP_DTYPE_FLOAT16; }
 bool is_int(int32_t dtype) { return dtype == HIPDNN_EP_DTYPE_INT32 || dtype == HIPDNN_EP_DTYPE_INT64; }
 
@@ -148,7 +187,7 @@ void validate_binary(const hipdnn_ep_kernel_args_t* args) {
                          : op == HIPDNN_EP_BINARY_OP_EQUAL
                              ? is_float(dtype) || is_int(dtype) || dtype == HIPDNN_EP_DTYPE_BOOL
                              : is_float(dtype) || is_int(dtype);
-  if (!supported) unsupported_dtype("binary op " + std::to_string(op), dtype);
+  if (!supported) unsupported_dtype("binary op " + binary_op_name(op), dtype);
   Dims out;
   if (!broadcast_shapes(dims_of(call.in(0)), dims_of(call.in(1)), &out)) {
     fail_invalid("input dims " + format_dims(dims_of(call.in(0))) + " and " + format_dims(dims_of(call.in(1))) +
@@ -165,7 +204,7 @@ void validate_unary(const hipdnn_ep_kernel_args_t* args) {
   }
   const int32_t dtype = call.in(0).dtype;
   const bool int_ok = op == HIPDNN_EP_UNARY_OP_RELU || op == HIPDNN_EP_UNARY_OP_NEG;
-  if (!(is_float(dtype) || (int_ok && is_int(dtype)))) unsupported_dtype("unary op " + std::to_string(op), dtype);
+  if (!(is_float(dtype) || (int_ok && is_int(dtype)))) unsupported_dtype("unary op " + unary_op_name(op), dtype);
   call.expect_out(dtype, dims_of(call.in(0)));
 }
 
@@ -305,7 +344,7 @@ void validate_reduce(const hipdnn_ep_kernel_args_t* args) {
   if (op < HIPDNN_EP_REDUCE_OP_SUM || op > HIPDNN_EP_REDUCE_OP_MAX) fail_invalid("unknown reduce op " + std::to_string(op));
   const int32_t dtype = call.in(0).dtype;
   const bool supported = op == HIPDNN_EP_REDUCE_OP_MEAN ? is_float(dtype) : is_float(dtype) || is_int(dtype);
-  if (!supported) unsupported_dtype("reduce op " + std::to_string(op), dtype);
+  if (!supported) unsupported_dtype("reduce op " + reduce_op_name(op), dtype);
   const Dims x = dims_of(call.in(0));
   const std::vector<bool> reduced = reduced_dims(call.in(1), x.size());
   Dims kept;
