@@ -27,7 +27,8 @@ REDUCE = ENUMS["hipdnn_ep_reduce_op"]
 STATUS = ENUMS["hipdnn_ep_status"]
 DTYPE = ENUMS["hipdnn_ep_dtype"]
 KERNELS = {f["name"]: f for f in MANIFEST["functions"] if f["kind"] == "kernel"}
-InvalidArgumentError = getattr(rt, "InvalidArgumentError", RuntimeError)
+InvalidArgumentError = rt.InvalidArgumentError
+UNSUPPORTED = "UNSUPPORTED"  # raised as the base runtime error, never as InvalidArgumentError
 
 F32, F16, I32, I64, BOOL = np.float32, np.float16, np.int32, np.int64, np.bool_
 ALL_DTYPES = [np.float32, np.uint8, np.int8, np.int32, np.int64, np.bool_, np.float16, np.float64]
@@ -299,6 +300,26 @@ def test_gemm(state, dtype, trans_a, trans_b, c_shape):
     np.testing.assert_allclose(out.astype(np.float64), expected, rtol=tol, atol=tol)
 
 
+def test_absent_optional_inputs(state):
+    """None in the hook's input list is an absent optional tensor (data NULL, rank -1)."""
+    a = rand((2, 3))
+    b = rand((3, 4), seed=1)
+    out = run_optional(state, "gemm", [a, b, None], (2, 4), ints=[0, 0], floats=[2.0, 1.0])
+    np.testing.assert_allclose(out, 2 * a @ b, rtol=1e-5, atol=1e-5)
+    x = rand((2, 5))
+    scale = rand((5,), seed=2)
+    out = run_optional(state, "layer_norm", [x, scale, None], (2, 5), ints=[1], floats=[1e-5])
+    np.testing.assert_allclose(out, layer_norm_ref(x, scale, None, 1, 1e-5), rtol=1e-4, atol=1e-4)
+    with pytest.raises(InvalidArgumentError, match="^hipdnn_ep_kernel_gemm: input 1 is absent but required"):
+        run_optional(state, "gemm", [a, None], (2, 4), ints=[0, 0], floats=[1.0, 1.0])
+
+
+def run_optional(state, kernel, inputs, out_shape, ints, floats):
+    out = np.empty(out_shape, F32)
+    _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, [out], ints, floats)
+    return out
+
+
 def test_gemm_ignores_c_when_beta_is_zero(state):
     a = rand((2, 3))
     b = rand((3, 4), seed=1)
@@ -547,9 +568,9 @@ ERROR_CASES = {
     "binary_unknown_op": ("binary", [F, F], [O], [99], [], InvalidArgumentError, "unknown binary op 99"),
     "binary_dtype_mismatch": ("binary", [F, np.ones((2, 3), I64)], [O], [0], [], InvalidArgumentError,
                               "different dtypes FLOAT32 and INT64"),
-    "binary_float64": ("binary", [np.ones(2), np.ones(2)], [np.empty(2)], [0], [], RuntimeError,
+    "binary_float64": ("binary", [np.ones(2), np.ones(2)], [np.empty(2)], [0], [], UNSUPPORTED,
                        "does not support dtype FLOAT64"),
-    "binary_pow_int": ("binary", [np.ones(2, I64)] * 2, [np.empty(2, I64)], [BINARY["POW"]], [], RuntimeError,
+    "binary_pow_int": ("binary", [np.ones(2, I64)] * 2, [np.empty(2, I64)], [BINARY["POW"]], [], UNSUPPORTED,
                        "binary op POW does not support dtype INT64"),
     "binary_no_broadcast": ("binary", [F, np.ones((4,), F32)], [O], [0], [], InvalidArgumentError,
                             r"input dims \[2, 3\] and \[4\] do not broadcast"),
@@ -558,18 +579,18 @@ ERROR_CASES = {
     "binary_int_div_by_zero": ("binary", [np.ones(2, I32), np.zeros(2, I32)], [np.empty(2, I32)], [BINARY["DIV"]],
                                [], InvalidArgumentError, "integer division by zero"),
     "unary_unknown_op": ("unary", [F], [O], [-1], [], InvalidArgumentError, "unknown unary op -1"),
-    "unary_exp_int": ("unary", [np.ones(2, I64)], [np.empty(2, I64)], [UNARY["EXP"]], [], RuntimeError,
+    "unary_exp_int": ("unary", [np.ones(2, I64)], [np.empty(2, I64)], [UNARY["EXP"]], [], UNSUPPORTED,
                       "unary op EXP does not support dtype INT64"),
     "cast_shape": ("cast", [F], [np.empty((3, 2), I64)], [], [], InvalidArgumentError,
                    r"output 0 has dims \[3, 2\], expected \[2, 3\]"),
-    "where_cond_not_bool": ("where", [F, F, F], [O], [], [], RuntimeError, "cond.* expected BOOL"),
+    "where_cond_not_bool": ("where", [F, F, F], [O], [], [], UNSUPPORTED, "cond.* expected BOOL"),
     "where_xy_dtypes": ("where", [np.ones(2, BOOL), np.ones(2, F32), np.ones(2, I64)], [np.empty(2, F32)], [], [],
                         InvalidArgumentError, "input 2 has dtype INT64, expected FLOAT32"),
     "matmul_k_mismatch": ("matmul", [F, F], [O], [], [], InvalidArgumentError, "inner dims differ"),
     "matmul_batch": ("matmul", [np.ones((2, 2, 3), F32), np.ones((3, 3, 1), F32)], [np.empty((3, 2, 1), F32)], [],
                      [], InvalidArgumentError, r"batch dims \[2\] and \[3\] do not broadcast"),
     "matmul_rank0": ("matmul", [np.ones((), F32), F], [O], [], [], InvalidArgumentError, "rank >= 1"),
-    "matmul_int": ("matmul", [np.ones((2, 2), I64)] * 2, [np.empty((2, 2), I64)], [], [], RuntimeError,
+    "matmul_int": ("matmul", [np.ones((2, 2), I64)] * 2, [np.empty((2, 2), I64)], [], [], UNSUPPORTED,
                    "matmul does not support dtype INT64"),
     "gemm_trans_value": ("gemm", [F, F], [O], [2, 0], [1.0, 1.0], InvalidArgumentError, "trans_a is 2"),
     "gemm_rank": ("gemm", [np.ones(3, F32), F], [O], [0, 0], [1.0, 1.0], InvalidArgumentError, "must both have rank 2"),
@@ -588,12 +609,12 @@ ERROR_CASES = {
                           "axis 2 is out of range"),
     "reduce_axis_twice": ("reduce", [F, np.array([1, 1], I64)], [np.empty(2, F32)], [0], [], InvalidArgumentError,
                           "axis 1 is listed twice"),
-    "reduce_axes_dtype": ("reduce", [F, np.array([1], I32)], [np.empty(2, F32)], [0], [], RuntimeError,
+    "reduce_axes_dtype": ("reduce", [F, np.array([1], I32)], [np.empty(2, F32)], [0], [], UNSUPPORTED,
                           "axes.* expected INT64"),
     "reduce_output_rank": ("reduce", [F, np.array([1], I64)], [np.empty((1, 1, 1), F32)], [0], [],
                            InvalidArgumentError, "output 0 has rank 3, expected 2 \\(keepdims\\) or 1"),
     "reduce_mean_int": ("reduce", [np.ones((2, 3), I64), np.array([1], I64)], [np.empty(2, I64)],
-                        [REDUCE["MEAN"]], [], RuntimeError, "reduce op MEAN does not support dtype INT64"),
+                        [REDUCE["MEAN"]], [], UNSUPPORTED, "reduce op MEAN does not support dtype INT64"),
     "transpose_not_perm": ("transpose", [F, np.array([0, 0], I64)], [O], [], [], InvalidArgumentError,
                            r"perm \[0, 0\] is not a permutation"),
     "transpose_perm_length": ("transpose", [F, np.array([0], I64)], [O], [], [], InvalidArgumentError,
@@ -612,7 +633,7 @@ ERROR_CASES = {
                            "index 2 at position 0 is out of range for axis 0 of size 2"),
     "gather_negative_range": ("gather", [F, np.array([-3], I32)], [np.empty((1, 3), F32)], [0], [],
                               InvalidArgumentError, "index -3 .* out of range"),
-    "gather_index_dtype": ("gather", [F, np.array([1], F32)], [np.empty((1, 3), F32)], [0], [], RuntimeError,
+    "gather_index_dtype": ("gather", [F, np.array([1], F32)], [np.empty((1, 3), F32)], [0], [], UNSUPPORTED,
                            "indices.* expected INT32 or INT64"),
     "expand_not_broadcast": ("expand", [np.ones((2,), F32)], [O], [], [], InvalidArgumentError,
                              r"input dims \[2\] do not broadcast to output dims \[2, 3\]"),
@@ -622,8 +643,11 @@ ERROR_CASES = {
 @pytest.mark.parametrize("case", sorted(ERROR_CASES))
 def test_error_paths(state, case):
     kernel, inputs, outputs, ints, floats, exc, message = ERROR_CASES[case]
-    with pytest.raises(exc, match=rf"^hipdnn_ep_kernel_{kernel}: .*{message}"):
+    with pytest.raises(RuntimeError if exc is UNSUPPORTED else exc,
+                       match=rf"^hipdnn_ep_kernel_{kernel}: .*{message}") as info:
         call_raw(state, kernel, inputs, outputs, ints, floats)
+    if exc is UNSUPPORTED:
+        assert not isinstance(info.value, InvalidArgumentError)
 
 
 def test_gather_checks_every_index_before_writing(state):
