@@ -466,7 +466,7 @@ def test_concat(state, dtype, shapes, axis):
 def test_slice(state, dtype, shape, slices):
     x = rand(shape, dtype)
     expected = x[tuple(slices)]
-    starts = [s.indices(d)[0] for s, d in zip(slices, shape)]
+    starts = [s.indices(d)[0] for s, d in zip(slices, shape, strict=True)]
     steps = [s.step for s in slices]
     out = run(state, "slice", [x, np.array(starts, I64), np.array(steps, I64)], expected.shape)
     np.testing.assert_array_equal(out, expected)
@@ -562,80 +562,80 @@ def test_wrong_output_shape_names_the_kernel(state, kernel):
 
 
 # (kernel, inputs, outputs, ints, floats, exception, message regex)
-F = np.ones((2, 3), F32)
-O = np.empty((2, 3), F32)
+X = np.ones((2, 3), F32)
+Y = np.empty((2, 3), F32)
 ERROR_CASES = {
-    "binary_unknown_op": ("binary", [F, F], [O], [99], [], InvalidArgumentError, "unknown binary op 99"),
-    "binary_dtype_mismatch": ("binary", [F, np.ones((2, 3), I64)], [O], [0], [], InvalidArgumentError,
+    "binary_unknown_op": ("binary", [X, X], [Y], [99], [], InvalidArgumentError, "unknown binary op 99"),
+    "binary_dtype_mismatch": ("binary", [X, np.ones((2, 3), I64)], [Y], [0], [], InvalidArgumentError,
                               "different dtypes FLOAT32 and INT64"),
     "binary_float64": ("binary", [np.ones(2), np.ones(2)], [np.empty(2)], [0], [], UNSUPPORTED,
                        "does not support dtype FLOAT64"),
     "binary_pow_int": ("binary", [np.ones(2, I64)] * 2, [np.empty(2, I64)], [BINARY["POW"]], [], UNSUPPORTED,
                        "binary op POW does not support dtype INT64"),
-    "binary_no_broadcast": ("binary", [F, np.ones((4,), F32)], [O], [0], [], InvalidArgumentError,
+    "binary_no_broadcast": ("binary", [X, np.ones((4,), F32)], [Y], [0], [], InvalidArgumentError,
                             r"input dims \[2, 3\] and \[4\] do not broadcast"),
-    "binary_compare_writes_bool": ("binary", [F, F], [O], [BINARY["LESS"]], [], InvalidArgumentError,
+    "binary_compare_writes_bool": ("binary", [X, X], [Y], [BINARY["LESS"]], [], InvalidArgumentError,
                                    "output 0 has dtype FLOAT32, expected BOOL"),
     "binary_int_div_by_zero": ("binary", [np.ones(2, I32), np.zeros(2, I32)], [np.empty(2, I32)], [BINARY["DIV"]],
                                [], InvalidArgumentError, "integer division by zero"),
-    "unary_unknown_op": ("unary", [F], [O], [-1], [], InvalidArgumentError, "unknown unary op -1"),
+    "unary_unknown_op": ("unary", [X], [Y], [-1], [], InvalidArgumentError, "unknown unary op -1"),
     "unary_exp_int": ("unary", [np.ones(2, I64)], [np.empty(2, I64)], [UNARY["EXP"]], [], UNSUPPORTED,
                       "unary op EXP does not support dtype INT64"),
-    "cast_shape": ("cast", [F], [np.empty((3, 2), I64)], [], [], InvalidArgumentError,
+    "cast_shape": ("cast", [X], [np.empty((3, 2), I64)], [], [], InvalidArgumentError,
                    r"output 0 has dims \[3, 2\], expected \[2, 3\]"),
-    "where_cond_not_bool": ("where", [F, F, F], [O], [], [], UNSUPPORTED, "cond.* expected BOOL"),
+    "where_cond_not_bool": ("where", [X, X, X], [Y], [], [], UNSUPPORTED, "cond.* expected BOOL"),
     "where_xy_dtypes": ("where", [np.ones(2, BOOL), np.ones(2, F32), np.ones(2, I64)], [np.empty(2, F32)], [], [],
                         InvalidArgumentError, "input 2 has dtype INT64, expected FLOAT32"),
-    "matmul_k_mismatch": ("matmul", [F, F], [O], [], [], InvalidArgumentError, "inner dims differ"),
+    "matmul_k_mismatch": ("matmul", [X, X], [Y], [], [], InvalidArgumentError, "inner dims differ"),
     "matmul_batch": ("matmul", [np.ones((2, 2, 3), F32), np.ones((3, 3, 1), F32)], [np.empty((3, 2, 1), F32)], [],
                      [], InvalidArgumentError, r"batch dims \[2\] and \[3\] do not broadcast"),
-    "matmul_rank0": ("matmul", [np.ones((), F32), F], [O], [], [], InvalidArgumentError, "rank >= 1"),
+    "matmul_rank0": ("matmul", [np.ones((), F32), X], [Y], [], [], InvalidArgumentError, "rank >= 1"),
     "matmul_int": ("matmul", [np.ones((2, 2), I64)] * 2, [np.empty((2, 2), I64)], [], [], UNSUPPORTED,
                    "matmul does not support dtype INT64"),
-    "gemm_trans_value": ("gemm", [F, F], [O], [2, 0], [1.0, 1.0], InvalidArgumentError, "trans_a is 2"),
-    "gemm_rank": ("gemm", [np.ones(3, F32), F], [O], [0, 0], [1.0, 1.0], InvalidArgumentError, "must both have rank 2"),
-    "gemm_k": ("gemm", [F, F], [np.empty((2, 3), F32)], [0, 0], [1.0, 1.0], InvalidArgumentError,
+    "gemm_trans_value": ("gemm", [X, X], [Y], [2, 0], [1.0, 1.0], InvalidArgumentError, "trans_a is 2"),
+    "gemm_rank": ("gemm", [np.ones(3, F32), X], [Y], [0, 0], [1.0, 1.0], InvalidArgumentError, "must both have rank 2"),
+    "gemm_k": ("gemm", [X, X], [np.empty((2, 3), F32)], [0, 0], [1.0, 1.0], InvalidArgumentError,
                "op\\(A\\) has K = 3 but op\\(B\\) has K = 2"),
-    "gemm_c_shape": ("gemm", [F, np.ones((3, 2), F32), np.ones((3,), F32)], [np.empty((2, 2), F32)], [0, 0],
+    "gemm_c_shape": ("gemm", [X, np.ones((3, 2), F32), np.ones((3,), F32)], [np.empty((2, 2), F32)], [0, 0],
                      [1.0, 1.0], InvalidArgumentError, r"C dims \[3\] do not broadcast to \[2, 2\]"),
-    "softmax_axis": ("softmax", [F], [O], [2], [], InvalidArgumentError, "axis 2 is out of range for rank 2"),
-    "softmax_negative_axis": ("softmax", [F], [O], [-1], [], InvalidArgumentError, "axis -1 is out of range"),
-    "layer_norm_scale": ("layer_norm", [F, np.ones(2, F32)], [O], [1], [1e-5], InvalidArgumentError,
+    "softmax_axis": ("softmax", [X], [Y], [2], [], InvalidArgumentError, "axis 2 is out of range for rank 2"),
+    "softmax_negative_axis": ("softmax", [X], [Y], [-1], [], InvalidArgumentError, "axis -1 is out of range"),
+    "layer_norm_scale": ("layer_norm", [X, np.ones(2, F32)], [Y], [1], [1e-5], InvalidArgumentError,
                          r"Scale dims \[2\] do not broadcast to the normalized dims \[3\]"),
-    "layer_norm_epsilon": ("layer_norm", [F, np.ones(3, F32)], [O], [1], [-1.0], InvalidArgumentError, "epsilon"),
-    "reduce_unknown_op": ("reduce", [F, np.array([1], I64)], [np.empty(2, F32)], [7], [], InvalidArgumentError,
+    "layer_norm_epsilon": ("layer_norm", [X, np.ones(3, F32)], [Y], [1], [-1.0], InvalidArgumentError, "epsilon"),
+    "reduce_unknown_op": ("reduce", [X, np.array([1], I64)], [np.empty(2, F32)], [7], [], InvalidArgumentError,
                           "unknown reduce op 7"),
-    "reduce_axis_range": ("reduce", [F, np.array([2], I64)], [np.empty(2, F32)], [0], [], InvalidArgumentError,
+    "reduce_axis_range": ("reduce", [X, np.array([2], I64)], [np.empty(2, F32)], [0], [], InvalidArgumentError,
                           "axis 2 is out of range"),
-    "reduce_axis_twice": ("reduce", [F, np.array([1, 1], I64)], [np.empty(2, F32)], [0], [], InvalidArgumentError,
+    "reduce_axis_twice": ("reduce", [X, np.array([1, 1], I64)], [np.empty(2, F32)], [0], [], InvalidArgumentError,
                           "axis 1 is listed twice"),
-    "reduce_axes_dtype": ("reduce", [F, np.array([1], I32)], [np.empty(2, F32)], [0], [], UNSUPPORTED,
+    "reduce_axes_dtype": ("reduce", [X, np.array([1], I32)], [np.empty(2, F32)], [0], [], UNSUPPORTED,
                           "axes.* expected INT64"),
-    "reduce_output_rank": ("reduce", [F, np.array([1], I64)], [np.empty((1, 1, 1), F32)], [0], [],
+    "reduce_output_rank": ("reduce", [X, np.array([1], I64)], [np.empty((1, 1, 1), F32)], [0], [],
                            InvalidArgumentError, "output 0 has rank 3, expected 2 \\(keepdims\\) or 1"),
     "reduce_mean_int": ("reduce", [np.ones((2, 3), I64), np.array([1], I64)], [np.empty(2, I64)],
                         [REDUCE["MEAN"]], [], UNSUPPORTED, "reduce op MEAN does not support dtype INT64"),
-    "transpose_not_perm": ("transpose", [F, np.array([0, 0], I64)], [O], [], [], InvalidArgumentError,
+    "transpose_not_perm": ("transpose", [X, np.array([0, 0], I64)], [Y], [], [], InvalidArgumentError,
                            r"perm \[0, 0\] is not a permutation"),
-    "transpose_perm_length": ("transpose", [F, np.array([0], I64)], [O], [], [], InvalidArgumentError,
+    "transpose_perm_length": ("transpose", [X, np.array([0], I64)], [Y], [], [], InvalidArgumentError,
                               "perm has 1 entries for input rank 2"),
-    "concat_mismatch": ("concat", [F, np.ones((2, 4), F32)], [np.empty((4, 3), F32)], [0], [], InvalidArgumentError,
+    "concat_mismatch": ("concat", [X, np.ones((2, 4), F32)], [np.empty((4, 3), F32)], [0], [], InvalidArgumentError,
                         r"input 1 dims \[2, 4\] differ from input 0 dims \[2, 3\] outside axis 0"),
-    "concat_dtype": ("concat", [F, np.ones((2, 3), I64)], [np.empty((4, 3), F32)], [0], [], InvalidArgumentError,
+    "concat_dtype": ("concat", [X, np.ones((2, 3), I64)], [np.empty((4, 3), F32)], [0], [], InvalidArgumentError,
                      "input 1 has dtype INT64"),
-    "slice_zero_step": ("slice", [F, np.array([0, 0], I64), np.array([1, 0], I64)], [O], [], [], InvalidArgumentError,
+    "slice_zero_step": ("slice", [X, np.array([0, 0], I64), np.array([1, 0], I64)], [Y], [], [], InvalidArgumentError,
                         "step is 0 on axis 1"),
-    "slice_out_of_range": ("slice", [F, np.array([0, 2], I64), np.array([1, 1], I64)], [O], [], [],
+    "slice_out_of_range": ("slice", [X, np.array([0, 2], I64), np.array([1, 1], I64)], [Y], [], [],
                            InvalidArgumentError, "start 2, step 1 and count 3 on axis 1 leave the input dim 3"),
-    "slice_start_length": ("slice", [F, np.array([0], I64), np.array([1, 1], I64)], [O], [], [],
+    "slice_start_length": ("slice", [X, np.array([0], I64), np.array([1, 1], I64)], [Y], [], [],
                            InvalidArgumentError, "starts and steps have 1 and 2 entries for input rank 2"),
-    "gather_index_range": ("gather", [F, np.array([2], I64)], [np.empty((1, 3), F32)], [0], [], InvalidArgumentError,
+    "gather_index_range": ("gather", [X, np.array([2], I64)], [np.empty((1, 3), F32)], [0], [], InvalidArgumentError,
                            "index 2 at position 0 is out of range for axis 0 of size 2"),
-    "gather_negative_range": ("gather", [F, np.array([-3], I32)], [np.empty((1, 3), F32)], [0], [],
+    "gather_negative_range": ("gather", [X, np.array([-3], I32)], [np.empty((1, 3), F32)], [0], [],
                               InvalidArgumentError, "index -3 .* out of range"),
-    "gather_index_dtype": ("gather", [F, np.array([1], F32)], [np.empty((1, 3), F32)], [0], [], UNSUPPORTED,
+    "gather_index_dtype": ("gather", [X, np.array([1], F32)], [np.empty((1, 3), F32)], [0], [], UNSUPPORTED,
                            "indices.* expected INT32 or INT64"),
-    "expand_not_broadcast": ("expand", [np.ones((2,), F32)], [O], [], [], InvalidArgumentError,
+    "expand_not_broadcast": ("expand", [np.ones((2,), F32)], [Y], [], [], InvalidArgumentError,
                              r"input dims \[2\] do not broadcast to output dims \[2, 3\]"),
 }
 
@@ -653,7 +653,7 @@ def test_error_paths(state, case):
 def test_gather_checks_every_index_before_writing(state):
     out = np.full((2, 3), 5.0, F32)
     with pytest.raises(InvalidArgumentError, match="index 9 at position 1"):
-        call_raw(state, "gather", [F, np.array([0, 9], I64)], [out], [0])
+        call_raw(state, "gather", [X, np.array([0, 9], I64)], [out], [0])
     assert np.all(out == 5.0)
 
 
