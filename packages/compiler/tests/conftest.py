@@ -13,14 +13,16 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from hipdnn_ep_compiler.abi import bundled_manifest_path  # noqa: E402
 from support.refruntime import RefRuntime  # noqa: E402
+
+from hipdnn_ep_compiler.abi import bundled_manifest_path  # noqa: E402
 
 requires_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc) to link artifacts")
 
 
 def pytest_report_header(config):
     import torch_mlir  # noqa: F401
+
     from hipdnn_ep_compiler import __version__
     return [f"hipdnn-ep-compiler {__version__}, onnx {onnx.__version__}"]
 
@@ -69,7 +71,8 @@ def dynamic_reshape_model() -> onnx.ModelProto:
 @pytest.fixture
 def static_model() -> onnx.ModelProto:
     """Add -> Tanh on fixed shapes."""
-    nodes = [helper.make_node("Add", ["x", "b"], ["y"], name="add"), helper.make_node("Tanh", ["y"], ["out"], name="tanh")]
+    nodes = [helper.make_node("Add", ["x", "b"], ["y"], name="add"),
+             helper.make_node("Tanh", ["y"], ["out"], name="tanh")]
     return make_model(nodes, [("x", TensorProto.FLOAT, [2, 3])], [("out", TensorProto.FLOAT, [2, 3])],
                       [const("b", np.arange(3, dtype=np.float32))])
 

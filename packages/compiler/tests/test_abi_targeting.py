@@ -20,7 +20,8 @@ def _manifest_without(tmp_path, name: str):
 
 
 def test_abi_1_0_refuses_naming_the_kernel_and_its_minor(static_model, tmp_path):
-    with pytest.raises(AbiTargetError, match=r"'hipdnn_ep_kernel_binary', introduced in ABI 1\.1; the target ABI is 1\.0"):
+    expected = r"'hipdnn_ep_kernel_binary', introduced in ABI 1\.1; the target ABI is 1\.0"
+    with pytest.raises(AbiTargetError, match=expected):
         compile_model(static_model, tmp_path / "a", abi="1.0")
     assert not (tmp_path / "a" / "program.so").exists()
 
@@ -39,7 +40,8 @@ def test_explicit_current_minor_compiles(static_model, tmp_path):
     assert info.metadata["abi"] == {"major": 1, "min_minor": 1}
 
 
-def test_manifest_lacking_host_scratch_fails_dynamic_graph_at_compile_time(dynamic_reshape_model, static_model, tmp_path):
+def test_manifest_lacking_host_scratch_fails_dynamic_graph_at_compile_time(
+        dynamic_reshape_model, static_model, tmp_path):
     """The original regression: the runtime dropped hipdnn_ep_get_host_scratch_base."""
     manifest = _manifest_without(tmp_path, "hipdnn_ep_get_host_scratch_base")
     with pytest.raises(AbiTargetError, match="'hipdnn_ep_get_host_scratch_base'.*does not declare"):

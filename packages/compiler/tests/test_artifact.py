@@ -8,8 +8,8 @@ import subprocess
 import numpy as np
 import onnx
 import pytest
-
 from conftest import ort_run
+
 from hipdnn_ep_compiler import ArtifactError, compile_model, load_weights, read_metadata
 from hipdnn_ep_compiler.abi import load_abi
 from hipdnn_ep_compiler.link import stub_sources
@@ -71,7 +71,8 @@ def test_weights_are_referenced_not_embedded(tmp_path):
     rng = np.random.default_rng(1)
     big = rng.standard_normal((256, 256)).astype(np.float32)
     from conftest import const, make_model
-    from onnx import TensorProto as T, helper
+    from onnx import TensorProto as T
+    from onnx import helper
     model = make_model([helper.make_node("MatMul", ["x", "w"], ["out"])], [("x", T.FLOAT, [1, 256])],
                        [("out", T.FLOAT, [1, 256])], [const("w", big)])
     info = compile_model(model, tmp_path / "a")
@@ -81,7 +82,8 @@ def test_weights_are_referenced_not_embedded(tmp_path):
 
 def test_external_weights_by_location_and_mmapped_for_runs(tmp_path, refruntime):
     from conftest import const, make_model
-    from onnx import TensorProto as T, helper
+    from onnx import TensorProto as T
+    from onnx import helper
     w = np.arange(12, dtype=np.float32).reshape(3, 4)
     model = make_model([helper.make_node("MatMul", ["x", "w"], ["out"])], [("x", T.FLOAT, ["n", 3])],
                        [("out", T.FLOAT, ["n", 4])], [const("w", w)])

@@ -49,7 +49,7 @@ def test_bad_backend_is_a_usage_error(tmp_path):
 
 def test_console_module_entry(static_model, tmp_path):
     onnx.save(static_model, tmp_path / "m.onnx")
-    proc = subprocess.run([sys.executable, "-m", "hipdnn_ep_compiler", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "a")],
-                          capture_output=True, text=True)
+    cmd = [sys.executable, "-m", "hipdnn_ep_compiler", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "a")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "a" / "program.so").exists()

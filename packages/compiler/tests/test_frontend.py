@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from conftest import const, make_model
 from onnx import TensorProto as T
 from onnx import helper
 
-from conftest import const, make_model
 from hipdnn_ep_compiler import ModelError, UnsupportedError, compile_model, supported_ops
 from hipdnn_ep_compiler.frontend import import_model, load_model
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import ort_run
-from hipdnn_ep_compiler import compile_model, load_weights
 from support.models import attention_block
+
+from hipdnn_ep_compiler import compile_model, load_weights
 
 
 def _feeds(b, s, rng):

@@ -50,10 +50,10 @@ def test_onnx_node_case(case, refruntime, tmp_path):
         pytest.skip(f"refused: {exc}")
     inputs, expected = case.data_sets[0]
     declared = [i.type.tensor_type.elem_type for i in model.graph.input]
-    feeds = [np.asarray(_array(a), dtype=_NUMPY[t]) for a, t in zip(inputs, declared)]
+    feeds = [np.asarray(_array(a), dtype=_NUMPY[t]) for a, t in zip(inputs, declared, strict=False)]
     got = refruntime.run(info.program, feeds + load_weights(info.metadata, model))
     assert len(got) == len(expected)
-    for g, e in zip(got, expected):
+    for g, e in zip(got, expected, strict=False):
         e = np.asarray(_array(e))
         assert g.shape == e.shape
         np.testing.assert_allclose(g.astype(np.float64), e.astype(np.float64), rtol=1e-3, atol=1e-4)

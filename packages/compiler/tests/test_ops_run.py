@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import const, make_model, ort_run
 from onnx import TensorProto as T
 from onnx import helper
 
-from conftest import const, make_model, ort_run
 from hipdnn_ep_compiler import compile_model, load_weights
 
 F, H, I64, B = T.FLOAT, T.FLOAT16, T.INT64, T.BOOL
@@ -75,7 +75,8 @@ def _feeds(inputs, n: int, rng, positive: bool) -> dict:
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
 @pytest.mark.parametrize("op,inputs,attrs,inits,n_out,opset,domain,positive", CASES)
-def test_op_matches_onnxruntime(op, inputs, attrs, inits, n_out, opset, domain, positive, dynamic, refruntime, tmp_path):
+def test_op_matches_onnxruntime(op, inputs, attrs, inits, n_out, opset, domain, positive, dynamic, refruntime,
+                                tmp_path):
     names = [n for n, _, _ in inputs] + [t.name for t in inits]
     node = helper.make_node(op, names, ["out"], domain=domain, **attrs)
     decl = [(n, t, [("N" if dynamic else 2) if d == "N" else d for d in dims]) for n, t, dims in inputs]
@@ -91,7 +92,7 @@ def test_op_matches_onnxruntime(op, inputs, attrs, inits, n_out, opset, domain, 
         got = refruntime.run(info.program, [feeds[k] for k, _, _ in inputs] + weights)
         want = ort_run(model, feeds)
         assert len(got) == len(want)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=False):
             assert g.shape == w.shape and g.dtype == w.dtype
             tol = 2e-3 if g.dtype == np.float16 else 1e-5
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)

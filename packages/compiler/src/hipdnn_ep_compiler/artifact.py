@@ -96,7 +96,8 @@ def format_metadata(meta: dict[str, Any]) -> str:
     lines = [
         f"compiler: {meta['compiler']['name']} {meta['compiler']['version']}",
         f"backend:  {meta['backend']}",
-        f"abi:      {abi['major']}.{abi['min_minor']} (needs runtime ABI {abi['major']}.x with x >= {abi['min_minor']})",
+        f"abi:      {abi['major']}.{abi['min_minor']} "
+        f"(needs runtime ABI {abi['major']}.x with x >= {abi['min_minor']})",
         f"graph:    {meta['graph_hash']}",
         "imports:",
         *[f"  {i['name']}  {i['hash']}" for i in meta["imports"]],
@@ -105,7 +106,8 @@ def format_metadata(meta: dict[str, Any]) -> str:
         "outputs:",
         *[f"  {t['name']}  dtype={t['dtype']}  dims={t['dims']}" for t in meta["outputs"]],
         "weights:",
-        *[f"  {w['name']}  dtype={w['dtype']}  dims={w['dims']}  source={w['source']['kind']}" for w in meta["weights"]],
+        *[f"  {w['name']}  dtype={w['dtype']}  dims={w['dims']}  source={w['source']['kind']}"
+          for w in meta["weights"]],
         f"memory plan: {json.dumps(meta['memory_plan'])}",
     ]
     return "\n".join(lines)

@@ -16,7 +16,8 @@ from .errors import CompileError
 
 
 def _compile_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hipdnn-ep-compile", description="Compile an ONNX model into a hipdnn-ep artifact.",
+    p = argparse.ArgumentParser(prog="hipdnn-ep-compile",
+                                description="Compile an ONNX model into a hipdnn-ep artifact.",
                                 epilog="Use 'hipdnn-ep-compile inspect ARTIFACT_DIR' to print an artifact's metadata.")
     p.add_argument("model", help="ONNX model file")
     p.add_argument("-o", "--output", required=True, help="artifact directory to write (program.so)")

@@ -34,7 +34,7 @@ def _weight_types(module) -> dict[str, tuple[int, list[int]]]:
     return out
 
 
-def _int_or_expr(text: str) -> "int | str":
+def _int_or_expr(text: str) -> int | str:
     return int(text) if text.lstrip("-").isdigit() else text
 
 
@@ -43,12 +43,12 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
     imports = [abi.functions[n] for n in lowered.imports]
     wtypes = _weight_types(module)
     outputs = []
-    for o, refined in zip(signature["outputs"], lowered.output_dims):
+    for o, refined in zip(signature["outputs"], lowered.output_dims, strict=False):
         dims = o["dims"]
         if dims is None or len(dims) != len(refined):
             dims = [int(d) if d.lstrip("-").isdigit() else d for d in refined]
         else:
-            dims = [d if d is not None else r for d, r in zip(dims, refined)]
+            dims = [d if d is not None else r for d, r in zip(dims, refined, strict=False)]
             dims = [int(d) if isinstance(d, str) and d.lstrip("-").isdigit() else d for d in dims]
         outputs.append({"name": o["name"], "dtype": o["dtype"], "dims": dims})
     return {
@@ -91,8 +91,8 @@ def emit_object(llvm_text: str, imports: list[str], object_path: Path) -> None:
         raise RuntimeError("internal error: the execution engine wrote no object file")
 
 
-def compile_model(model_or_path: "onnx.ModelProto | str | Path", out_dir: str | Path, backend: str = "cpu",
-                  abi: "str | tuple[int, int] | None" = None, manifest: "str | Path | None" = None) -> ArtifactInfo:
+def compile_model(model_or_path: onnx.ModelProto | str | Path, out_dir: str | Path, backend: str = "cpu",
+                  abi: str | tuple[int, int] | None = None, manifest: str | Path | None = None) -> ArtifactInfo:
     """Compile an ONNX model into the artifact directory `out_dir` and return its description.
 
     backend: "cpu", "cuda" or "hip" (recorded; the runtime picks kernels per backend).

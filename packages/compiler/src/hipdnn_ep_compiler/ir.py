@@ -13,7 +13,8 @@ Helpers here hide the MLIR Python binding details from the passes.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from torch_mlir import ir
 

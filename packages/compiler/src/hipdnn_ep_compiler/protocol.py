@@ -31,7 +31,8 @@ def handle(request: Any) -> dict[str, Any]:
     if not isinstance(request, dict):
         return _error("BadRequest", "the request must be a JSON object")
     if request.get("protocol") != PROTOCOL:
-        return _error("BadRequest", f"unsupported protocol {request.get('protocol')!r}; this compiler speaks {PROTOCOL}")
+        return _error("BadRequest",
+                      f"unsupported protocol {request.get('protocol')!r}; this compiler speaks {PROTOCOL}")
     action = request.get("action")
     if action == "capabilities":
         from ._version import __version__

@@ -8,9 +8,7 @@ the IR as S-expression strings: "(mul 4 d0_1)".
 
 from __future__ import annotations
 
-from typing import Union
-
-Expr = Union[int, str, tuple]
+Expr = int | str | tuple
 
 # op -> arity (None: variadic, commutative)
 OPS = {"add": None, "mul": None, "floordiv": 2, "ceildiv": 2, "max": 2, "min": 2, "selneg": 3}
@@ -248,7 +246,7 @@ def broadcast(a: list[Expr], b: list[Expr]) -> list[Expr]:
     a = [1] * (n - len(a)) + list(a)
     b = [1] * (n - len(b)) + list(b)
     out: list[Expr] = []
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x == 1:
             out.append(y)
         elif y == 1 or x == y:

@@ -45,7 +45,7 @@ def describe(name: str, tensor: onnx.TensorProto | None, dtype: int, dims: list[
 
 def describe_all(model: onnx.ModelProto, names: list[str], dtypes_dims: list[tuple[int, list[int]]]) -> list[dict]:
     tensors = _tensors_by_name(model)
-    return [describe(n, tensors.get(n), dt, dims) for n, (dt, dims) in zip(names, dtypes_dims)]
+    return [describe(n, tensors.get(n), dt, dims) for n, (dt, dims) in zip(names, dtypes_dims, strict=False)]
 
 
 def load_weights(artifact_or_metadata: str | Path | dict, model: str | Path | onnx.ModelProto,

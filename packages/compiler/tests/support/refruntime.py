@@ -21,6 +21,12 @@ CODE = {np.dtype(v): k for k, v in NP.items()}
 DISPATCH = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64))
 
 
+def _c_param_type(t: str) -> str:
+    if "*" not in t:
+        return t
+    return "const void*" if "const" in t else "void*"
+
+
 def build_shim(manifest: dict, out_dir: Path) -> Path:
     fns = manifest["functions"]
     lines = ["#include <stdint.h>", "typedef struct hipdnn_ep_state hipdnn_ep_state_t;",
@@ -28,8 +34,9 @@ def build_shim(manifest: dict, out_dir: Path) -> Path:
              "static int64_t (*dispatch)(int, uint64_t*);",
              "void hipdnn_test_set_dispatch(int64_t (*f)(int, uint64_t*)) { dispatch = f; }"]
     for idx, f in enumerate(fns):
-        params = [(p["type"].replace("hipdnn_ep_", "") if p["llvm"] == "ptr" else p["type"], p["name"]) for p in f["params"]]
-        decl = ", ".join(f"{'const void*' if 'const' in t and '*' in t else ('void*' if '*' in t else t)} {n}" for t, n in params) or "void"
+        params = [(p["type"], p["name"]) for p in f["params"]]
+        # pointers become void pointers: the shim needs no struct definitions
+        decl = ", ".join(f"{_c_param_type(t)} {n}" for t, n in params) or "void"
         packed = ", ".join(f"(uint64_t)(uintptr_t){n}" for _, n in params) or "0"
         ret = f["returns"]["type"]
         c_ret = "const char*" if ret == "const char*" else ret
@@ -141,7 +148,8 @@ class RefRuntime:
         ins = [self.tensor(u64(o["inputs"]) + k * self.ref_size) for k in range(i32(o["n_inputs"]))]
         outs = [self.tensor(u64(o["outputs"]) + k * self.ref_size) for k in range(i32(o["n_outputs"]))]
         ints = [ctypes.c_int64.from_address(u64(o["int_attrs"]) + 8 * k).value for k in range(i32(o["n_int_attrs"]))]
-        floats = [ctypes.c_double.from_address(u64(o["float_attrs"]) + 8 * k).value for k in range(i32(o["n_float_attrs"]))]
+        floats = [ctypes.c_double.from_address(u64(o["float_attrs"]) + 8 * k).value
+                  for k in range(i32(o["n_float_attrs"]))]
         return ins, outs, ints, floats
 
     def _kernel(self, v, fn) -> int:
@@ -172,7 +180,9 @@ class RefRuntime:
                "EXP": np.exp, "LOG": np.log, "SQRT": np.sqrt, "NEG": np.negative, "ERF": verf,
                "GELU_ERF": lambda x: 0.5 * x * (1 + verf(x / np.sqrt(2))),
                "GELU_TANH": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))}
-        return self._kernel(v, lambda i, o, ints, f: ops[self._op("hipdnn_ep_unary_op", ints[0])](i[0].astype(np.float64)))
+        def run(i, o, ints, f):
+            return ops[self._op("hipdnn_ep_unary_op", ints[0])](i[0].astype(np.float64))
+        return self._kernel(v, run)
 
     def fn_kernel_cast(self, v):
         return self._kernel(v, lambda i, o, ints, f: i[0].astype(o.dtype))
@@ -221,7 +231,7 @@ class RefRuntime:
 
     def fn_kernel_slice(self, v):
         def run(i, o, ints, f):
-            idx = tuple(slice(int(s), None, int(st)) for s, st in zip(i[1], i[2]))
+            idx = tuple(slice(int(s), None, int(st)) for s, st in zip(i[1], i[2], strict=False))
             picked = i[0][idx]
             return picked[tuple(slice(0, n) for n in o.shape)]
         return self._kernel(v, run)
@@ -246,7 +256,7 @@ class RefRuntime:
         dims = [np.array(a.shape, np.int64) for a in keep]
         ins = (ctypes.c_uint8 * (self.ref_size * max(len(keep), 1)))()
         base = ctypes.addressof(ins)
-        for k, (a, d) in enumerate(zip(keep, dims)):
+        for k, (a, d) in enumerate(zip(keep, dims, strict=False)):
             r = base + k * self.ref_size
             ctypes.c_uint64.from_address(r + self.ref_off["data"]).value = a.ctypes.data
             ctypes.c_uint64.from_address(r + self.ref_off["dims"]).value = d.ctypes.data

@@ -1,5 +1,5 @@
 """Access to the runtime ABI manifest (the JSON generated from packages/runtime/abi/manifest.toml)."""
 
-from .manifest import RuntimeAbi, AbiFunction, load_abi, bundled_manifest_path
+from .manifest import AbiFunction, RuntimeAbi, bundled_manifest_path, load_abi
 
 __all__ = ["RuntimeAbi", "AbiFunction", "load_abi", "bundled_manifest_path"]

@@ -71,7 +71,8 @@ class RuntimeAbi:
                 s["name"]: AbiStruct(
                     s["name"],
                     int(s["size"]),
-                    {f["name"]: StructField(f["name"], f["llvm"], int(f["offset"]), int(f["size"])) for f in s["fields"]},
+                    {f["name"]: StructField(f["name"], f["llvm"], int(f["offset"]), int(f["size"]))
+                     for f in s["fields"]},
                 )
                 for s in data["structs"]
             }
@@ -100,7 +101,7 @@ class RuntimeAbi:
                 f"this compiler's manifest describes ABI {self.major}.0 to {self.major}.{self.minor}"
             )
 
-    def at_minor(self, minor: int) -> "RuntimeAbi":
+    def at_minor(self, minor: int) -> RuntimeAbi:
         """The same manifest restricted to functions available at `minor`."""
         clone = object.__new__(RuntimeAbi)
         clone.__dict__.update(self.__dict__)

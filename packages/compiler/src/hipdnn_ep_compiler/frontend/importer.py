@@ -10,7 +10,6 @@ copied) or, for small integer tensors, `hipdnn.constant` (host values, embedded)
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -208,7 +207,8 @@ class _Importer:
             ssa = self.operand(vi.name, where) if vi.name not in self.names else self.names[vi.name]
             outs.append(ssa)
             out_types.append(self.value_types[ssa])
-            dtype, dims = self.tensor_type(vi.name, where, fallback_dtype=hir.element_dtype_from_text(self.value_types[ssa]))
+            fallback = hir.element_dtype_from_text(self.value_types[ssa])
+            dtype, dims = self.tensor_type(vi.name, where, fallback_dtype=fallback)
             outputs_meta.append({"name": vi.name, "dtype": dtype, "dims": dims})
         signature = {"inputs": inputs_meta, "outputs": outputs_meta}
         body = "\n    ".join(self.lines)

@@ -21,7 +21,7 @@ def ai_onnx_opset(model: onnx.ModelProto) -> int:
     raise ModelError("model imports no ai.onnx opset")
 
 
-def load_model(model_or_path: "onnx.ModelProto | str | Path") -> tuple[onnx.ModelProto, Path | None]:
+def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelProto, Path | None]:
     """The validated, shape-inferred model and the directory its external data is relative to.
 
     External data is NOT loaded: weights are referenced by location, never copied.

@@ -18,9 +18,9 @@ from .. import ir as hir
 from .. import symbolic as sym
 from ..abi import RuntimeAbi
 from ..errors import UnsupportedError
+from ..frontend.importer import _mlir_str
 from . import runtime_calls as rc
 from .emitter import FunctionEmitter, llvm_type
-from ..frontend.importer import _mlir_str
 
 FAIL = "^fail"
 
@@ -193,7 +193,7 @@ class _Lowering:
             slots = hir.get_ints(op, "hipdnn.dims_slot")
             if slots is None:
                 continue
-            for r, slot in zip(op.results, slots):
+            for r, slot in zip(op.results, slots, strict=False):
                 if slot == -2:  # a copy of a program input keeps the caller's dims
                     self.dims_ptr[r] = self.dims_ptr[op.operands[0]]
                 else:

@@ -17,7 +17,7 @@ operands and parameters as attributes:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from torch_mlir import ir
 
@@ -95,7 +95,7 @@ def _replace(o: _Op, name: str, operands: list[ir.Value], attrs: dict, dims: lis
     attrs["onnx.node"] = o.where
     attrs["hipdnn.dims"] = [[sym.to_str(d) for d in ds] for ds in dims]
     new = hir.create(name, operands, types, attrs, before=o.op)
-    for old_r, new_r in zip(o.op.results, new.results):
+    for old_r, new_r in zip(o.op.results, new.results, strict=False):
         old_r.replace_all_uses_with(new_r)
     o.op.erase()
     return new
@@ -132,7 +132,7 @@ def _host_elementwise(o: _Op, fn: Callable[[sym.Expr, sym.Expr], sym.Expr]) -> b
         return False
     a = a * n if len(a) == 1 else a
     b = b * n if len(b) == 1 else b
-    _host_tensor(o, [fn(x, y) for x, y in zip(a, b)], _broadcast(o, da, db))
+    _host_tensor(o, [fn(x, y) for x, y in zip(a, b, strict=False)], _broadcast(o, da, db))
     return True
 
 
@@ -302,7 +302,7 @@ def _slice_params(o: _Op, d: list[sym.Expr]) -> tuple[list[sym.Expr], list[int],
     axes = list(range(len(starts))) if axes is None else [_norm_axis(o, a, len(d)) for a in axes]
     steps = [1] * len(starts) if steps is None else steps
     n_starts, n_steps, counts = [0] * len(d), [1] * len(d), list(d)
-    for ax, s, e, st in zip(axes, starts, ends, steps):
+    for ax, s, e, st in zip(axes, starts, ends, steps, strict=False):
         dim = d[ax]
         if st == 0:
             raise ModelError(f"{o.where}: slice step 0")
