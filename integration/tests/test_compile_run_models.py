@@ -1,0 +1,108 @@
+"""Whole graphs through compiler and runtime, against onnxruntime's CPU EP: a dynamic
+Shape/Gather/Concat/Reshape graph at several sizes, a fixed seq-128 encoder layer, a dynamic
+encoder layer compiled with the CLI, external weights, and the runtime's refusal of artifacts whose
+imports do not match it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+
+from conftest import assert_close, attention_feeds, attention_model, shape_chain_model
+
+
+@pytest.mark.parametrize("batch,seq", [(1, 1), (2, 3), (4, 17), (1, 64)])
+def test_dynamic_shape_chain_at_several_sizes(batch, seq, compiler, run_artifact, state, ort_run, tmp_path):
+    model = shape_chain_model()
+    info = compiler.compile_model(model, tmp_path / "a")
+    assert "hipdnn_ep_get_host_scratch_base" in info.imports
+    x = np.random.default_rng(batch * 100 + seq).standard_normal((batch, seq, 8)).astype(np.float32)
+    got = run_artifact(info.path, model, state, [x])
+    assert_close(got, ort_run(model, {"x": x}))
+
+
+def test_one_artifact_serves_many_sizes_in_one_state(compiler, run_artifact, state, ort_run, tmp_path):
+    model = shape_chain_model()
+    info = compiler.compile_model(model, tmp_path / "a")
+    rng = np.random.default_rng(7)
+    for batch, seq in [(3, 5), (1, 2), (6, 9), (3, 5)]:
+        x = rng.standard_normal((batch, seq, 8)).astype(np.float32)
+        assert_close(run_artifact(info.path, model, state, [x]), ort_run(model, {"x": x}))
+
+
+def test_fixed_seq128_encoder_layer(compiler, run_artifact, state, ort_run, tmp_path):
+    model = attention_model(batch=1, seq=128)
+    info = compiler.compile_model(model, tmp_path / "a")
+    assert "hipdnn_ep_get_host_scratch_base" not in info.imports
+    feeds = attention_feeds(1, 128)
+    got = run_artifact(info.path, model, state, [feeds["x"], feeds["attention_mask"]])
+    assert_close(got, ort_run(model, feeds))
+
+
+def _cli():
+    exe = shutil.which("hipdnn-ep-compile")
+    return [exe] if exe else [sys.executable, "-m", "hipdnn_ep_compiler"]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_dynamic_encoder_layer_via_cli(backend, compiler, runtime, run_artifact, state, ort_run, tmp_path):
+    model = attention_model()
+    on_disk = onnx.ModelProto.FromString(model.SerializeToString())  # saving moves the data out of the proto
+    onnx.save_model(on_disk, tmp_path / "enc.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="enc.bin", size_threshold=256)
+    proc = subprocess.run([*_cli(), str(tmp_path / "enc.onnx"), "-o", str(tmp_path / "art"), "--backend", backend],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    inspect = subprocess.run([*_cli(), "inspect", str(tmp_path / "art")], capture_output=True, text=True)
+    assert inspect.returncode == 0, inspect.stderr
+    assert "hipdnn_ep_get_host_scratch_base" in inspect.stdout and f"backend:  {backend}" in inspect.stdout
+    meta = runtime.Artifact(str(tmp_path / "art")).metadata
+    assert any(w["source"]["kind"] == "external" for w in meta["weights"])
+    if backend != "cpu":
+        return  # the host program is backend-neutral; running it needs that backend's runtime
+    for batch, seq in [(1, 1), (2, 9), (3, 32)]:
+        feeds = attention_feeds(batch, seq, seed=seq)
+        got = run_artifact(tmp_path / "art", tmp_path / "enc.onnx", state, [feeds["x"], feeds["attention_mask"]])
+        assert_close(got, ort_run(model, feeds))
+
+
+def test_runtime_refuses_artifact_whose_import_hash_differs(compiler, runtime, static_model_path, tmp_path):
+    info = compiler.compile_model(static_model_path, tmp_path / "a")
+    so = info.program
+    data = bytearray(so.read_bytes())
+    imp = info.metadata["imports"][0]
+    start = data.find(imp["hash"].encode())
+    assert start > 0
+    forged = ("0" if imp["hash"][0] != "0" else "1") + imp["hash"][1:]
+    data[start:start + len(forged)] = forged.encode()
+    so.write_bytes(bytes(data))
+    with pytest.raises(runtime.AbiMismatchError, match=imp["name"]):
+        runtime.Artifact(str(tmp_path / "a"))
+
+
+def test_compiler_metadata_agrees_with_runtime_manifest(compiler, runtime, static_model_path, tmp_path):
+    """Every import hash the compiler writes is the hash the installed runtime reports."""
+    info = compiler.compile_model(static_model_path, tmp_path / "a")
+    manifest = runtime.abi_manifest()
+    hashes = {f["name"]: f["hash"] for f in manifest["functions"]}
+    for imp in info.metadata["imports"]:
+        assert hashes[imp["name"]] == imp["hash"]
+    major, minor = runtime.abi_version()
+    assert info.metadata["abi"]["major"] == major and info.metadata["abi"]["min_minor"] <= minor
+
+
+@pytest.fixture
+def static_model_path(tmp_path):
+    from onnx import TensorProto as T
+    from onnx import helper
+    nodes = [helper.make_node("Add", ["x", "x"], ["y"]), helper.make_node("Relu", ["y"], ["out"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, [4])],
+                              [helper.make_tensor_value_info("out", T.FLOAT, [4])])
+    path = tmp_path / "static.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path

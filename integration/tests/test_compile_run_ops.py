@@ -1,0 +1,46 @@
+"""Every op the compiler claims, compiled and run on the runtime's CPU backend, on the fixed shapes of
+ONNX's backend node tests and on the same graphs with every input dimension made symbolic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import assert_close, make_dynamic, node_test_cases, tensor_data
+
+try:
+    from hipdnn_ep_compiler import supported_ops
+
+    CASES = node_test_cases(set(supported_ops()["ai.onnx"]))
+except ImportError:  # the compiler wheel is not installed: the tests below skip through the fixtures
+    CASES = []
+
+
+def _feeds(case):
+    from hipdnn_ep_compiler.weights import _NUMPY
+
+    inputs, expected = case.data_sets[0]
+    declared = [i.type.tensor_type.elem_type for i in case.model.graph.input]
+    feeds = [np.asarray(tensor_data(a), dtype=_NUMPY[t]) for a, t in zip(inputs, declared, strict=True)]
+    return feeds, [tensor_data(e) for e in expected]
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_node_case_on_runtime(case, dynamic, compiler, run_artifact, state, tmp_path):
+    model = make_dynamic(case.model) if dynamic else case.model
+    try:
+        info = compiler.compile_model(model, tmp_path / "a")
+    except compiler.CompileError as exc:
+        pytest.skip(f"refused: {exc}")
+    if dynamic and any(isinstance(d, str) for i in info.metadata["inputs"] for d in i["dims"]):
+        assert "hipdnn_ep_get_host_scratch_base" in info.imports or not info.metadata["outputs"]
+    feeds, expected = _feeds(case)
+    got = run_artifact(info.path, model, state, feeds)
+    assert_close(got, expected, tol=1e-3)
+
+
+def test_cases_were_found():
+    if not CASES:
+        pytest.skip("needs the hipdnn-ep-compiler wheel")
+    assert len(CASES) > 250
