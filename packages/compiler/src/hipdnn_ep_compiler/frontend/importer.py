@@ -155,8 +155,9 @@ class _Importer:
             args.append(f"{ssa}: {ttype}")
             self.names[vi.name] = ssa
             self.value_types[ssa] = ttype
+            # a dynamic dim without a name gets one (unique to this input and axis) for the metadata
             inputs_meta.append({"name": vi.name, "dtype": dtype,
-                                "dims": [d if isinstance(d, int) else d for d in dims]})
+                                "dims": [f"{vi.name}_d{k}" if d is None else d for k, d in enumerate(dims)]})
         for index, node in enumerate(g.node):
             where = _node_label(node, index)
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from . import eliminate_dead_ops, materialize_host_scalars, plan_memory, refine_shapes
+from . import check_dtypes, eliminate_dead_ops, materialize_host_scalars, plan_memory, refine_shapes
 
-PIPELINE = (refine_shapes, eliminate_dead_ops, materialize_host_scalars, plan_memory)
+PIPELINE = (refine_shapes, check_dtypes, eliminate_dead_ops, materialize_host_scalars, plan_memory)
 PASSES = {p.NAME: p for p in PIPELINE}
 
 
