@@ -12,7 +12,6 @@ import sys
 import numpy as np
 import onnx
 import pytest
-
 from conftest import assert_close, attention_feeds, attention_model, shape_chain_model
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import assert_close, make_dynamic, node_test_cases, tensor_data
 
 try:
