@@ -10,7 +10,8 @@ from onnx import TensorProto as T
 from onnx import helper
 
 from hipdnn_ep_compiler import ModelError, UnsupportedError, compile_model, supported_ops
-from hipdnn_ep_compiler.frontend import import_model, load_model
+from hipdnn_ep_compiler.frontend import load_model
+from hipdnn_ep_compiler.frontend.importer import import_model
 
 
 def test_missing_file_is_a_model_error(tmp_path):

@@ -39,3 +39,26 @@ def test_fixed_seq128_attention_block(refruntime, tmp_path):
     feeds = _feeds(1, 128, np.random.default_rng(1))
     got = refruntime.run(info.program, [feeds["x"], feeds["mask"]] + weights)[0]
     np.testing.assert_allclose(got, ort_run(model, feeds)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_passthrough_duplicate_and_shape_outputs(refruntime, tmp_path):
+    """Outputs that are a graph input, the same value twice, an alias of an intermediate, a shape."""
+    from conftest import const, make_model
+    from onnx import TensorProto as T
+    from onnx import helper
+    n = helper.make_node
+    model = make_model(
+        [n("Relu", ["x"], ["r"]), n("Reshape", ["r", "flat"], ["rf"]), n("Shape", ["x"], ["s"]),
+         n("Identity", ["r"], ["r2"])],
+        [("x", T.FLOAT, ["a", 3])],
+        [("x", T.FLOAT, ["a", 3]), ("r", T.FLOAT, None), ("r2", T.FLOAT, None), ("rf", T.FLOAT, None),
+         ("s", T.INT64, None)],
+        [const("flat", np.array([-1], np.int64))])
+    info = compile_model(model, tmp_path / "a")
+    assert "hipdnn_ep_memcpy" in info.imports
+    for rows in (1, 4):
+        x = np.random.default_rng(rows).standard_normal((rows, 3)).astype(np.float32)
+        got = refruntime.run(info.program, [x])
+        want = ort_run(model, {"x": x})
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)

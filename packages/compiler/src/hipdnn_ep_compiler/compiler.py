@@ -16,7 +16,8 @@ from ._version import __version__
 from .abi import RuntimeAbi, load_abi
 from .artifact import FORMAT, PROGRAM, ArtifactInfo
 from .errors import CompileError
-from .frontend import import_model, load_model
+from .frontend import load_model
+from .frontend.importer import import_model
 from .link import link_shared_object
 from .lowering import lower_to_llvm
 from .lowering.to_llvm import metadata_global

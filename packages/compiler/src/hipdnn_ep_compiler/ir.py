@@ -19,14 +19,18 @@ from typing import Any
 from torch_mlir import ir
 
 from . import symbolic as sym
+from .dtypes import DTYPE_NAMES, DTYPES, INT64  # noqa: F401  (re-exported for the passes)
 
-# ONNX TensorProto element type -> (MLIR element type, byte size)
-DTYPES: dict[int, tuple[str, int]] = {
-    1: ("f32", 4), 2: ("ui8", 1), 3: ("i8", 1), 6: ("i32", 4), 7: ("i64", 8),
-    9: ("i1", 1), 10: ("f16", 2), 11: ("f64", 8),
-}
-DTYPE_NAMES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 11: "float64"}
-INT64 = 7
+
+def mlir_string(text: str) -> str:
+    """A quoted MLIR string literal; quotes, backslashes and non-printable bytes as \\XX escapes."""
+    out = []
+    for ch in text:
+        if ch in '"\\' or not (32 <= ord(ch) < 127):
+            out.extend(f"\\{b:02X}" for b in ch.encode())
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 def new_context() -> ir.Context:

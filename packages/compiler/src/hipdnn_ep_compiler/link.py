@@ -44,7 +44,10 @@ def stub_sources(abi: RuntimeAbi) -> tuple[str, str]:
 
 
 def _run(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as exc:
+        raise LinkError(f"{what} failed: cannot run {cmd[0]} ({exc.strerror or exc})") from None
     if proc.returncode != 0:
         raise LinkError(f"{what} failed ({' '.join(cmd)}):\n{proc.stderr.strip()}")
 

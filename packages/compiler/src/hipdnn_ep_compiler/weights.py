@@ -16,8 +16,8 @@ import onnx
 from onnx import numpy_helper
 
 from .artifact import read_metadata
+from .dtypes import DTYPES
 from .errors import ArtifactError
-from .ir import DTYPES
 
 _NUMPY = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64}
 

@@ -1,7 +1,7 @@
-"""ONNX frontend: load and validate a model, then import it into the hipdnn op-level IR."""
+"""ONNX frontend: load and validate a model (loader), the op table, and the importer into the
+hipdnn op-level IR (frontend.importer, which needs MLIR and is imported only when compiling)."""
 
-from .importer import import_model
 from .loader import MIN_OPSET, load_model
 from .op_table import supported_ops
 
-__all__ = ["load_model", "import_model", "supported_ops", "MIN_OPSET"]
+__all__ = ["load_model", "supported_ops", "MIN_OPSET"]

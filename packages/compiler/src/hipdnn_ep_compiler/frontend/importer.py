@@ -22,16 +22,6 @@ from .op_table import lookup
 SMALL_INT_CONSTANT = 1024  # int32/int64 tensors up to this many elements are embedded host values
 
 
-def _mlir_str(text: str) -> str:
-    out = []
-    for ch in text:
-        if ch in '"\\' or not (32 <= ord(ch) < 127):
-            out.extend(f"\\{b:02X}" for b in ch.encode())
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
 def _float_literal(x: float) -> str:
     return f"{np.float64(x).view(np.uint64):#018x} : f64"
 
@@ -44,7 +34,7 @@ def _attr_text(attr: onnx.AttributeProto, where: str) -> str:
     if t == A.FLOAT:
         return _float_literal(attr.f)
     if t == A.STRING:
-        return _mlir_str(attr.s.decode("utf-8", "replace"))
+        return hir.mlir_string(attr.s.decode("utf-8", "replace"))
     if t == A.INTS:
         return "[" + ", ".join(f"{v} : i64" for v in attr.ints) + "]"
     if t == A.FLOATS:
@@ -111,14 +101,14 @@ class _Importer:
         external = tensor.data_location == onnx.TensorProto.EXTERNAL
         if dtype in (6, 7) and n <= SMALL_INT_CONSTANT and not external:
             values = numpy_helper.to_array(tensor).reshape(-1).tolist()
-            vals = ", ".join(_mlir_str(str(int(v))) for v in values)
-            dim_text = ", ".join(_mlir_str(str(d)) for d in dims)
+            vals = ", ".join(hir.mlir_string(str(int(v))) for v in values)
+            dim_text = ", ".join(hir.mlir_string(str(d)) for d in dims)
             self.lines.append(
-                f'{ssa} = "hipdnn.constant"() {{name = {_mlir_str(name)}, values = [{vals}], '
+                f'{ssa} = "hipdnn.constant"() {{name = {hir.mlir_string(name)}, values = [{vals}], '
                 f'"hipdnn.dims" = [[{dim_text}]]}} : () -> {ttype}'
             )
         else:
-            self.lines.append(f'{ssa} = "hipdnn.weight"() {{name = {_mlir_str(name)}}} : () -> {ttype}')
+            self.lines.append(f'{ssa} = "hipdnn.weight"() {{name = {hir.mlir_string(name)}}} : () -> {ttype}')
         self.names[name] = ssa
         self.value_types[ssa] = ttype
         return ssa
@@ -194,9 +184,9 @@ class _Importer:
                 results.append(ssa)
                 result_types.append(ttype)
             attr_items = [f"operand_roles = [{', '.join(f'{r} : i64' for r in roles)}]",
-                          f'"onnx.node" = {_mlir_str(where)}']
+                          f'"onnx.node" = {hir.mlir_string(where)}']
             for a in node.attribute:
-                attr_items.append(f"{_mlir_str('onnx.' + a.name)} = {_attr_text(a, where)}")
+                attr_items.append(f"{hir.mlir_string('onnx.' + a.name)} = {_attr_text(a, where)}")
             lhs = (", ".join(results) + " = ") if results else ""
             self.lines.append(
                 f'{lhs}"hipdnn.{op}"({", ".join(operands)}) {{{", ".join(attr_items)}}} : '
@@ -215,7 +205,7 @@ class _Importer:
         body = "\n    ".join(self.lines)
         return (
             f'func.func @main({", ".join(args)}) -> ({", ".join(out_types)}) '
-            f'attributes {{"hipdnn.signature" = {_mlir_str(json.dumps(signature))}}} {{\n    {body}\n'
+            f'attributes {{"hipdnn.signature" = {hir.mlir_string(json.dumps(signature))}}} {{\n    {body}\n'
             f'    return {", ".join(outs)} : {", ".join(out_types)}\n}}\n'
         )
 

@@ -18,7 +18,6 @@ from .. import ir as hir
 from .. import symbolic as sym
 from ..abi import RuntimeAbi
 from ..errors import UnsupportedError
-from ..frontend.importer import _mlir_str
 from . import runtime_calls as rc
 from .emitter import FunctionEmitter, llvm_type
 
@@ -348,5 +347,5 @@ def lower_to_llvm(module: ir.Module, abi: RuntimeAbi) -> LoweredProgram:
 def metadata_global(json_text: str) -> str:
     """The LLVM global that holds the metadata JSON (NUL-terminated) in section .hipdnn_ep_meta."""
     data = json_text.encode() + b"\0"
-    return (f"llvm.mlir.global external constant @__hipdnn_ep_meta({_mlir_str(data.decode())}) "
+    return (f"llvm.mlir.global external constant @__hipdnn_ep_meta({hir.mlir_string(data.decode())}) "
             f'{{section = ".hipdnn_ep_meta", addr_space = 0 : i32}} : !llvm.array<{len(data)} x i8>')
