@@ -11,7 +11,7 @@ from __future__ import annotations
 Expr = int | str | tuple
 
 # op -> arity (None: variadic, commutative)
-OPS = {"add": None, "mul": None, "floordiv": 2, "ceildiv": 2, "max": 2, "min": 2, "selneg": 3}
+OPS = {"add": None, "mul": None, "div": 2, "ceildiv": 2, "max": 2, "min": 2, "selneg": 3}
 
 
 def input_dim(input_index: int, axis: int) -> str:
@@ -93,16 +93,22 @@ def sub(a: Expr, b: Expr) -> Expr:
     return add(a, mul(-1, b))
 
 
-def floordiv(a: Expr, b: Expr) -> Expr:
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def div(a: Expr, b: Expr) -> Expr:
+    """a / b truncated toward zero (ONNX integer Div, LLVM sdiv)."""
     if isinstance(a, int) and isinstance(b, int):
         if b == 0:
             raise ZeroDivisionError("division by zero in a shape computation")
-        return a // b
+        return _trunc_div(a, b)
     if b == 1:
         return a
     if a == b:
         return 1
-    # cancel common factors: (c*x*y) // (d*y) == (c/d)*x when d divides c
+    # cancel common factors: (c*x*y) / (d*y) == (c/d)*x when d divides c (exact, so no rounding)
     ca, fa = _factors(a)
     cb, fb = _factors(b)
     if cb != 0 and ca % cb == 0:
@@ -113,7 +119,7 @@ def floordiv(a: Expr, b: Expr) -> Expr:
             rest.remove(f)
         else:
             return mul(ca // cb, *rest)
-    return ("floordiv", a, b)
+    return ("div", a, b)
 
 
 def _factors(e: Expr) -> tuple[int, list[Expr]]:
@@ -191,8 +197,8 @@ def evaluate(e: Expr, env: dict[str, int]) -> int:
         for v in vals:
             r *= v
         return r
-    if op == "floordiv":
-        return vals[0] // vals[1]
+    if op == "div":
+        return _trunc_div(vals[0], vals[1])
     if op == "ceildiv":
         return -((-vals[0]) // vals[1])
     if op == "max":

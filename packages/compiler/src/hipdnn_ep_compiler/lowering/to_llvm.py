@@ -107,7 +107,7 @@ class _Lowering:
                 out = vals[0]
                 for v in vals[1:]:
                     out = self.e.binop(op, out, v)
-            elif op == "floordiv":
+            elif op == "div":  # sdiv truncates toward zero, like symbolic.div and ONNX integer Div
                 out = self.e.binop("sdiv", vals[0], vals[1])
             elif op == "ceildiv":
                 num = self.e.binop("add", vals[0], self.e.binop("sub", vals[1], self.e.const(1)))

@@ -138,7 +138,7 @@ def _host_elementwise(o: _Op, fn: Callable[[sym.Expr, sym.Expr], sym.Expr]) -> b
 
 def _binary(o: _Op) -> None:
     if o.kind in ("add", "sub", "mul", "div") and _all_host(o) and o.result_dtype() in HOST_INT_TYPES:
-        fn = {"add": sym.add, "sub": sym.sub, "mul": sym.mul, "div": sym.floordiv}[o.kind]
+        fn = {"add": sym.add, "sub": sym.sub, "mul": sym.mul, "div": sym.div}[o.kind]
         if _host_elementwise(o, fn):
             return
     _replace(o, "hipdnn.binary", [o.input(0), o.input(1)], {"op": BINARY[o.kind]},
@@ -234,7 +234,7 @@ def _reshape_dims(o: _Op, src: list[sym.Expr], target: list[sym.Expr]) -> list[s
             out.append(t)
     if infer_at is not None:
         known = sym.product(x for i, x in enumerate(out) if i != infer_at)
-        out[infer_at] = sym.floordiv(sym.product(src), known)
+        out[infer_at] = sym.div(sym.product(src), known)
     return out
 
 
