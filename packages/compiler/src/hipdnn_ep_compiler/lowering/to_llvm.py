@@ -18,6 +18,7 @@ from .. import ir as hir
 from .. import symbolic as sym
 from ..abi import RuntimeAbi
 from ..errors import UnsupportedError
+from ..passes.plan_memory import size_bytes
 from . import runtime_calls as rc
 from .emitter import FunctionEmitter, llvm_type
 
@@ -205,7 +206,6 @@ class _Lowering:
             self.pool = e.load(out, "ptr")
 
         # 4. outputs, each in its own block from the runtime's allocator
-        from ..passes.plan_memory import size_bytes
         for op in ops:
             if hir.get_str(op, "hipdnn.storage") == "output":
                 k = hir.get_int(op, "hipdnn.output_index")
@@ -265,7 +265,6 @@ class _Lowering:
                                   e.const(len(vals) * (8 if elem == "i64" else 4)), e.const(kind, "i32")])
             return
         if name == "hipdnn.copy":
-            from ..passes.plan_memory import size_bytes
             kind = self.abi.enum_value(self.abi.name("memcpy_kind"), "DEVICE_TO_DEVICE")
             self.call(rc.MEMCPY, [self.state, self.data[value], self.data[op.operands[0]],
                                   self.expr(size_bytes(value)), e.const(kind, "i32")])
@@ -291,8 +290,6 @@ class _Lowering:
         for a in fn.int_attrs:
             if a == "op" and entry.op_enum:
                 int_vals.append(self.abi.enum_value(self.abi.name(entry.op_enum), hir.get_str(op, "op")))
-            elif a == "axis":
-                int_vals.append(hir.get_int(op, "axis"))
             else:
                 int_vals.append(hir.get_int(op, a))
         float_vals = [hir.get_float(op, a) for a in fn.float_attrs]
