@@ -105,3 +105,18 @@ def static_model_path(tmp_path):
     path = tmp_path / "static.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
+
+
+def test_compile_against_the_installed_runtimes_manifest(compiler, runtime, run_artifact, state, ort_run, tmp_path):
+    """AOT for the runtime at hand: its shipped manifest JSON is a valid compiler manifest."""
+    from pathlib import Path
+    manifest = Path(runtime.__file__).parent / "abi_manifest.json"
+    model = shape_chain_model()
+    proc = subprocess.run([*_cli(), "-", "-o", str(tmp_path / "a")], capture_output=True, text=True)
+    assert proc.returncode != 0  # no model: a usage/compile error, not a crash
+    onnx.save(model, tmp_path / "m.onnx")
+    proc = subprocess.run([*_cli(), str(tmp_path / "m.onnx"), "-o", str(tmp_path / "a"), "--manifest", str(manifest)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    x = np.ones((2, 3, 8), np.float32)
+    assert_close(run_artifact(tmp_path / "a", model, state, [x]), ort_run(model, {"x": x}))

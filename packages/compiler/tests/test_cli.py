@@ -53,3 +53,13 @@ def test_console_module_entry(static_model, tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "a" / "program.so").exists()
+
+
+def test_manifest_option_names_missing_function(dynamic_reshape_model, tmp_path, capsys):
+    from hipdnn_ep_compiler.abi import bundled_manifest_path
+    data = json.loads(bundled_manifest_path().read_text())
+    data["functions"] = [f for f in data["functions"] if f["name"] != "hipdnn_ep_get_host_scratch_base"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    onnx.save(dynamic_reshape_model, tmp_path / "m.onnx")
+    assert main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "a"), "--manifest", str(tmp_path / "old.json")]) == 1
+    assert "hipdnn_ep_get_host_scratch_base" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """hipdnn-ep-compile: compile an ONNX model into an artifact, or inspect an artifact.
 
-  hipdnn-ep-compile MODEL.onnx -o ARTIFACT_DIR [--backend cpu|cuda|hip] [--abi MAJOR.MINOR]
+  hipdnn-ep-compile MODEL.onnx -o ARTIFACT_DIR [--backend cpu|cuda|hip] [--abi MAJOR.MINOR] [--manifest JSON]
   hipdnn-ep-compile inspect ARTIFACT_DIR [--json]
 """
 
@@ -24,6 +24,9 @@ def _compile_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("cpu", "cuda", "hip"), default="cpu",
                    help="backend recorded in the artifact (the runtime selects kernels per backend)")
     p.add_argument("--abi", default=None, help="target runtime ABI MAJOR.MINOR (default: newest known)")
+    p.add_argument("--manifest", default=None,
+                   help="runtime ABI manifest JSON to compile against (default: the one bundled with the compiler; "
+                        "an installed runtime ships its own as hipdnn_ep_runtime/abi_manifest.json)")
     p.add_argument("--version", action="version", version=f"hipdnn-ep-compiler {__version__}")
     return p
 
@@ -46,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         args = _compile_parser().parse_args(argv)
         from .compiler import compile_model  # imports MLIR; keep `inspect` light
 
-        info = compile_model(args.model, args.output, backend=args.backend, abi=args.abi)
+        info = compile_model(args.model, args.output, backend=args.backend, abi=args.abi, manifest=args.manifest)
         abi = info.metadata["abi"]
         print(f"wrote {info.program} (ABI {abi['major']}.{abi['min_minor']}, {len(info.imports)} imports)")
         return 0

@@ -4,7 +4,8 @@
 
 Request:  {"protocol": 1, "action": "capabilities"}
           {"protocol": 1, "action": "compile", "model": PATH, "output": DIR,
-           "backend": "cpu"|"cuda"|"hip" (optional), "abi": "MAJOR.MINOR" (optional)}
+           "backend": "cpu"|"cuda"|"hip" (optional), "abi": "MAJOR.MINOR" (optional),
+           "manifest": PATH of a runtime ABI manifest JSON (optional; default: the bundled one)}
 Response: {"protocol": 1, "ok": true, ...} or {"protocol": 1, "ok": false, "error": {"kind", "message"}}
   capabilities -> "compiler_version", "abi": {"major", "minors": [..]}, "backends", "ops"
   compile      -> "artifact": DIR, "metadata": {...}
@@ -52,7 +53,7 @@ def handle(request: Any) -> dict[str, Any]:
 
         try:
             info = compile_model(request["model"], request["output"], backend=request.get("backend", "cpu"),
-                                 abi=request.get("abi"))
+                                 abi=request.get("abi"), manifest=request.get("manifest"))
         except errors.CompileError as exc:
             return _error(type(exc).__name__, str(exc))
         return {"protocol": PROTOCOL, "ok": True, "artifact": str(info.path), "metadata": info.metadata}
