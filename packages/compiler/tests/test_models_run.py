@@ -34,7 +34,12 @@ def test_fixed_seq128_attention_block(refruntime, tmp_path):
     info = compile_model(model, tmp_path / "a")
     assert "hipdnn_ep_get_host_scratch_base" not in info.imports
     assert info.metadata["memory_plan"]["host_scratch_bytes"] == 0
-    assert isinstance(info.metadata["memory_plan"]["pool_bytes"], int)
+    plan = info.metadata["memory_plan"]
+    assert isinstance(plan["pool_bytes"], int)
+    assert plan["buffers"] and all(isinstance(b["offset"], int) for b in plan["buffers"])
+    assert max(b["offset"] + b["bytes"] for b in plan["buffers"]) <= plan["pool_bytes"]
+    # liveness lets buffers share space: the pool is smaller than all intermediates side by side
+    assert plan["pool_bytes"] < sum(b["bytes"] for b in plan["buffers"])
     weights = load_weights(info.metadata, model)
     feeds = _feeds(1, 128, np.random.default_rng(1))
     got = refruntime.run(info.program, [feeds["x"], feeds["mask"]] + weights)[0]

@@ -33,3 +33,11 @@ def test_broadcast():
 def test_parse_rejects_unknown_ops():
     with pytest.raises(ValueError, match="unknown expression op"):
         s.parse("(pow a 2)")
+
+
+def test_maximum_of_multiples_of_a_dimension_product():
+    x = s.ceildiv(s.mul(32, "a", "b"), 256)
+    assert s.maximum(s.mul(256, x), s.mul(512, x)) == s.mul(512, x)
+    # not for a base that may be negative
+    neg = s.add("a", -5)
+    assert s.maximum(s.mul(2, neg), s.mul(3, neg)) != s.mul(3, neg)

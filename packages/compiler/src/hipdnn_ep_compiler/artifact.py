@@ -93,6 +93,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
 def format_metadata(meta: dict[str, Any]) -> str:
     """Human-readable summary for `hipdnn-ep-compile inspect`."""
     abi = meta["abi"]
+    plan = meta["memory_plan"]
     lines = [
         f"compiler: {meta['compiler']['name']} {meta['compiler']['version']}",
         f"backend:  {meta['backend']}",
@@ -108,6 +109,7 @@ def format_metadata(meta: dict[str, Any]) -> str:
         "weights:",
         *[f"  {w['name']}  dtype={w['dtype']}  dims={w['dims']}  source={w['source']['kind']}"
           for w in meta["weights"]],
-        f"memory plan: {json.dumps(meta['memory_plan'])}",
+        f"memory plan: pool {plan['pool_bytes']} bytes, host scratch {plan['host_scratch_bytes']} bytes, "
+        f"{len(plan.get('buffers', []))} pool buffers",
     ]
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from pathlib import Path
 import onnx
 
 from . import ir as hir
+from . import symbolic as sym
 from . import weights as wmod
 from ._version import __version__
 from .abi import RuntimeAbi, load_abi
@@ -22,6 +23,8 @@ from .link import link_shared_object
 from .lowering import lower_to_llvm
 from .lowering.to_llvm import metadata_global
 from .passes import run_pipeline
+from .passes.plan_memory import ALIGNMENT as PLAN_ALIGNMENT
+from .passes.plan_memory import size_bytes
 
 BACKENDS = ("cpu", "cuda", "hip")
 
@@ -32,6 +35,17 @@ def _weight_types(module) -> dict[str, tuple[int, list[int]]]:
         if op.name == "hipdnn.weight":
             out[hir.get_str(op, "name")] = (hir.element_dtype_from_text(str(op.results[0].type)),
                                             [int(d) for d in hir.dims_of(op.results[0])])
+    return out
+
+
+def _pool_buffers(module) -> list[dict]:
+    """Every intermediate placed in the pool: the node that produces it, offset and size in bytes."""
+    out = []
+    for op in hir.ops(module):
+        if hir.get_str(op, "hipdnn.storage") == "pool":
+            out.append({"producer": hir.get_str(op, "onnx.node", op.name),
+                        "offset": _int_or_expr(hir.get_str(op, "hipdnn.offset")),
+                        "bytes": _int_or_expr(sym.to_str(size_bytes(op.results[0])))})
     return out
 
 
@@ -65,7 +79,8 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
             # an int when static, else an expression over input dims d<input>_<axis> (see README)
             "pool_bytes": _int_or_expr(lowered.pool_size or "0"),
             "host_scratch_bytes": 8 * lowered.host_scratch_slots,
-            "alignment": 256,
+            "alignment": PLAN_ALIGNMENT,
+            "buffers": _pool_buffers(module),
         },
         "graph_hash": hashlib.sha256(model.graph.SerializeToString(deterministic=True)).hexdigest(),
     }

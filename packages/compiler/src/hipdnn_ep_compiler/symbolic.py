@@ -139,11 +139,30 @@ def ceildiv(a: Expr, b: Expr) -> Expr:
     return ("ceildiv", a, b)
 
 
+def nonnegative(e: Expr) -> bool:
+    """True when e >= 0 for every valid binding (symbols are dimensions, hence >= 0)."""
+    if isinstance(e, int):
+        return e >= 0
+    if isinstance(e, str):
+        return True
+    op, *args = e
+    if op in ("add", "mul", "min"):
+        return all(nonnegative(a) for a in args)
+    if op in ("div", "ceildiv"):
+        return nonnegative(args[0]) and isinstance(args[1], int) and args[1] > 0
+    if op == "max":
+        return any(nonnegative(a) for a in args)
+    return False
+
+
 def maximum(a: Expr, b: Expr) -> Expr:
     if isinstance(a, int) and isinstance(b, int):
         return max(a, b)
     if a == b:
         return a
+    (ca, base_a), (cb, base_b) = _split_coeff(a), _split_coeff(b)
+    if base_a == base_b and ca >= 0 and cb >= 0 and nonnegative(base_a):
+        return mul(max(ca, cb), base_a)  # max(2x, 3x) == 3x for x >= 0
     return ("max", *sorted((a, b), key=_key))
 
 
