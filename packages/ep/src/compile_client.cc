@@ -155,7 +155,10 @@ json::Value CompileClient::Call(const std::string& request) const {
   }
   if (!resp.is_object()) throw EpError(where + " answered with JSON that is not an object");
   if (!resp["ok"].boolean) {
-    std::string msg = resp["error"].is_string() ? resp["error"].string : std::string("no error message");
+    const json::Value& e = resp["error"];
+    std::string msg = e.is_string()   ? e.string
+                      : e.is_object() ? e["kind"].string + ": " + e["message"].string
+                                      : std::string("no error message");
     throw EpError(where + " reported an error: " + msg);
   }
   return resp;
@@ -165,12 +168,22 @@ CompilerCapabilities CompileClient::Capabilities() const {
   json::Value resp = Call("{\"protocol\":" + std::to_string(kCompilerProtocolVersion) +
                           ",\"action\":\"capabilities\"}");
   CompilerCapabilities caps;
-  caps.name = resp["compiler"]["name"].string;
-  caps.version = resp["compiler"]["version"].string;
-  if (caps.version.empty()) throw EpError("hipdnn-ep: the compiler's capabilities lack compiler.version");
-  for (const json::Value& op : resp["ops"].array) {
+  // Accepted shapes: "compiler": {"name", "version"} or "compiler_version";
+  // "ops" as {domain: [op_type, ...]}, [op_type, ...] or [{"domain", "op_type"}].
+  caps.name = resp["compiler"]["name"].is_string() ? resp["compiler"]["name"].string : "hipdnn-ep-compiler";
+  caps.version = resp["compiler"]["version"].is_string() ? resp["compiler"]["version"].string
+                                                        : resp["compiler_version"].string;
+  if (caps.version.empty()) throw EpError("hipdnn-ep: the compiler's capabilities state no compiler version");
+  auto domain = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
+  const json::Value& ops = resp["ops"];
+  if (ops.is_object()) {
+    for (const auto& [d, list] : ops.object) {
+      for (const json::Value& op : list.array) caps.ops.insert({domain(d), op.string});
+    }
+  }
+  for (const json::Value& op : ops.array) {
     if (op.is_string()) caps.ops.insert({"", op.string});
-    else caps.ops.insert({op["domain"].string, op["op_type"].string});
+    else caps.ops.insert({domain(op["domain"].string), op["op_type"].string});
   }
   return caps;
 }
@@ -179,7 +192,7 @@ CompileResult CompileClient::Compile(const std::string& model_path, const std::s
                                      const std::string& backend, const std::string& abi) const {
   std::string req = "{\"protocol\":" + std::to_string(kCompilerProtocolVersion) +
                     ",\"action\":\"compile\",\"model\":" + json::Quote(model_path) +
-                    ",\"out_dir\":" + json::Quote(out_dir) + ",\"backend\":" + json::Quote(backend) +
+                    ",\"out_dir\":" + json::Quote(out_dir) + ",\"output\":" + json::Quote(out_dir) + ",\"backend\":" + json::Quote(backend) +
                     ",\"abi\":" + json::Quote(abi) + "}";
   json::Value resp = Call(req);
   CompileResult result;

@@ -53,6 +53,18 @@ const std::map<int32_t, const char*>& RuntimeDtypes() {
   return kDtypes;
 }
 
+// Identifies a node across the OrtGraph views of GetCapability and Compile:
+// its first output name, unique in a graph.
+std::string NodeKey(const OrtApi& ort, const OrtNode* node) {
+  size_t n = 0;
+  ThrowIfError(ort, ort.Node_GetNumOutputs(node, &n));
+  std::vector<const OrtValueInfo*> outs(n);
+  if (n) ThrowIfError(ort, ort.Node_GetOutputs(node, outs.data(), n));
+  const char* name = nullptr;
+  if (n && outs[0]) ThrowIfError(ort, ort.GetValueInfoName(outs[0], &name));
+  return name ? name : "";
+}
+
 }  // namespace
 
 EpConfig EpConfig::FromSession(const OrtApi& ort, const OrtSessionOptions* so, const std::string& device_backend,
@@ -169,7 +181,7 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
   for (size_t i = 0; i < num_nodes; ++i) index[nodes[i]] = i;
   std::vector<bool> supported(num_nodes);
   std::vector<std::vector<size_t>> producers(num_nodes);
-  std::string rejected;
+  std::vector<std::pair<std::string, std::string>> rejected_lines;  // (node key, message line)
   for (size_t i = 0; i < num_nodes; ++i) {
     std::string why = Unsupported(nodes[i], caps.get(), caps_error);
     supported[i] = why.empty();
@@ -177,7 +189,8 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
       const char *name = nullptr, *op = nullptr;
       ThrowIfError(ort, ort.Node_GetName(nodes[i], &name));
       ThrowIfError(ort, ort.Node_GetOperatorType(nodes[i], &op));
-      rejected += std::string("\n  - node '") + (name ? name : "") + "' (" + op + "): " + why;
+      rejected_lines.emplace_back(NodeKey(ort, nodes[i]),
+                                  std::string("\n  - node '") + (name ? name : "") + "' (" + op + "): " + why);
     }
     size_t n = 0;
     ThrowIfError(ort, ort.Node_GetNumInputs(nodes[i], &n));
@@ -192,17 +205,23 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
       if (it != index.end()) producers[i].push_back(it->second);
     }
   }
-  if (!rejected.empty()) {
-    if (config_.disable_cpu_fallback) {
-      throw EpError("hipdnn-ep: CPU fallback is disabled (session.disable_cpu_ep_fallback=1) and these nodes "
-                    "cannot run on HipdnnEp:" + rejected);
-    }
-    Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: nodes left to other EPs:" + rejected);
-  }
-
   OrtNodeFusionOptions fusion{};
   fusion.ort_version_supported = ORT_API_VERSION;
   fusion.drop_constant_initializers = false;
+  if (!rejected_lines.empty()) {
+    std::string all;
+    for (const auto& [key, line] : rejected_lines) all += line;
+    if (config_.disable_cpu_fallback) {
+      // ORT only logs an error returned here and then fails with a generic
+      // message.  To give the user the list, the EP claims the whole graph
+      // and Compile refuses with it (see RefuseRejectedNodes).
+      std::lock_guard<std::mutex> lock(rejected_mu_);
+      for (const auto& [key, line] : rejected_lines) rejected_[key] = line;
+      ThrowIfError(ort, ep.EpGraphSupportInfo_AddNodesToFuse(info, nodes.data(), nodes.size(), &fusion));
+      return;
+    }
+    Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: nodes left to other EPs:" + all);
+  }
   for (const std::vector<size_t>& group : GroupSupportedNodes(producers, supported)) {
     std::vector<const OrtNode*> members;
     for (size_t i : group) members.push_back(nodes[i]);
@@ -244,8 +263,26 @@ std::string HipdnnEp::CompileArtifact(const SubgraphModel& model, const std::str
   return build(dir);
 }
 
+void HipdnnEp::RefuseRejectedNodes(const OrtGraph* graph) {
+  size_t num_nodes = 0;
+  ThrowIfError(ort, ort.Graph_GetNumNodes(graph, &num_nodes));
+  std::vector<const OrtNode*> nodes(num_nodes);
+  if (num_nodes) ThrowIfError(ort, ort.Graph_GetNodes(graph, nodes.data(), num_nodes));
+  std::string lines;
+  std::lock_guard<std::mutex> lock(rejected_mu_);
+  for (const OrtNode* node : nodes) {
+    auto it = rejected_.find(NodeKey(ort, node));
+    if (it != rejected_.end()) lines += it->second;
+  }
+  if (!lines.empty()) {
+    throw EpError("hipdnn-ep: CPU fallback is disabled (session.disable_cpu_ep_fallback=1) and these nodes "
+                  "cannot run on HipdnnEp:" + lines);
+  }
+}
+
 std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, const OrtNode* fused_node,
                                                       OrtNode** /*ep_context_node*/) {
+  RefuseRejectedNodes(graph);
   if (!runtime_) {
     runtime_ = factory_.Runtime(config_.runtime_library);
     states_ = std::make_shared<StatePool>(runtime_, StateConfig{config_.backend, config_.device_id}, config_.max_states);

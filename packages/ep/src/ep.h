@@ -2,7 +2,9 @@
 // (with the on-disk cache) and runs the artifacts through the runtime.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,8 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
                                               OrtNode** ep_context_node);
   // Why `node` cannot run on this EP ("" when it can).
   std::string Unsupported(const OrtNode* node, const CompilerCapabilities* caps, const std::string& caps_error);
+  // Throws the list of unsupported nodes claimed only to report them.
+  void RefuseRejectedNodes(const OrtGraph* graph);
   std::string CompileArtifact(const struct SubgraphModel& model, const std::string& abi);
 
   HipdnnEpFactory& factory_;
@@ -72,7 +76,9 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
   std::shared_ptr<RuntimeApi> runtime_;
   std::shared_ptr<StatePool> states_;
   std::string compatibility_info_;
-  std::string private_dir_;  // artifacts compiled with the cache disabled
+  std::string private_dir_;
+  std::mutex rejected_mu_;
+  std::map<std::string, std::string> rejected_;  // node key -> why it cannot run here  // artifacts compiled with the cache disabled
 };
 
 }  // namespace hipdnn_ep
