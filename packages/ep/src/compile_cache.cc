@@ -18,7 +18,7 @@ namespace hipdnn_ep {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr const char* kArtifactName = "artifact.so";
+constexpr const char* kArtifactDir = "artifact";
 constexpr const char* kEntryName = "entry.json";
 
 std::string ReadFile(const fs::path& p) {
@@ -26,6 +26,20 @@ std::string ReadFile(const fs::path& p) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+// The one shared object in an entry's artifact folder ("" if not exactly one).
+std::string SingleSharedObject(const fs::path& dir) {
+  std::error_code ec;
+  std::string found;
+  int count = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".so") {
+      found = e.path().string();
+      ++count;
+    }
+  }
+  return count == 1 ? found : std::string();
 }
 }  // namespace
 
@@ -53,11 +67,11 @@ CompileCache::CompileCache(std::string dir) : dir_(dir.empty() ? DefaultCacheDir
 std::string CompileCache::Lookup(const CacheKey& key) const {
   fs::path entry = fs::path(dir_) / key.Digest();
   std::error_code ec;
-  if (!fs::is_regular_file(entry / kArtifactName, ec) || !fs::is_regular_file(entry / kEntryName, ec)) return {};
+  if (!fs::is_directory(entry / kArtifactDir, ec) || !fs::is_regular_file(entry / kEntryName, ec)) return {};
   // The digest already encodes the inputs; comparing them guards against a
   // damaged or hand-edited entry.
   if (ReadFile(entry / kEntryName) != key.Describe()) return {};
-  return (entry / kArtifactName).string();
+  return SingleSharedObject(entry / kArtifactDir);
 }
 
 std::string CompileCache::MakeTempDir(const std::string& stem) const {
@@ -77,11 +91,19 @@ std::string CompileCache::Insert(const CacheKey& key,
     fs::path built = build(tmp.string());
     fs::path staged = fs::path(tmp) / "entry";
     fs::create_directory(staged);
-    fs::copy_file(built, staged / kArtifactName);
+    // The whole folder of the artifact is kept: the compiler may put files
+    // beside the shared object.
+    fs::copy(built.parent_path(), staged / kArtifactDir, fs::copy_options::recursive);
     std::ofstream(staged / kEntryName, std::ios::binary) << key.Describe();
     // rename(2) of a directory fails if the target exists and is not empty:
-    // then another process published the same entry first, and we use it.
-    if (std::rename(staged.c_str(), entry.c_str()) != 0) {
+    // then another process published the same entry first, and we use it;
+    // a damaged entry in the way is moved aside and replaced.
+    if (std::rename(staged.c_str(), entry.c_str()) != 0 && Lookup(key).empty()) {
+      fs::path aside = tmp / "damaged";
+      std::rename(entry.c_str(), aside.c_str());
+      std::rename(staged.c_str(), entry.c_str());
+    }
+    {
       int err = errno;
       std::string found = Lookup(key);
       if (found.empty()) {

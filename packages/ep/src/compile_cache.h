@@ -1,7 +1,7 @@
 // On-disk cache of compiled artifacts.
 //
-// An entry is the directory <cache_dir>/<key>/ with artifact.so and
-// entry.json; the key is the SHA-256 of everything that determines the
+// An entry is the directory <cache_dir>/<key>/ with artifact/ (the
+// compiler's output folder, holding one .so) and entry.json; the key is the SHA-256 of everything that determines the
 // artifact: the subgraph (model and weight bytes), the compiler's name and
 // version, the runtime ABI the code targets, the backend and the protocol
 // version.  A change of any of them gives another key, so a stale entry is
