@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include "compiled_program.h"
@@ -12,6 +13,7 @@
 #include "ep_options.h"
 #include "onnx_writer.h"
 #include "partition.h"
+#include "sha256.h"
 
 namespace hipdnn_ep {
 namespace fs = std::filesystem;
@@ -63,6 +65,56 @@ std::string NodeKey(const OrtApi& ort, const OrtNode* node) {
   const char* name = nullptr;
   if (n && outs[0]) ThrowIfError(ort, ort.GetValueInfoName(outs[0], &name));
   return name ? name : "";
+}
+
+constexpr const char* kEpContextOp = "EPContext";
+constexpr const char* kMsDomain = "com.microsoft";
+
+// Attribute `name` of `node` as a string/int; nullopt-like fallbacks when absent.
+bool ReadStringAttr(const OrtApi& ort, const OrtNode* node, const char* name, std::string* out) {
+  const OrtOpAttr* attr = nullptr;
+  OrtStatus* st = ort.Node_GetAttributeByName(node, name, &attr);
+  if (st) { ort.ReleaseStatus(st); return false; }
+  if (!attr) return false;
+  size_t n = 0;
+  st = ort.ReadOpAttr(attr, ORT_OP_ATTR_STRING, nullptr, 0, &n);
+  if (st) ort.ReleaseStatus(st);
+  out->assign(n, '\0');
+  if (n) ThrowIfError(ort, ort.ReadOpAttr(attr, ORT_OP_ATTR_STRING, out->data(), n, &n));
+  return true;
+}
+
+int64_t ReadIntAttr(const OrtApi& ort, const OrtNode* node, const char* name, int64_t fallback) {
+  const OrtOpAttr* attr = nullptr;
+  OrtStatus* st = ort.Node_GetAttributeByName(node, name, &attr);
+  if (st) { ort.ReleaseStatus(st); return fallback; }
+  if (!attr) return fallback;
+  int64_t v = fallback;
+  size_t n = 0;
+  ThrowIfError(ort, ort.ReadOpAttr(attr, ORT_OP_ATTR_INT, &v, sizeof v, &n));
+  return v;
+}
+
+// True for an EPContext node this EP wrote (attribute source == kEpName).
+bool IsOurEpContextNode(const OrtApi& ort, const OrtNode* node) {
+  const char *op = nullptr, *domain = nullptr;
+  ThrowIfError(ort, ort.Node_GetOperatorType(node, &op));
+  ThrowIfError(ort, ort.Node_GetDomain(node, &domain));
+  if (std::string(op) != kEpContextOp || std::string(domain ? domain : "") != kMsDomain) return false;
+  std::string source;
+  return ReadStringAttr(ort, node, "source", &source) && source == kEpName;
+}
+
+std::string ReadBinaryFile(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) throw EpError("hipdnn-ep: cannot read " + p.string());
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+std::string ModelPath(const OrtApi& ort, const OrtGraph* graph) {
+  const ORTCHAR_T* path = nullptr;
+  ThrowIfError(ort, ort.Graph_GetModelPath(graph, &path));
+  return path ? std::string(path) : std::string();
 }
 
 }  // namespace
@@ -182,7 +234,12 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
   std::vector<bool> supported(num_nodes);
   std::vector<std::vector<size_t>> producers(num_nodes);
   std::vector<std::pair<std::string, std::string>> rejected_lines;  // (node key, message line)
+  std::vector<const OrtNode*> ep_context_nodes;
   for (size_t i = 0; i < num_nodes; ++i) {
+    if (IsOurEpContextNode(ort, nodes[i])) {
+      ep_context_nodes.push_back(nodes[i]);  // claimed alone, never grouped
+      continue;
+    }
     std::string why = Unsupported(nodes[i], caps.get(), caps_error);
     supported[i] = why.empty();
     if (!why.empty()) {
@@ -221,6 +278,9 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
       return;
     }
     Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: nodes left to other EPs:" + all);
+  }
+  for (const OrtNode* node : ep_context_nodes) {
+    ThrowIfError(ort, ep.EpGraphSupportInfo_AddNodesToFuse(info, &node, 1, &fusion));
   }
   for (const std::vector<size_t>& group : GroupSupportedNodes(producers, supported)) {
     std::vector<const OrtNode*> members;
@@ -281,22 +341,147 @@ void HipdnnEp::RefuseRejectedNodes(const OrtGraph* graph) {
 }
 
 std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, const OrtNode* fused_node,
-                                                      OrtNode** /*ep_context_node*/) {
+                                                      OrtNode** ep_context_node) {
   RefuseRejectedNodes(graph);
   if (!runtime_) {
     runtime_ = factory_.Runtime(config_.runtime_library);
     states_ = std::make_shared<StatePool>(runtime_, StateConfig{config_.backend, config_.device_id}, config_.max_states);
   }
-  const uint32_t abi = runtime_->abi_version();
-  const std::string abi_text = std::to_string(abi >> 16) + "." + std::to_string(abi & 0xffff);
   const char* node_name = nullptr;
   ThrowIfError(ort, ort.Node_GetName(fused_node, &node_name));
+  const std::string name = node_name ? node_name : "";
+
+  size_t num_nodes = 0;
+  ThrowIfError(ort, ort.Graph_GetNumNodes(graph, &num_nodes));
+  if (num_nodes == 1) {
+    const OrtNode* only = nullptr;
+    ThrowIfError(ort, ort.Graph_GetNodes(graph, &only, 1));
+    if (IsOurEpContextNode(ort, only)) return LoadEpContext(graph, only, name);
+  }
+
+  const uint32_t abi = runtime_->abi_version();
+  const std::string abi_text = std::to_string(abi >> 16) + "." + std::to_string(abi & 0xffff);
   SubgraphModel model = WriteSubgraphModel(*this, graph);
   std::string artifact = CompileArtifact(model, abi_text);
   CompilerCapabilities caps = factory_.Capabilities(client_);
   compatibility_info_ = MakeCompatibilityInfo(abi, config_.backend_name, caps.name + " " + caps.version);
-  return std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, node_name ? node_name : "",
-                                           artifact, model);
+  auto program = std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, artifact, model);
+  if (config_.context_enable && ep_context_node != nullptr) {
+    *ep_context_node = MakeEpContextNode(graph, name, artifact, model);
+  }
+  return program;
+}
+
+OrtNode* HipdnnEp::MakeEpContextNode(const OrtGraph* graph, const std::string& name, const std::string& artifact,
+                                     const SubgraphModel& model) {
+  if (editor == nullptr) throw EpError("hipdnn-ep: this ONNX Runtime has no model editor API; EPContext unavailable");
+  const std::string bytes = ReadBinaryFile(artifact);
+  const std::string tag = SignArtifact(InstallKey(cache_->dir()), bytes);
+  std::string context;  // ep_cache_context: the code itself, or a path relative to the EPContext model
+  if (config_.context_embed) {
+    context = bytes;
+  } else {
+    fs::path ctx_model = config_.context_file_path;
+    if (ctx_model.empty()) {
+      fs::path src = ModelPath(ort, graph);
+      ctx_model = src.parent_path() / (src.stem().string() + "_ctx.onnx");
+    }
+    std::string safe_name;
+    for (char c : name) safe_name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    fs::path folder = ctx_model.stem().string() + "_" + safe_name + ".hipdnn";
+    fs::path dest = ctx_model.parent_path() / folder;
+    std::error_code ec;
+    fs::remove_all(dest, ec);
+    fs::create_directories(dest);
+    fs::copy(fs::path(artifact).parent_path(), dest, fs::copy_options::recursive);
+    context = (folder / fs::path(artifact).filename()).string();
+  }
+  const std::string notes = "{\"tag\":" + json::Quote(tag) + ",\"compatibility\":" + json::Quote(compatibility_info_) + "}";
+
+  std::vector<OrtOpAttr*> attrs;
+  auto add_int = [&](const char* key, int64_t v) {
+    OrtOpAttr* a = nullptr;
+    ThrowIfError(ort, ort.CreateOpAttr(key, &v, 1, ORT_OP_ATTR_INT, &a));
+    attrs.push_back(a);
+  };
+  auto add_str = [&](const char* key, const std::string& v) {
+    OrtOpAttr* a = nullptr;
+    ThrowIfError(ort, ort.CreateOpAttr(key, v.data(), static_cast<int>(v.size()), ORT_OP_ATTR_STRING, &a));
+    attrs.push_back(a);
+  };
+  OrtNode* node = nullptr;
+  try {
+    add_int("main_context", 1);
+    add_int("embed_mode", config_.context_embed ? 1 : 0);
+    add_str("ep_cache_context", context);
+    add_str("source", kEpName);
+    add_str("partition_name", name);
+    add_str("ep_sdk_version", HIPDNN_EP_VERSION);
+    add_str("notes", notes);
+    std::vector<const char*> ins, outs;
+    for (const std::string& n : model.kernel_inputs) ins.push_back(n.c_str());
+    for (const std::string& n : model.outputs) outs.push_back(n.c_str());
+    ThrowIfError(ort, editor->CreateNode(kEpContextOp, kMsDomain, name.c_str(), ins.data(), ins.size(), outs.data(),
+                                         outs.size(), attrs.data(), attrs.size(), &node));
+  } catch (...) {
+    for (OrtOpAttr* a : attrs) ort.ReleaseOpAttr(a);
+    throw;
+  }
+  for (OrtOpAttr* a : attrs) ort.ReleaseOpAttr(a);
+  return node;
+}
+
+std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, const OrtNode* node,
+                                                         const std::string& name) {
+  std::string context, notes_text;
+  if (!ReadStringAttr(ort, node, "ep_cache_context", &context) || context.empty()) {
+    throw EpError("hipdnn-ep: EPContext node '" + name + "' has no ep_cache_context");
+  }
+  ReadStringAttr(ort, node, "notes", &notes_text);
+  const bool embedded = ReadIntAttr(ort, node, "embed_mode", 0) == 1;
+  json::Value notes;
+  try {
+    notes = json::Parse(notes_text.empty() ? "{}" : notes_text);
+  } catch (const std::exception&) {
+    notes = json::Value();
+  }
+  std::string artifact;
+  std::string bytes;
+  if (embedded) {
+    bytes = context;
+    // Embedded code is written once, content-addressed, into the cache dir.
+    fs::path dir = fs::path(cache_->dir()) / "epcontext";
+    fs::create_directories(dir);
+    fs::path path = dir / (Sha256Hex(bytes) + ".so");
+    if (!fs::exists(path)) {
+      fs::path tmp = fs::path(cache_->MakeTempDir("epcontext")) / "artifact.so";
+      std::ofstream(tmp, std::ios::binary) << bytes;
+      fs::rename(tmp, path);
+      fs::remove_all(tmp.parent_path());
+    }
+    artifact = path.string();
+  } else {
+    fs::path rel = context;
+    if (rel.is_absolute() || rel.lexically_normal().string().rfind("..", 0) == 0) {
+      throw EpError("hipdnn-ep: EPContext node '" + name + "' points outside its model's folder: " + context);
+    }
+    artifact = (fs::path(ModelPath(ort, graph)).parent_path() / rel).string();
+    if (!fs::is_regular_file(artifact)) {
+      throw EpError("hipdnn-ep: the artifact of EPContext node '" + name + "' is missing: " + artifact);
+    }
+    bytes = ReadBinaryFile(artifact);
+  }
+  // Native code runs only if this install produced it (the tag verifies with
+  // the per-install key) or the user explicitly trusts EPContext code.
+  const bool ours = notes["tag"].is_string() && notes["tag"].string == SignArtifact(InstallKey(cache_->dir()), bytes);
+  if (!ours && !config_.trust_ep_context_code) {
+    throw EpError("hipdnn-ep: EPContext node '" + name + "' carries native code that this installation did not "
+                  "produce; refusing to run it. If you trust the model, set the EP option " +
+                  std::string(options::kTrustEpContextCode) + "=1", ORT_NOT_IMPLEMENTED);
+  }
+  if (notes["compatibility"].is_string()) compatibility_info_ = notes["compatibility"].string;
+  SubgraphModel iface = DescribeSubgraph(*this, graph);
+  return std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, artifact, iface);
 }
 
 OrtStatus* ORT_API_CALL HipdnnEp::CompileImpl(OrtEp* this_ptr, const OrtGraph** graphs, const OrtNode** fused_nodes,

@@ -64,6 +64,9 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
                                               OrtNode** ep_context_node);
   // Why `node` cannot run on this EP ("" when it can).
   std::string Unsupported(const OrtNode* node, const CompilerCapabilities* caps, const std::string& caps_error);
+  OrtNode* MakeEpContextNode(const OrtGraph* graph, const std::string& name, const std::string& artifact,
+                             const struct SubgraphModel& model);
+  std::unique_ptr<CompiledProgram> LoadEpContext(const OrtGraph* graph, const OrtNode* node, const std::string& name);
   // Throws the list of unsupported nodes claimed only to report them.
   void RefuseRejectedNodes(const OrtGraph* graph);
   std::string CompileArtifact(const struct SubgraphModel& model, const std::string& abi);

@@ -342,4 +342,28 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph) {
   return out;
 }
 
+SubgraphModel DescribeSubgraph(const ApiPtrs& api, const OrtGraph* graph) {
+  const OrtApi& ort = api.ort;
+  SubgraphModel out;
+  size_t n = 0;
+  ThrowIfError(ort, ort.Graph_GetNumInputs(graph, &n));
+  std::vector<const OrtValueInfo*> values(n);
+  if (n) ThrowIfError(ort, ort.Graph_GetInputs(graph, values.data(), n));
+  for (const OrtValueInfo* vi : values) out.kernel_inputs.push_back(ValueName(ort, vi));
+  ThrowIfError(ort, ort.Graph_GetNumOutputs(graph, &n));
+  values.assign(n, nullptr);
+  if (n) ThrowIfError(ort, ort.Graph_GetOutputs(graph, values.data(), n));
+  for (const OrtValueInfo* vi : values) out.outputs.push_back(ValueName(ort, vi));
+  ThrowIfError(ort, ort.Graph_GetNumInitializers(graph, &n));
+  values.assign(n, nullptr);
+  if (n) ThrowIfError(ort, ort.Graph_GetInitializers(graph, values.data(), n));
+  for (const OrtValueInfo* vi : values) {
+    const OrtValue* value = nullptr;
+    ThrowIfError(ort, ort.ValueInfo_GetInitializerValue(vi, &value));
+    TensorData d = ReadTensorValue(ort, value);
+    out.initializers.push_back({ValueName(ort, vi), d.data, d.size});
+  }
+  return out;
+}
+
 }  // namespace hipdnn_ep

@@ -42,6 +42,10 @@ struct SubgraphModel {
 // for anything it cannot represent (graph attributes, string tensors).
 SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph);
 
+// Only the interface of `graph` (kernel inputs, outputs, initializers),
+// without serializing it; for EPContext nodes whose code already exists.
+SubgraphModel DescribeSubgraph(const ApiPtrs& api, const OrtGraph* graph);
+
 // Minimal protobuf wire-format writer (exposed for tests and ep_context).
 class ProtoWriter {
  public:

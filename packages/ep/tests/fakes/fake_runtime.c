@@ -69,21 +69,13 @@ int32_t hipdnn_ep_memcpy(hipdnn_ep_state_t* s, void* dst, const void* src, uint6
 }
 
 int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_t** out) {
-  char meta_path[4096];
-  snprintf(meta_path, sizeof meta_path, "%s.json", path);
-  FILE* f = fopen(meta_path, "rb");
-  if (!f) return fail(HIPDNN_EP_STATUS_NOT_FOUND, "fake runtime: no metadata %s", meta_path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char* text = calloc(1, (size_t)n + 1);
-  fread(text, 1, (size_t)n, f);
-  fclose(f);
   void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) { free(text); return fail(HIPDNN_EP_STATUS_ABI_MISMATCH, "fake runtime: %s", dlerror()); }
+  if (!h) return fail(HIPDNN_EP_STATUS_ABI_MISMATCH, "fake runtime: %s", dlerror());
+  const char* meta = (const char*)dlsym(h, "hipdnn_fake_metadata");
+  if (!meta) { dlclose(h); return fail(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "fake runtime: %s has no metadata", path); }
   hipdnn_ep_artifact_t* a = calloc(1, sizeof *a);
   a->handle = h;
-  a->metadata = text;
+  a->metadata = strdup(meta);
   a->run = (hipdnn_ep_program_run_fn)dlsym(h, HIPDNN_EP_PROGRAM_ENTRY);
   *out = a;
   return HIPDNN_EP_STATUS_OK;
