@@ -16,7 +16,11 @@ def get_library_path() -> str:
     Only the package folder is searched, and exactly one candidate must exist,
     so an installed package never picks up a stray build.
     """
-    package_dir = Path(__file__).resolve().parent
+    return find_library(Path(__file__).resolve().parent)
+
+
+def find_library(package_dir: Path) -> str:
+    """The one plugin library in package_dir; RuntimeError listing what was found otherwise."""
     found = sorted(package_dir.glob(_LIBRARY_GLOB))
     if len(found) != 1:
         listing = ", ".join(p.name for p in found) or "none"
