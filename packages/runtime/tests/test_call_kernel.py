@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import hipdnn_ep_runtime as rt
 import numpy as np
 import pytest
-
-import hipdnn_ep_runtime as rt
 from hipdnn_ep_runtime import _core
 
 KERNELS = [f["name"] for f in rt.abi_manifest()["functions"] if f["kind"] == "kernel"]
