@@ -46,8 +46,6 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
                                        f"released without it: set since = {new.minor}"))
 
     # functions and the program entry
-    if old.program_entry and new.program_entry and old.program_entry.name != new.program_entry.name:
-        out.append(Violation(old.program_entry.name, f"program entry renamed to {new.program_entry.name}: {need_major}"))
     old_entry = [old.program_entry] if old.program_entry else []
     for fo in [*old.functions, *old_entry]:
         fn = new.program_entry if fo.kind == "program" else new.function(fo.name)
@@ -77,7 +75,7 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
             out.append(Violation(so.name, f"struct removed: {need_major}"))
             continue
         common = min(len(so.fields), len(sn.fields))
-        for fo_, fn_ in zip(so.fields[:common], sn.fields[:common]):
+        for fo_, fn_ in zip(so.fields[:common], sn.fields[:common], strict=True):
             if (fo_.param, fo_.offset, fo_.since) != (fn_.param, fn_.offset, fn_.since):
                 out.append(Violation(so.name, f"field '{fo_.param.decl()}' changed to '{fn_.param.decl()}': "
                                               f"{need_major}"))

@@ -44,7 +44,7 @@ class CType:
     pointers: int = 0
 
     @classmethod
-    def parse(cls, text: str) -> "CType":
+    def parse(cls, text: str) -> CType:
         t = text.strip()
         pointers = t.count("*")
         t = t.replace("*", " ").split()
@@ -75,7 +75,7 @@ class Param:
     name: str
 
     @classmethod
-    def parse(cls, text: str) -> "Param":
+    def parse(cls, text: str) -> Param:
         m = _PARAM_RE.match(text.strip())
         if not m:
             raise ManifestError(f"cannot parse parameter {text!r}")

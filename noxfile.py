@@ -1,0 +1,105 @@
+#!/usr/bin/env -S uv run --script
+# /// script
+# dependencies = ["nox>=2025.2.9"]
+# ///
+"""hipdnn-ep automation: every job CI and developers run.
+
+Sessions (``nox -l``): ``abi`` (ABI gates), ``tests`` (every suite on the CPU backend),
+``lint``, ``wheels`` (build the three wheels into dist/), ``demo`` (the main job: compile a
+dynamic- and a fixed-shape model and run them on the EP). The runtime and the EP are built
+from source once per session into dist/ and installed from there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["lint", "abi", "tests"]
+
+ROOT = Path(__file__).resolve().parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+DIST = ROOT / "dist"
+ABI_DIR = ROOT / "packages/runtime/abi"
+COMPILER_ABI_JSON = ROOT / "packages/compiler/src/hipdnn_ep_compiler/abi/runtime_abi_v1.json"
+PACKAGES = {"runtime": "hipdnn-ep-runtime", "compiler": "hipdnn-ep-compiler", "ep": "hipdnn-ep"}
+
+
+def _abi_tool(session: nox.Session, *args: str) -> None:
+    session.run("python", "-m", "hipdnn_ep_abi", *args, env={"PYTHONPATH": str(ABI_DIR)})
+
+
+def _build_wheels(session: nox.Session, *names: str) -> list[Path]:
+    """Builds the named packages' wheels into dist/ (runtime first: the EP builds against it)."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "build"), "build")
+    DIST.mkdir(exist_ok=True)
+    wheels = []
+    for name in names:
+        pattern = f"{PACKAGES[name].replace('-', '_')}-*.whl"
+        for old in DIST.glob(pattern):
+            old.unlink()
+        session.run("python", "-m", "build", "--wheel", "--outdir", str(DIST), str(ROOT / "packages" / name),
+                    env={"PIP_FIND_LINKS": str(DIST), "UV_FIND_LINKS": str(DIST)})
+        wheels += DIST.glob(pattern)
+    return wheels
+
+
+def _install(session: nox.Session, *names: str) -> None:
+    """Builds the named packages and installs exactly those wheels (never a same-named index package)."""
+    wheels = _build_wheels(session, *names)
+    session.install("--find-links", str(DIST), *map(str, wheels))
+
+
+@nox.session
+def abi(session: nox.Session) -> None:
+    """ABI gates: bump rules, exported symbols, wheel version, generated copies."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    session.run("pytest", str(ABI_DIR), *session.posargs)
+    _abi_tool(session, "check-compat")
+    _abi_tool(session, "check-version", str(ROOT / "packages/runtime/pyproject.toml"))
+    _abi_tool(session, "json", "--check", str(COMPILER_ABI_JSON))
+    _install(session, "runtime")
+    library = session.run("python", "-c", "import hipdnn_ep_runtime as r; print(r.library_path())",
+                          silent=True).strip()
+    _abi_tool(session, "check-symbols", library)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Every suite on the CPU backend (GPU tests skip unless --gpu is given to pytest)."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    _install(session, "runtime", "compiler", "ep")
+    suites = [ABI_DIR, *(ROOT / "packages" / n / "tests" for n in PACKAGES), ROOT / "integration"]
+    for suite in suites:
+        if suite.exists():
+            session.run("pytest", str(suite), *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over all Python sources."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
+    session.run("ruff", "check", str(ROOT), *session.posargs)
+
+
+@nox.session
+def wheels(session: nox.Session) -> None:
+    """Builds the three wheels into dist/."""
+    _build_wheels(session, "runtime", "compiler", "ep")
+
+
+@nox.session(default=False)
+def demo(session: nox.Session) -> None:
+    """The main job: compile a dynamic- and a fixed-shape model, run them on the EP, compare with ORT's CPU EP."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"), "rich")
+    _install(session, "runtime", "compiler", "ep")
+    session.run("python", str(ROOT / "tools/demo.py"), *session.posargs,
+                env={"HIPDNN_EP_CACHE_DIR": os.environ.get("HIPDNN_EP_CACHE_DIR", str(ROOT / "build/demo-cache"))})
+
+
+if __name__ == "__main__":
+    nox.main()

@@ -1,0 +1,136 @@
+"""The bump-rule gate: the manifest against the last released one."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import edit_function, set_minor
+from hipdnn_ep_abi import compat, parse
+from hipdnn_ep_abi.__main__ import last_released, main
+from hipdnn_ep_abi.model import load
+
+NEW_FUNCTION = '''[[functions]]
+name = "hipdnn_ep_trim_cache"
+returns = "int32_t"
+params = ["hipdnn_ep_state_t* state", "uint64_t keep_bytes"]
+since = {since}
+status = "active"
+callers = ["host"]
+doc = "Releases cached blocks until at most keep_bytes stay reserved."
+
+'''
+
+
+def violations(old_text: str, new_text: str) -> list[compat.Violation]:
+    return compat.check(parse(old_text), parse(new_text))
+
+
+def test_committed_manifest_obeys_the_bump_rules(manifest):
+    assert compat.check(load(last_released()), manifest) == []
+
+
+def test_identical_manifests_pass(manifest_text):
+    assert violations(manifest_text, manifest_text) == []
+
+
+def test_pool_base_losing_its_size_parameter_needs_a_major_bump(manifest_text):
+    """The second historical break: get_pool_base(state, needed_size) became get_pool_base(state)."""
+    broken = manifest_text.replace('params = ["hipdnn_ep_state_t* state", "uint64_t needed_size", "void** out_base"]',
+                                   'params = ["hipdnn_ep_state_t* state", "void** out_base"]')
+    assert broken != manifest_text
+    found = violations(manifest_text, broken)
+    assert [v.name for v in found] == ["hipdnn_ep_get_pool_base"]
+    assert "signature changed" in found[0].message and "bump the ABI major" in found[0].message
+
+
+def test_renaming_a_parameter_is_not_a_break(manifest_text):
+    renamed = manifest_text.replace('"uint64_t needed_size"', '"uint64_t size_in_bytes"')
+    assert renamed != manifest_text
+    assert violations(manifest_text, renamed) == []
+
+
+def test_deleting_host_scratch_base_needs_a_major_bump(manifest_text):
+    """The first historical break: a function the compiler emits for dynamic shapes was deleted."""
+    broken = edit_function(manifest_text, "hipdnn_ep_get_host_scratch_base", None)
+    found = violations(manifest_text, broken)
+    assert [v.name for v in found] == ["hipdnn_ep_get_host_scratch_base"]
+    assert "removed" in found[0].message
+
+
+def test_breaks_are_allowed_with_a_major_bump(manifest_text):
+    broken = edit_function(manifest_text, "hipdnn_ep_get_host_scratch_base", None)
+    broken = re.sub(r"(?m)^major = 1$", "major = 2", broken)
+    assert violations(manifest_text, broken) == []
+
+
+def test_adding_a_function_needs_a_minor_bump(manifest_text):
+    added = manifest_text.replace("# ---------------------------------------------------------------- kernels",
+                                  NEW_FUNCTION.format(since=1) + "# -- kernels", 1)
+    found = violations(manifest_text, added)
+    assert [v.name for v in found] == ["hipdnn_ep_trim_cache"]
+    assert "without a minor bump" in found[0].message
+
+
+def test_adding_a_function_with_a_minor_bump_passes(manifest_text):
+    added = manifest_text.replace("# ---------------------------------------------------------------- kernels",
+                                  NEW_FUNCTION.format(since=2) + "# -- kernels", 1)
+    assert violations(manifest_text, set_minor(added, 2)) == []
+
+
+def test_added_function_must_say_the_new_minor(manifest_text):
+    added = manifest_text.replace("# ---------------------------------------------------------------- kernels",
+                                  NEW_FUNCTION.format(since=1) + "# -- kernels", 1)
+    found = violations(manifest_text, set_minor(added, 2))
+    assert [v.name for v in found] == ["hipdnn_ep_trim_cache"] and "set since = 2" in found[0].message
+
+
+def test_appending_to_a_struct_size_led_struct_is_a_minor_change(manifest_text):
+    grown = manifest_text.replace('  ["uint64_t pool_bytes", 0],\n',
+                                  '  ["uint64_t pool_bytes", 0],\n  ["uint64_t retired_bytes", 2],\n')
+    assert grown != manifest_text
+    assert [v.name for v in violations(manifest_text, grown)] == ["hipdnn_ep_memory_stats_t"]
+    assert violations(manifest_text, set_minor(grown, 2)) == []
+
+
+def test_appending_does_not_change_existing_signature_hashes(manifest_text):
+    grown = set_minor(manifest_text.replace('  ["uint64_t pool_bytes", 0],\n',
+                                            '  ["uint64_t pool_bytes", 0],\n  ["uint64_t retired_bytes", 2],\n'), 2)
+    old, new = parse(manifest_text), parse(grown)
+    fn = "hipdnn_ep_memory_stats"
+    assert old.signature_hash(old.function(fn)) == new.signature_hash(new.function(fn))
+
+
+def test_retyping_a_struct_field_breaks_every_function_taking_it(manifest_text):
+    broken = manifest_text.replace('["int32_t rank", 1]', '["int64_t rank", 1]')
+    names = {v.name for v in violations(manifest_text, broken)}
+    assert {"hipdnn_ep_tensor_ref_t", "hipdnn_ep_artifact_run", "hipdnn_ep_program_run"} <= names
+
+
+def test_appending_to_a_frozen_struct_needs_a_major_bump(manifest_text):
+    grown = set_minor(manifest_text.replace('  ["int32_t dtype", 1],\n',
+                                            '  ["int32_t dtype", 1],\n  ["int64_t offset", 2],\n'), 2)
+    found = violations(manifest_text, grown)
+    assert any(v.name == "hipdnn_ep_tensor_ref_t" and "without struct_size" in v.message for v in found)
+
+
+def test_renumbering_an_enum_value_needs_a_major_bump(manifest_text):
+    broken = manifest_text.replace('["OUT_OF_MEMORY", 2]', '["OUT_OF_MEMORY", 20]')
+    assert [v.name for v in violations(manifest_text, broken)] == ["hipdnn_ep_status"]
+
+
+def test_reordering_kernel_attributes_needs_a_major_bump(manifest_text):
+    broken = manifest_text.replace('int_attrs = ["trans_a", "trans_b"]', 'int_attrs = ["trans_b", "trans_a"]')
+    assert [v.name for v in violations(manifest_text, broken)] == ["hipdnn_ep_kernel_gemm"]
+
+
+def test_version_cannot_go_backwards(manifest):
+    found = compat.check(manifest, load(last_released()))
+    assert len(found) == 1 and "backwards" in found[0].message
+
+
+def test_cli_names_the_function_and_fails(tmp_path, manifest_text, capsys):
+    broken = tmp_path / "manifest.toml"
+    broken.write_text(edit_function(manifest_text, "hipdnn_ep_get_host_scratch_base", None))
+    assert main(["--manifest", str(broken), "check-compat"]) == 1
+    assert "hipdnn_ep_get_host_scratch_base: removed" in capsys.readouterr().err
+    assert main(["check-compat"]) == 0

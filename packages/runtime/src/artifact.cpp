@@ -1,0 +1,197 @@
+// hipdnn_ep_artifact_*: open (check the embedded metadata, then load),
+// metadata, run (validate inputs against the metadata, call the program) and
+// close.
+#include "artifact.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <memory>
+
+#include "artifact_check.h"
+#include "elf_section.h"
+#include "error.h"
+#include "state.h"
+
+namespace hipdnn_ep {
+namespace {
+
+constexpr const char* kMetadataSection = ".hipdnn_ep_meta";
+constexpr const char* kProgramFile = "program.so";
+
+const char* dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_FLOAT32: return "float32";
+    case HIPDNN_EP_DTYPE_UINT8: return "uint8";
+    case HIPDNN_EP_DTYPE_INT8: return "int8";
+    case HIPDNN_EP_DTYPE_INT32: return "int32";
+    case HIPDNN_EP_DTYPE_INT64: return "int64";
+    case HIPDNN_EP_DTYPE_BOOL: return "bool";
+    case HIPDNN_EP_DTYPE_FLOAT16: return "float16";
+    case HIPDNN_EP_DTYPE_FLOAT64: return "float64";
+    default: return "unknown";
+  }
+}
+
+std::string describe_dims(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + (dims[i] < 0 ? "?" : std::to_string(dims[i]));
+  return out + "]";
+}
+
+// Appends the specs listed under key (absent key: none).
+bool read_specs(const json::Value& metadata, const char* key, std::vector<TensorSpec>* out) {
+  const json::Value* list = metadata.find(key);
+  if (list == nullptr) return true;
+  if (!list->is_array()) return false;
+  for (const json::Value& item : list->items()) {
+    const json::Value* name = item.find("name");
+    const json::Value* dtype = item.find("dtype");
+    const json::Value* dims = item.find("dims");
+    if (name == nullptr || !name->is_string() || dtype == nullptr || !dtype->is_integer() || dims == nullptr ||
+        !dims->is_array()) {
+      return false;
+    }
+    TensorSpec spec{name->as_string(), static_cast<int32_t>(dtype->as_int()), {}};
+    for (const json::Value& d : dims->items()) {
+      if (d.is_integer() && d.as_int() >= 0) spec.dims.push_back(d.as_int());
+      else if (d.is_string()) spec.dims.push_back(-1);
+      else return false;
+    }
+    out->push_back(std::move(spec));
+  }
+  return true;
+}
+
+std::string program_path(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path + "/" + kProgramFile;
+  return path;
+}
+
+int32_t check_tensor(const char* what, size_t index, const TensorSpec& spec, const hipdnn_ep_tensor_ref_t& t,
+                     int32_t status) {
+  const std::string where =
+      std::string("hipdnn_ep_artifact_run: ") + what + " " + std::to_string(index) + " '" + spec.name + "': ";
+  HIPDNN_EP_REQUIRE(t.dtype == spec.dtype, status,
+                    where + "dtype " + std::to_string(t.dtype) + " (" + dtype_name(t.dtype) +
+                        ") differs from the artifact's " + std::to_string(spec.dtype) + " (" +
+                        dtype_name(spec.dtype) + ")");
+  HIPDNN_EP_REQUIRE(t.rank == static_cast<int32_t>(spec.dims.size()), status,
+                    where + "rank " + std::to_string(t.rank) + " differs from the artifact's " +
+                        std::to_string(spec.dims.size()) + " " + describe_dims(spec.dims));
+  HIPDNN_EP_REQUIRE(t.rank == 0 || t.dims != nullptr, status, where + "dims is NULL");
+  int64_t elements = 1;
+  for (int32_t d = 0; d < t.rank; ++d) {
+    HIPDNN_EP_REQUIRE(t.dims[d] >= 0, status, where + "dim " + std::to_string(d) + " is negative");
+    HIPDNN_EP_REQUIRE(spec.dims[d] < 0 || spec.dims[d] == t.dims[d], status,
+                      where + "dim " + std::to_string(d) + " is " + std::to_string(t.dims[d]) +
+                          " but the artifact was compiled for " + describe_dims(spec.dims));
+    elements *= t.dims[d];
+  }
+  HIPDNN_EP_REQUIRE(elements == 0 || t.data != nullptr, status, where + "data is NULL");
+  return HIPDNN_EP_STATUS_OK;
+}
+
+// Clears the state's `running` flag when a run ends, however it ends.
+struct RunGuard {
+  std::atomic<bool>* running;
+  ~RunGuard() { running->store(false); }
+};
+
+}  // namespace
+}  // namespace hipdnn_ep
+
+using hipdnn_ep::set_error;
+
+extern "C" int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_t** out_artifact) {
+  HIPDNN_EP_REQUIRE(path != nullptr && out_artifact != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_artifact_open: path and out_artifact must not be NULL");
+  *out_artifact = nullptr;
+  auto artifact = std::make_unique<hipdnn_ep_artifact>();
+  artifact->path = hipdnn_ep::program_path(path);
+  // 1. The metadata, read from the file without loading it.
+  if (int32_t status = hipdnn_ep::read_elf_section(artifact->path, hipdnn_ep::kMetadataSection,
+                                                   &artifact->metadata_text);
+      status != HIPDNN_EP_STATUS_OK) {
+    return status;
+  }
+  std::string parse_error;
+  HIPDNN_EP_REQUIRE(hipdnn_ep::json::parse(artifact->metadata_text, &artifact->metadata, &parse_error) &&
+                        artifact->metadata.is_object(),
+                    HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    artifact->path + ": the " + hipdnn_ep::kMetadataSection + " section is not a JSON object" +
+                        (parse_error.empty() ? "" : " (" + parse_error + ")"));
+  // 2. The ABI check, still before any of its code can run.
+  if (int32_t status =
+          hipdnn_ep::check_artifact_abi(artifact->path, artifact->metadata, hipdnn_ep::runtime_manifest());
+      status != HIPDNN_EP_STATUS_OK) {
+    return status;
+  }
+  HIPDNN_EP_REQUIRE(hipdnn_ep::read_specs(artifact->metadata, "inputs", &artifact->inputs) &&
+                        hipdnn_ep::read_specs(artifact->metadata, "weights", &artifact->inputs) &&
+                        hipdnn_ep::read_specs(artifact->metadata, "outputs", &artifact->outputs),
+                    HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    artifact->path + ": metadata inputs, weights or outputs are malformed "
+                                     "(each needs name, dtype and dims)");
+  // 3. Only now load the code.
+  artifact->handle = dlopen(artifact->path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (artifact->handle == nullptr) {
+    const char* why = dlerror();
+    return set_error(HIPDNN_EP_STATUS_INTERNAL,
+                     "hipdnn_ep_artifact_open: loading " + artifact->path + " failed: " + (why ? why : "?"));
+  }
+  artifact->entry = reinterpret_cast<hipdnn_ep_program_run_fn>(dlsym(artifact->handle, HIPDNN_EP_PROGRAM_ENTRY));
+  if (artifact->entry == nullptr) {
+    dlclose(artifact->handle);
+    return set_error(HIPDNN_EP_STATUS_NOT_FOUND,
+                     artifact->path + " does not export the program entry " HIPDNN_EP_PROGRAM_ENTRY);
+  }
+  *out_artifact = artifact.release();
+  return HIPDNN_EP_STATUS_OK;
+}
+
+extern "C" const char* hipdnn_ep_artifact_metadata(const hipdnn_ep_artifact_t* artifact) {
+  return artifact == nullptr ? nullptr : artifact->metadata_text.c_str();
+}
+
+extern "C" int32_t hipdnn_ep_artifact_run(hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* state,
+                                          const hipdnn_ep_tensor_ref_t* inputs, hipdnn_ep_tensor_ref_t* outputs) {
+  HIPDNN_EP_REQUIRE(artifact != nullptr && state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_artifact_run: artifact and state must not be NULL");
+  HIPDNN_EP_REQUIRE(inputs != nullptr || artifact->inputs.empty(), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_artifact_run: inputs is NULL");
+  HIPDNN_EP_REQUIRE(outputs != nullptr || artifact->outputs.empty(), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_artifact_run: outputs is NULL");
+  for (size_t i = 0; i < artifact->inputs.size(); ++i) {
+    if (int32_t status = hipdnn_ep::check_tensor("input", i, artifact->inputs[i], inputs[i],
+                                                 HIPDNN_EP_STATUS_INVALID_ARGUMENT);
+        status != HIPDNN_EP_STATUS_OK) {
+      return status;
+    }
+  }
+  bool idle = false;
+  HIPDNN_EP_REQUIRE(state->running.compare_exchange_strong(idle, true), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_artifact_run: the state is already running a program "
+                    "(a state runs one program at a time; use one state per thread)");
+  hipdnn_ep::RunGuard guard{&state->running};
+  for (size_t i = 0; i < artifact->outputs.size(); ++i) outputs[i] = hipdnn_ep_tensor_ref_t{nullptr, nullptr, -1, 0};
+  if (int32_t status = artifact->entry(state, inputs, outputs); status != HIPDNN_EP_STATUS_OK) {
+    return set_error(status, "program " + artifact->path + " failed with status " + std::to_string(status) + ": " +
+                                 hipdnn_ep_last_error());
+  }
+  for (size_t i = 0; i < artifact->outputs.size(); ++i) {
+    if (int32_t status = hipdnn_ep::check_tensor("output", i, artifact->outputs[i], outputs[i],
+                                                 HIPDNN_EP_STATUS_INTERNAL);
+        status != HIPDNN_EP_STATUS_OK) {
+      return status;
+    }
+  }
+  return HIPDNN_EP_STATUS_OK;
+}
+
+extern "C" void hipdnn_ep_artifact_close(hipdnn_ep_artifact_t* artifact) {
+  if (artifact == nullptr) return;
+  if (artifact->handle != nullptr) dlclose(artifact->handle);
+  delete artifact;
+}

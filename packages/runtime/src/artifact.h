@@ -1,0 +1,29 @@
+// A compiled artifact: its metadata, checked against this runtime, and its
+// loaded program.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "json.h"
+#include "runtime_internal.h"
+
+namespace hipdnn_ep {
+
+struct TensorSpec {
+  std::string name;
+  int32_t dtype = 0;
+  std::vector<int64_t> dims;  // -1 where the dim is symbolic
+};
+
+}  // namespace hipdnn_ep
+
+struct hipdnn_ep_artifact {
+  std::string path;            // the program's shared object
+  std::string metadata_text;   // the .hipdnn_ep_meta section
+  hipdnn_ep::json::Value metadata;
+  std::vector<hipdnn_ep::TensorSpec> inputs;  // graph inputs, then weights
+  std::vector<hipdnn_ep::TensorSpec> outputs;
+  void* handle = nullptr;
+  hipdnn_ep_program_run_fn entry = nullptr;
+};

@@ -1,0 +1,33 @@
+// The backend device interface: raw memory, copies and synchronization.
+// The caching allocator and the host scratch sit on top of it; a GPU backend
+// plugs in by implementing it (cpu_device.cpp is the always-built one).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "runtime_internal.h"
+
+namespace hipdnn_ep {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual int32_t backend() const = 0;
+  // Device memory aligned to alignment (a power of two). On failure returns
+  // OUT_OF_MEMORY with the error already set.
+  virtual int32_t allocate(uint64_t size, uint64_t alignment, void** out) = 0;
+  virtual void release(void* ptr) = 0;
+  // Host memory the device can read (pinned and device-mapped on GPUs).
+  virtual int32_t allocate_host(uint64_t size, uint64_t alignment, void** out) = 0;
+  virtual void release_host(void* ptr) = 0;
+  // Copies ordered on stream; kind is a validated hipdnn_ep_memcpy_kind.
+  virtual int32_t copy(void* dst, const void* src, uint64_t size, int32_t kind, uint64_t stream) = 0;
+  // Waits for all work on every stream of this device.
+  virtual int32_t synchronize() = 0;
+};
+
+// The CPU backend: aligned host memory, synchronous execution, logical streams.
+int32_t make_cpu_device(int32_t device_ordinal, std::unique_ptr<Device>* out);
+
+}  // namespace hipdnn_ep

@@ -1,0 +1,61 @@
+"""hipdnn-ep runtime: the C ABI library compiled artifacts call, and its Python API.
+
+The shared library, its C header, the ABI manifest and a CMake package ship inside this
+package; ``library_path()``, ``include_dir()`` and ``cmake_dir()`` locate them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._core import (
+    AbiMismatchError,
+    Artifact,
+    BackendUnavailableError,
+    HipdnnEpError,
+    InvalidArgumentError,
+    LeakError,
+    NotFoundError,
+    OutOfMemoryError,
+    State,
+    abi_manifest,
+    abi_version,
+)
+from ._version import __version__
+
+__all__ = [
+    "AbiMismatchError",
+    "Artifact",
+    "BackendUnavailableError",
+    "HipdnnEpError",
+    "InvalidArgumentError",
+    "LeakError",
+    "NotFoundError",
+    "OutOfMemoryError",
+    "State",
+    "__version__",
+    "abi_manifest",
+    "abi_version",
+    "cmake_dir",
+    "include_dir",
+    "library_path",
+]
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def library_path() -> str:
+    """Path of the runtime shared library this module loaded (link compiled artifacts against it)."""
+    from ._core import _library_path
+
+    return _library_path()
+
+
+def include_dir() -> str:
+    """Directory holding ``hipdnn_ep/runtime_abi.h``."""
+    return str(_PACKAGE_DIR / "include")
+
+
+def cmake_dir() -> str:
+    """Directory holding ``hipdnn_ep_runtime-config.cmake`` (target ``hipdnn_ep_runtime::runtime``)."""
+    return str(_PACKAGE_DIR / "cmake")

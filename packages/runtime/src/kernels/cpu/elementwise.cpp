@@ -1,0 +1,235 @@
+// CPU elementwise kernels: binary (with broadcasting), unary, cast, where.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/tensor_util.h"
+
+namespace hipdnn_ep::kernels::cpu {
+namespace {
+
+// Signed integer arithmetic wraps (two's complement) instead of being UB.
+template <typename T>
+T wrapping(T a, T b, char op) {
+  using U = std::make_unsigned_t<T>;
+  const U ua = static_cast<U>(a);
+  const U ub = static_cast<U>(b);
+  switch (op) {
+    case '+': return static_cast<T>(ua + ub);
+    case '-': return static_cast<T>(ua - ub);
+    default: return static_cast<T>(ua * ub);
+  }
+}
+
+// Integer division truncates toward zero like C++ and ONNX Runtime; division
+// by zero is an error rather than a crash.
+template <typename T>
+T int_divide(T a, T b) {
+  if (b == 0) fail_invalid("integer division by zero");
+  if (b == -1) return wrapping<T>(T{0}, a, '-');  // INT_MIN / -1 would trap
+  return a / b;
+}
+
+// out[i] = fn(a[i], b[i]) over the broadcast shape of the output.
+template <typename TIn, typename TOut, typename Fn>
+void broadcast_binary(const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_ref_t& b,
+                      const hipdnn_ep_tensor_ref_t& out, Fn fn) {
+  const Dims shape = dims_of(out);
+  const std::array<Dims, 3> strides{contiguous_strides(shape), broadcast_strides(dims_of(a), shape),
+                                    broadcast_strides(dims_of(b), shape)};
+  auto* po = static_cast<TOut*>(out.data);
+  const auto* pa = static_cast<const TIn*>(a.data);
+  const auto* pb = static_cast<const TIn*>(b.data);
+  for_each_row<3>(shape, strides, [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
+    TOut* o = po + off[0];
+    const TIn* x = pa + off[1];
+    const TIn* y = pb + off[2];
+    for (int64_t i = 0; i < n; ++i) store(o, i * st[0], fn(load(x, i * st[1]), load(y, i * st[2])));
+  });
+}
+
+template <typename T>
+void binary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_ref_t& b,
+                  const hipdnn_ep_tensor_ref_t& out) {
+  using C = typename ComputeType<T>::type;
+  constexpr bool kInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
+  switch (op) {
+    case HIPDNN_EP_BINARY_OP_ADD:
+      if constexpr (kInt) return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return wrapping(x, y, '+'); });
+      else return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return x + y; });
+    case HIPDNN_EP_BINARY_OP_SUB:
+      if constexpr (kInt) return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return wrapping(x, y, '-'); });
+      else return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return x - y; });
+    case HIPDNN_EP_BINARY_OP_MUL:
+      if constexpr (kInt) return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return wrapping(x, y, '*'); });
+      else return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return x * y; });
+    case HIPDNN_EP_BINARY_OP_DIV:
+      if constexpr (kInt) return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return int_divide(x, y); });
+      else return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return x / y; });
+    case HIPDNN_EP_BINARY_OP_POW:
+      if constexpr (std::is_floating_point_v<C>) {
+        return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return static_cast<C>(std::pow(x, y)); });
+      }
+      break;
+    case HIPDNN_EP_BINARY_OP_EQUAL:
+      return broadcast_binary<T, bool_t>(a, b, out, [](C x, C y) { return x == y; });
+    case HIPDNN_EP_BINARY_OP_LESS:
+      return broadcast_binary<T, bool_t>(a, b, out, [](C x, C y) { return x < y; });
+    case HIPDNN_EP_BINARY_OP_GREATER:
+      return broadcast_binary<T, bool_t>(a, b, out, [](C x, C y) { return x > y; });
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " reached the CPU kernel unvalidated");
+}
+
+float sigmoid(float x) {
+  // Both branches only exponentiate non-positive numbers: no overflow.
+  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
+  const float e = std::exp(x);
+  return e / (1.0f + e);
+}
+
+float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+
+float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286536f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
+template <typename T, typename Fn>
+void map_unary(const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_tensor_ref_t& out, Fn fn) {
+  const auto* x = static_cast<const T*>(in.data);
+  auto* y = static_cast<T*>(out.data);
+  const int64_t n = element_count(in);
+  for (int64_t i = 0; i < n; ++i) store(y, i, fn(load(x, i)));
+}
+
+template <typename T>
+void unary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_tensor_ref_t& out) {
+  using C = typename ComputeType<T>::type;
+  if constexpr (std::is_integral_v<C>) {
+    if (op == HIPDNN_EP_UNARY_OP_RELU) return map_unary<T>(in, out, [](C x) { return x < 0 ? C{0} : x; });
+    if (op == HIPDNN_EP_UNARY_OP_NEG) return map_unary<T>(in, out, [](C x) { return wrapping<C>(C{0}, x, '-'); });
+  } else {
+    switch (op) {
+      // x < 0 rather than max(): NaN stays NaN.
+      case HIPDNN_EP_UNARY_OP_RELU: return map_unary<T>(in, out, [](float x) { return x < 0.0f ? 0.0f : x; });
+      case HIPDNN_EP_UNARY_OP_SIGMOID: return map_unary<T>(in, out, sigmoid);
+      case HIPDNN_EP_UNARY_OP_TANH: return map_unary<T>(in, out, [](float x) { return std::tanh(x); });
+      case HIPDNN_EP_UNARY_OP_EXP: return map_unary<T>(in, out, [](float x) { return std::exp(x); });
+      case HIPDNN_EP_UNARY_OP_LOG: return map_unary<T>(in, out, [](float x) { return std::log(x); });
+      case HIPDNN_EP_UNARY_OP_SQRT: return map_unary<T>(in, out, [](float x) { return std::sqrt(x); });
+      case HIPDNN_EP_UNARY_OP_NEG: return map_unary<T>(in, out, [](float x) { return -x; });
+      case HIPDNN_EP_UNARY_OP_ERF: return map_unary<T>(in, out, [](float x) { return std::erf(x); });
+      case HIPDNN_EP_UNARY_OP_GELU_ERF: return map_unary<T>(in, out, gelu_erf);
+      case HIPDNN_EP_UNARY_OP_GELU_TANH: return map_unary<T>(in, out, gelu_tanh);
+      default: break;
+    }
+  }
+  fail(HIPDNN_EP_STATUS_INTERNAL, "unary op " + std::to_string(op) + " reached the CPU kernel unvalidated");
+}
+
+// ---------------------------------------------------------------- cast
+
+// A value of any storage type as double (exact for every type but int64
+// beyond 2^53, which take the integer path below).
+template <typename T>
+double as_double(T v) {
+  if constexpr (std::is_same_v<T, half_t>) return to_float(v);
+  else if constexpr (std::is_same_v<T, bool_t>) return v.value != 0 ? 1.0 : 0.0;
+  else return static_cast<double>(v);
+}
+
+// Float to integer: truncates toward zero and saturates at the type's range;
+// NaN becomes 0 (ONNX leaves out-of-range casts undefined).
+template <typename TOut>
+TOut float_to_int(double v) {
+  if (std::isnan(v)) return TOut{0};
+  constexpr TOut lo = std::numeric_limits<TOut>::min();
+  constexpr TOut hi = std::numeric_limits<TOut>::max();
+  if (v <= static_cast<double>(lo)) return lo;
+  // static_cast<double>(hi) may round up to 2^63; anything at or above it saturates.
+  if (v >= static_cast<double>(hi)) return hi;
+  return static_cast<TOut>(v);
+}
+
+template <typename TOut, typename TIn>
+TOut convert(TIn v) {
+  constexpr bool kInIsFloat = std::is_same_v<TIn, half_t> || std::is_floating_point_v<TIn>;
+  if constexpr (std::is_same_v<TOut, bool_t>) {
+    if constexpr (std::is_same_v<TIn, bool_t>) return bool_t{static_cast<uint8_t>(v.value != 0)};
+    else if constexpr (kInIsFloat) return bool_t{static_cast<uint8_t>(as_double(v) != 0.0)};  // NaN -> true
+    else return bool_t{static_cast<uint8_t>(v != 0)};
+  } else if constexpr (std::is_same_v<TOut, half_t>) {
+    return to_half(static_cast<float>(as_double(v)));
+  } else if constexpr (std::is_floating_point_v<TOut>) {
+    if constexpr (std::is_integral_v<TIn>) return static_cast<TOut>(v);
+    else return static_cast<TOut>(as_double(v));
+  } else {  // integer output
+    if constexpr (kInIsFloat) return float_to_int<TOut>(as_double(v));
+    else if constexpr (std::is_same_v<TIn, bool_t>) return static_cast<TOut>(v.value != 0);
+    else return static_cast<TOut>(v);  // integer to integer: modulo 2^bits
+  }
+}
+
+}  // namespace
+
+void binary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_BINARY_INT_ATTR_OP];
+  if (op == HIPDNN_EP_BINARY_OP_EQUAL && args.inputs[0].dtype == HIPDNN_EP_DTYPE_BOOL) {
+    broadcast_binary<bool_t, bool_t>(args.inputs[0], args.inputs[1], args.outputs[0], [](bool x, bool y) { return x == y; });
+    return;
+  }
+  dispatch_numeric(args.inputs[0].dtype, "binary", [&](auto tag) {
+    binary_typed<typename decltype(tag)::type>(op, args.inputs[0], args.inputs[1], args.outputs[0]);
+  });
+}
+
+void unary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_UNARY_INT_ATTR_OP];
+  dispatch_numeric(args.inputs[0].dtype, "unary", [&](auto tag) {
+    unary_typed<typename decltype(tag)::type>(op, args.inputs[0], args.outputs[0]);
+  });
+}
+
+void cast(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const int64_t n = element_count(in);
+  dispatch_any(in.dtype, "cast", [&](auto in_tag) {
+    using TIn = typename decltype(in_tag)::type;
+    dispatch_any(out.dtype, "cast", [&](auto out_tag) {
+      using TOut = typename decltype(out_tag)::type;
+      const auto* x = static_cast<const TIn*>(in.data);
+      auto* y = static_cast<TOut*>(out.data);
+      for (int64_t i = 0; i < n; ++i) y[i] = convert<TOut>(x[i]);
+    });
+  });
+}
+
+void where(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& cond = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& x = args.inputs[1];
+  const hipdnn_ep_tensor_ref_t& y = args.inputs[2];
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const Dims shape = dims_of(out);
+  const std::array<Dims, 4> strides{contiguous_strides(shape), broadcast_strides(dims_of(cond), shape),
+                                    broadcast_strides(dims_of(x), shape), broadcast_strides(dims_of(y), shape)};
+  dispatch_by_size(dtype_size(out.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto* po = static_cast<T*>(out.data);
+    const auto* pc = static_cast<const uint8_t*>(cond.data);
+    const auto* px = static_cast<const T*>(x.data);
+    const auto* py = static_cast<const T*>(y.data);
+    for_each_row<4>(shape, strides, [&](const std::array<int64_t, 4>& off, int64_t n, const std::array<int64_t, 4>& st) {
+      for (int64_t i = 0; i < n; ++i) {
+        po[off[0] + i * st[0]] = pc[off[1] + i * st[1]] ? px[off[2] + i * st[2]] : py[off[3] + i * st[3]];
+      }
+    });
+  });
+}
+
+}  // namespace hipdnn_ep::kernels::cpu

@@ -1,0 +1,113 @@
+// CPU normalization kernels: softmax along one axis and LayerNormalization.
+// Both compute in float whatever the storage dtype.
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/tensor_util.h"
+#include "kernels/validate.h"
+
+namespace hipdnn_ep::kernels::cpu {
+namespace {
+
+// Softmax of x viewed as [outer, axis_len, inner] along the middle dim. All
+// `inner` columns of one outer slice are processed together so that every
+// pass reads memory contiguously.
+template <typename T>
+void softmax_typed(const T* x, T* y, int64_t outer, int64_t axis_len, int64_t inner) {
+  std::vector<float> maxima(static_cast<size_t>(inner));
+  std::vector<float> sums(static_cast<size_t>(inner));
+  std::vector<float> exps(static_cast<size_t>(axis_len * inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const int64_t base = o * axis_len * inner;
+    std::fill(maxima.begin(), maxima.end(), -std::numeric_limits<float>::infinity());
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    for (int64_t a = 0; a < axis_len; ++a) {
+      for (int64_t i = 0; i < inner; ++i) maxima[i] = std::fmax(maxima[i], load(x, base + a * inner + i));
+    }
+    for (int64_t a = 0; a < axis_len; ++a) {
+      for (int64_t i = 0; i < inner; ++i) {
+        // Subtracting the maximum keeps exp() in (0, 1]: no overflow.
+        const float e = std::exp(load(x, base + a * inner + i) - maxima[i]);
+        exps[a * inner + i] = e;
+        sums[i] += e;
+      }
+    }
+    for (int64_t a = 0; a < axis_len; ++a) {
+      for (int64_t i = 0; i < inner; ++i) store(y, base + a * inner + i, exps[a * inner + i] / sums[i]);
+    }
+  }
+}
+
+// The value of an optional parameter tensor (Scale or B) broadcast over the
+// normalized dims, as a dense float vector of `size` entries.
+std::vector<float> broadcast_param(const hipdnn_ep_tensor_ref_t& t, const Dims& normalized, float absent_value) {
+  std::vector<float> values(static_cast<size_t>(element_count(normalized)), absent_value);
+  if (!is_present(t)) return values;
+  const std::array<Dims, 2> strides{contiguous_strides(normalized), broadcast_strides(dims_of(t), normalized)};
+  dispatch_float(t.dtype, "layer_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = static_cast<const T*>(t.data);
+    for_each_row<2>(normalized, strides, [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+      for (int64_t i = 0; i < n; ++i) values[off[0] + i * st[0]] = load(src, off[1] + i * st[1]);
+    });
+  });
+  return values;
+}
+
+}  // namespace
+
+void softmax(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_SOFTMAX_INT_ATTR_AXIS]);
+  const int64_t outer = dims_product(dims, 0, axis);
+  const int64_t inner = dims_product(dims, axis + 1, dims.size());
+  if (element_count(dims) == 0) return;
+  dispatch_float(in.dtype, "softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    softmax_typed(static_cast<const T*>(in.data), static_cast<T*>(args.outputs[0].data), outer, dims[axis], inner);
+  });
+}
+
+void layer_norm(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_LAYER_NORM_INT_ATTR_AXIS]);
+  const auto epsilon = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_LAYER_NORM_FLOAT_ATTR_EPSILON]);
+  const Dims normalized(dims.begin() + static_cast<std::ptrdiff_t>(axis), dims.end());
+  const int64_t outer = dims_product(dims, 0, axis);
+  const int64_t size = element_count(normalized);
+  if (outer == 0 || size == 0) return;
+  const std::vector<float> scale = broadcast_param(args.inputs[1], normalized, 1.0f);
+  const hipdnn_ep_tensor_ref_t absent{nullptr, nullptr, -1, in.dtype};
+  const std::vector<float> bias = broadcast_param(args.n_inputs > 2 ? args.inputs[2] : absent, normalized, 0.0f);
+  dispatch_float(in.dtype, "layer_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = static_cast<const T*>(in.data);
+    T* y = static_cast<T*>(args.outputs[0].data);
+    std::vector<float> row(static_cast<size_t>(size));
+    for (int64_t o = 0; o < outer; ++o) {
+      const int64_t base = o * size;
+      // Two passes (mean, then squared deviations) in float: stable enough
+      // for inputs with a large mean, unlike E[x^2] - E[x]^2.
+      float sum = 0.0f;
+      for (int64_t i = 0; i < size; ++i) {
+        row[i] = load(x, base + i);
+        sum += row[i];
+      }
+      const float mean = sum / static_cast<float>(size);
+      float squares = 0.0f;
+      for (int64_t i = 0; i < size; ++i) {
+        const float d = row[i] - mean;
+        squares += d * d;
+      }
+      const float inv_std = 1.0f / std::sqrt(squares / static_cast<float>(size) + epsilon);
+      for (int64_t i = 0; i < size; ++i) store(y, base + i, (row[i] - mean) * inv_std * scale[i] + bias[i]);
+    }
+  });
+}
+
+}  // namespace hipdnn_ep::kernels::cpu

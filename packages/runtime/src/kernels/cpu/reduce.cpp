@@ -1,0 +1,86 @@
+// CPU reduction kernel: sum, mean and max over a set of axes.
+//
+// The input is walked once in memory order; each element is folded into the
+// accumulator of its output position (the output viewed with stride 0 on the
+// reduced axes). Floats accumulate in double, integers in wrapping 64-bit.
+// Over an empty set, sum is 0, mean is NaN (0 / 0) and max is -inf for
+// floats or the dtype's minimum for integers (as ONNX ReduceMax specifies).
+#include <array>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/tensor_util.h"
+#include "kernels/validate.h"
+
+namespace hipdnn_ep::kernels::cpu {
+namespace {
+
+template <typename T>
+void reduce_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const std::vector<bool>& reduced,
+                  const hipdnn_ep_tensor_ref_t& out) {
+  using C = typename ComputeType<T>::type;
+  constexpr bool kFloat = std::is_floating_point_v<C>;
+  using Acc = std::conditional_t<kFloat, double, uint64_t>;
+  const Dims dims = dims_of(in);
+  Dims kept = dims;
+  int64_t reduced_count = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (reduced[d]) {
+      reduced_count *= dims[d];
+      kept[d] = 1;
+    }
+  }
+  const int64_t out_count = element_count(kept);
+  const bool is_max = op == HIPDNN_EP_REDUCE_OP_MAX;
+  Acc init{0};
+  if (is_max) {
+    if constexpr (kFloat) init = -std::numeric_limits<double>::infinity();
+    else init = static_cast<Acc>(std::numeric_limits<C>::min());
+  }
+  std::vector<Acc> acc(static_cast<size_t>(out_count), init);
+  // Output strides over the input's shape: 0 along reduced axes.
+  Dims out_strides = contiguous_strides(kept);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (reduced[d]) out_strides[d] = 0;
+  }
+  const std::array<Dims, 2> strides{contiguous_strides(dims), out_strides};
+  const T* x = static_cast<const T*>(in.data);
+  for_each_row<2>(dims, strides, [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+    for (int64_t i = 0; i < n; ++i) {
+      Acc& a = acc[off[1] + i * st[1]];
+      const C v = load(x, off[0] + i * st[0]);
+      if (!is_max) {
+        a += static_cast<Acc>(v);  // unsigned addition wraps for integers
+      } else if constexpr (kFloat) {
+        if (v > a || std::isnan(v)) a = v;  // NaN, once seen, stays
+      } else {
+        if (v > static_cast<C>(a)) a = static_cast<Acc>(v);
+      }
+    }
+  });
+  T* y = static_cast<T*>(out.data);
+  for (int64_t j = 0; j < out_count; ++j) {
+    if constexpr (kFloat) {
+      const double value = op == HIPDNN_EP_REDUCE_OP_MEAN ? acc[j] / static_cast<double>(reduced_count) : acc[j];
+      store(y, j, static_cast<C>(value));
+    } else {
+      store(y, j, static_cast<C>(acc[j]));  // modulo 2^bits, like the sum itself
+    }
+  }
+}
+
+}  // namespace
+
+void reduce(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const std::vector<bool> reduced = reduced_dims(args.inputs[1], static_cast<size_t>(in.rank));
+  const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_REDUCE_INT_ATTR_OP];
+  dispatch_numeric(in.dtype, "reduce", [&](auto tag) {
+    reduce_typed<typename decltype(tag)::type>(op, in, reduced, args.outputs[0]);
+  });
+}
+
+}  // namespace hipdnn_ep::kernels::cpu

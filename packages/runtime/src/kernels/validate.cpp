@@ -1,0 +1,460 @@
+#include "kernels/validate.h"
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <string>
+
+namespace hipdnn_ep::kernels {
+
+namespace {
+
+// Ranks above this are taken for garbage rather than a real tensor.
+constexpr int32_t kMaxRank = 64;
+
+// The struct must cover every field validation reads: all of them so far.
+constexpr uint64_t kArgsSizeRead = offsetof(hipdnn_ep_kernel_args_t, n_float_attrs) + sizeof(int32_t);
+
+std::string input_name(int32_t i) { return "input " + std::to_string(i); }
+std::string output_name(int32_t i) { return "output " + std::to_string(i); }
+
+// Checks one tensor ref; an absent optional tensor passes when `optional`.
+void check_tensor(const hipdnn_ep_tensor_ref_t& t, const std::string& name, bool optional) {
+  if (t.data == nullptr && t.rank == -1) {
+    if (optional) return;
+    fail_invalid(name + " is absent but required");
+  }
+  if (t.rank < 0 || t.rank > kMaxRank) {
+    fail_invalid(name + " has rank " + std::to_string(t.rank) + " (expected 0.." + std::to_string(kMaxRank) + ")");
+  }
+  if (t.rank > 0 && t.dims == nullptr) fail_invalid(name + " has rank " + std::to_string(t.rank) + " but dims is NULL");
+  const size_t element_size = dtype_size(t.dtype);
+  if (element_size == 0) fail(HIPDNN_EP_STATUS_UNSUPPORTED, name + " has unknown " + dtype_name(t.dtype));
+  int64_t bytes = static_cast<int64_t>(element_size);
+  bool empty = false;
+  for (int32_t d = 0; d < t.rank; ++d) {
+    if (t.dims[d] < 0) fail_invalid(name + " has negative dim " + std::to_string(t.dims[d]) + " at axis " + std::to_string(d));
+    if (t.dims[d] == 0) empty = true;
+    if (!empty && __builtin_mul_overflow(bytes, t.dims[d], &bytes)) {
+      fail_invalid(name + " dims " + format_dims(dims_of(t)) + " overflow the addressable size");
+    }
+  }
+  if (!empty && t.data == nullptr) fail_invalid(name + " has " + format_dims(dims_of(t)) + " elements but data is NULL");
+}
+
+// Pointers, counts and tensor refs of one call; accessors for the rest.
+class Call {
+ public:
+  // Checks the struct, its attribute counts (exactly the manifest's) and the
+  // input/output counts (in [min, max]); every tensor is checked with
+  // inputs at index >= first_optional_input allowed to be absent.
+  Call(const hipdnn_ep_kernel_args_t* args, int32_t n_int_attrs, int32_t n_float_attrs, int32_t min_inputs,
+       int32_t max_inputs, int32_t n_outputs, int32_t first_optional_input = std::numeric_limits<int32_t>::max())
+      : args_(args) {
+    if (args == nullptr) fail_invalid("args is NULL");
+    if (args->struct_size < kArgsSizeRead) {
+      fail_invalid("args->struct_size is " + std::to_string(args->struct_size) + ", expected at least " +
+                   std::to_string(kArgsSizeRead));
+    }
+    if (args->n_int_attrs != n_int_attrs) {
+      fail_invalid("expected " + std::to_string(n_int_attrs) + " int attributes, got " + std::to_string(args->n_int_attrs));
+    }
+    if (args->n_float_attrs != n_float_attrs) {
+      fail_invalid("expected " + std::to_string(n_float_attrs) + " float attributes, got " +
+                   std::to_string(args->n_float_attrs));
+    }
+    if (n_int_attrs > 0 && args->int_attrs == nullptr) fail_invalid("int_attrs is NULL");
+    if (n_float_attrs > 0 && args->float_attrs == nullptr) fail_invalid("float_attrs is NULL");
+    if (args->n_inputs < min_inputs || args->n_inputs > max_inputs) {
+      const std::string range = min_inputs == max_inputs ? std::to_string(min_inputs)
+                                : max_inputs == std::numeric_limits<int32_t>::max()
+                                    ? "at least " + std::to_string(min_inputs)
+                                    : std::to_string(min_inputs) + " to " + std::to_string(max_inputs);
+      fail_invalid("expected " + range + " inputs, got " + std::to_string(args->n_inputs));
+    }
+    if (args->n_outputs != n_outputs) {
+      fail_invalid("expected " + std::to_string(n_outputs) + " outputs, got " + std::to_string(args->n_outputs));
+    }
+    if (args->n_inputs > 0 && args->inputs == nullptr) fail_invalid("inputs is NULL");
+    if (args->outputs == nullptr) fail_invalid("outputs is NULL");
+    for (int32_t i = 0; i < args->n_inputs; ++i) check_tensor(args->inputs[i], input_name(i), i >= first_optional_input);
+    for (int32_t i = 0; i < args->n_outputs; ++i) check_tensor(args->outputs[i], output_name(i), false);
+  }
+
+  int32_t n_inputs() const { return args_->n_inputs; }
+  const hipdnn_ep_tensor_ref_t& in(int32_t i) const { return args_->inputs[i]; }
+  const hipdnn_ep_tensor_ref_t& out(int32_t i) const { return args_->outputs[i]; }
+  bool has_input(int32_t i) const { return i < args_->n_inputs && is_present(args_->inputs[i]); }
+  int64_t int_attr(int32_t i) const { return args_->int_attrs[i]; }
+  double float_attr(int32_t i) const { return args_->float_attrs[i]; }
+
+  void expect_dtype(const hipdnn_ep_tensor_ref_t& t, const std::string& name, int32_t dtype) const {
+    if (t.dtype != dtype) fail_invalid(name + " has dtype " + dtype_name(t.dtype) + ", expected " + dtype_name(dtype));
+  }
+  void expect_out(int32_t dtype, const Dims& dims) const {
+    expect_dtype(out(0), output_name(0), dtype);
+    if (dims_of(out(0)) != dims) {
+      fail_invalid("output 0 has dims " + format_dims(dims_of(out(0))) + ", expected " + format_dims(dims));
+    }
+  }
+
+ private:
+  const hipdnn_ep_kernel_args_t* args_;
+};
+
+void unsupported_dtype(const std::string& what, int32_t dtype) {
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, what + " does not support dtype " + dtype_name(dtype));
+}
+
+std::string binary_op_name(int64_t op) {
+  switch (op) {
+    case HIPDNN_EP_BINARY_OP_ADD: return "ADD";
+    case HIPDNN_EP_BINARY_OP_SUB: return "SUB";
+    case HIPDNN_EP_BINARY_OP_MUL: return "MUL";
+    case HIPDNN_EP_BINARY_OP_DIV: return "DIV";
+    case HIPDNN_EP_BINARY_OP_POW: return "POW";
+    case HIPDNN_EP_BINARY_OP_EQUAL: return "EQUAL";
+    case HIPDNN_EP_BINARY_OP_LESS: return "LESS";
+    case HIPDNN_EP_BINARY_OP_GREATER: return "GREATER";
+    default: return std::to_string(op);
+  }
+}
+
+std::string unary_op_name(int64_t op) {
+  switch (op) {
+    case HIPDNN_EP_UNARY_OP_RELU: return "RELU";
+    case HIPDNN_EP_UNARY_OP_SIGMOID: return "SIGMOID";
+    case HIPDNN_EP_UNARY_OP_TANH: return "TANH";
+    case HIPDNN_EP_UNARY_OP_EXP: return "EXP";
+    case HIPDNN_EP_UNARY_OP_LOG: return "LOG";
+    case HIPDNN_EP_UNARY_OP_SQRT: return "SQRT";
+    case HIPDNN_EP_UNARY_OP_NEG: return "NEG";
+    case HIPDNN_EP_UNARY_OP_ERF: return "ERF";
+    case HIPDNN_EP_UNARY_OP_GELU_ERF: return "GELU_ERF";
+    case HIPDNN_EP_UNARY_OP_GELU_TANH: return "GELU_TANH";
+    default: return std::to_string(op);
+  }
+}
+
+std::string reduce_op_name(int64_t op) {
+  switch (op) {
+    case HIPDNN_EP_REDUCE_OP_SUM: return "SUM";
+    case HIPDNN_EP_REDUCE_OP_MEAN: return "MEAN";
+    case HIPDNN_EP_REDUCE_OP_MAX: return "MAX";
+    default: return std::to_string(op);
+  }
+}
+
+bool is_float(int32_t dtype) { return dtype == HIPDNN_EP_DTYPE_FLOAT32 || dtype == HIPDNN_EP_DTYPE_FLOAT16; }
+bool is_int(int32_t dtype) { return dtype == HIPDNN_EP_DTYPE_INT32 || dtype == HIPDNN_EP_DTYPE_INT64; }
+
+// An attribute that names an axis of a rank-`rank` tensor.
+int64_t axis_attr(const Call& call, int32_t index, size_t rank) {
+  const int64_t axis = call.int_attr(index);
+  if (axis < 0 || axis >= static_cast<int64_t>(rank)) {
+    fail_invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) +
+                 " (must be non-negative and below the rank)");
+  }
+  return axis;
+}
+
+// A rank-1 INT64 parameter tensor (axes, perm, starts, steps); returns its values.
+Dims int64_vector(const hipdnn_ep_tensor_ref_t& t, const std::string& name) {
+  if (t.dtype != HIPDNN_EP_DTYPE_INT64) {
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, name + " has dtype " + dtype_name(t.dtype) + ", expected INT64");
+  }
+  if (t.rank != 1) fail_invalid(name + " has rank " + std::to_string(t.rank) + ", expected 1");
+  const auto* values = static_cast<const int64_t*>(t.data);
+  return Dims(values, values + t.dims[0]);
+}
+
+}  // namespace
+
+bool is_present(const hipdnn_ep_tensor_ref_t& tensor) { return !(tensor.data == nullptr && tensor.rank == -1); }
+
+void validate_binary(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_BINARY_N_INT_ATTRS, HIPDNN_EP_KERNEL_BINARY_N_FLOAT_ATTRS, 2, 2, 1);
+  const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_BINARY_INT_ATTR_OP);
+  if (op < HIPDNN_EP_BINARY_OP_ADD || op > HIPDNN_EP_BINARY_OP_GREATER) {
+    fail_invalid("unknown binary op " + std::to_string(op));
+  }
+  const int32_t dtype = call.in(0).dtype;
+  if (call.in(1).dtype != dtype) {
+    fail_invalid("inputs have different dtypes " + dtype_name(dtype) + " and " + dtype_name(call.in(1).dtype));
+  }
+  const bool compare = op >= HIPDNN_EP_BINARY_OP_EQUAL;
+  const bool supported = op == HIPDNN_EP_BINARY_OP_POW ? is_float(dtype)
+                         : op == HIPDNN_EP_BINARY_OP_EQUAL
+                             ? is_float(dtype) || is_int(dtype) || dtype == HIPDNN_EP_DTYPE_BOOL
+                             : is_float(dtype) || is_int(dtype);
+  if (!supported) unsupported_dtype("binary op " + binary_op_name(op), dtype);
+  Dims out;
+  if (!broadcast_shapes(dims_of(call.in(0)), dims_of(call.in(1)), &out)) {
+    fail_invalid("input dims " + format_dims(dims_of(call.in(0))) + " and " + format_dims(dims_of(call.in(1))) +
+                 " do not broadcast");
+  }
+  call.expect_out(compare ? HIPDNN_EP_DTYPE_BOOL : dtype, out);
+}
+
+void validate_unary(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_UNARY_N_INT_ATTRS, HIPDNN_EP_KERNEL_UNARY_N_FLOAT_ATTRS, 1, 1, 1);
+  const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_UNARY_INT_ATTR_OP);
+  if (op < HIPDNN_EP_UNARY_OP_RELU || op > HIPDNN_EP_UNARY_OP_GELU_TANH) {
+    fail_invalid("unknown unary op " + std::to_string(op));
+  }
+  const int32_t dtype = call.in(0).dtype;
+  const bool int_ok = op == HIPDNN_EP_UNARY_OP_RELU || op == HIPDNN_EP_UNARY_OP_NEG;
+  if (!(is_float(dtype) || (int_ok && is_int(dtype)))) unsupported_dtype("unary op " + unary_op_name(op), dtype);
+  call.expect_out(dtype, dims_of(call.in(0)));
+}
+
+void validate_cast(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_CAST_N_INT_ATTRS, HIPDNN_EP_KERNEL_CAST_N_FLOAT_ATTRS, 1, 1, 1);
+  // Every ABI dtype converts to every other; check_tensor vetted both codes.
+  call.expect_out(call.out(0).dtype, dims_of(call.in(0)));
+}
+
+void validate_where(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_WHERE_N_INT_ATTRS, HIPDNN_EP_KERNEL_WHERE_N_FLOAT_ATTRS, 3, 3, 1);
+  if (call.in(0).dtype != HIPDNN_EP_DTYPE_BOOL) {
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, "input 0 (cond) has dtype " + dtype_name(call.in(0).dtype) + ", expected BOOL");
+  }
+  call.expect_dtype(call.in(2), input_name(2), call.in(1).dtype);
+  Dims xy;
+  Dims out;
+  if (!broadcast_shapes(dims_of(call.in(1)), dims_of(call.in(2)), &xy) ||
+      !broadcast_shapes(dims_of(call.in(0)), xy, &out)) {
+    fail_invalid("input dims " + format_dims(dims_of(call.in(0))) + ", " + format_dims(dims_of(call.in(1))) + " and " +
+                 format_dims(dims_of(call.in(2))) + " do not broadcast");
+  }
+  call.expect_out(call.in(1).dtype, out);
+}
+
+MatmulShape matmul_shape(const Dims& a, const Dims& b) {
+  if (a.empty() || b.empty()) fail_invalid("MatMul operands must have rank >= 1");
+  MatmulShape s;
+  const bool a_vector = a.size() == 1;
+  const bool b_vector = b.size() == 1;
+  s.m = a_vector ? 1 : a[a.size() - 2];
+  s.k = a.back();
+  const int64_t kb = b_vector ? b[0] : b[b.size() - 2];
+  s.n = b_vector ? 1 : b.back();
+  if (s.k != kb) {
+    fail_invalid("inner dims differ: A " + format_dims(a) + " has K = " + std::to_string(s.k) + ", B " + format_dims(b) +
+                 " has K = " + std::to_string(kb));
+  }
+  s.a_batch = a_vector ? Dims{} : Dims(a.begin(), a.end() - 2);
+  s.b_batch = b_vector ? Dims{} : Dims(b.begin(), b.end() - 2);
+  if (!broadcast_shapes(s.a_batch, s.b_batch, &s.batch)) {
+    fail_invalid("batch dims " + format_dims(s.a_batch) + " and " + format_dims(s.b_batch) + " do not broadcast");
+  }
+  s.out = s.batch;
+  if (!a_vector) s.out.push_back(s.m);
+  if (!b_vector) s.out.push_back(s.n);
+  return s;
+}
+
+void validate_matmul(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_MATMUL_N_INT_ATTRS, HIPDNN_EP_KERNEL_MATMUL_N_FLOAT_ATTRS, 2, 2, 1);
+  const int32_t dtype = call.in(0).dtype;
+  if (!is_float(dtype)) unsupported_dtype("matmul", dtype);
+  call.expect_dtype(call.in(1), input_name(1), dtype);
+  call.expect_out(dtype, matmul_shape(dims_of(call.in(0)), dims_of(call.in(1))).out);
+}
+
+void validate_gemm(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_GEMM_N_INT_ATTRS, HIPDNN_EP_KERNEL_GEMM_N_FLOAT_ATTRS, 2, 3, 1, 2);
+  for (int32_t i : {HIPDNN_EP_KERNEL_GEMM_INT_ATTR_TRANS_A, HIPDNN_EP_KERNEL_GEMM_INT_ATTR_TRANS_B}) {
+    const int64_t v = call.int_attr(i);
+    if (v != 0 && v != 1) fail_invalid("trans_" + std::string(i == 0 ? "a" : "b") + " is " + std::to_string(v) + ", expected 0 or 1");
+  }
+  const int32_t dtype = call.in(0).dtype;
+  if (!is_float(dtype)) unsupported_dtype("gemm", dtype);
+  call.expect_dtype(call.in(1), input_name(1), dtype);
+  const Dims a = dims_of(call.in(0));
+  const Dims b = dims_of(call.in(1));
+  if (a.size() != 2 || b.size() != 2) {
+    fail_invalid("A " + format_dims(a) + " and B " + format_dims(b) + " must both have rank 2");
+  }
+  const bool ta = call.int_attr(HIPDNN_EP_KERNEL_GEMM_INT_ATTR_TRANS_A) != 0;
+  const bool tb = call.int_attr(HIPDNN_EP_KERNEL_GEMM_INT_ATTR_TRANS_B) != 0;
+  const int64_t m = ta ? a[1] : a[0];
+  const int64_t k = ta ? a[0] : a[1];
+  const int64_t kb = tb ? b[1] : b[0];
+  const int64_t n = tb ? b[0] : b[1];
+  if (k != kb) {
+    fail_invalid("op(A) has K = " + std::to_string(k) + " but op(B) has K = " + std::to_string(kb));
+  }
+  const Dims out{m, n};
+  if (call.has_input(2)) {
+    call.expect_dtype(call.in(2), input_name(2), dtype);
+    if (!broadcasts_to(dims_of(call.in(2)), out)) {
+      fail_invalid("C dims " + format_dims(dims_of(call.in(2))) + " do not broadcast to " + format_dims(out));
+    }
+  }
+  call.expect_out(dtype, out);
+}
+
+void validate_softmax(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_SOFTMAX_N_INT_ATTRS, HIPDNN_EP_KERNEL_SOFTMAX_N_FLOAT_ATTRS, 1, 1, 1);
+  const int32_t dtype = call.in(0).dtype;
+  if (!is_float(dtype)) unsupported_dtype("softmax", dtype);
+  const Dims x = dims_of(call.in(0));
+  axis_attr(call, HIPDNN_EP_KERNEL_SOFTMAX_INT_ATTR_AXIS, x.size());
+  call.expect_out(dtype, x);
+}
+
+void validate_layer_norm(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_LAYER_NORM_N_INT_ATTRS, HIPDNN_EP_KERNEL_LAYER_NORM_N_FLOAT_ATTRS, 2, 3, 1, 2);
+  const int32_t dtype = call.in(0).dtype;
+  if (!is_float(dtype)) unsupported_dtype("layer_norm", dtype);
+  const Dims x = dims_of(call.in(0));
+  const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_LAYER_NORM_INT_ATTR_AXIS, x.size());
+  const double epsilon = call.float_attr(HIPDNN_EP_KERNEL_LAYER_NORM_FLOAT_ATTR_EPSILON);
+  if (!(epsilon >= 0.0) || std::isinf(epsilon)) fail_invalid("epsilon " + std::to_string(epsilon) + " must be finite and >= 0");
+  const Dims normalized(x.begin() + axis, x.end());
+  for (int32_t i = 1; i < 3; ++i) {
+    if (!call.has_input(i)) continue;
+    call.expect_dtype(call.in(i), input_name(i), dtype);
+    if (!broadcasts_to(dims_of(call.in(i)), normalized)) {
+      fail_invalid(std::string(i == 1 ? "Scale" : "B") + " dims " + format_dims(dims_of(call.in(i))) +
+                   " do not broadcast to the normalized dims " + format_dims(normalized));
+    }
+  }
+  call.expect_out(dtype, x);
+}
+
+std::vector<bool> reduced_dims(const hipdnn_ep_tensor_ref_t& axes, size_t rank) {
+  const Dims values = int64_vector(axes, "input 1 (axes)");
+  std::vector<bool> reduced(rank, values.empty());
+  for (int64_t axis : values) {
+    if (axis < 0 || axis >= static_cast<int64_t>(rank)) {
+      fail_invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) +
+                   " (must be non-negative and below the rank)");
+    }
+    if (reduced[axis]) fail_invalid("axis " + std::to_string(axis) + " is listed twice");
+    reduced[axis] = true;
+  }
+  return reduced;
+}
+
+void validate_reduce(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_REDUCE_N_INT_ATTRS, HIPDNN_EP_KERNEL_REDUCE_N_FLOAT_ATTRS, 2, 2, 1);
+  const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_REDUCE_INT_ATTR_OP);
+  if (op < HIPDNN_EP_REDUCE_OP_SUM || op > HIPDNN_EP_REDUCE_OP_MAX) fail_invalid("unknown reduce op " + std::to_string(op));
+  const int32_t dtype = call.in(0).dtype;
+  const bool supported = op == HIPDNN_EP_REDUCE_OP_MEAN ? is_float(dtype) : is_float(dtype) || is_int(dtype);
+  if (!supported) unsupported_dtype("reduce op " + reduce_op_name(op), dtype);
+  const Dims x = dims_of(call.in(0));
+  const std::vector<bool> reduced = reduced_dims(call.in(1), x.size());
+  Dims kept;
+  Dims dropped;
+  for (size_t d = 0; d < x.size(); ++d) {
+    kept.push_back(reduced[d] ? 1 : x[d]);
+    if (!reduced[d]) dropped.push_back(x[d]);
+  }
+  // keepdims is implied by the output's rank.
+  const Dims out = dims_of(call.out(0));
+  if (out.size() == x.size()) {
+    call.expect_out(dtype, kept);
+  } else if (out.size() == dropped.size()) {
+    call.expect_out(dtype, dropped);
+  } else {
+    fail_invalid("output 0 has rank " + std::to_string(out.size()) + ", expected " + std::to_string(x.size()) +
+                 " (keepdims) or " + std::to_string(dropped.size()));
+  }
+}
+
+void validate_transpose(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_TRANSPOSE_N_INT_ATTRS, HIPDNN_EP_KERNEL_TRANSPOSE_N_FLOAT_ATTRS, 2, 2, 1);
+  const Dims x = dims_of(call.in(0));
+  const Dims perm = int64_vector(call.in(1), "input 1 (perm)");
+  if (perm.size() != x.size()) {
+    fail_invalid("perm has " + std::to_string(perm.size()) + " entries for input rank " + std::to_string(x.size()));
+  }
+  std::vector<bool> seen(x.size(), false);
+  Dims out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(x.size()) || seen[p]) {
+      fail_invalid("perm " + format_dims(perm) + " is not a permutation of 0.." + std::to_string(x.size() - 1));
+    }
+    seen[p] = true;
+    out.push_back(x[p]);
+  }
+  call.expect_out(call.in(0).dtype, out);
+}
+
+void validate_concat(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_CONCAT_N_INT_ATTRS, HIPDNN_EP_KERNEL_CONCAT_N_FLOAT_ATTRS, 1,
+                  std::numeric_limits<int32_t>::max(), 1);
+  const int32_t dtype = call.in(0).dtype;
+  Dims out = dims_of(call.in(0));
+  const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_CONCAT_INT_ATTR_AXIS, out.size());
+  for (int32_t i = 1; i < call.n_inputs(); ++i) {
+    call.expect_dtype(call.in(i), input_name(i), dtype);
+    const Dims d = dims_of(call.in(i));
+    bool match = d.size() == out.size();
+    for (size_t j = 0; match && j < d.size(); ++j) match = static_cast<int64_t>(j) == axis || d[j] == out[j];
+    if (!match) {
+      fail_invalid("input " + std::to_string(i) + " dims " + format_dims(d) + " differ from input 0 dims " +
+                   format_dims(dims_of(call.in(0))) + " outside axis " + std::to_string(axis));
+    }
+    out[axis] += d[axis];
+  }
+  call.expect_out(dtype, out);
+}
+
+void validate_slice(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_SLICE_N_INT_ATTRS, HIPDNN_EP_KERNEL_SLICE_N_FLOAT_ATTRS, 3, 3, 1);
+  const Dims x = dims_of(call.in(0));
+  const Dims starts = int64_vector(call.in(1), "input 1 (starts)");
+  const Dims steps = int64_vector(call.in(2), "input 2 (steps)");
+  if (starts.size() != x.size() || steps.size() != x.size()) {
+    fail_invalid("starts and steps have " + std::to_string(starts.size()) + " and " + std::to_string(steps.size()) +
+                 " entries for input rank " + std::to_string(x.size()));
+  }
+  call.expect_dtype(call.out(0), output_name(0), call.in(0).dtype);
+  const Dims out = dims_of(call.out(0));
+  if (out.size() != x.size()) {
+    fail_invalid("output 0 has rank " + std::to_string(out.size()) + ", expected " + std::to_string(x.size()));
+  }
+  for (size_t d = 0; d < x.size(); ++d) {
+    const std::string where = " on axis " + std::to_string(d);
+    if (steps[d] == 0) fail_invalid("step is 0" + where);
+    if (out[d] == 0) continue;
+    int64_t span = 0;
+    int64_t last = 0;
+    const bool in_range = out[d] <= x[d] && starts[d] >= 0 && starts[d] < x[d] &&
+                          !__builtin_mul_overflow(out[d] - 1, steps[d], &span) &&
+                          !__builtin_add_overflow(starts[d], span, &last) && last >= 0 && last < x[d];
+    if (!in_range) {
+      fail_invalid("start " + std::to_string(starts[d]) + ", step " + std::to_string(steps[d]) + " and count " +
+                   std::to_string(out[d]) + where + " leave the input dim " + std::to_string(x[d]));
+    }
+  }
+}
+
+void validate_gather(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_GATHER_N_INT_ATTRS, HIPDNN_EP_KERNEL_GATHER_N_FLOAT_ATTRS, 2, 2, 1);
+  const Dims data = dims_of(call.in(0));
+  const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_GATHER_INT_ATTR_AXIS, data.size());
+  const int32_t index_dtype = call.in(1).dtype;
+  if (index_dtype != HIPDNN_EP_DTYPE_INT64 && index_dtype != HIPDNN_EP_DTYPE_INT32) {
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, "input 1 (indices) has dtype " + dtype_name(index_dtype) + ", expected INT32 or INT64");
+  }
+  const Dims indices = dims_of(call.in(1));
+  Dims out(data.begin(), data.begin() + axis);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
+  call.expect_out(call.in(0).dtype, out);
+}
+
+void validate_expand(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_EXPAND_N_INT_ATTRS, HIPDNN_EP_KERNEL_EXPAND_N_FLOAT_ATTRS, 1, 1, 1);
+  const Dims x = dims_of(call.in(0));
+  const Dims out = dims_of(call.out(0));
+  call.expect_dtype(call.out(0), output_name(0), call.in(0).dtype);
+  if (!broadcasts_to(x, out)) fail_invalid("input dims " + format_dims(x) + " do not broadcast to output dims " + format_dims(out));
+}
+
+}  // namespace hipdnn_ep::kernels

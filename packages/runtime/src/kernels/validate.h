@@ -1,0 +1,61 @@
+// Argument validation of every kernel, and the shape rules that validation
+// and the implementations share.
+//
+// validate_<kernel>(args) checks everything a backend relies on: the args
+// struct and its pointers, input/output/attribute counts, each tensor ref
+// (rank, dims, dtype code, data pointer), the dtypes the kernel supports and
+// the output shape the op's rules imply. It throws KernelError with
+// INVALID_ARGUMENT, or UNSUPPORTED for a dtype the kernel does not handle.
+//
+// Parameter tensors (reduce axes, transpose perm, slice starts/steps) are
+// small INT64 tensors that are read on the host by validation: the compiled
+// program keeps them in constant data or the host scratch.
+#ifndef HIPDNN_EP_KERNELS_VALIDATE_H_
+#define HIPDNN_EP_KERNELS_VALIDATE_H_
+
+#include <vector>
+
+#include "hipdnn_ep/runtime_abi.h"
+#include "kernels/tensor_util.h"
+
+namespace hipdnn_ep::kernels {
+
+void validate_binary(const hipdnn_ep_kernel_args_t* args);
+void validate_unary(const hipdnn_ep_kernel_args_t* args);
+void validate_cast(const hipdnn_ep_kernel_args_t* args);
+void validate_where(const hipdnn_ep_kernel_args_t* args);
+void validate_matmul(const hipdnn_ep_kernel_args_t* args);
+void validate_gemm(const hipdnn_ep_kernel_args_t* args);
+void validate_softmax(const hipdnn_ep_kernel_args_t* args);
+void validate_layer_norm(const hipdnn_ep_kernel_args_t* args);
+void validate_reduce(const hipdnn_ep_kernel_args_t* args);
+void validate_transpose(const hipdnn_ep_kernel_args_t* args);
+void validate_concat(const hipdnn_ep_kernel_args_t* args);
+void validate_slice(const hipdnn_ep_kernel_args_t* args);
+void validate_gather(const hipdnn_ep_kernel_args_t* args);
+void validate_expand(const hipdnn_ep_kernel_args_t* args);
+
+// False for an absent optional tensor (data == NULL, rank == -1).
+bool is_present(const hipdnn_ep_tensor_ref_t& tensor);
+
+// ONNX MatMul shapes: rank-1 operands are promoted ([K] -> [1, K] for A,
+// [K] -> [K, 1] for B) and the promoted dim is dropped from the result.
+struct MatmulShape {
+  Dims batch;    // broadcast batch dims of the result
+  Dims a_batch;  // A's batch dims (possibly fewer or with 1s)
+  Dims b_batch;
+  int64_t m = 1;
+  int64_t n = 1;
+  int64_t k = 1;
+  Dims out;  // the result's dims
+};
+MatmulShape matmul_shape(const Dims& a, const Dims& b);
+
+// Which dims of a rank-`rank` input the reduce kernel reduces: the axes
+// tensor's entries, or every dim when the axes tensor is empty (ONNX
+// noop_with_empty_axes = 0).
+std::vector<bool> reduced_dims(const hipdnn_ep_tensor_ref_t& axes, size_t rank);
+
+}  // namespace hipdnn_ep::kernels
+
+#endif  // HIPDNN_EP_KERNELS_VALIDATE_H_

@@ -1,0 +1,98 @@
+// C entry points of the memory manager: device allocations, copies,
+// statistics, the host scratch and the pool.
+#include <string>
+
+#include "error.h"
+#include "state.h"
+
+using hipdnn_ep::set_error;
+
+namespace {
+using Lock = std::lock_guard<std::mutex>;
+}  // namespace
+
+extern "C" int32_t hipdnn_ep_malloc(hipdnn_ep_state_t* state, uint64_t size, void** out_ptr) {
+  HIPDNN_EP_REQUIRE(state != nullptr && out_ptr != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_malloc: state and out_ptr must not be NULL");
+  *out_ptr = nullptr;
+  Lock lock(state->memory_mutex);
+  return state->allocator->allocate(size, state->stream.load(), out_ptr);
+}
+
+extern "C" int32_t hipdnn_ep_free(hipdnn_ep_state_t* state, void* ptr) {
+  HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, "hipdnn_ep_free: state is NULL");
+  Lock lock(state->memory_mutex);
+  return state->allocator->free(ptr, state->stream.load());
+}
+
+extern "C" int32_t hipdnn_ep_empty_cache(hipdnn_ep_state_t* state) {
+  HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, "hipdnn_ep_empty_cache: state is NULL");
+  Lock lock(state->memory_mutex);
+  // Cached blocks may still be used by queued work: wait for it first.
+  if (int32_t status = state->device->synchronize(); status != HIPDNN_EP_STATUS_OK) return status;
+  state->allocator->mark_streams_synchronized();
+  state->allocator->release_cached();
+  return HIPDNN_EP_STATUS_OK;
+}
+
+extern "C" int32_t hipdnn_ep_memory_stats(hipdnn_ep_state_t* state, hipdnn_ep_memory_stats_t* out_stats) {
+  HIPDNN_EP_REQUIRE(state != nullptr && out_stats != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_memory_stats: state and out_stats must not be NULL");
+  const uint64_t size = out_stats->struct_size;
+  HIPDNN_EP_REQUIRE(size >= sizeof(uint64_t), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_memory_stats: out_stats->struct_size is " + std::to_string(size) +
+                        "; set it to sizeof(hipdnn_ep_memory_stats_t)");
+  hipdnn_ep_memory_stats_t all{};
+  {
+    Lock lock(state->memory_mutex);
+    const hipdnn_ep::AllocatorStats& s = state->allocator->stats();
+    all.bytes_in_use = s.bytes_in_use;
+    all.bytes_reserved = s.bytes_reserved;
+    all.peak_bytes_in_use = s.peak_bytes_in_use;
+    all.allocation_count = s.allocation_count;
+    all.live_allocations = s.live_allocations;
+    all.memory_limit_bytes = state->allocator->memory_limit();
+    all.host_scratch_bytes = state->host_scratch->bytes_held();
+    all.pool_bytes = state->pool->bytes_held();
+  }
+  // Fill only what the caller's struct covers (it may predate later fields).
+#define HIPDNN_EP_WRITE_FIELD(field) \
+  if (hipdnn_ep::struct_covers(size, offsetof(hipdnn_ep_memory_stats_t, field), sizeof(all.field))) \
+  out_stats->field = all.field
+  HIPDNN_EP_WRITE_FIELD(bytes_in_use);
+  HIPDNN_EP_WRITE_FIELD(bytes_reserved);
+  HIPDNN_EP_WRITE_FIELD(peak_bytes_in_use);
+  HIPDNN_EP_WRITE_FIELD(allocation_count);
+  HIPDNN_EP_WRITE_FIELD(live_allocations);
+  HIPDNN_EP_WRITE_FIELD(memory_limit_bytes);
+  HIPDNN_EP_WRITE_FIELD(host_scratch_bytes);
+  HIPDNN_EP_WRITE_FIELD(pool_bytes);
+#undef HIPDNN_EP_WRITE_FIELD
+  return HIPDNN_EP_STATUS_OK;
+}
+
+extern "C" int32_t hipdnn_ep_memcpy(hipdnn_ep_state_t* state, void* dst, const void* src, uint64_t size,
+                                    int32_t kind) {
+  HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, "hipdnn_ep_memcpy: state is NULL");
+  HIPDNN_EP_REQUIRE(kind >= HIPDNN_EP_MEMCPY_KIND_HOST_TO_HOST && kind <= HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_DEVICE,
+                    HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_memcpy: unknown copy kind " + std::to_string(kind));
+  if (size == 0) return HIPDNN_EP_STATUS_OK;
+  HIPDNN_EP_REQUIRE(dst != nullptr && src != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_memcpy: NULL pointer for a copy of " + std::to_string(size) + " bytes");
+  return state->device->copy(dst, src, size, kind, state->stream.load());
+}
+
+extern "C" int32_t hipdnn_ep_get_host_scratch_base(hipdnn_ep_state_t* state, uint64_t size, void** out_base) {
+  HIPDNN_EP_REQUIRE(state != nullptr && out_base != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_get_host_scratch_base: state and out_base must not be NULL");
+  Lock lock(state->memory_mutex);
+  return state->host_scratch->get(size, out_base);
+}
+
+extern "C" int32_t hipdnn_ep_get_pool_base(hipdnn_ep_state_t* state, uint64_t needed_size, void** out_base) {
+  HIPDNN_EP_REQUIRE(state != nullptr && out_base != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_get_pool_base: state and out_base must not be NULL");
+  Lock lock(state->memory_mutex);
+  return state->pool->get(needed_size, out_base);
+}

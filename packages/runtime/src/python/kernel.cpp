@@ -1,0 +1,114 @@
+// _core.call_kernel: calls one runtime kernel by name over numpy buffers (a
+// testing helper; CPU states only, since the buffers are host memory).
+#include <dlfcn.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <set>
+#include <vector>
+
+#include "bindings.h"
+
+namespace hipdnn_ep::python {
+namespace {
+
+using KernelFn = int32_t (*)(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t*);
+
+const std::set<std::string>& manifest_kernels() {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> out;
+    nb::object manifest = nb::module_::import_("json").attr("loads")(hipdnn_ep_abi_manifest());
+    for (nb::handle fn : manifest["functions"]) {
+      if (nb::cast<std::string>(fn["kind"]) == "kernel") out.insert(nb::cast<std::string>(fn["name"]));
+    }
+    return out;
+  }();
+  return names;
+}
+
+KernelFn find_kernel(const std::string& name) {
+  if (manifest_kernels().count(name) == 0) {
+    std::string known;
+    for (const std::string& k : manifest_kernels()) known += (known.empty() ? "" : ", ") + k;
+    raise_status(HIPDNN_EP_STATUS_NOT_FOUND, "'" + name + "' is not a kernel of the ABI manifest (kernels: " + known + ")");
+  }
+  const std::string library = runtime_library_path();
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  void* symbol = handle != nullptr ? dlsym(handle, name.c_str()) : nullptr;
+  if (handle != nullptr) dlclose(handle);  // only dropped the reference RTLD_NOLOAD took
+  if (symbol == nullptr) {
+    raise_status(HIPDNN_EP_STATUS_NOT_FOUND, "the runtime library " + library + " does not export " + name);
+  }
+  return reinterpret_cast<KernelFn>(symbol);
+}
+
+// A tensor_ref over a numpy array (dims stored in *dims); None is an absent optional tensor.
+hipdnn_ep_tensor_ref_t tensor_ref(nb::handle obj, bool writable, std::vector<int64_t>* dims, const std::string& what) {
+  if (obj.is_none()) return {nullptr, nullptr, -1, 0};
+  void* data = nullptr;
+  nb::dlpack::dtype dtype;
+  auto fill = [&](auto& a) {
+    for (size_t d = 0; d < a.ndim(); ++d) dims->push_back(static_cast<int64_t>(a.shape(d)));
+    dtype = a.dtype();
+  };
+  bool ok;
+  if (writable) {
+    nb::ndarray<nb::c_contig, nb::device::cpu> a;
+    ok = nb::try_cast(obj, a, false);
+    if (ok) data = a.data(), fill(a);
+  } else {
+    nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> a;
+    ok = nb::try_cast(obj, a, false);
+    if (ok) data = const_cast<void*>(a.data()), fill(a);
+  }
+  if (!ok) {
+    raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                 "call_kernel: " + what + " must be a C-contiguous" + (writable ? " writable" : "") + " numpy array");
+  }
+  return {data, dims->data(), static_cast<int32_t>(dims->size()), dtype_code(dtype)};
+}
+
+void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb::list outputs,
+                 const std::vector<int64_t>& int_attrs, const std::vector<double>& float_attrs) {
+  hipdnn_ep_state_t* state = py_state.get();
+  if (py_state.backend != HIPDNN_EP_BACKEND_CPU) {
+    raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel passes numpy (host) buffers: it needs a cpu State");
+  }
+  // Sized up front so that the dims vectors never move while refs point into them.
+  std::vector<std::vector<int64_t>> dims(inputs.size() + outputs.size());
+  std::vector<hipdnn_ep_tensor_ref_t> in_refs, out_refs;
+  size_t k = 0;
+  for (nb::handle obj : inputs) {
+    in_refs.push_back(tensor_ref(obj, false, &dims[k], "input " + std::to_string(k)));
+    ++k;
+  }
+  for (nb::handle obj : outputs) {
+    if (obj.is_none()) raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel: outputs must be arrays");
+    out_refs.push_back(tensor_ref(obj, true, &dims[k], "output " + std::to_string(k - inputs.size())));
+    ++k;
+  }
+  KernelFn kernel = find_kernel(name);  // after the arrays are checked
+  hipdnn_ep_kernel_args_t args{};
+  args.struct_size = sizeof args;
+  args.inputs = in_refs.data();
+  args.outputs = out_refs.data();
+  args.int_attrs = int_attrs.data();
+  args.float_attrs = float_attrs.data();
+  args.n_inputs = static_cast<int32_t>(in_refs.size());
+  args.n_outputs = static_cast<int32_t>(out_refs.size());
+  args.n_int_attrs = static_cast<int32_t>(int_attrs.size());
+  args.n_float_attrs = static_cast<int32_t>(float_attrs.size());
+  check(kernel(state, &args));
+}
+
+}  // namespace
+
+void bind_kernel(nb::module_& m) {
+  m.def("call_kernel", &call_kernel, nb::arg("state"), nb::arg("name"), nb::arg("inputs"), nb::arg("outputs"),
+        nb::arg("int_attrs") = std::vector<int64_t>{}, nb::arg("float_attrs") = std::vector<double>{},
+        "Calls the runtime kernel `name` (from the ABI manifest) over numpy arrays: inputs (None = absent\n"
+        "optional tensor) are read, outputs (preallocated, C-contiguous, writable) are written.\n"
+        "Raises the mapped exception on a nonzero status.");
+}
+
+}  // namespace hipdnn_ep::python

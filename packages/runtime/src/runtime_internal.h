@@ -1,0 +1,23 @@
+// Internal contract between the runtime core and the code compiled into the
+// same library (the op kernels under src/kernels/). Not installed.
+//
+// Every file that defines a runtime C function includes this header (and so
+// the generated ABI header): with -Werror=missing-declarations a definition
+// whose type differs from the manifest becomes a compile error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hipdnn_ep/runtime_abi.h"
+
+namespace hipdnn_ep {
+
+// Records message as this thread's last error (hipdnn_ep_last_error) and
+// returns status, so that failures read `return set_error(STATUS, "...");`.
+int32_t set_error(int32_t status, std::string message);
+
+// The backend (HIPDNN_EP_BACKEND_*) that state drives. state must be non-null.
+int32_t state_backend(const hipdnn_ep_state_t* state);
+
+}  // namespace hipdnn_ep

@@ -1,0 +1,137 @@
+// State lifecycle, options, backend selection, streams and synchronization.
+#include "state.h"
+
+#include <string>
+
+#include "error.h"
+
+namespace hipdnn_ep {
+namespace {
+
+constexpr uint64_t kMaxAlignment = 2u << 20;
+constexpr uint64_t kMinAlignment = 16;
+constexpr size_t kLeakReportLines = 16;
+
+// Copies the fields of *in that in->struct_size covers over the defaults.
+int32_t read_options(const hipdnn_ep_state_options_t* in, hipdnn_ep_state_options_t* out) {
+  hipdnn_ep_state_options_init(out);
+  if (in == nullptr) return HIPDNN_EP_STATUS_OK;
+  HIPDNN_EP_REQUIRE(in->struct_size >= sizeof(uint64_t), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_state_create: options->struct_size is " + std::to_string(in->struct_size) +
+                        "; set it with hipdnn_ep_state_options_init");
+#define HIPDNN_EP_READ_FIELD(field)                                                              \
+  if (struct_covers(in->struct_size, offsetof(hipdnn_ep_state_options_t, field), sizeof(in->field))) \
+  out->field = in->field
+  HIPDNN_EP_READ_FIELD(backend);
+  HIPDNN_EP_READ_FIELD(device_ordinal);
+  HIPDNN_EP_READ_FIELD(memory_limit_bytes);
+  HIPDNN_EP_READ_FIELD(alignment);
+#undef HIPDNN_EP_READ_FIELD
+  return HIPDNN_EP_STATUS_OK;
+}
+
+int32_t make_device(int32_t backend, int32_t ordinal, std::unique_ptr<Device>* out) {
+  switch (backend) {
+    case HIPDNN_EP_BACKEND_CPU:
+      return make_cpu_device(ordinal, out);
+    case HIPDNN_EP_BACKEND_CUDA:
+    case HIPDNN_EP_BACKEND_HIP:
+      // GPU backends register here once their device code exists.
+      return set_error(HIPDNN_EP_STATUS_BACKEND_UNAVAILABLE,
+                       std::string("hipdnn_ep_state_create: this runtime was built without the ") +
+                           (backend == HIPDNN_EP_BACKEND_CUDA ? "cuda" : "hip") +
+                           " backend (built backends: cpu)");
+    default:
+      return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                       "hipdnn_ep_state_create: unknown backend " + std::to_string(backend) +
+                           " (expected one of hipdnn_ep_backend: 0 cpu, 1 cuda, 2 hip)");
+  }
+}
+
+}  // namespace
+
+int32_t state_backend(const hipdnn_ep_state_t* state) { return state->backend; }
+
+}  // namespace hipdnn_ep
+
+using hipdnn_ep::set_error;
+
+extern "C" void hipdnn_ep_state_options_init(hipdnn_ep_state_options_t* options) {
+  if (options == nullptr) return;
+  *options = hipdnn_ep_state_options_t{};
+  options->struct_size = sizeof(hipdnn_ep_state_options_t);
+  options->backend = HIPDNN_EP_BACKEND_CPU;
+  options->device_ordinal = 0;
+  options->memory_limit_bytes = 0;
+  options->alignment = 256;
+}
+
+extern "C" int32_t hipdnn_ep_state_create(const hipdnn_ep_state_options_t* options, hipdnn_ep_state_t** out_state) {
+  HIPDNN_EP_REQUIRE(out_state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_state_create: out_state is NULL");
+  *out_state = nullptr;
+  hipdnn_ep_state_options_t opts;
+  if (int32_t status = hipdnn_ep::read_options(options, &opts); status != HIPDNN_EP_STATUS_OK) return status;
+  if (opts.alignment == 0) opts.alignment = 256;
+  const uint64_t a = opts.alignment;
+  HIPDNN_EP_REQUIRE((a & (a - 1)) == 0 && a >= hipdnn_ep::kMinAlignment && a <= hipdnn_ep::kMaxAlignment,
+                    HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_state_create: alignment " + std::to_string(a) +
+                        " must be a power of two between 16 and 2097152");
+  std::unique_ptr<hipdnn_ep::Device> device;
+  if (int32_t status = hipdnn_ep::make_device(opts.backend, opts.device_ordinal, &device);
+      status != HIPDNN_EP_STATUS_OK) {
+    return status;
+  }
+  auto state = std::make_unique<hipdnn_ep_state>();
+  state->backend = opts.backend;
+  state->device_ordinal = opts.device_ordinal;
+  state->alignment = a;
+  state->device = std::move(device);
+  state->allocator =
+      std::make_unique<hipdnn_ep::CachingAllocator>(state->device.get(), a, opts.memory_limit_bytes);
+  hipdnn_ep_state* raw = state.get();
+  state->host_scratch = std::make_unique<hipdnn_ep::GrowOnDemandBlock>(
+      [raw](uint64_t size, void** out) { return raw->device->allocate_host(size, raw->alignment, out); },
+      [raw](void* ptr) { raw->device->release_host(ptr); }, a);
+  // The pool takes its blocks from the caching allocator, so it counts against the limit.
+  state->pool = std::make_unique<hipdnn_ep::GrowOnDemandBlock>(
+      [raw](uint64_t size, void** out) { return raw->allocator->allocate(size, raw->stream.load(), out); },
+      [raw](void* ptr) { raw->allocator->free(ptr, raw->stream.load()); }, a);
+  *out_state = state.release();
+  return HIPDNN_EP_STATUS_OK;
+}
+
+extern "C" int32_t hipdnn_ep_state_destroy(hipdnn_ep_state_t* state) {
+  if (state == nullptr) return HIPDNN_EP_STATUS_OK;
+  std::unique_ptr<hipdnn_ep_state> owned(state);
+  std::lock_guard<std::mutex> lock(state->memory_mutex);
+  state->device->synchronize();
+  state->pool->release_all();
+  state->host_scratch->release_all();
+  const hipdnn_ep::AllocatorStats stats = state->allocator->stats();
+  if (stats.live_allocations == 0) return HIPDNN_EP_STATUS_OK;
+  return set_error(HIPDNN_EP_STATUS_LEAK_DETECTED,
+                   "hipdnn_ep_state_destroy: " + std::to_string(stats.live_allocations) +
+                       " device allocation(s) still live (" + std::to_string(stats.bytes_in_use) +
+                       " bytes); the state was destroyed anyway. Live blocks:" +
+                       state->allocator->leak_report(hipdnn_ep::kLeakReportLines));
+}
+
+extern "C" int32_t hipdnn_ep_state_set_stream(hipdnn_ep_state_t* state, uint64_t stream) {
+  HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, "hipdnn_ep_state_set_stream: state is NULL");
+  HIPDNN_EP_REQUIRE(stream != UINT64_MAX, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_state_set_stream: stream id UINT64_MAX is reserved");
+  state->stream.store(stream);
+  return HIPDNN_EP_STATUS_OK;
+}
+
+extern "C" int32_t hipdnn_ep_synchronize(hipdnn_ep_state_t* state) {
+  HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, "hipdnn_ep_synchronize: state is NULL");
+  std::lock_guard<std::mutex> lock(state->memory_mutex);
+  if (int32_t status = state->device->synchronize(); status != HIPDNN_EP_STATUS_OK) return status;
+  state->host_scratch->release_retired();
+  state->pool->release_retired();  // frees through the allocator, before the streams merge
+  state->allocator->mark_streams_synchronized();
+  return HIPDNN_EP_STATUS_OK;
+}

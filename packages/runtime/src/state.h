@@ -1,0 +1,39 @@
+// The per-session runtime state behind hipdnn_ep_state_t.
+//
+// Threading: the memory manager entry points (malloc, free, memory_stats,
+// empty_cache, memcpy, synchronize) may be called from several threads at
+// once; memory_mutex serializes them. A state runs one program at a time:
+// the host scratch and the pool belong to that run (`running` enforces it).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+
+#include "caching_allocator.h"
+#include "device.h"
+#include "host_scratch.h"
+
+struct hipdnn_ep_state {
+  int32_t backend = HIPDNN_EP_BACKEND_CPU;
+  int32_t device_ordinal = 0;
+  uint64_t alignment = 256;
+  std::unique_ptr<hipdnn_ep::Device> device;
+  std::mutex memory_mutex;  // guards allocator, host_scratch and pool
+  std::unique_ptr<hipdnn_ep::CachingAllocator> allocator;
+  std::unique_ptr<hipdnn_ep::GrowOnDemandBlock> host_scratch;
+  std::unique_ptr<hipdnn_ep::GrowOnDemandBlock> pool;
+  std::atomic<uint64_t> stream{0};
+  std::atomic<bool> running{false};
+};
+
+namespace hipdnn_ep {
+
+// Whether a caller's versioned struct (first field uint64_t struct_size)
+// covers the field at offset with the given size.
+inline bool struct_covers(uint64_t struct_size, size_t offset, size_t size) {
+  return struct_size >= offset + size;
+}
+
+}  // namespace hipdnn_ep

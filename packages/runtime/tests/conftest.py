@@ -1,0 +1,132 @@
+"""Shared fixtures: a CPU state that must end leak-free, and a builder of fake artifacts."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import hipdnn_ep_runtime as rt
+import pytest
+
+
+@pytest.fixture
+def state() -> Iterator[rt.State]:
+    """A CPU state; closing it at the end fails the test if it leaked."""
+    s = rt.State()
+    yield s
+    if not s.closed:
+        s.close()
+
+
+@pytest.fixture(scope="session")
+def runtime_lib() -> ctypes.CDLL:
+    """The runtime library through ctypes, for the C entry points Python does not wrap."""
+    return ctypes.CDLL(rt.library_path())
+
+
+def manifest_hash(name: str) -> str:
+    """Signature hash of a runtime function, from the runtime's own manifest."""
+    return next(f["hash"] for f in rt.abi_manifest()["functions"] if f["name"] == name)
+
+
+# The fake program: y = 2 * x + w[0] (float32), y's dims in the host scratch.
+# `extra_call` lets a test make the code reference a symbol the runtime lacks.
+PROGRAM_C = r"""
+#include <stdio.h>
+#include <unistd.h>
+#include "hipdnn_ep/runtime_abi.h"
+%(extra_decl)s
+__attribute__((used, section(".hipdnn_ep_meta")))
+const char hipdnn_ep_meta[] = %(meta)s;
+
+__attribute__((constructor)) static void mark_loaded(void) {
+  FILE* f = fopen(%(marker)s, "w");
+  if (f) { fputs("loaded", f); fclose(f); }
+}
+
+int32_t hipdnn_ep_program_run(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t* inputs,
+                              hipdnn_ep_tensor_ref_t* outputs) {
+  %(extra_call)s
+  usleep(%(sleep_us)d);
+  int64_t n = inputs[0].dims[0];
+  int64_t* dims = 0;
+  int32_t status = hipdnn_ep_get_host_scratch_base(state, sizeof(int64_t), (void**)&dims);
+  if (status) return status;
+  dims[0] = n;
+  float* y = 0;
+  if (n > 0) {
+    status = hipdnn_ep_malloc(state, (uint64_t)n * sizeof(float), (void**)&y);
+    if (status) return status;
+  }
+  const float* x = (const float*)inputs[0].data;
+  const float* w = (const float*)inputs[1].data;
+  for (int64_t i = 0; i < n; ++i) y[i] = 2.0f * x[i] + w[0];
+  outputs[0].data = y;
+  outputs[0].dims = dims;
+  outputs[0].rank = 1;
+  outputs[0].dtype = HIPDNN_EP_DTYPE_FLOAT32;
+  return 0;
+}
+"""
+
+GOOD_IMPORTS = ["hipdnn_ep_get_host_scratch_base", "hipdnn_ep_malloc"]
+
+
+def good_metadata() -> dict:
+    """Metadata of the fake program as the compiler would embed it."""
+    major, minor = rt.abi_version()
+    return {
+        "format": 1,
+        "compiler": {"name": "hipdnn-ep-compiler", "version": "0.1.0"},
+        "backend": "cpu",
+        "abi": {"major": major, "min_minor": minor},
+        "imports": [{"name": n, "hash": manifest_hash(n)} for n in GOOD_IMPORTS],
+        "inputs": [{"name": "x", "dtype": 1, "dims": ["n"]}],
+        "outputs": [{"name": "y", "dtype": 1, "dims": ["n"]}],
+        "weights": [{"name": "w", "dtype": 1, "dims": [1], "source": {"kind": "inline"}}],
+        "graph_hash": "0" * 64,
+    }
+
+
+@dataclass(frozen=True)
+class FakeArtifact:
+    directory: Path  # holds program.so
+    marker: Path  # written by the program's constructor, i.e. only if its code was loaded
+
+    @property
+    def loaded(self) -> bool:
+        return self.marker.exists()
+
+
+ArtifactFactory = Callable[..., FakeArtifact]
+
+
+@pytest.fixture
+def make_artifact(tmp_path: Path) -> ArtifactFactory:
+    """Builds a fake artifact with `cc`: program.so with the given metadata embedded."""
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler (cc) to build fake artifacts")
+    counter = iter(range(1000))
+
+    def build(metadata: dict | str | None = None, *, extra_call: str = "", extra_decl: str = "",
+              sleep_us: int = 0) -> FakeArtifact:
+        directory = tmp_path / f"artifact{next(counter)}"
+        directory.mkdir()
+        marker = directory / "loaded.marker"
+        meta = metadata if isinstance(metadata, str) else json.dumps(good_metadata() if metadata is None else metadata)
+        source = directory / "program.c"
+        source.write_text(PROGRAM_C % {"meta": json.dumps(meta), "marker": json.dumps(str(marker)),
+                                       "extra_call": extra_call, "extra_decl": extra_decl, "sleep_us": sleep_us})
+        lib = Path(rt.library_path())
+        subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", rt.include_dir(), str(source), "-o",
+                        str(directory / "program.so"), str(lib), f"-Wl,-rpath,{lib.parent}"],
+                       check=True, capture_output=True)
+        return FakeArtifact(directory, marker)
+
+    return build

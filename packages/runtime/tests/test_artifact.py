@@ -1,0 +1,189 @@
+"""Artifact loader: refusals before any code loads, and a good artifact that runs."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+
+import hipdnn_ep_runtime as rt
+import numpy as np
+import pytest
+from conftest import ArtifactFactory, FakeArtifact, good_metadata, manifest_hash
+
+RUNTIME = "{}.{}".format(*rt.abi_version())
+MAJOR, MINOR = rt.abi_version()
+
+
+def _inputs(n: int = 4) -> list[np.ndarray]:
+    return [np.arange(n, dtype=np.float32), np.array([0.5], dtype=np.float32)]
+
+
+def test_good_artifact_runs(make_artifact: ArtifactFactory, state: rt.State) -> None:
+    built = make_artifact()
+    with rt.Artifact(built.directory) as artifact:
+        assert built.loaded
+        assert artifact.metadata["compiler"]["version"] == "0.1.0"
+        for n in (4, 9, 0):  # symbolic dim n: any size
+            (y,) = artifact.run(state, _inputs(n))
+            np.testing.assert_array_equal(y, 2 * np.arange(n, dtype=np.float32) + 0.5)
+            assert y.dtype == np.float32
+        stats = state.memory_stats()
+        assert stats["live_allocations"] == 0, "inputs and outputs are freed after the run"
+        assert stats["host_scratch_bytes"] > 0
+
+
+def test_path_may_be_the_shared_object(make_artifact: ArtifactFactory, state: rt.State) -> None:
+    built = make_artifact()
+    artifact = rt.Artifact(str(built.directory / "program.so"))
+    (y,) = artifact.run(state, _inputs())
+    assert y.shape == (4,)
+    artifact.close()
+    with pytest.raises(rt.InvalidArgumentError, match="closed"):
+        artifact.run(state, _inputs())
+
+
+def _refused(make_artifact: ArtifactFactory, metadata: dict) -> str:
+    return _refused_built(make_artifact(metadata))
+
+
+def _refused_built(built: FakeArtifact) -> str:
+    with pytest.raises(rt.AbiMismatchError) as err:
+        rt.Artifact(built.directory)
+    assert not built.loaded, "the artifact's code ran before the ABI check refused it"
+    message = str(err.value)
+    assert message.startswith(f"artifact {built.directory / 'program.so'} built by hipdnn-ep-compiler 0.1.0")
+    assert f"cannot run on runtime ABI {RUNTIME}" in message
+    assert f"Rebuild the artifact with `hipdnn-ep-compile --abi {RUNTIME}`" in message
+    return message
+
+
+def test_refuses_missing_imports_before_loading(make_artifact: ArtifactFactory) -> None:
+    meta = good_metadata()
+    meta["abi"]["min_minor"] = MINOR
+    meta["imports"] += [{"name": "hipdnn_ep_foo", "hash": "1a2b3c4d5e6f7a8b", "since": MINOR + 1},
+                        {"name": "hipdnn_ep_bar", "hash": "0000000000000000"}]
+    # The code really references the missing function: loading it would fail with `undefined symbol`.
+    built = make_artifact(meta, extra_decl="extern int32_t hipdnn_ep_foo(hipdnn_ep_state_t*);",
+                          extra_call="if (!state) return hipdnn_ep_foo(state);")
+    message = _refused_built(built)
+    assert (f"missing 2 required imports: [hipdnn_ep_foo (since {MAJOR}.{MINOR + 1}), hipdnn_ep_bar]"
+            in message)
+    assert f"install hipdnn-ep-runtime>={MAJOR}.{MINOR + 1}" in message
+    assert "undefined symbol" not in message
+    # What a user would have seen without the check:
+    with pytest.raises(OSError, match="undefined symbol: hipdnn_ep_foo"):
+        ctypes.CDLL(str(built.directory / "program.so"))
+
+
+def test_refuses_signature_mismatch(make_artifact: ArtifactFactory) -> None:
+    meta = good_metadata()
+    meta["imports"][1]["hash"] = "1a2b3c4d5e6f7a8b"
+    message = _refused(make_artifact, meta)
+    runtime_hash = manifest_hash("hipdnn_ep_malloc")
+    assert (f"signature mismatch: [hipdnn_ep_malloc: artifact expects 1a2b3c4d5e6f7a8b, runtime has {runtime_hash}]"
+            in message)
+    assert "missing" not in message
+
+
+def test_refuses_newer_minor(make_artifact: ArtifactFactory) -> None:
+    meta = good_metadata()
+    meta["abi"]["min_minor"] = MINOR + 1
+    message = _refused(make_artifact, meta)
+    assert f"for runtime ABI {MAJOR}.{MINOR + 1} (needs >= {MAJOR}.{MINOR + 1})" in message
+    assert f"install hipdnn-ep-runtime>={MAJOR}.{MINOR + 1}" in message
+
+
+def test_refuses_other_major(make_artifact: ArtifactFactory) -> None:
+    meta = good_metadata()
+    meta["abi"] = {"major": MAJOR + 1, "min_minor": 0}
+    message = _refused(make_artifact, meta)
+    assert f"ABI major versions differ ({MAJOR + 1} vs {MAJOR})" in message
+    assert f"hipdnn-ep-runtime>={MAJOR + 1}.0,<{MAJOR + 2}" in message
+
+
+def test_all_problems_in_one_message(make_artifact: ArtifactFactory) -> None:
+    meta = good_metadata()
+    meta["abi"]["min_minor"] = MINOR + 1
+    meta["imports"][0]["hash"] = "ffffffffffffffff"
+    meta["imports"].append({"name": "hipdnn_ep_foo", "hash": "1a2b3c4d5e6f7a8b"})
+    message = _refused(make_artifact, meta)
+    assert message.count("; ") >= 2
+    assert "missing 1 required import: [hipdnn_ep_foo]" in message
+    assert "signature mismatch: [hipdnn_ep_get_host_scratch_base" in message
+
+
+@pytest.mark.parametrize(
+    ("metadata", "match"),
+    [("not json {", "not a JSON object"), ("[1, 2]", "not a JSON object"),
+     ('{"abi": {"major": 1}}', "lacks abi.major, abi.min_minor or imports")],
+)
+def test_malformed_metadata(make_artifact: ArtifactFactory, metadata: str, match: str) -> None:
+    built = make_artifact(metadata)
+    with pytest.raises(rt.InvalidArgumentError, match=match):
+        rt.Artifact(built.directory)
+    assert not built.loaded
+
+
+def test_malformed_tensor_lists(make_artifact: ArtifactFactory) -> None:
+    meta = good_metadata()
+    meta["inputs"] = [{"name": "x", "dims": [1]}]
+    built = make_artifact(meta)
+    with pytest.raises(rt.InvalidArgumentError, match="malformed"):
+        rt.Artifact(built.directory)
+    assert not built.loaded
+
+
+def test_missing_file_and_non_artifacts(tmp_path: Path) -> None:
+    with pytest.raises(rt.NotFoundError, match="cannot open"):
+        rt.Artifact(tmp_path / "nowhere")
+    text = tmp_path / "program.so"
+    text.write_text("not an ELF file at all, just text " * 10)
+    with pytest.raises(rt.InvalidArgumentError, match="no ELF magic"):
+        rt.Artifact(tmp_path)
+    with pytest.raises(rt.InvalidArgumentError, match="has no .hipdnn_ep_meta section"):
+        rt.Artifact(rt.library_path())
+
+
+def test_run_validates_inputs(make_artifact: ArtifactFactory, state: rt.State) -> None:
+    artifact = rt.Artifact(make_artifact().directory)
+    with pytest.raises(rt.InvalidArgumentError, match="expected 2 arrays"):
+        artifact.run(state, _inputs()[:1])
+    x, w = _inputs()
+    with pytest.raises(rt.InvalidArgumentError, match=r"input 0 'x': dtype 11 \(float64\) differs .* 1 \(float32\)"):
+        artifact.run(state, [x.astype(np.float64), w])
+    with pytest.raises(rt.InvalidArgumentError, match="input 0 'x': rank 2 differs"):
+        artifact.run(state, [x.reshape(2, 2), w])
+    wrong_dim = r"input 1 'w': dim 0 is 2 but the artifact was compiled for \[1\]"
+    with pytest.raises(rt.InvalidArgumentError, match=wrong_dim):
+        artifact.run(state, [x, np.zeros(2, np.float32)])
+    with pytest.raises(rt.InvalidArgumentError, match="unsupported array element type"):
+        artifact.run(state, [x.astype(np.complex64), w])
+    assert state.memory_stats()["live_allocations"] == 0, "refused runs free their input copies"
+
+
+def test_failing_program_reports_the_runtime_error(make_artifact: ArtifactFactory) -> None:
+    with rt.State(memory_limit=700_000) as state:  # the input copy fits, the output does not
+        artifact = rt.Artifact(make_artifact().directory)
+        with pytest.raises(rt.OutOfMemoryError, match=r"program .* failed with status 2: hipdnn_ep_malloc: out of"):
+            artifact.run(state, [np.zeros(100_000, np.float32), np.zeros(1, np.float32)])
+
+
+def test_a_state_runs_one_program_at_a_time(make_artifact: ArtifactFactory, state: rt.State) -> None:
+    artifact = rt.Artifact(make_artifact(sleep_us=300_000).directory)
+    outcomes: list[object] = []
+
+    def run() -> None:
+        try:
+            outcomes.append(artifact.run(state, _inputs()))
+        except rt.InvalidArgumentError as err:
+            outcomes.append(err)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    refused = [o for o in outcomes if isinstance(o, rt.InvalidArgumentError)]
+    assert len(refused) == 1 and "already running a program" in str(refused[0])
+    assert state.memory_stats()["live_allocations"] == 0

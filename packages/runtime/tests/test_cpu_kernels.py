@@ -1,0 +1,794 @@
+"""The CPU op kernels (hipdnn_ep_kernel_*) against numpy references.
+
+Kernels are called through the testing hook ``_core.call_kernel`` with tensor
+refs over numpy buffers; outputs are preallocated with the shape the compiler
+would infer. Op codes, dtype codes, statuses and struct layouts come from the
+runtime's own ABI manifest, never from literals here. The last section calls
+the C entry points directly (ctypes) to reach what the hook cannot: NULL
+pointers, a short struct, garbage tensor refs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+
+import pytest
+
+np = pytest.importorskip("numpy")
+rt = pytest.importorskip("hipdnn_ep_runtime")
+_core = rt._core
+
+MANIFEST = rt.abi_manifest()
+ENUMS = {e["name"]: e["values"] for e in MANIFEST["enums"]}
+BINARY = ENUMS["hipdnn_ep_binary_op"]
+UNARY = ENUMS["hipdnn_ep_unary_op"]
+REDUCE = ENUMS["hipdnn_ep_reduce_op"]
+STATUS = ENUMS["hipdnn_ep_status"]
+DTYPE = ENUMS["hipdnn_ep_dtype"]
+KERNELS = {f["name"]: f for f in MANIFEST["functions"] if f["kind"] == "kernel"}
+InvalidArgumentError = rt.InvalidArgumentError
+UNSUPPORTED = "UNSUPPORTED"  # raised as the base runtime error, never as InvalidArgumentError
+
+F32, F16, I32, I64, BOOL = np.float32, np.float16, np.int32, np.int64, np.bool_
+ALL_DTYPES = [np.float32, np.uint8, np.int8, np.int32, np.int64, np.bool_, np.float16, np.float64]
+
+
+@pytest.fixture(scope="module")
+def state():
+    s = rt.State(backend="cpu")
+    yield s
+    s.close()
+
+
+def run(state, kernel, inputs, out_shapes, out_dtype=None, ints=(), floats=()):
+    """Calls hipdnn_ep_kernel_<kernel>; returns the outputs it filled."""
+    inputs = [np.array(x, order="C") for x in inputs]  # (ascontiguousarray would make 0-d arrays 1-d)
+    if isinstance(out_shapes, tuple):
+        out_shapes = [out_shapes]
+    dtype = out_dtype if out_dtype is not None else inputs[0].dtype
+    outputs = [np.full(shape, 77, dtype=dtype) for shape in out_shapes]  # garbage the kernel must overwrite
+    _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, outputs, list(ints), [float(f) for f in floats])
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def rand(shape, dtype=F32, seed=0, low=-3.0, high=3.0):
+    r = rng(seed)
+    if np.dtype(dtype) == np.bool_:
+        return r.integers(0, 2, size=shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        lo = max(int(low), np.iinfo(dtype).min)
+        return r.integers(lo, int(high) + 1, size=shape).astype(dtype)
+    return r.uniform(low, high, size=shape).astype(dtype)
+
+
+def assert_close(actual, expected, dtype):
+    assert actual.shape == expected.shape
+    if np.dtype(dtype) == np.float16:
+        np.testing.assert_allclose(actual.astype(F32), expected.astype(F32), rtol=2e-3, atol=2e-3)
+    elif np.dtype(dtype) == np.float32:
+        np.testing.assert_allclose(actual, expected, rtol=2e-5, atol=2e-5)
+    else:
+        np.testing.assert_array_equal(actual, expected)
+
+
+def test_manifest_lists_the_kernels_tested_here():
+    tested = {"binary", "unary", "cast", "where", "matmul", "gemm", "softmax", "layer_norm", "reduce",
+              "transpose", "concat", "slice", "gather", "expand"}
+    assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
+
+
+# ---------------------------------------------------------------- binary
+
+BROADCAST_SHAPES = [((2, 3), (2, 3)), ((4, 1, 3), (2, 1)), ((), (5,)), ((3, 1), (1, 4)), ((0, 3), (1, 3)),
+                    ((2, 0, 1), (4,))]
+
+
+def trunc_div(a, b):
+    q = np.abs(a) // np.abs(b)
+    return (np.sign(a) * np.sign(b) * q).astype(a.dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL", "DIV"])
+@pytest.mark.parametrize("shapes", BROADCAST_SHAPES, ids=str)
+def test_binary_arithmetic(state, dtype, op, shapes):
+    a = rand(shapes[0], dtype, seed=1, low=-50, high=50)
+    b = rand(shapes[1], dtype, seed=2, low=1, high=9)  # no zero divisors
+    if np.issubdtype(dtype, np.integer):
+        b = b * np.where(rand(shapes[1], I64, seed=3, low=0, high=1) == 0, -1, 1).astype(dtype)
+    ref = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply,
+           "DIV": trunc_div if np.issubdtype(dtype, np.integer) else np.divide}[op]
+    expected = ref(a.astype(F32) if dtype == F16 else a, b.astype(F32) if dtype == F16 else b).astype(dtype)
+    out = run(state, "binary", [a, b], np.broadcast_shapes(a.shape, b.shape), ints=[BINARY[op]])
+    assert_close(out, expected, dtype)
+
+
+def test_binary_integer_overflow_wraps(state):
+    a = np.array([np.iinfo(I64).max, np.iinfo(I64).min], I64)
+    b = np.array([1, -1], I64)
+    out = run(state, "binary", [a, b], (2,), ints=[BINARY["ADD"]])
+    np.testing.assert_array_equal(out, [np.iinfo(I64).min, np.iinfo(I64).max])
+    out = run(state, "binary", [a, b], (2,), ints=[BINARY["DIV"]])  # INT64_MIN / -1 must not trap
+    np.testing.assert_array_equal(out, [np.iinfo(I64).max, np.iinfo(I64).min])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_binary_pow(state, dtype):
+    a = rand((3, 4), dtype, low=0.1, high=3)
+    b = rand((4,), dtype, seed=5, low=-2, high=2)
+    out = run(state, "binary", [a, b], (3, 4), ints=[BINARY["POW"]])
+    assert_close(out, np.power(a.astype(F32), b.astype(F32)).astype(dtype), dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("op", ["EQUAL", "LESS", "GREATER"])
+def test_binary_compare_writes_bool(state, dtype, op):
+    a = rand((3, 1, 4), dtype, low=-2, high=2)
+    b = rand((2, 1), dtype, seed=9, low=-2, high=2)
+    b.flat[0] = a.flat[0]  # at least one equal pair
+    ref = {"EQUAL": np.equal, "LESS": np.less, "GREATER": np.greater}[op]
+    out = run(state, "binary", [a, b], (3, 2, 4), out_dtype=BOOL, ints=[BINARY[op]])
+    np.testing.assert_array_equal(out, ref(a, b))
+
+
+def test_binary_equal_on_bool(state):
+    a = np.array([True, False, True])
+    b = np.array([[True], [False]])
+    out = run(state, "binary", [a, b], (2, 3), ints=[BINARY["EQUAL"]])
+    np.testing.assert_array_equal(out, a == b)
+
+
+# ---------------------------------------------------------------- unary
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+UNARY_REF = {
+    "RELU": lambda x: np.maximum(x, 0),
+    "SIGMOID": lambda x: 1 / (1 + np.exp(-x)),
+    "TANH": np.tanh,
+    "EXP": np.exp,
+    "LOG": np.log,
+    "SQRT": np.sqrt,
+    "NEG": np.negative,
+    "ERF": _erf,
+    "GELU_ERF": lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2))),
+    "GELU_TANH": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("op", sorted(UNARY_REF))
+@pytest.mark.parametrize("shape", [(7,), (2, 3, 5), (), (0, 4)], ids=str)
+def test_unary(state, dtype, op, shape):
+    positive = op in ("LOG", "SQRT")
+    x = rand(shape, dtype, low=0.05 if positive else -6, high=6)
+    expected = UNARY_REF[op](x.astype(np.float64)).astype(dtype)
+    out = run(state, "unary", [x], shape, ints=[UNARY[op]])
+    assert_close(out, expected, dtype)
+
+
+def test_unary_sigmoid_is_stable_at_extremes(state):
+    x = np.array([-1000, -90, 0, 90, 1000], F32)
+    out = run(state, "unary", [x], (5,), ints=[UNARY["SIGMOID"]])
+    np.testing.assert_allclose(out, [0, 0, 0.5, 1, 1], atol=1e-30)
+    assert np.all(np.isfinite(out))
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+@pytest.mark.parametrize("op", ["RELU", "NEG"])
+def test_unary_integer(state, dtype, op):
+    x = rand((4, 5), dtype, low=-100, high=100)
+    out = run(state, "unary", [x], (4, 5), ints=[UNARY[op]])
+    np.testing.assert_array_equal(out, UNARY_REF[op](x))
+
+
+# ---------------------------------------------------------------- cast
+
+@pytest.mark.parametrize("src", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dst", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_cast_every_pair(state, src, dst):
+    # Values every dtype holds exactly, so numpy's astype is the reference.
+    x = np.array([[0, 1, 2, 100], [7, 0, 127, 3]]).astype(src)
+    out = run(state, "cast", [x], x.shape, out_dtype=dst)
+    np.testing.assert_array_equal(out, x.astype(dst))
+
+
+def test_cast_float_to_int_truncates_and_saturates(state):
+    x = np.array([-2.7, -0.5, 0.5, 2.7, 1e20, -1e20, np.nan], F32)
+    out = run(state, "cast", [x], x.shape, out_dtype=I32)
+    np.testing.assert_array_equal(out, [-2, 0, 0, 2, np.iinfo(I32).max, np.iinfo(I32).min, 0])
+    out = run(state, "cast", [x], x.shape, out_dtype=np.uint8)
+    np.testing.assert_array_equal(out, [0, 0, 0, 2, 255, 0, 0])
+
+
+def test_cast_to_bool_is_nonzero_test(state):
+    x = np.array([0.0, -0.0, 0.25, -3, np.nan], F32)
+    out = run(state, "cast", [x], x.shape, out_dtype=BOOL)
+    np.testing.assert_array_equal(out, [False, False, True, True, True])
+
+
+def test_cast_reads_any_nonzero_byte_as_true(state):
+    raw = np.array([0, 1, 2, 255], np.uint8).view(BOOL)
+    out = run(state, "cast", [raw], (4,), out_dtype=I64)
+    np.testing.assert_array_equal(out, [0, 1, 1, 1])
+
+
+def _same_bits_or_both_nan(actual, expected):
+    nan = np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(actual), nan)
+    np.testing.assert_array_equal(actual[~nan].view(np.uint16 if actual.dtype == F16 else np.uint32),
+                                  expected[~nan].view(np.uint16 if expected.dtype == F16 else np.uint32))
+
+
+def test_cast_float16_to_float32_is_exact_for_every_bit_pattern(state):
+    x = np.arange(1 << 16, dtype=np.uint16).view(F16)
+    out = run(state, "cast", [x], x.shape, out_dtype=F32)
+    _same_bits_or_both_nan(out, x.astype(F32))
+
+
+def test_cast_float32_to_float16_rounds_to_nearest_even(state):
+    r = rng(11)
+    bits = r.integers(0, 1 << 32, size=200_000, dtype=np.uint64).astype(np.uint32)
+    special = np.array([0.0, -0.0, 65504.0, 65519.99, 65520.0, -65520.0, 1e-8, 2.0 ** -25, 2.0 ** -24,
+                        3 * 2.0 ** -26, 5.9604645e-08, 6.1035156e-05, 1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11,
+                        np.inf, -np.inf, np.nan], F32)
+    x = np.concatenate([bits.view(F32), special, r.uniform(-70000, 70000, 1000).astype(F32),
+                        r.uniform(-1e-4, 1e-4, 1000).astype(F32)])
+    out = run(state, "cast", [x], x.shape, out_dtype=F16)
+    with np.errstate(over="ignore"):
+        _same_bits_or_both_nan(out, x.astype(F16))
+
+
+# ---------------------------------------------------------------- where
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL, np.int8])
+@pytest.mark.parametrize("shapes", [((2, 3), (2, 3), (2, 3)), ((3, 1), (1, 4), (4,)), ((), (2, 2), ()),
+                                    ((0, 2), (2,), (1, 2))], ids=str)
+def test_where(state, dtype, shapes):
+    cond = rand(shapes[0], BOOL, seed=1)
+    x = rand(shapes[1], dtype, seed=2)
+    y = rand(shapes[2], dtype, seed=3)
+    expected = np.where(cond, x, y)
+    out = run(state, "where", [cond, x, y], expected.shape, out_dtype=dtype)
+    np.testing.assert_array_equal(out, expected)
+
+
+# ---------------------------------------------------------------- matmul / gemm
+
+MATMUL_SHAPES = [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)),
+                 ((2, 1, 3, 4), (5, 4, 2)), ((3, 0), (0, 2)), ((0, 4), (4, 3)), ((2, 0, 3, 4), (4, 1)),
+                 ((130, 300), (300, 270)), ((1, 2, 7, 9), (3, 1, 9, 1))]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
+def test_matmul(state, dtype, shapes):
+    a = rand(shapes[0], dtype, seed=1, low=-1, high=1)
+    b = rand(shapes[1], dtype, seed=2, low=-1, high=1)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    out = run(state, "matmul", [a, b], expected.shape)
+    tol = 1e-4 if dtype == F32 else 2e-2
+    np.testing.assert_allclose(out.astype(np.float64), expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("trans_a", [0, 1])
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("c_shape", [None, (5,), (3, 1), (1,), (3, 5), ()], ids=str)
+def test_gemm(state, dtype, trans_a, trans_b, c_shape):
+    m, k, n = 3, 300, 5
+    a = rand((k, m) if trans_a else (m, k), dtype, seed=1, low=-1, high=1)
+    b = rand((n, k) if trans_b else (k, n), dtype, seed=2, low=-1, high=1)
+    alpha, beta = 0.5, -2.0
+    op_a = (a.T if trans_a else a).astype(np.float64)
+    op_b = (b.T if trans_b else b).astype(np.float64)
+    expected = alpha * op_a @ op_b
+    inputs = [a, b]
+    if c_shape is not None:
+        c = rand(c_shape, dtype, seed=3)
+        inputs.append(c)
+        expected = expected + beta * c.astype(np.float64)
+    out = run(state, "gemm", inputs, (m, n), ints=[trans_a, trans_b], floats=[alpha, beta])
+    tol = 1e-4 if dtype == F32 else 2e-2
+    np.testing.assert_allclose(out.astype(np.float64), expected, rtol=tol, atol=tol)
+
+
+def test_absent_optional_inputs(state):
+    """None in the hook's input list is an absent optional tensor (data NULL, rank -1)."""
+    a = rand((2, 3))
+    b = rand((3, 4), seed=1)
+    out = run_optional(state, "gemm", [a, b, None], (2, 4), ints=[0, 0], floats=[2.0, 1.0])
+    np.testing.assert_allclose(out, 2 * a @ b, rtol=1e-5, atol=1e-5)
+    x = rand((2, 5))
+    scale = rand((5,), seed=2)
+    out = run_optional(state, "layer_norm", [x, scale, None], (2, 5), ints=[1], floats=[1e-5])
+    np.testing.assert_allclose(out, layer_norm_ref(x, scale, None, 1, 1e-5), rtol=1e-4, atol=1e-4)
+    with pytest.raises(InvalidArgumentError, match="^hipdnn_ep_kernel_gemm: input 1 is absent but required"):
+        run_optional(state, "gemm", [a, None], (2, 4), ints=[0, 0], floats=[1.0, 1.0])
+
+
+def run_optional(state, kernel, inputs, out_shape, ints, floats):
+    out = np.empty(out_shape, F32)
+    _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, [out], ints, floats)
+    return out
+
+
+def test_gemm_ignores_c_when_beta_is_zero(state):
+    a = rand((2, 3))
+    b = rand((3, 4), seed=1)
+    c = np.full((2, 4), np.nan, F32)
+    out = run(state, "gemm", [a, b, c], (2, 4), ints=[0, 0], floats=[1.0, 0.0])
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_with_zero_k_is_beta_c(state):
+    a = np.zeros((2, 0), F32)
+    b = np.zeros((0, 3), F32)
+    c = rand((3,))
+    out = run(state, "gemm", [a, b, c], (2, 3), ints=[0, 0], floats=[1.0, 3.0])
+    np.testing.assert_allclose(out, np.broadcast_to(3 * c, (2, 3)), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- softmax / layer_norm
+
+def softmax_ref(x, axis):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("shape,axis", [((5,), 0), ((3, 4), 1), ((3, 4), 0), ((2, 3, 4, 5), 2), ((2, 0, 3), 2),
+                                        ((2, 3, 1), 2)], ids=str)
+def test_softmax(state, dtype, shape, axis):
+    x = rand(shape, dtype, low=-5, high=5)
+    out = run(state, "softmax", [x], shape, ints=[axis])
+    assert_close(out, softmax_ref(x, axis).astype(dtype), dtype)
+
+
+def test_softmax_is_stable_for_large_inputs(state):
+    x = np.array([[1000, 1001, 1002], [-1000, -1000, -1000]], F32)
+    out = run(state, "softmax", [x], x.shape, ints=[1])
+    np.testing.assert_allclose(out, softmax_ref(x, 1), rtol=1e-6)
+
+
+def layer_norm_ref(x, scale, bias, axis, eps):
+    x = x.astype(np.float64)
+    axes = tuple(range(axis, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    y = (x - mean) / np.sqrt(var + eps) * scale.astype(np.float64)
+    return y + bias.astype(np.float64) if bias is not None else y
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("shape,axis,scale_shape", [((4, 8), 1, (8,)), ((2, 3, 8), 2, (8,)), ((2, 3, 4), 1, (3, 4)),
+                                                    ((2, 3, 4), 1, (1, 4)), ((6,), 0, (6,)), ((2, 3, 4), 0, (4,))],
+                         ids=str)
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_layer_norm(state, dtype, shape, axis, scale_shape, with_bias):
+    x = rand(shape, dtype, low=-4, high=4) + np.asarray(10, dtype)  # a mean far from 0
+    scale = rand(scale_shape, dtype, seed=1)
+    bias = rand(scale_shape, dtype, seed=2) if with_bias else None
+    eps = 1e-5
+    inputs = [x, scale] + ([bias] if with_bias else [])
+    out = run(state, "layer_norm", inputs, shape, ints=[axis], floats=[eps])
+    tol = 1e-4 if dtype == F32 else 1e-2
+    np.testing.assert_allclose(out.astype(np.float64), layer_norm_ref(x, scale, bias, axis, eps), rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------- reduce
+
+REDUCE_REF = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("op", sorted(REDUCE_REF))
+@pytest.mark.parametrize("keepdims", [True, False])
+@pytest.mark.parametrize("shape,axes", [((3, 4), [1]), ((3, 4), [0]), ((2, 3, 4), [0, 2]), ((2, 3, 4), [2, 0]),
+                                        ((2, 3, 4), []), ((5,), [0]), ((2, 1, 3), [1])], ids=str)
+def test_reduce(state, dtype, op, keepdims, shape, axes):
+    x = rand(shape, dtype)
+    ref_axes = tuple(axes) if axes else None
+    expected = REDUCE_REF[op](x.astype(np.float64), axis=ref_axes, keepdims=keepdims)
+    out = run(state, "reduce", [x, np.array(axes, I64)], np.shape(expected), ints=[REDUCE[op]])
+    tol = 1e-5 if dtype == F32 else 5e-3
+    np.testing.assert_allclose(out.astype(np.float64), expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+@pytest.mark.parametrize("op", ["SUM", "MAX"])
+def test_reduce_integers(state, dtype, op):
+    x = rand((3, 5, 2), dtype, low=-1000, high=1000)
+    expected = REDUCE_REF[op](x, axis=(1,), keepdims=False).astype(dtype)
+    out = run(state, "reduce", [x, np.array([1], I64)], expected.shape, ints=[REDUCE[op]])
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_reduce_large_float_sum_is_accurate(state):
+    x = rand((200_000,), F32, low=0, high=1)
+    out = run(state, "reduce", [x, np.array([0], I64)], (), ints=[REDUCE["SUM"]])
+    np.testing.assert_allclose(out, x.astype(np.float64).sum(), rtol=1e-6)
+
+
+def test_reduce_over_empty_dims(state):
+    x = np.zeros((2, 0, 3), F32)
+    axes = np.array([1], I64)
+    np.testing.assert_array_equal(run(state, "reduce", [x, axes], (2, 3), ints=[REDUCE["SUM"]]), np.zeros((2, 3)))
+    assert np.all(np.isneginf(run(state, "reduce", [x, axes], (2, 3), ints=[REDUCE["MAX"]])))
+    assert np.all(np.isnan(run(state, "reduce", [x, axes], (2, 3), ints=[REDUCE["MEAN"]])))
+    xi = np.zeros((0, 2), I64)
+    out = run(state, "reduce", [xi, np.array([0], I64)], (2,), ints=[REDUCE["MAX"]])
+    np.testing.assert_array_equal(out, [np.iinfo(I64).min] * 2)
+
+
+def test_reduce_max_propagates_nan(state):
+    x = np.array([[1, np.nan, 3], [1, 2, 3]], F32)
+    out = run(state, "reduce", [x, np.array([1], I64)], (2,), ints=[REDUCE["MAX"]])
+    assert np.isnan(out[0]) and out[1] == 3
+
+
+# ---------------------------------------------------------------- data movement
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL, np.int8, np.float64])
+@pytest.mark.parametrize("shape,perm", [((2, 3), [1, 0]), ((2, 3, 4), [2, 0, 1]), ((2, 3, 4), [0, 1, 2]),
+                                        ((1, 5, 1, 2), [3, 2, 1, 0]), ((), []), ((0, 3), [1, 0])], ids=str)
+def test_transpose(state, dtype, shape, perm):
+    x = rand(shape, dtype)
+    expected = np.transpose(x, perm)
+    out = run(state, "transpose", [x, np.array(perm, I64)], expected.shape)
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("shapes,axis", [([(2, 3), (4, 3)], 0), ([(2, 3), (2, 1), (2, 5)], 1),
+                                         ([(2, 0, 2), (2, 3, 2)], 1), ([(7,)], 0), ([(2, 2, 1), (2, 2, 3)], 2)],
+                         ids=str)
+def test_concat(state, dtype, shapes, axis):
+    inputs = [rand(s, dtype, seed=i) for i, s in enumerate(shapes)]
+    expected = np.concatenate(inputs, axis=axis)
+    out = run(state, "concat", inputs, expected.shape, ints=[axis])
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("shape,slices", [((6,), [slice(1, 5, 2)]), ((6,), [slice(5, None, -1)]),
+                                          ((4, 5), [slice(1, 3, 1), slice(4, 0, -2)]),
+                                          ((3, 4, 5), [slice(0, 3, 1), slice(0, 0, 1), slice(0, 5, 1)]),
+                                          ((3, 4), [slice(2, 3, 1), slice(0, 4, 3)])], ids=str)
+def test_slice(state, dtype, shape, slices):
+    x = rand(shape, dtype)
+    expected = x[tuple(slices)]
+    starts = [s.indices(d)[0] for s, d in zip(slices, shape, strict=True)]
+    steps = [s.step for s in slices]
+    out = run(state, "slice", [x, np.array(starts, I64), np.array(steps, I64)], expected.shape)
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("index_dtype", [I32, I64])
+@pytest.mark.parametrize("shape,axis,indices", [((5, 3), 0, [[0, 4], [-1, 2]]), ((2, 5, 3), 1, [3, -5, 0]),
+                                                ((4,), 0, 2), ((2, 3), 1, []), ((3, 2), 0, [[1]])], ids=str)
+def test_gather(state, dtype, index_dtype, shape, axis, indices):
+    x = rand(shape, dtype)
+    idx = np.array(indices, index_dtype)
+    expected = np.take(x, idx, axis=axis)
+    out = run(state, "gather", [x, idx], expected.shape, out_dtype=dtype, ints=[axis])
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("shape,target", [((3, 1), (2, 3, 4)), ((), (2, 2)), ((4,), (3, 4)), ((2, 3), (2, 3)),
+                                          ((1,), (0, 3))], ids=str)
+def test_expand(state, dtype, shape, target):
+    x = rand(shape, dtype)
+    out = run(state, "expand", [x], target)
+    np.testing.assert_array_equal(out, np.broadcast_to(x, target))
+
+
+# ---------------------------------------------------------------- errors through the hook
+
+def call_raw(state, kernel, inputs, outputs, ints=(), floats=()):
+    _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, outputs, list(ints), list(floats))
+
+
+# A well-formed call of each kernel, to break one way at a time.
+def good_call(kernel):
+    f = np.ones((2, 3), F32)
+    o = np.empty((2, 3), F32)
+    return {
+        "binary": ([f, f], [o], [BINARY["ADD"]], []),
+        "unary": ([f], [o], [UNARY["RELU"]], []),
+        "cast": ([f], [o], [], []),
+        "where": ([np.ones((2, 3), BOOL), f, f], [o], [], []),
+        "matmul": ([f, np.ones((3, 2), F32)], [np.empty((2, 2), F32)], [], []),
+        "gemm": ([f, np.ones((3, 2), F32)], [np.empty((2, 2), F32)], [0, 0], [1.0, 1.0]),
+        "softmax": ([f], [o], [1], []),
+        "layer_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),
+        "reduce": ([f, np.array([1], I64)], [np.empty(2, F32)], [REDUCE["SUM"]], []),
+        "transpose": ([f, np.array([1, 0], I64)], [np.empty((3, 2), F32)], [], []),
+        "concat": ([f, f], [np.empty((4, 3), F32)], [0], []),
+        "slice": ([f, np.array([0, 0], I64), np.array([1, 1], I64)], [o], [], []),
+        "gather": ([f, np.array([1], I64)], [np.empty((1, 3), F32)], [0], []),
+        "expand": ([np.ones((1, 3), F32)], [o], [], []),
+    }[kernel]
+
+
+KERNEL_NAMES = sorted(k.removeprefix("hipdnn_ep_kernel_") for k in KERNELS)
+
+
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
+def test_good_calls_succeed(state, kernel):
+    call_raw(state, kernel, *good_call(kernel))
+
+
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
+def test_wrong_input_count_names_the_kernel(state, kernel):
+    inputs, outputs, ints, floats = good_call(kernel)
+    with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: expected .*inputs, got 0"):
+        call_raw(state, kernel, [], outputs, ints, floats)
+
+
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
+def test_wrong_output_count_names_the_kernel(state, kernel):
+    inputs, outputs, ints, floats = good_call(kernel)
+    with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: expected 1 outputs, got 2"):
+        call_raw(state, kernel, inputs, outputs * 2, ints, floats)
+
+
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
+def test_wrong_attribute_count_names_the_kernel(state, kernel):
+    inputs, outputs, ints, floats = good_call(kernel)
+    with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: expected {len(ints)} int attributes"):
+        call_raw(state, kernel, inputs, outputs, ints + [0], floats)
+    with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: expected {len(floats)} float attr"):
+        call_raw(state, kernel, inputs, outputs, ints, floats + [0.0])
+
+
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
+def test_wrong_output_shape_names_the_kernel(state, kernel):
+    inputs, outputs, ints, floats = good_call(kernel)
+    bad = np.empty(outputs[0].shape + (2,), outputs[0].dtype)
+    with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: .*output 0 has (dims|rank)|"
+                                                   rf"^hipdnn_ep_kernel_{kernel}: input dims .* do not broadcast"):
+        call_raw(state, kernel, inputs, [bad], ints, floats)
+
+
+# (kernel, inputs, outputs, ints, floats, exception, message regex)
+X = np.ones((2, 3), F32)
+Y = np.empty((2, 3), F32)
+ERROR_CASES = {
+    "binary_unknown_op": ("binary", [X, X], [Y], [99], [], InvalidArgumentError, "unknown binary op 99"),
+    "binary_dtype_mismatch": ("binary", [X, np.ones((2, 3), I64)], [Y], [0], [], InvalidArgumentError,
+                              "different dtypes FLOAT32 and INT64"),
+    "binary_float64": ("binary", [np.ones(2), np.ones(2)], [np.empty(2)], [0], [], UNSUPPORTED,
+                       "does not support dtype FLOAT64"),
+    "binary_pow_int": ("binary", [np.ones(2, I64)] * 2, [np.empty(2, I64)], [BINARY["POW"]], [], UNSUPPORTED,
+                       "binary op POW does not support dtype INT64"),
+    "binary_no_broadcast": ("binary", [X, np.ones((4,), F32)], [Y], [0], [], InvalidArgumentError,
+                            r"input dims \[2, 3\] and \[4\] do not broadcast"),
+    "binary_compare_writes_bool": ("binary", [X, X], [Y], [BINARY["LESS"]], [], InvalidArgumentError,
+                                   "output 0 has dtype FLOAT32, expected BOOL"),
+    "binary_int_div_by_zero": ("binary", [np.ones(2, I32), np.zeros(2, I32)], [np.empty(2, I32)], [BINARY["DIV"]],
+                               [], InvalidArgumentError, "integer division by zero"),
+    "unary_unknown_op": ("unary", [X], [Y], [-1], [], InvalidArgumentError, "unknown unary op -1"),
+    "unary_exp_int": ("unary", [np.ones(2, I64)], [np.empty(2, I64)], [UNARY["EXP"]], [], UNSUPPORTED,
+                      "unary op EXP does not support dtype INT64"),
+    "cast_shape": ("cast", [X], [np.empty((3, 2), I64)], [], [], InvalidArgumentError,
+                   r"output 0 has dims \[3, 2\], expected \[2, 3\]"),
+    "where_cond_not_bool": ("where", [X, X, X], [Y], [], [], UNSUPPORTED, "cond.* expected BOOL"),
+    "where_xy_dtypes": ("where", [np.ones(2, BOOL), np.ones(2, F32), np.ones(2, I64)], [np.empty(2, F32)], [], [],
+                        InvalidArgumentError, "input 2 has dtype INT64, expected FLOAT32"),
+    "matmul_k_mismatch": ("matmul", [X, X], [Y], [], [], InvalidArgumentError, "inner dims differ"),
+    "matmul_batch": ("matmul", [np.ones((2, 2, 3), F32), np.ones((3, 3, 1), F32)], [np.empty((3, 2, 1), F32)], [],
+                     [], InvalidArgumentError, r"batch dims \[2\] and \[3\] do not broadcast"),
+    "matmul_rank0": ("matmul", [np.ones((), F32), X], [Y], [], [], InvalidArgumentError, "rank >= 1"),
+    "matmul_int": ("matmul", [np.ones((2, 2), I64)] * 2, [np.empty((2, 2), I64)], [], [], UNSUPPORTED,
+                   "matmul does not support dtype INT64"),
+    "gemm_trans_value": ("gemm", [X, X], [Y], [2, 0], [1.0, 1.0], InvalidArgumentError, "trans_a is 2"),
+    "gemm_rank": ("gemm", [np.ones(3, F32), X], [Y], [0, 0], [1.0, 1.0], InvalidArgumentError, "must both have rank 2"),
+    "gemm_k": ("gemm", [X, X], [np.empty((2, 3), F32)], [0, 0], [1.0, 1.0], InvalidArgumentError,
+               "op\\(A\\) has K = 3 but op\\(B\\) has K = 2"),
+    "gemm_c_shape": ("gemm", [X, np.ones((3, 2), F32), np.ones((3,), F32)], [np.empty((2, 2), F32)], [0, 0],
+                     [1.0, 1.0], InvalidArgumentError, r"C dims \[3\] do not broadcast to \[2, 2\]"),
+    "softmax_axis": ("softmax", [X], [Y], [2], [], InvalidArgumentError, "axis 2 is out of range for rank 2"),
+    "softmax_negative_axis": ("softmax", [X], [Y], [-1], [], InvalidArgumentError, "axis -1 is out of range"),
+    "layer_norm_scale": ("layer_norm", [X, np.ones(2, F32)], [Y], [1], [1e-5], InvalidArgumentError,
+                         r"Scale dims \[2\] do not broadcast to the normalized dims \[3\]"),
+    "layer_norm_epsilon": ("layer_norm", [X, np.ones(3, F32)], [Y], [1], [-1.0], InvalidArgumentError, "epsilon"),
+    "reduce_unknown_op": ("reduce", [X, np.array([1], I64)], [np.empty(2, F32)], [7], [], InvalidArgumentError,
+                          "unknown reduce op 7"),
+    "reduce_axis_range": ("reduce", [X, np.array([2], I64)], [np.empty(2, F32)], [0], [], InvalidArgumentError,
+                          "axis 2 is out of range"),
+    "reduce_axis_twice": ("reduce", [X, np.array([1, 1], I64)], [np.empty(2, F32)], [0], [], InvalidArgumentError,
+                          "axis 1 is listed twice"),
+    "reduce_axes_dtype": ("reduce", [X, np.array([1], I32)], [np.empty(2, F32)], [0], [], UNSUPPORTED,
+                          "axes.* expected INT64"),
+    "reduce_output_rank": ("reduce", [X, np.array([1], I64)], [np.empty((1, 1, 1), F32)], [0], [],
+                           InvalidArgumentError, "output 0 has rank 3, expected 2 \\(keepdims\\) or 1"),
+    "reduce_mean_int": ("reduce", [np.ones((2, 3), I64), np.array([1], I64)], [np.empty(2, I64)],
+                        [REDUCE["MEAN"]], [], UNSUPPORTED, "reduce op MEAN does not support dtype INT64"),
+    "transpose_not_perm": ("transpose", [X, np.array([0, 0], I64)], [Y], [], [], InvalidArgumentError,
+                           r"perm \[0, 0\] is not a permutation"),
+    "transpose_perm_length": ("transpose", [X, np.array([0], I64)], [Y], [], [], InvalidArgumentError,
+                              "perm has 1 entries for input rank 2"),
+    "concat_mismatch": ("concat", [X, np.ones((2, 4), F32)], [np.empty((4, 3), F32)], [0], [], InvalidArgumentError,
+                        r"input 1 dims \[2, 4\] differ from input 0 dims \[2, 3\] outside axis 0"),
+    "concat_dtype": ("concat", [X, np.ones((2, 3), I64)], [np.empty((4, 3), F32)], [0], [], InvalidArgumentError,
+                     "input 1 has dtype INT64"),
+    "slice_zero_step": ("slice", [X, np.array([0, 0], I64), np.array([1, 0], I64)], [Y], [], [], InvalidArgumentError,
+                        "step is 0 on axis 1"),
+    "slice_out_of_range": ("slice", [X, np.array([0, 2], I64), np.array([1, 1], I64)], [Y], [], [],
+                           InvalidArgumentError, "start 2, step 1 and count 3 on axis 1 leave the input dim 3"),
+    "slice_start_length": ("slice", [X, np.array([0], I64), np.array([1, 1], I64)], [Y], [], [],
+                           InvalidArgumentError, "starts and steps have 1 and 2 entries for input rank 2"),
+    "gather_index_range": ("gather", [X, np.array([2], I64)], [np.empty((1, 3), F32)], [0], [], InvalidArgumentError,
+                           "index 2 at position 0 is out of range for axis 0 of size 2"),
+    "gather_negative_range": ("gather", [X, np.array([-3], I32)], [np.empty((1, 3), F32)], [0], [],
+                              InvalidArgumentError, "index -3 .* out of range"),
+    "gather_index_dtype": ("gather", [X, np.array([1], F32)], [np.empty((1, 3), F32)], [0], [], UNSUPPORTED,
+                           "indices.* expected INT32 or INT64"),
+    "expand_not_broadcast": ("expand", [np.ones((2,), F32)], [Y], [], [], InvalidArgumentError,
+                             r"input dims \[2\] do not broadcast to output dims \[2, 3\]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERROR_CASES))
+def test_error_paths(state, case):
+    kernel, inputs, outputs, ints, floats, exc, message = ERROR_CASES[case]
+    with pytest.raises(RuntimeError if exc is UNSUPPORTED else exc,
+                       match=rf"^hipdnn_ep_kernel_{kernel}: .*{message}") as info:
+        call_raw(state, kernel, inputs, outputs, ints, floats)
+    if exc is UNSUPPORTED:
+        assert not isinstance(info.value, InvalidArgumentError)
+
+
+def test_gather_checks_every_index_before_writing(state):
+    out = np.full((2, 3), 5.0, F32)
+    with pytest.raises(InvalidArgumentError, match="index 9 at position 1"):
+        call_raw(state, "gather", [X, np.array([0, 9], I64)], [out], [0])
+    assert np.all(out == 5.0)
+
+
+# ---------------------------------------------------------------- the raw C ABI (ctypes)
+
+_CTYPES = {"uint64_t": ctypes.c_uint64, "int64_t": ctypes.c_int64, "int32_t": ctypes.c_int32,
+           "uint32_t": ctypes.c_uint32}
+
+
+def _struct(name):
+    """A ctypes Structure with the manifest's layout of struct `name` (pointers as void*)."""
+    spec = next(s for s in MANIFEST["structs"] if s["name"] == name)
+    fields = [(f["name"], ctypes.c_void_p if f["type"].endswith("*") else _CTYPES[f["type"]]) for f in spec["fields"]]
+    cls = type(name, (ctypes.Structure,), {"_fields_": fields})
+    assert ctypes.sizeof(cls) == spec["size"]
+    for f in spec["fields"]:
+        assert getattr(cls, f["name"]).offset == f["offset"]
+    return cls
+
+
+class RawAbi:
+    TensorRef = _struct("hipdnn_ep_tensor_ref_t")
+    Args = _struct("hipdnn_ep_kernel_args_t")
+
+    def __init__(self):
+        lib = ctypes.CDLL(rt.library_path())
+        lib.hipdnn_ep_last_error.restype = ctypes.c_char_p
+        lib.hipdnn_ep_state_create.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+        lib.hipdnn_ep_state_destroy.argtypes = [ctypes.c_void_p]
+        self.lib = lib
+        self.keep = []
+
+    def kernel(self, name):
+        fn = getattr(self.lib, "hipdnn_ep_kernel_" + name)
+        fn.restype = ctypes.c_int32
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        return fn
+
+    def ref(self, array, dtype_code=None, rank=None, dims=None, data="array"):
+        dims_arr = (ctypes.c_int64 * max(array.ndim, 1))(*(dims if dims is not None else array.shape))
+        self.keep += [array, dims_arr]
+        return self.TensorRef(array.ctypes.data if data == "array" else data, ctypes.addressof(dims_arr),
+                              array.ndim if rank is None else rank,
+                              DTYPE["FLOAT32"] if dtype_code is None else dtype_code)
+
+    def args(self, in_refs, out_refs, ints=(), floats=(), **override):
+        """Address of a kernel args struct; keyword arguments overwrite its fields."""
+        ins = (self.TensorRef * max(len(in_refs), 1))(*in_refs)
+        outs = (self.TensorRef * max(len(out_refs), 1))(*out_refs)
+        ia = (ctypes.c_int64 * max(len(ints), 1))(*ints)
+        fa = (ctypes.c_double * max(len(floats), 1))(*floats)
+        self.keep += [ins, outs, ia, fa]
+        a = self.Args(ctypes.sizeof(self.Args), ctypes.addressof(ins), ctypes.addressof(outs), ctypes.addressof(ia),
+                      ctypes.addressof(fa), len(in_refs), len(out_refs), len(ints), len(floats))
+        for k, v in override.items():
+            setattr(a, k, v)
+        self.keep.append(a)
+        return ctypes.addressof(a)
+
+
+@pytest.fixture()
+def raw():
+    abi = RawAbi()
+    ptr = ctypes.c_void_p()
+    assert abi.lib.hipdnn_ep_state_create(None, ctypes.byref(ptr)) == STATUS["OK"]
+    abi.state = ptr.value
+    yield abi
+    abi.lib.hipdnn_ep_state_destroy(ptr)
+
+
+def _expect(raw, rc, status, message):
+    assert rc == STATUS[status]
+    text = raw.lib.hipdnn_ep_last_error().decode()
+    assert text.startswith("hipdnn_ep_kernel_unary: ") and message in text, text
+
+
+def _unary_args(raw, x_ref=None, y_ref=None, **override):
+    x = np.ones((2, 3), F32)
+    y = np.empty((2, 3), F32)
+    return raw.args([x_ref or raw.ref(x)], [y_ref or raw.ref(y)], [UNARY["NEG"]], **override)
+
+
+def test_raw_good_call_works(raw):
+    x = -np.arange(6, dtype=F32).reshape(2, 3)
+    y = np.empty_like(x)
+    args = raw.args([raw.ref(x)], [raw.ref(y)], [UNARY["NEG"]])
+    assert raw.kernel("unary")(raw.state, args) == STATUS["OK"]
+    np.testing.assert_array_equal(y, -x)
+
+
+def test_raw_null_args_and_state(raw):
+    _expect(raw, raw.kernel("unary")(raw.state, None), "INVALID_ARGUMENT", "args is NULL")
+    _expect(raw, raw.kernel("unary")(None, _unary_args(raw)), "INVALID_ARGUMENT", "state is NULL")
+
+
+def test_raw_short_struct(raw):
+    rc = raw.kernel("unary")(raw.state, _unary_args(raw, struct_size=8))
+    _expect(raw, rc, "INVALID_ARGUMENT", "struct_size is 8, expected at least 56")
+
+
+@pytest.mark.parametrize("field,message", [("inputs", "inputs is NULL"), ("outputs", "outputs is NULL"),
+                                           ("int_attrs", "int_attrs is NULL")])
+def test_raw_null_arrays(raw, field, message):
+    _expect(raw, raw.kernel("unary")(raw.state, _unary_args(raw, **{field: None})), "INVALID_ARGUMENT", message)
+
+
+def test_raw_null_float_attrs(raw):
+    x = np.ones((2, 3), F32)
+    args = raw.args([raw.ref(x), raw.ref(np.ones(3, F32))], [raw.ref(np.empty((2, 3), F32))], [1], [1e-5],
+                    float_attrs=None)
+    rc = raw.kernel("layer_norm")(raw.state, args)
+    assert rc == STATUS["INVALID_ARGUMENT"]
+    assert raw.lib.hipdnn_ep_last_error().decode() == "hipdnn_ep_kernel_layer_norm: float_attrs is NULL"
+
+
+def test_raw_bad_tensor_refs(raw):
+    x = np.ones((2, 3), F32)
+    unary = raw.kernel("unary")
+    _expect(raw, unary(raw.state, _unary_args(raw, x_ref=raw.ref(x, data=None))), "INVALID_ARGUMENT",
+            "input 0 has [2, 3] elements but data is NULL")
+    _expect(raw, unary(raw.state, _unary_args(raw, x_ref=raw.ref(x, data=None, rank=-1))), "INVALID_ARGUMENT",
+            "input 0 is absent but required")
+    _expect(raw, unary(raw.state, _unary_args(raw, x_ref=raw.ref(x, dims=[2, -3]))), "INVALID_ARGUMENT",
+            "input 0 has negative dim -3 at axis 1")
+    _expect(raw, unary(raw.state, _unary_args(raw, x_ref=raw.ref(x, rank=1000))), "INVALID_ARGUMENT",
+            "input 0 has rank 1000")
+    _expect(raw, unary(raw.state, _unary_args(raw, y_ref=raw.ref(x, dtype_code=42))), "UNSUPPORTED",
+            "output 0 has unknown dtype 42")
+    _expect(raw, unary(raw.state, _unary_args(raw, x_ref=raw.ref(x, dims=[1 << 62, 8]))), "INVALID_ARGUMENT",
+            "overflow")
+    bad_dims = raw.TensorRef(x.ctypes.data, None, 2, DTYPE["FLOAT32"])
+    _expect(raw, unary(raw.state, _unary_args(raw, x_ref=bad_dims)), "INVALID_ARGUMENT", "dims is NULL")
+
+
+def test_raw_empty_tensor_may_have_null_data(raw):
+    x = np.ones((0, 3), F32)
+    args = raw.args([raw.ref(x, data=None)], [raw.ref(x, data=None)], [UNARY["NEG"]])
+    assert raw.kernel("unary")(raw.state, args) == STATUS["OK"]
