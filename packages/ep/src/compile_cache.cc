@@ -58,7 +58,8 @@ std::string CacheKey::Describe() const {
 
 std::string CacheKey::Digest() const { return Sha256Hex(Describe()); }
 
-CompileCache::CompileCache(std::string dir) : dir_(dir.empty() ? DefaultCacheDir() : std::move(dir)) {
+CompileCache::CompileCache(std::string dir)
+    : dir_(fs::absolute(dir.empty() ? DefaultCacheDir() : std::move(dir)).string()) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw EpError("hipdnn-ep: cannot create the compile cache directory " + dir_ + ": " + ec.message());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ep_utils.h"
+#include "runtime_api.h"
 
 extern char** environ;
 
@@ -38,6 +39,9 @@ ProcessResult RunProcess(const std::vector<std::string>& args, const std::string
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  // `python -m` puts the working directory first on sys.path: run from "/"
+  // so that a folder named like the compiler in the user's cwd cannot shadow it.
+  posix_spawn_file_actions_addchdir_np(&fa, "/");
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -114,21 +118,46 @@ std::string SelfExe() {
 
 std::string Tail(const std::string& s, size_t n = 4000) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
 
+// The interpreter of the Python environment this plugin is installed in:
+// the plugin lives in <prefix>/lib/pythonX.Y/site-packages/hipdnn_ep/, and
+// hipdnn-ep-compiler, a dependency of the same wheel, is installed beside it.
+std::string PythonOfOwnEnvironment() {
+  namespace fs = std::filesystem;
+  fs::path pkg = PluginDirectory();
+  if (pkg.empty()) return {};
+  fs::path site = pkg.parent_path();       // site-packages (or dist-packages)
+  fs::path pyver = site.parent_path();     // pythonX.Y (or python3)
+  fs::path lib = pyver.parent_path();      // lib or lib64
+  if (pyver.filename().string().rfind("python", 0) != 0 || lib.filename().string().rfind("lib", 0) != 0) return {};
+  fs::path bin = lib.parent_path() / "bin";
+  for (const fs::path& exe : {bin / pyver.filename(), bin / "python3", bin / "python"}) {
+    if (access(exe.c_str(), X_OK) == 0) return exe.string();
+  }
+  return {};
+}
+
 }  // namespace
 
 // Interpreter choice, in this order:
 //  1. the EP option compiler_python: the user said so explicitly;
-//  2. the running interpreter (/proc/self/exe) when the host is Python: it is
-//     the environment hipdnn-ep was installed into, so its compiler
-//     dependency is importable there, whatever PATH says;
-//  3. python3 on PATH, for hosts that are not Python (C/C++ applications).
-// The executable is checked to be a Python whose basename starts with
-// "python" only in case 2, where an embedding application could otherwise be
-// mistaken for an interpreter.
+//  2. the interpreter of the environment hipdnn-ep is installed in (derived
+//     from the plugin's own path): hipdnn-ep-compiler is a dependency of the
+//     same wheel, so it is importable there, whatever PATH says and whether
+//     or not the host is Python;
+//  3. the running interpreter (/proc/self/exe) when the host is Python.  Not
+//     first: the kernel resolves the venv's python symlink to the base
+//     interpreter, which does not see the venv's packages;
+//  4. python3 on PATH.
 CompileClient::CompileClient(std::string python_option) {
   if (!python_option.empty()) {
     python_ = std::move(python_option);
     python_reason_ = "EP option compiler_python";
+    return;
+  }
+  std::string own = PythonOfOwnEnvironment();
+  if (!own.empty()) {
+    python_ = own;
+    python_reason_ = "the Python environment hipdnn-ep is installed in";
     return;
   }
   std::string self = SelfExe();
@@ -138,7 +167,7 @@ CompileClient::CompileClient(std::string python_option) {
     return;
   }
   python_ = "python3";
-  python_reason_ = "python3 on PATH (the host is not a Python interpreter)";
+  python_reason_ = "python3 on PATH";
 }
 
 json::Value CompileClient::Call(const std::string& request) const {
