@@ -44,6 +44,16 @@ std::string SingleSharedObject(const fs::path& dir) {
 }  // namespace
 
 std::string DefaultCacheDir() {
+  // The one environment variable of the EP (for CI and demos that cannot
+  // pass session options); the option cache_dir still wins.
+  const char* env = getenv("HIPDNN_EP_CACHE_DIR");
+  if (env && *env) {
+    if (!fs::path(env).is_absolute()) {
+      throw EpError(std::string("hipdnn-ep: HIPDNN_EP_CACHE_DIR must be an absolute path, got '") + env + "'",
+                    ORT_INVALID_ARGUMENT);
+    }
+    return env;
+  }
   const char* xdg = getenv("XDG_CACHE_HOME");
   if (xdg && *xdg) return (fs::path(xdg) / "hipdnn-ep").string();
   const char* home = getenv("HOME");

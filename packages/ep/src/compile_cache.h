@@ -46,7 +46,8 @@ class CompileCache {
   std::string dir_;
 };
 
-// $XDG_CACHE_HOME/hipdnn-ep, else $HOME/.cache/hipdnn-ep.
+// $HIPDNN_EP_CACHE_DIR (absolute), else $XDG_CACHE_HOME/hipdnn-ep, else
+// $HOME/.cache/hipdnn-ep.
 std::string DefaultCacheDir();
 
 }  // namespace hipdnn_ep

@@ -15,8 +15,8 @@ constexpr const char* kDeviceId = "device_id";
 // Python interpreter that runs the compiler (see compile_client.cc for the
 // order in which it is chosen).
 constexpr const char* kCompilerPython = "compiler_python";
-// Directory of the on-disk compile cache (default: $XDG_CACHE_HOME/hipdnn-ep
-// or ~/.cache/hipdnn-ep).
+// Directory of the on-disk compile cache (default: $HIPDNN_EP_CACHE_DIR, else
+// $XDG_CACHE_HOME/hipdnn-ep, else ~/.cache/hipdnn-ep).
 constexpr const char* kCacheDir = "cache_dir";
 // "0" disables the compile cache (every session compiles again).
 constexpr const char* kCacheEnable = "cache_enable";

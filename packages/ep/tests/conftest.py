@@ -10,10 +10,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import hipdnn_ep
 import onnxruntime as ort
 import pytest
-
-import hipdnn_ep
 
 TESTS = Path(__file__).resolve().parent
 FAKES = TESTS / "fakes"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import Env, make_session
 from hipdnn_ep.cli import abi_verdict, main
 from models import elementwise
@@ -18,7 +17,8 @@ def _options(env: Env) -> list[str]:
     return [a for k, v in env.options.items() for a in ("--option", f"{k}={v}")]
 
 
-@pytest.mark.parametrize(("have", "verdict"), [((1, 1), "OK"), ((1, 4), "OK"), ((1, 0), "FAIL: runtime ABI 1.0 is older"),
+@pytest.mark.parametrize(("have", "verdict"), [((1, 1), "OK"), ((1, 4), "OK"),
+                                               ((1, 0), "FAIL: runtime ABI 1.0 is older"),
                                                ((2, 1), "FAIL: runtime ABI 2.1 has another major"),
                                                (None, "FAIL: no runtime ABI found")])
 def test_abi_verdict(have, verdict: str) -> None:

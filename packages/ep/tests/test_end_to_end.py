@@ -19,7 +19,6 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("hipdnn_ep_compiler") is None,
                        reason="hipdnn-ep-compiler is not installed"),

@@ -11,7 +11,6 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-
 from conftest import Env, make_session
 from models import elementwise, reference
 

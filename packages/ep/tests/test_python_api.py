@@ -6,10 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hipdnn_ep
 import onnxruntime as ort
 import pytest
-
-import hipdnn_ep
 from hipdnn_ep._library import find_library
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
-
 from conftest import Env, make_session
 from models import elementwise, reference, with_weights
 
@@ -59,7 +58,8 @@ def test_unsupported_node_falls_back_to_cpu(tmp_path: Path, ep_devices, env: Env
 
 def test_disabled_fallback_lists_each_unsupported_node(tmp_path: Path, ep_devices, env: Env) -> None:
     model = elementwise(tmp_path / "m.onnx", ["n", 4], middle="Sigmoid")
-    with pytest.raises(Exception, match=r"(?s)fallback is disabled.*node 'sig' \(Sigmoid\): operator Sigmoid is not supported"):
+    expected = r"(?s)fallback is disabled.*node 'sig' \(Sigmoid\): operator Sigmoid is not supported"
+    with pytest.raises(Exception, match=expected):
         make_session(model, ep_devices, env.options, NO_FALLBACK)
     assert env.compiles() == []
 
@@ -203,9 +203,8 @@ def test_missing_compiler(tmp_path: Path, ep_devices, env: Env) -> None:
 
 
 def test_compiler_error_reaches_the_user(tmp_path: Path, ep_devices, env: Env) -> None:
-    from onnx import TensorProto, helper
-
     from models import save
+    from onnx import TensorProto, helper
 
     # The double only compiles float weights: a double weight makes it fail with its own message.
     w = helper.make_tensor("w", TensorProto.DOUBLE, [4], [1.0, 2.0, 3.0, 4.0])

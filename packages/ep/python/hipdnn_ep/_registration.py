@@ -44,5 +44,5 @@ def register(ort_module: ModuleType | None = None, registration_name: str | None
         ort_module.register_execution_provider_library(name, get_library_path())
     devices = [d for d in ort_module.get_ep_devices() if d.ep_name == ep_name]
     if not devices:
-        raise RuntimeError(f"hipdnn-ep: the library registered but offers no device to ONNX Runtime")
+        raise RuntimeError("hipdnn-ep: the library registered but offers no device to ONNX Runtime")
     return devices

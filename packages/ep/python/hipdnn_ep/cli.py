@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ._library import get_ep_name, get_library_path
 
@@ -21,6 +22,9 @@ def _version(dist: str) -> str:
 
 def default_cache_dir() -> Path:
     """The compile cache's default location (as the plugin computes it)."""
+    env = os.environ.get("HIPDNN_EP_CACHE_DIR")
+    if env:
+        return Path(env)
     xdg = os.environ.get("XDG_CACHE_HOME")
     if xdg:
         return Path(xdg) / "hipdnn-ep"
@@ -150,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     got = ep_sess.run(names, feeds)
     want = cpu_sess.run(names, feeds)
     worst = 0.0
-    for name, g, w in zip(names, got, want):
+    for name, g, w in zip(names, got, want, strict=True):
         if g.shape != w.shape:
             print(f"{name}: shape {g.shape} on the EP, {w.shape} on ORT CPU")
             return 1

@@ -33,7 +33,6 @@ def compile_model(model_path: str, out_dir: str, backend: str) -> dict:
         if t.data_type != onnx.TensorProto.FLOAT:
             raise ValueError(f"fake compiler: initializer {t.name} is not float")
     args = [i.name for i in g.input] + list(inits)
-    index = {name: k for k, name in enumerate(args)}
     lines = ["#include <stdint.h>", "#include <string.h>", "#include <hipdnn_ep/runtime_abi.h>",
              "static _Thread_local int64_t out_dims[16][8];",
              "HIPDNN_EP_API int32_t hipdnn_ep_program_run(hipdnn_ep_state_t* s, const hipdnn_ep_tensor_ref_t* in,"
@@ -63,7 +62,8 @@ def compile_model(model_path: str, out_dir: str, backend: str) -> dict:
             lines.append(f"  hipdnn_ep_free(s, {v});")
     lines += ["  return 0;", "}"]
     def spec(vi):
-        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in vi.type.tensor_type.shape.dim]
+        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                for d in vi.type.tensor_type.shape.dim]
         return {"name": vi.name, "dtype": vi.type.tensor_type.elem_type, "dims": dims}
 
     meta = {"format": 1, "compiler": {"name": "hipdnn-ep-compiler", "version": __version__}, "backend": backend,
