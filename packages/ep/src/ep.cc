@@ -125,6 +125,29 @@ EpConfig EpConfig::FromSession(const OrtApi& ort, const OrtSessionOptions* so, c
   auto get = [&](const char* key, const std::string& fallback) {
     return GetSessionConfig(ort, so, prefix + key, fallback);
   };
+  // A misspelt option must not be silently ignored.
+  OrtKeyValuePairs* entries = nullptr;
+  ThrowIfError(ort, ort.GetSessionOptionsConfigEntries(so, &entries));
+  const char* const* keys = nullptr;
+  const char* const* values = nullptr;
+  size_t num = 0;
+  ort.GetKeyValuePairs(entries, &keys, &values, &num);
+  std::string unknown;
+  for (size_t i = 0; i < num; ++i) {
+    std::string key = keys[i];
+    if (key.rfind(prefix, 0) != 0) continue;
+    std::string name = key.substr(prefix.size());
+    bool known = false;
+    for (const char* k : options::kAllKeys) known = known || name == k;
+    if (!known) unknown += (unknown.empty() ? "" : ", ") + key;
+  }
+  ort.ReleaseKeyValuePairs(entries);
+  if (!unknown.empty()) {
+    std::string all;
+    for (const char* k : options::kAllKeys) all += (all.empty() ? "" : ", ") + std::string(k);
+    throw EpError("hipdnn-ep: unknown option(s) " + unknown + "; the options are: " + all, ORT_INVALID_ARGUMENT);
+  }
+
   EpConfig c;
   c.backend_name = get(options::kBackend, device_backend);
   if (c.backend_name == "cpu") c.backend = HIPDNN_EP_BACKEND_CPU;

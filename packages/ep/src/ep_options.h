@@ -29,6 +29,10 @@ constexpr const char* kMaxStates = "max_states";
 // (artifacts outside the compile cache).  Default "0": such models are refused.
 constexpr const char* kTrustEpContextCode = "trust_ep_context_code";
 
+// Every EP option key above; any other "ep.hipdnnep.*" key is refused.
+constexpr const char* kAllKeys[] = {kBackend,     kDeviceId,      kCompilerPython, kCacheDir,
+                                    kCacheEnable, kRuntimeLibrary, kMaxStates,     kTrustEpContextCode};
+
 // ORT's own session keys the EP reads.
 constexpr const char* kOrtContextEnable = "ep.context_enable";
 constexpr const char* kOrtContextFilePath = "ep.context_file_path";

@@ -216,6 +216,11 @@ def test_compiler_error_reaches_the_user(tmp_path: Path, ep_devices, env: Env) -
         make_session(model, ep_devices, env.options)
 
 
+def test_unknown_option_is_refused(tmp_path: Path, ep_devices, env: Env) -> None:
+    with pytest.raises(Exception, match=r"unknown option\(s\) ep.hipdnnep.cache_dri; the options are: backend"):
+        make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, dict(env.options, cache_dri="x"))
+
+
 @pytest.mark.parametrize(("key", "value"), [("backend", "tpu"), ("device_id", "-1"), ("cache_enable", "maybe"),
                                             ("max_states", "0")])
 def test_bad_option_values_are_refused(tmp_path: Path, ep_devices, env: Env, key: str, value: str) -> None:
