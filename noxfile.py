@@ -33,21 +33,25 @@ def _abi_tool(session: nox.Session, *args: str) -> None:
     session.run("python", "-m", "hipdnn_ep_abi", *args, env={"PYTHONPATH": str(ABI_DIR)})
 
 
-def _build_wheels(session: nox.Session, *names: str) -> None:
+def _build_wheels(session: nox.Session, *names: str) -> list[Path]:
     """Builds the named packages' wheels into dist/ (runtime first: the EP builds against it)."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "build"), "build")
     DIST.mkdir(exist_ok=True)
+    wheels = []
     for name in names:
-        for old in DIST.glob(f"{PACKAGES[name].replace('-', '_')}-*.whl"):
+        pattern = f"{PACKAGES[name].replace('-', '_')}-*.whl"
+        for old in DIST.glob(pattern):
             old.unlink()
         session.run("python", "-m", "build", "--wheel", "--outdir", str(DIST), str(ROOT / "packages" / name),
                     env={"PIP_FIND_LINKS": str(DIST), "UV_FIND_LINKS": str(DIST)})
+        wheels += DIST.glob(pattern)
+    return wheels
 
 
 def _install(session: nox.Session, *names: str) -> None:
-    """Builds and installs the named packages with their dependencies from dist/ and the index."""
-    _build_wheels(session, *names)
-    session.install("--find-links", str(DIST), *(PACKAGES[n] for n in names))
+    """Builds the named packages and installs exactly those wheels (never a same-named index package)."""
+    wheels = _build_wheels(session, *names)
+    session.install("--find-links", str(DIST), *map(str, wheels))
 
 
 @nox.session

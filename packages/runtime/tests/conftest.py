@@ -10,9 +10,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 import hipdnn_ep_runtime as rt
+import pytest
 
 
 @pytest.fixture

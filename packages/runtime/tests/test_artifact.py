@@ -6,10 +6,9 @@ import ctypes
 import threading
 from pathlib import Path
 
+import hipdnn_ep_runtime as rt
 import numpy as np
 import pytest
-
-import hipdnn_ep_runtime as rt
 from conftest import ArtifactFactory, FakeArtifact, good_metadata, manifest_hash
 
 RUNTIME = "{}.{}".format(*rt.abi_version())
@@ -155,7 +154,8 @@ def test_run_validates_inputs(make_artifact: ArtifactFactory, state: rt.State) -
         artifact.run(state, [x.astype(np.float64), w])
     with pytest.raises(rt.InvalidArgumentError, match="input 0 'x': rank 2 differs"):
         artifact.run(state, [x.reshape(2, 2), w])
-    with pytest.raises(rt.InvalidArgumentError, match=r"input 1 'w': dim 0 is 2 but the artifact was compiled for \[1\]"):
+    wrong_dim = r"input 1 'w': dim 0 is 2 but the artifact was compiled for \[1\]"
+    with pytest.raises(rt.InvalidArgumentError, match=wrong_dim):
         artifact.run(state, [x, np.zeros(2, np.float32)])
     with pytest.raises(rt.InvalidArgumentError, match="unsupported array element type"):
         artifact.run(state, [x.astype(np.complex64), w])

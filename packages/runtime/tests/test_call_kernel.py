@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
+import hipdnn_ep_runtime as rt
 import numpy as np
 import pytest
-
-import hipdnn_ep_runtime as rt
 from hipdnn_ep_runtime import _core
 
 KERNELS = [f["name"] for f in rt.abi_manifest()["functions"] if f["kind"] == "kernel"]
 BINARY_OPS = next(e for e in rt.abi_manifest()["enums"] if e["name"] == "hipdnn_ep_binary_op")["values"]
-
-
-def _exported(name: str) -> bool:
-    import ctypes
-
-    return hasattr(ctypes.CDLL(rt.library_path()), name)
 
 
 def test_unknown_kernel_name(state: rt.State) -> None:
@@ -23,17 +16,7 @@ def test_unknown_kernel_name(state: rt.State) -> None:
         _core.call_kernel(state, "hipdnn_ep_malloc", [], [], [], [])
 
 
-def test_manifest_kernel_missing_from_the_library_is_reported(state: rt.State) -> None:
-    missing = [k for k in KERNELS if not _exported(k)]
-    if not missing:
-        pytest.skip("every manifest kernel is exported by this build")
-    with pytest.raises(rt.NotFoundError, match=f"does not export {missing[0]}"):
-        _core.call_kernel(state, missing[0], [], [], [], [])
-
-
 def test_binary_add_through_call_kernel(state: rt.State) -> None:
-    if not _exported("hipdnn_ep_kernel_binary"):
-        pytest.skip("hipdnn_ep_kernel_binary is not built into this runtime yet")
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.array([10, 20, 30], dtype=np.float32)
     c = np.zeros((2, 3), np.float32)

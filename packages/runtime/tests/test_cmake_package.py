@@ -6,9 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import hipdnn_ep_runtime as rt
+import pytest
 
 CONSUMER_CMAKE = """
 cmake_minimum_required(VERSION 3.26)

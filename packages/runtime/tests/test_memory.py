@@ -5,9 +5,8 @@ from __future__ import annotations
 import ctypes
 import re
 
-import pytest
-
 import hipdnn_ep_runtime as rt
+import pytest
 
 STATUS = rt.abi_manifest()["enums"][0]["values"]
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import ctypes
 
-import pytest
-
 import hipdnn_ep_runtime as rt
+import pytest
 
 
 @pytest.mark.parametrize("kind", ["host_scratch", "pool"])

@@ -6,9 +6,8 @@ import ctypes
 import random
 import threading
 
-import pytest
-
 import hipdnn_ep_runtime as rt
+import pytest
 
 
 def _check_invariants(state: rt.State, live: dict[int, tuple[int, int]], alignment: int) -> None:

@@ -1,0 +1,47 @@
+// Client of the compiler protocol (docs/compiler_protocol.md): runs
+// `PYTHON -m hipdnn_ep_compiler.protocol` with one JSON request on stdin and
+// reads one JSON response from stdout.
+#pragma once
+
+#include <set>
+#include <string>
+#include <utility>
+
+#include "json.h"
+
+namespace hipdnn_ep {
+
+constexpr int kCompilerProtocolVersion = 1;
+
+struct CompilerCapabilities {
+  std::string name;
+  std::string version;
+  // (domain, op_type) pairs the compiler lowers; "" is the ONNX domain.
+  std::set<std::pair<std::string, std::string>> ops;
+};
+
+struct CompileResult {
+  std::string artifact;   // path of the artifact shared object
+  json::Value metadata;   // the artifact's metadata as the compiler reports it
+};
+
+class CompileClient {
+ public:
+  // `python_option`: the EP option compiler_python ("" when not given).
+  explicit CompileClient(std::string python_option);
+
+  // The interpreter that runs the compiler, and why it was chosen.
+  const std::string& python() const { return python_; }
+  const std::string& python_reason() const { return python_reason_; }
+
+  CompilerCapabilities Capabilities() const;
+  CompileResult Compile(const std::string& model_path, const std::string& out_dir, const std::string& backend,
+                        const std::string& abi) const;
+
+ private:
+  json::Value Call(const std::string& request) const;
+  std::string python_;
+  std::string python_reason_;
+};
+
+}  // namespace hipdnn_ep

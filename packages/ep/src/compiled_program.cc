@@ -1,0 +1,214 @@
+#include "compiled_program.h"
+
+#include <cstring>
+
+#include "json.h"
+
+namespace hipdnn_ep {
+
+namespace {
+
+std::string DimsText(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  return s + "]";
+}
+
+ArgSpec SpecFromMetadata(const json::Value& v) {
+  ArgSpec a;
+  a.name = v["name"].string;
+  a.dtype = static_cast<int32_t>(v["dtype"].as_int());
+  if (v["dims"].is_array()) {
+    a.rank = static_cast<int32_t>(v["dims"].array.size());
+    for (const json::Value& d : v["dims"].array) a.dims.push_back(d.is_number() ? d.as_int() : -1);
+  }
+  return a;
+}
+
+// Frees runtime allocations made during one Compute, whatever happens.
+struct RunAllocations {
+  const RuntimeApi& rt;
+  hipdnn_ep_state_t* state;
+  std::vector<void*> ptrs;
+  ~RunAllocations() {
+    for (void* p : ptrs) rt.hipdnn_ep_free(state, p);
+    rt.hipdnn_ep_synchronize(state);
+  }
+};
+
+}  // namespace
+
+CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi> rt,
+                                 std::shared_ptr<StatePool> states, int32_t backend, const std::string& node_name,
+                                 const std::string& path, const SubgraphModel& model)
+    : OrtNodeComputeInfo{}, api_(api), rt_(std::move(rt)), states_(std::move(states)), backend_(backend),
+      node_name_(node_name), path_(path) {
+  ort_version_supported = ORT_API_VERSION;
+  CreateState = CreateStateImpl;
+  Compute = ComputeImpl;
+  ReleaseState = ReleaseStateImpl;
+
+  rt_->Check("hipdnn_ep_artifact_open", rt_->hipdnn_ep_artifact_open(path.c_str(), &artifact_));
+  const char* meta_text = rt_->hipdnn_ep_artifact_metadata(artifact_);
+  json::Value meta;
+  try {
+    meta = json::Parse(meta_text ? meta_text : "");
+  } catch (const std::exception& e) {
+    throw EpError("hipdnn-ep: artifact " + path + " has unreadable metadata: " + e.what());
+  }
+  for (const json::Value& v : meta["inputs"].array) args_.push_back(SpecFromMetadata(v));
+  for (const json::Value& v : meta["weights"].array) args_.push_back(SpecFromMetadata(v));
+  for (const json::Value& v : meta["outputs"].array) outputs_.push_back(v["name"].string);
+  if (outputs_.size() != model.outputs.size()) {
+    throw EpError("hipdnn-ep: artifact " + path + " has " + std::to_string(outputs_.size()) +
+                  " outputs, the fused node '" + node_name + "' has " + std::to_string(model.outputs.size()));
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (outputs_[i] != model.outputs[i]) {
+      throw EpError("hipdnn-ep: artifact output " + std::to_string(i) + " is '" + outputs_[i] +
+                    "', the fused node's is '" + model.outputs[i] + "'");
+    }
+  }
+  for (ArgSpec& a : args_) {
+    for (size_t k = 0; k < model.kernel_inputs.size(); ++k) {
+      if (model.kernel_inputs[k] == a.name) a.kernel_input = static_cast<int>(k);
+    }
+    if (a.kernel_input >= 0) continue;
+    const InitializerRef* init = nullptr;
+    for (const InitializerRef& r : model.initializers) {
+      if (r.name == a.name) init = &r;
+    }
+    if (init == nullptr) {
+      throw EpError("hipdnn-ep: artifact " + path + " needs '" + a.name +
+                    "', which is neither an input nor an initializer of the fused node '" + node_name + "'");
+    }
+    // ORT guarantees initializer memory only during Compile: keep a copy.
+    const char* p = static_cast<const char*>(init->data);
+    a.host_copy.assign(p, p + init->size);
+    a.host_dims = a.dims;
+  }
+}
+
+CompiledProgram::~CompiledProgram() {
+  if (artifact_) rt_->hipdnn_ep_artifact_close(artifact_);
+}
+
+OrtStatus* ORT_API_CALL CompiledProgram::CreateStateImpl(OrtNodeComputeInfo* this_ptr, OrtNodeComputeContext*,
+                                                         void** state) noexcept {
+  *state = this_ptr;  // all per-run state lives in Compute
+  return nullptr;
+}
+
+void ORT_API_CALL CompiledProgram::ReleaseStateImpl(OrtNodeComputeInfo*, void*) noexcept {}
+
+OrtStatus* ORT_API_CALL CompiledProgram::ComputeImpl(OrtNodeComputeInfo* this_ptr, void*,
+                                                     OrtKernelContext* kernel_context) noexcept {
+  auto* self = static_cast<CompiledProgram*>(this_ptr);
+  return Guard(self->api_.ort, [&] { self->Run(kernel_context); });
+}
+
+void CompiledProgram::Run(OrtKernelContext* ctx) {
+  const OrtApi& ort = api_.ort;
+  StatePool::Handle state = states_->Acquire();
+  RunAllocations allocs{*rt_, state->get(), {}};
+  const bool device_backend = backend_ != HIPDNN_EP_BACKEND_CPU;
+
+  std::vector<std::vector<int64_t>> dims(args_.size());
+  std::vector<hipdnn_ep_tensor_ref_t> inputs(args_.size());
+  for (size_t i = 0; i < args_.size(); ++i) {
+    const ArgSpec& a = args_[i];
+    const void* data = nullptr;
+    int32_t dtype = a.dtype;
+    bool on_host = true;
+    if (a.kernel_input >= 0) {
+      const OrtValue* v = nullptr;
+      ThrowIfError(ort, ort.KernelContext_GetInput(ctx, static_cast<size_t>(a.kernel_input), &v));
+      if (v == nullptr) throw EpError("hipdnn-ep: node '" + node_name_ + "': input '" + a.name + "' is missing");
+      OrtTensorTypeAndShapeInfo* info = nullptr;
+      ThrowIfError(ort, ort.GetTensorTypeAndShape(v, &info));
+      ONNXTensorElementDataType et;
+      size_t rank = 0;
+      OrtStatus* st = ort.GetTensorElementType(info, &et);
+      if (!st) st = ort.GetDimensionsCount(info, &rank);
+      if (!st) { dims[i].resize(rank); st = ort.GetDimensions(info, dims[i].data(), rank); }
+      ort.ReleaseTensorTypeAndShapeInfo(info);
+      ThrowIfError(ort, st);
+      dtype = static_cast<int32_t>(et);
+      ThrowIfError(ort, ort.GetTensorData(v, &data));
+      const OrtMemoryDevice* mem = api_.ep.Value_GetMemoryDevice(v);
+      on_host = mem == nullptr || api_.ep.MemoryDevice_GetDeviceType(mem) == OrtMemoryInfoDeviceType_CPU;
+    } else {
+      dims[i] = a.host_dims;
+      data = a.host_copy.data();
+    }
+    // ORT checks the model's inputs; these checks catch a model whose
+    // types changed after compilation (e.g. a stale EPContext artifact).
+    if (dtype != a.dtype) {
+      throw EpError("hipdnn-ep: node '" + node_name_ + "': input '" + a.name + "' has dtype " +
+                    std::to_string(dtype) + ", the artifact expects " + std::to_string(a.dtype),
+                    ORT_INVALID_ARGUMENT);
+    }
+    if (a.rank >= 0 && static_cast<size_t>(a.rank) != dims[i].size()) {
+      throw EpError("hipdnn-ep: node '" + node_name_ + "': input '" + a.name + "' has rank " +
+                    std::to_string(dims[i].size()) + " " + DimsText(dims[i]) + ", the artifact expects rank " +
+                    std::to_string(a.rank) + " " + DimsText(a.dims), ORT_INVALID_ARGUMENT);
+    }
+    for (size_t d = 0; a.rank >= 0 && d < a.dims.size(); ++d) {
+      if (a.dims[d] >= 0 && a.dims[d] != dims[i][d]) {
+        throw EpError("hipdnn-ep: node '" + node_name_ + "': input '" + a.name + "' has shape " +
+                      DimsText(dims[i]) + ", the artifact expects " + DimsText(a.dims), ORT_INVALID_ARGUMENT);
+      }
+    }
+    size_t bytes = ElementSize(dtype);
+    for (int64_t d : dims[i]) bytes *= static_cast<size_t>(d);
+    void* ptr = const_cast<void*>(data);
+    if (device_backend && on_host && bytes > 0) {
+      // Inputs produced by CPU nodes (or kept on the host) are staged.
+      rt_->Check("hipdnn_ep_malloc", rt_->hipdnn_ep_malloc(state->get(), bytes, &ptr));
+      allocs.ptrs.push_back(ptr);
+      rt_->Check("hipdnn_ep_memcpy",
+                 rt_->hipdnn_ep_memcpy(state->get(), ptr, data, bytes, HIPDNN_EP_MEMCPY_KIND_HOST_TO_DEVICE));
+    }
+    inputs[i] = {ptr, dims[i].data(), static_cast<int32_t>(dims[i].size()), dtype};
+  }
+
+  std::vector<hipdnn_ep_tensor_ref_t> outputs(outputs_.size(), hipdnn_ep_tensor_ref_t{nullptr, nullptr, -1, 0});
+  int32_t rc = rt_->hipdnn_ep_artifact_run(artifact_, state->get(), inputs.data(), outputs.data());
+  for (const hipdnn_ep_tensor_ref_t& o : outputs) {
+    if (o.data) allocs.ptrs.push_back(o.data);  // freed even if the run failed half-way
+  }
+  if (rc != HIPDNN_EP_STATUS_OK) {
+    throw EpError(rt_->Error(("running the artifact of node '" + node_name_ + "'").c_str(), rc));
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const hipdnn_ep_tensor_ref_t& o = outputs[i];
+    if (o.rank < 0) throw EpError("hipdnn-ep: node '" + node_name_ + "': the artifact produced no output " + outputs_[i]);
+    std::vector<int64_t> odims(o.dims, o.dims + o.rank);
+    OrtValue* out = nullptr;
+    ThrowIfError(ort, ort.KernelContext_GetOutput(ctx, i, odims.data(), odims.size(), &out));
+    OrtTensorTypeAndShapeInfo* oinfo = nullptr;
+    ThrowIfError(ort, ort.GetTensorTypeAndShape(out, &oinfo));
+    ONNXTensorElementDataType oet;
+    OrtStatus* st = ort.GetTensorElementType(oinfo, &oet);
+    ort.ReleaseTensorTypeAndShapeInfo(oinfo);
+    ThrowIfError(ort, st);
+    if (static_cast<int32_t>(oet) != o.dtype) {
+      throw EpError("hipdnn-ep: node '" + node_name_ + "': the artifact produced output '" + outputs_[i] +
+                    "' with dtype " + std::to_string(o.dtype) + ", the graph declares " + std::to_string(oet));
+    }
+    void* dst = nullptr;
+    ThrowIfError(ort, ort.GetTensorMutableData(out, &dst));
+    size_t bytes = ElementSize(o.dtype);
+    for (int64_t d : odims) bytes *= static_cast<size_t>(d);
+    if (bytes == 0) continue;
+    const OrtMemoryDevice* mem = api_.ep.Value_GetMemoryDevice(out);
+    bool dst_host = mem == nullptr || api_.ep.MemoryDevice_GetDeviceType(mem) == OrtMemoryInfoDeviceType_CPU;
+    int32_t kind = !device_backend ? HIPDNN_EP_MEMCPY_KIND_HOST_TO_HOST
+                   : dst_host      ? HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_HOST
+                                   : HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_DEVICE;
+    rt_->Check("hipdnn_ep_memcpy", rt_->hipdnn_ep_memcpy(state->get(), dst, o.data, bytes, kind));
+  }
+  rt_->Check("hipdnn_ep_synchronize", rt_->hipdnn_ep_synchronize(state->get()));
+}
+
+}  // namespace hipdnn_ep

@@ -1,0 +1,533 @@
+#include "ep.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "compiled_program.h"
+#include "ep_context.h"
+#include "ep_factory.h"
+#include "ep_options.h"
+#include "onnx_writer.h"
+#include "partition.h"
+#include "sha256.h"
+
+namespace hipdnn_ep {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool ParseBool(const std::string& key, const std::string& v) {
+  if (v == "1" || v == "true" || v == "True") return true;
+  if (v == "0" || v == "false" || v == "False" || v.empty()) return false;
+  throw EpError("hipdnn-ep: option " + key + " must be 0 or 1, got '" + v + "'", ORT_INVALID_ARGUMENT);
+}
+
+int64_t ParseInt(const std::string& key, const std::string& v, int64_t lo) {
+  try {
+    size_t used = 0;
+    int64_t x = std::stoll(v, &used);
+    if (used == v.size() && x >= lo) return x;
+  } catch (const std::exception&) {
+  }
+  throw EpError("hipdnn-ep: option " + key + " must be an integer >= " + std::to_string(lo) + ", got '" + v + "'",
+                ORT_INVALID_ARGUMENT);
+}
+
+void Log(const OrtApi& ort, const OrtLogger& logger, OrtLoggingLevel level, const std::string& msg) {
+  OrtStatus* st = ort.Logger_LogMessage(&logger, level, msg.c_str(), ORT_FILE, __LINE__, "HipdnnEp");
+  if (st) ort.ReleaseStatus(st);
+}
+
+const std::map<int32_t, const char*>& RuntimeDtypes() {
+  static const std::map<int32_t, const char*> kDtypes = {
+      {HIPDNN_EP_DTYPE_FLOAT32, "float32"}, {HIPDNN_EP_DTYPE_UINT8, "uint8"}, {HIPDNN_EP_DTYPE_INT8, "int8"},
+      {HIPDNN_EP_DTYPE_INT32, "int32"},     {HIPDNN_EP_DTYPE_INT64, "int64"}, {HIPDNN_EP_DTYPE_BOOL, "bool"},
+      {HIPDNN_EP_DTYPE_FLOAT16, "float16"}, {HIPDNN_EP_DTYPE_FLOAT64, "float64"}};
+  return kDtypes;
+}
+
+// Identifies a node across the OrtGraph views of GetCapability and Compile:
+// its first output name, unique in a graph.
+std::string NodeKey(const OrtApi& ort, const OrtNode* node) {
+  size_t n = 0;
+  ThrowIfError(ort, ort.Node_GetNumOutputs(node, &n));
+  std::vector<const OrtValueInfo*> outs(n);
+  if (n) ThrowIfError(ort, ort.Node_GetOutputs(node, outs.data(), n));
+  const char* name = nullptr;
+  if (n && outs[0]) ThrowIfError(ort, ort.GetValueInfoName(outs[0], &name));
+  return name ? name : "";
+}
+
+constexpr const char* kEpContextOp = "EPContext";
+constexpr const char* kMsDomain = "com.microsoft";
+
+// Attribute `name` of `node` as a string/int; nullopt-like fallbacks when absent.
+bool ReadStringAttr(const OrtApi& ort, const OrtNode* node, const char* name, std::string* out) {
+  const OrtOpAttr* attr = nullptr;
+  OrtStatus* st = ort.Node_GetAttributeByName(node, name, &attr);
+  if (st) { ort.ReleaseStatus(st); return false; }
+  if (!attr) return false;
+  size_t n = 0;
+  st = ort.ReadOpAttr(attr, ORT_OP_ATTR_STRING, nullptr, 0, &n);
+  if (st) ort.ReleaseStatus(st);
+  out->assign(n, '\0');
+  if (n) ThrowIfError(ort, ort.ReadOpAttr(attr, ORT_OP_ATTR_STRING, out->data(), n, &n));
+  return true;
+}
+
+int64_t ReadIntAttr(const OrtApi& ort, const OrtNode* node, const char* name, int64_t fallback) {
+  const OrtOpAttr* attr = nullptr;
+  OrtStatus* st = ort.Node_GetAttributeByName(node, name, &attr);
+  if (st) { ort.ReleaseStatus(st); return fallback; }
+  if (!attr) return fallback;
+  int64_t v = fallback;
+  size_t n = 0;
+  ThrowIfError(ort, ort.ReadOpAttr(attr, ORT_OP_ATTR_INT, &v, sizeof v, &n));
+  return v;
+}
+
+// True for an EPContext node this EP wrote (attribute source == kEpName).
+bool IsOurEpContextNode(const OrtApi& ort, const OrtNode* node) {
+  const char *op = nullptr, *domain = nullptr;
+  ThrowIfError(ort, ort.Node_GetOperatorType(node, &op));
+  ThrowIfError(ort, ort.Node_GetDomain(node, &domain));
+  if (std::string(op) != kEpContextOp || std::string(domain ? domain : "") != kMsDomain) return false;
+  std::string source;
+  return ReadStringAttr(ort, node, "source", &source) && source == kEpName;
+}
+
+std::string ReadBinaryFile(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) throw EpError("hipdnn-ep: cannot read " + p.string());
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+std::string ModelPath(const OrtApi& ort, const OrtGraph* graph) {
+  const ORTCHAR_T* path = nullptr;
+  ThrowIfError(ort, ort.Graph_GetModelPath(graph, &path));
+  return path ? std::string(path) : std::string();
+}
+
+}  // namespace
+
+EpConfig EpConfig::FromSession(const OrtApi& ort, const OrtSessionOptions* so, const std::string& device_backend,
+                               const std::string& device_id) {
+  const std::string prefix = "ep." + Lower(kEpName) + ".";
+  auto get = [&](const char* key, const std::string& fallback) {
+    return GetSessionConfig(ort, so, prefix + key, fallback);
+  };
+  // A misspelt option must not be silently ignored.
+  OrtKeyValuePairs* entries = nullptr;
+  ThrowIfError(ort, ort.GetSessionOptionsConfigEntries(so, &entries));
+  const char* const* keys = nullptr;
+  const char* const* values = nullptr;
+  size_t num = 0;
+  ort.GetKeyValuePairs(entries, &keys, &values, &num);
+  std::string unknown;
+  for (size_t i = 0; i < num; ++i) {
+    std::string key = keys[i];
+    if (key.rfind(prefix, 0) != 0) continue;
+    std::string name = key.substr(prefix.size());
+    bool known = false;
+    for (const char* k : options::kAllKeys) known = known || name == k;
+    if (!known) unknown += (unknown.empty() ? "" : ", ") + key;
+  }
+  ort.ReleaseKeyValuePairs(entries);
+  if (!unknown.empty()) {
+    std::string all;
+    for (const char* k : options::kAllKeys) all += (all.empty() ? "" : ", ") + std::string(k);
+    throw EpError("hipdnn-ep: unknown option(s) " + unknown + "; the options are: " + all, ORT_INVALID_ARGUMENT);
+  }
+
+  EpConfig c;
+  c.backend_name = get(options::kBackend, device_backend);
+  if (c.backend_name == "cpu") c.backend = HIPDNN_EP_BACKEND_CPU;
+  else if (c.backend_name == "cuda") c.backend = HIPDNN_EP_BACKEND_CUDA;
+  else if (c.backend_name == "hip") c.backend = HIPDNN_EP_BACKEND_HIP;
+  else {
+    throw EpError("hipdnn-ep: option " + prefix + options::kBackend + " must be cpu, cuda or hip, got '" +
+                  c.backend_name + "'", ORT_INVALID_ARGUMENT);
+  }
+  c.device_id = static_cast<int32_t>(ParseInt(prefix + options::kDeviceId, get(options::kDeviceId, device_id), 0));
+  c.compiler_python = get(options::kCompilerPython, "");
+  c.cache_dir = get(options::kCacheDir, "");
+  c.cache_enable = ParseBool(prefix + options::kCacheEnable, get(options::kCacheEnable, "1"));
+  c.runtime_library = get(options::kRuntimeLibrary, "");
+  c.max_states = static_cast<size_t>(ParseInt(prefix + options::kMaxStates, get(options::kMaxStates, "4"), 1));
+  c.trust_ep_context_code =
+      ParseBool(prefix + options::kTrustEpContextCode, get(options::kTrustEpContextCode, "0"));
+  c.context_enable = ParseBool(options::kOrtContextEnable, GetSessionConfig(ort, so, options::kOrtContextEnable, "0"));
+  c.context_file_path = GetSessionConfig(ort, so, options::kOrtContextFilePath, "");
+  c.context_embed = ParseBool(options::kOrtContextEmbedMode, GetSessionConfig(ort, so, options::kOrtContextEmbedMode, "0"));
+  c.disable_cpu_fallback =
+      ParseBool(options::kOrtDisableCpuFallback, GetSessionConfig(ort, so, options::kOrtDisableCpuFallback, "0"));
+  return c;
+}
+
+HipdnnEp::HipdnnEp(HipdnnEpFactory& factory, EpConfig config, const OrtLogger& logger)
+    : OrtEp{}, ApiPtrs(factory), factory_(factory), config_(std::move(config)), logger_(logger),
+      client_(config_.compiler_python) {
+  ort_version_supported = ORT_API_VERSION;
+  GetName = GetNameImpl;
+  GetCapability = GetCapabilityImpl;
+  Compile = CompileImpl;
+  ReleaseNodeComputeInfos = ReleaseNodeComputeInfosImpl;
+  GetCompiledModelCompatibilityInfo = GetCompiledModelCompatibilityInfoImpl;
+  cache_ = std::make_unique<CompileCache>(config_.cache_dir);
+  Log(ort, logger_, ORT_LOGGING_LEVEL_INFO,
+      "hipdnn-ep: backend " + config_.backend_name + ", compiler " + client_.python() + " (" +
+          client_.python_reason() + "), cache " + (config_.cache_enable ? cache_->dir() : std::string("disabled")));
+}
+
+HipdnnEp::~HipdnnEp() {
+  if (!private_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(private_dir_, ec);  // loaded artifacts stay mapped after unlink
+  }
+}
+
+const char* ORT_API_CALL HipdnnEp::GetNameImpl(const OrtEp*) noexcept { return kEpName; }
+
+std::string HipdnnEp::Unsupported(const OrtNode* node, const CompilerCapabilities* caps,
+                                  const std::string& caps_error) {
+  const char *op = nullptr, *domain = nullptr;
+  ThrowIfError(ort, ort.Node_GetOperatorType(node, &op));
+  ThrowIfError(ort, ort.Node_GetDomain(node, &domain));
+  std::string d = domain ? domain : "";
+  if (caps == nullptr) return "the compiler is unavailable: " + caps_error;
+  if (caps->ops.count({d, op}) == 0) {
+    return "operator " + (d.empty() ? std::string() : d + ":") + op + " is not supported by " + caps->name + " " +
+           caps->version;
+  }
+  size_t num_subgraphs = 0;
+  ThrowIfError(ort, ort.Node_GetNumSubgraphs(node, &num_subgraphs));
+  if (num_subgraphs > 0) return "nodes with subgraphs are not supported";
+  for (int side = 0; side < 2; ++side) {
+    size_t n = 0;
+    ThrowIfError(ort, side == 0 ? ort.Node_GetNumInputs(node, &n) : ort.Node_GetNumOutputs(node, &n));
+    std::vector<const OrtValueInfo*> values(n);
+    if (n) ThrowIfError(ort, side == 0 ? ort.Node_GetInputs(node, values.data(), n) : ort.Node_GetOutputs(node, values.data(), n));
+    for (const OrtValueInfo* vi : values) {
+      if (vi == nullptr) continue;  // absent optional input
+      const char* name = nullptr;
+      ThrowIfError(ort, ort.GetValueInfoName(vi, &name));
+      const OrtTypeInfo* type_info = nullptr;
+      ThrowIfError(ort, ort.GetValueInfoTypeInfo(vi, &type_info));
+      ONNXType onnx_type;
+      ThrowIfError(ort, ort.GetOnnxTypeFromTypeInfo(type_info, &onnx_type));
+      if (onnx_type != ONNX_TYPE_TENSOR) return std::string("value '") + name + "' is not a tensor";
+      const OrtTensorTypeAndShapeInfo* tinfo = nullptr;
+      ThrowIfError(ort, ort.CastTypeInfoToTensorInfo(type_info, &tinfo));
+      ONNXTensorElementDataType et;
+      ThrowIfError(ort, ort.GetTensorElementType(tinfo, &et));
+      if (RuntimeDtypes().count(static_cast<int32_t>(et)) == 0) {
+        return std::string("value '") + name + "' has element type " + std::to_string(et) +
+               ", which the runtime does not support";
+      }
+    }
+  }
+  return {};
+}
+
+void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
+  size_t num_nodes = 0;
+  ThrowIfError(ort, ort.Graph_GetNumNodes(graph, &num_nodes));
+  std::vector<const OrtNode*> nodes(num_nodes);
+  if (num_nodes) ThrowIfError(ort, ort.Graph_GetNodes(graph, nodes.data(), num_nodes));
+
+  std::unique_ptr<CompilerCapabilities> caps;
+  std::string caps_error;
+  try {
+    caps = std::make_unique<CompilerCapabilities>(factory_.Capabilities(client_));
+  } catch (const std::exception& e) {
+    caps_error = e.what();
+  }
+
+  std::map<const OrtNode*, size_t> index;
+  for (size_t i = 0; i < num_nodes; ++i) index[nodes[i]] = i;
+  std::vector<bool> supported(num_nodes);
+  std::vector<std::vector<size_t>> producers(num_nodes);
+  std::vector<std::pair<std::string, std::string>> rejected_lines;  // (node key, message line)
+  std::vector<const OrtNode*> ep_context_nodes;
+  for (size_t i = 0; i < num_nodes; ++i) {
+    if (IsOurEpContextNode(ort, nodes[i])) {
+      ep_context_nodes.push_back(nodes[i]);  // claimed alone, never grouped
+      continue;
+    }
+    std::string why = Unsupported(nodes[i], caps.get(), caps_error);
+    supported[i] = why.empty();
+    if (!why.empty()) {
+      const char *name = nullptr, *op = nullptr;
+      ThrowIfError(ort, ort.Node_GetName(nodes[i], &name));
+      ThrowIfError(ort, ort.Node_GetOperatorType(nodes[i], &op));
+      rejected_lines.emplace_back(NodeKey(ort, nodes[i]),
+                                  std::string("\n  - node '") + (name ? name : "") + "' (" + op + "): " + why);
+    }
+    size_t n = 0;
+    ThrowIfError(ort, ort.Node_GetNumInputs(nodes[i], &n));
+    std::vector<const OrtValueInfo*> ins(n);
+    if (n) ThrowIfError(ort, ort.Node_GetInputs(nodes[i], ins.data(), n));
+    for (const OrtValueInfo* vi : ins) {
+      if (vi == nullptr) continue;
+      const OrtNode* producer = nullptr;
+      size_t out_index = 0;
+      ThrowIfError(ort, ort.ValueInfo_GetValueProducer(vi, &producer, &out_index));
+      auto it = producer ? index.find(producer) : index.end();
+      if (it != index.end()) producers[i].push_back(it->second);
+    }
+  }
+  OrtNodeFusionOptions fusion{};
+  fusion.ort_version_supported = ORT_API_VERSION;
+  fusion.drop_constant_initializers = false;
+  if (!rejected_lines.empty()) {
+    std::string all;
+    for (const auto& [key, line] : rejected_lines) all += line;
+    if (config_.disable_cpu_fallback) {
+      // ORT only logs an error returned here and then fails with a generic
+      // message.  To give the user the list, the EP claims the whole graph
+      // and Compile refuses with it (see RefuseRejectedNodes).
+      std::lock_guard<std::mutex> lock(rejected_mu_);
+      for (const auto& [key, line] : rejected_lines) rejected_[key] = line;
+      ThrowIfError(ort, ep.EpGraphSupportInfo_AddNodesToFuse(info, nodes.data(), nodes.size(), &fusion));
+      return;
+    }
+    Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: nodes left to other EPs:" + all);
+  }
+  for (const OrtNode* node : ep_context_nodes) {
+    ThrowIfError(ort, ep.EpGraphSupportInfo_AddNodesToFuse(info, &node, 1, &fusion));
+  }
+  for (const std::vector<size_t>& group : GroupSupportedNodes(producers, supported)) {
+    std::vector<const OrtNode*> members;
+    for (size_t i : group) members.push_back(nodes[i]);
+    ThrowIfError(ort, ep.EpGraphSupportInfo_AddNodesToFuse(info, members.data(), members.size(), &fusion));
+  }
+}
+
+OrtStatus* ORT_API_CALL HipdnnEp::GetCapabilityImpl(OrtEp* this_ptr, const OrtGraph* graph,
+                                                    OrtEpGraphSupportInfo* info) noexcept {
+  auto* self = static_cast<HipdnnEp*>(this_ptr);
+  return Guard(self->ort, [&] { self->ClaimNodes(graph, info); });
+}
+
+std::string HipdnnEp::CompileArtifact(const SubgraphModel& model, const std::string& abi) {
+  CompilerCapabilities caps = factory_.Capabilities(client_);
+  auto build = [&](const std::string& dir) {
+    fs::path model_path = fs::path(dir) / "model.onnx";
+    std::ofstream(model_path, std::ios::binary) << model.model_bytes;
+    if (!model.weights_bytes.empty()) {
+      std::ofstream(fs::path(dir) / kWeightsFileName, std::ios::binary) << model.weights_bytes;
+    }
+    fs::path out_dir = fs::path(dir) / "out";
+    fs::create_directories(out_dir);
+    return client_.Compile(model_path.string(), out_dir.string(), config_.backend_name, abi).artifact;
+  };
+  if (config_.cache_enable) {
+    CacheKey key{model.hash, caps.name + " " + caps.version, abi, config_.backend_name};
+    std::string hit = cache_->Lookup(key);
+    if (!hit.empty()) {
+      Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: compile cache hit " + hit);
+      return hit;
+    }
+    Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: compile cache miss for " + key.Digest());
+    return cache_->Insert(key, build);
+  }
+  if (private_dir_.empty()) private_dir_ = cache_->MakeTempDir("session");
+  std::string dir = (fs::path(private_dir_) / model.hash.substr(0, 16)).string();
+  fs::create_directories(dir);
+  return build(dir);
+}
+
+void HipdnnEp::RefuseRejectedNodes(const OrtGraph* graph) {
+  size_t num_nodes = 0;
+  ThrowIfError(ort, ort.Graph_GetNumNodes(graph, &num_nodes));
+  std::vector<const OrtNode*> nodes(num_nodes);
+  if (num_nodes) ThrowIfError(ort, ort.Graph_GetNodes(graph, nodes.data(), num_nodes));
+  std::string lines;
+  std::lock_guard<std::mutex> lock(rejected_mu_);
+  for (const OrtNode* node : nodes) {
+    auto it = rejected_.find(NodeKey(ort, node));
+    if (it != rejected_.end()) lines += it->second;
+  }
+  if (!lines.empty()) {
+    throw EpError("hipdnn-ep: CPU fallback is disabled (session.disable_cpu_ep_fallback=1) and these nodes "
+                  "cannot run on HipdnnEp:" + lines);
+  }
+}
+
+std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, const OrtNode* fused_node,
+                                                      OrtNode** ep_context_node) {
+  RefuseRejectedNodes(graph);
+  if (!runtime_) {
+    runtime_ = factory_.Runtime(config_.runtime_library);
+    states_ = std::make_shared<StatePool>(runtime_, StateConfig{config_.backend, config_.device_id}, config_.max_states);
+  }
+  const char* node_name = nullptr;
+  ThrowIfError(ort, ort.Node_GetName(fused_node, &node_name));
+  const std::string name = node_name ? node_name : "";
+
+  size_t num_nodes = 0;
+  ThrowIfError(ort, ort.Graph_GetNumNodes(graph, &num_nodes));
+  if (num_nodes == 1) {
+    const OrtNode* only = nullptr;
+    ThrowIfError(ort, ort.Graph_GetNodes(graph, &only, 1));
+    if (IsOurEpContextNode(ort, only)) return LoadEpContext(graph, only, name);
+  }
+
+  const uint32_t abi = runtime_->abi_version();
+  const std::string abi_text = std::to_string(abi >> 16) + "." + std::to_string(abi & 0xffff);
+  SubgraphModel model = WriteSubgraphModel(*this, graph);
+  std::string artifact = CompileArtifact(model, abi_text);
+  CompilerCapabilities caps = factory_.Capabilities(client_);
+  compatibility_info_ = MakeCompatibilityInfo(abi, config_.backend_name, caps.name + " " + caps.version);
+  auto program = std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, artifact, model);
+  if (config_.context_enable && ep_context_node != nullptr) {
+    *ep_context_node = MakeEpContextNode(graph, name, artifact, model);
+  }
+  return program;
+}
+
+OrtNode* HipdnnEp::MakeEpContextNode(const OrtGraph* graph, const std::string& name, const std::string& artifact,
+                                     const SubgraphModel& model) {
+  if (editor == nullptr) throw EpError("hipdnn-ep: this ONNX Runtime has no model editor API; EPContext unavailable");
+  const std::string bytes = ReadBinaryFile(artifact);
+  const std::string tag = SignArtifact(InstallKey(cache_->dir()), bytes);
+  std::string context;  // ep_cache_context: the code itself, or a path relative to the EPContext model
+  if (config_.context_embed) {
+    context = bytes;
+  } else {
+    fs::path ctx_model = config_.context_file_path;
+    if (ctx_model.empty()) {
+      fs::path src = ModelPath(ort, graph);
+      ctx_model = src.parent_path() / (src.stem().string() + "_ctx.onnx");
+    }
+    std::string safe_name;
+    for (char c : name) safe_name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    fs::path folder = ctx_model.stem().string() + "_" + safe_name + ".hipdnn";
+    fs::path dest = ctx_model.parent_path() / folder;
+    std::error_code ec;
+    fs::remove_all(dest, ec);
+    fs::create_directories(dest);
+    fs::copy(fs::path(artifact).parent_path(), dest, fs::copy_options::recursive);
+    context = (folder / fs::path(artifact).filename()).string();
+  }
+  const std::string notes = "{\"tag\":" + json::Quote(tag) + ",\"compatibility\":" + json::Quote(compatibility_info_) + "}";
+
+  std::vector<OrtOpAttr*> attrs;
+  auto add_int = [&](const char* key, int64_t v) {
+    OrtOpAttr* a = nullptr;
+    ThrowIfError(ort, ort.CreateOpAttr(key, &v, 1, ORT_OP_ATTR_INT, &a));
+    attrs.push_back(a);
+  };
+  auto add_str = [&](const char* key, const std::string& v) {
+    OrtOpAttr* a = nullptr;
+    ThrowIfError(ort, ort.CreateOpAttr(key, v.data(), static_cast<int>(v.size()), ORT_OP_ATTR_STRING, &a));
+    attrs.push_back(a);
+  };
+  OrtNode* node = nullptr;
+  try {
+    add_int("main_context", 1);
+    add_int("embed_mode", config_.context_embed ? 1 : 0);
+    add_str("ep_cache_context", context);
+    add_str("source", kEpName);
+    add_str("partition_name", name);
+    add_str("ep_sdk_version", HIPDNN_EP_VERSION);
+    add_str("notes", notes);
+    std::vector<const char*> ins, outs;
+    for (const std::string& n : model.kernel_inputs) ins.push_back(n.c_str());
+    for (const std::string& n : model.outputs) outs.push_back(n.c_str());
+    ThrowIfError(ort, editor->CreateNode(kEpContextOp, kMsDomain, name.c_str(), ins.data(), ins.size(), outs.data(),
+                                         outs.size(), attrs.data(), attrs.size(), &node));
+  } catch (...) {
+    for (OrtOpAttr* a : attrs) ort.ReleaseOpAttr(a);
+    throw;
+  }
+  for (OrtOpAttr* a : attrs) ort.ReleaseOpAttr(a);
+  return node;
+}
+
+std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, const OrtNode* node,
+                                                         const std::string& name) {
+  std::string context, notes_text;
+  if (!ReadStringAttr(ort, node, "ep_cache_context", &context) || context.empty()) {
+    throw EpError("hipdnn-ep: EPContext node '" + name + "' has no ep_cache_context");
+  }
+  ReadStringAttr(ort, node, "notes", &notes_text);
+  const bool embedded = ReadIntAttr(ort, node, "embed_mode", 0) == 1;
+  json::Value notes;
+  try {
+    notes = json::Parse(notes_text.empty() ? "{}" : notes_text);
+  } catch (const std::exception&) {
+    notes = json::Value();
+  }
+  std::string artifact;
+  std::string bytes;
+  if (embedded) {
+    bytes = context;
+    // Embedded code is written once, content-addressed, into the cache dir.
+    fs::path dir = fs::path(cache_->dir()) / "epcontext";
+    fs::create_directories(dir);
+    fs::path path = dir / (Sha256Hex(bytes) + ".so");
+    if (!fs::exists(path)) {
+      fs::path tmp = fs::path(cache_->MakeTempDir("epcontext")) / "artifact.so";
+      std::ofstream(tmp, std::ios::binary) << bytes;
+      fs::rename(tmp, path);
+      fs::remove_all(tmp.parent_path());
+    }
+    artifact = path.string();
+  } else {
+    fs::path rel = context;
+    if (rel.is_absolute() || rel.lexically_normal().string().rfind("..", 0) == 0) {
+      throw EpError("hipdnn-ep: EPContext node '" + name + "' points outside its model's folder: " + context);
+    }
+    artifact = (fs::path(ModelPath(ort, graph)).parent_path() / rel).string();
+    if (!fs::is_regular_file(artifact)) {
+      throw EpError("hipdnn-ep: the artifact of EPContext node '" + name + "' is missing: " + artifact);
+    }
+    bytes = ReadBinaryFile(artifact);
+  }
+  // Native code runs only if this install produced it (the tag verifies with
+  // the per-install key) or the user explicitly trusts EPContext code.
+  const bool ours = notes["tag"].is_string() && notes["tag"].string == SignArtifact(InstallKey(cache_->dir()), bytes);
+  if (!ours && !config_.trust_ep_context_code) {
+    throw EpError("hipdnn-ep: EPContext node '" + name + "' carries native code that this installation did not "
+                  "produce; refusing to run it. If you trust the model, set the EP option " +
+                  std::string(options::kTrustEpContextCode) + "=1", ORT_NOT_IMPLEMENTED);
+  }
+  if (notes["compatibility"].is_string()) compatibility_info_ = notes["compatibility"].string;
+  SubgraphModel iface = DescribeSubgraph(*this, graph);
+  return std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, artifact, iface);
+}
+
+OrtStatus* ORT_API_CALL HipdnnEp::CompileImpl(OrtEp* this_ptr, const OrtGraph** graphs, const OrtNode** fused_nodes,
+                                              size_t count, OrtNodeComputeInfo** node_compute_infos,
+                                              OrtNode** ep_context_nodes) noexcept {
+  auto* self = static_cast<HipdnnEp*>(this_ptr);
+  for (size_t i = 0; i < count; ++i) node_compute_infos[i] = nullptr;
+  return Guard(self->ort, [&] {
+    std::vector<std::unique_ptr<CompiledProgram>> programs;
+    for (size_t i = 0; i < count; ++i) {
+      programs.push_back(self->CompileOne(graphs[i], fused_nodes[i], ep_context_nodes ? &ep_context_nodes[i] : nullptr));
+    }
+    for (size_t i = 0; i < count; ++i) node_compute_infos[i] = programs[i].release();
+  });
+}
+
+void ORT_API_CALL HipdnnEp::ReleaseNodeComputeInfosImpl(OrtEp*, OrtNodeComputeInfo** infos, size_t num) noexcept {
+  for (size_t i = 0; i < num; ++i) delete static_cast<CompiledProgram*>(infos[i]);
+}
+
+const char* ORT_API_CALL HipdnnEp::GetCompiledModelCompatibilityInfoImpl(OrtEp* this_ptr, const OrtGraph*) noexcept {
+  auto* self = static_cast<HipdnnEp*>(this_ptr);
+  return self->compatibility_info_.empty() ? nullptr : self->compatibility_info_.c_str();
+}
+
+}  // namespace hipdnn_ep

@@ -1,0 +1,87 @@
+// The OrtEp: claims supported subgraphs, compiles them through the compiler
+// (with the on-disk cache) and runs the artifacts through the runtime.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "compile_cache.h"
+#include "compile_client.h"
+#include "ep_utils.h"
+#include "json.h"
+#include "runtime_api.h"
+#include "runtime_state.h"
+
+namespace hipdnn_ep {
+
+class HipdnnEpFactory;
+
+// Everything the EP reads from the session options, parsed and validated once.
+struct EpConfig {
+  int32_t backend = HIPDNN_EP_BACKEND_CPU;
+  std::string backend_name = "cpu";
+  int32_t device_id = 0;
+  std::string compiler_python;
+  std::string cache_dir;
+  bool cache_enable = true;
+  std::string runtime_library;
+  size_t max_states = 4;
+  bool trust_ep_context_code = false;
+  bool context_enable = false;
+  std::string context_file_path;
+  bool context_embed = false;
+  bool disable_cpu_fallback = false;
+
+  static EpConfig FromSession(const OrtApi& ort, const OrtSessionOptions* so, const std::string& device_backend,
+                              const std::string& device_id);
+};
+
+// One compiled fused node: the artifact and how to feed it.
+class CompiledProgram;
+
+class HipdnnEp : public OrtEp, public ApiPtrs {
+ public:
+  HipdnnEp(HipdnnEpFactory& factory, EpConfig config, const OrtLogger& logger);
+  ~HipdnnEp();
+
+ private:
+  static const char* ORT_API_CALL GetNameImpl(const OrtEp* this_ptr) noexcept;
+  static OrtStatus* ORT_API_CALL GetCapabilityImpl(OrtEp* this_ptr, const OrtGraph* graph,
+                                                   OrtEpGraphSupportInfo* graph_support_info) noexcept;
+  static OrtStatus* ORT_API_CALL CompileImpl(OrtEp* this_ptr, const OrtGraph** graphs, const OrtNode** fused_nodes,
+                                             size_t count, OrtNodeComputeInfo** node_compute_infos,
+                                             OrtNode** ep_context_nodes) noexcept;
+  static void ORT_API_CALL ReleaseNodeComputeInfosImpl(OrtEp* this_ptr, OrtNodeComputeInfo** infos,
+                                                       size_t num) noexcept;
+  static const char* ORT_API_CALL GetCompiledModelCompatibilityInfoImpl(OrtEp* this_ptr,
+                                                                        const OrtGraph* graph) noexcept;
+
+  void ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info);
+  std::unique_ptr<CompiledProgram> CompileOne(const OrtGraph* graph, const OrtNode* fused_node,
+                                              OrtNode** ep_context_node);
+  // Why `node` cannot run on this EP ("" when it can).
+  std::string Unsupported(const OrtNode* node, const CompilerCapabilities* caps, const std::string& caps_error);
+  OrtNode* MakeEpContextNode(const OrtGraph* graph, const std::string& name, const std::string& artifact,
+                             const struct SubgraphModel& model);
+  std::unique_ptr<CompiledProgram> LoadEpContext(const OrtGraph* graph, const OrtNode* node, const std::string& name);
+  // Throws the list of unsupported nodes claimed only to report them.
+  void RefuseRejectedNodes(const OrtGraph* graph);
+  std::string CompileArtifact(const struct SubgraphModel& model, const std::string& abi);
+
+  HipdnnEpFactory& factory_;
+  EpConfig config_;
+  const OrtLogger& logger_;
+  CompileClient client_;
+  std::unique_ptr<CompileCache> cache_;
+  std::shared_ptr<RuntimeApi> runtime_;
+  std::shared_ptr<StatePool> states_;
+  std::string compatibility_info_;
+  std::string private_dir_;
+  std::mutex rejected_mu_;
+  std::map<std::string, std::string> rejected_;  // node key -> why it cannot run here  // artifacts compiled with the cache disabled
+};
+
+}  // namespace hipdnn_ep

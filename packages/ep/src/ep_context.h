@@ -1,0 +1,29 @@
+// EPContext support: the compatibility string stored in compiled models and
+// its verdict against the running runtime, and the trust rule for native
+// code carried by EPContext models.
+#pragma once
+
+#include <onnxruntime_c_api.h>
+
+#include <cstdint>
+#include <string>
+
+namespace hipdnn_ep {
+
+// "hipdnn-ep;abi=MAJOR.MINOR;backend=B;compiler=NAME VERSION"
+std::string MakeCompatibilityInfo(uint32_t abi_version, const std::string& backend, const std::string& compiler);
+
+// Verdict for a compiled model: another EP's string -> NOT_APPLICABLE;
+// unparsable or another ABI major, or a newer minor than the runtime has ->
+// UNSUPPORTED; an older minor -> SUPPORTED_PREFER_RECOMPILATION (the code
+// runs, a recompile could use newer runtime functions); equal -> OPTIMAL.
+OrtCompiledModelCompatibility CompatibilityVerdict(const std::string& info, uint32_t runtime_abi_version);
+
+// Per-install signing: tag = SHA-256(secret || artifact bytes), where the
+// secret is a random key created on first use in the cache directory (mode
+// 0600).  An EPContext artifact whose tag verifies was produced by this
+// install; anything else is foreign native code.
+std::string InstallKey(const std::string& cache_dir);
+std::string SignArtifact(const std::string& key, const std::string& artifact_bytes);
+
+}  // namespace hipdnn_ep

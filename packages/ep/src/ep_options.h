@@ -1,0 +1,42 @@
+// Every option key the hipdnn-ep plugin understands, in one place.
+//
+// Session options reach the EP as "ep.<ep name lower-cased>.<key>" (ORT adds
+// the prefix for options given to add_provider_for_devices); the ORT-wide
+// keys below are read as they are.
+#pragma once
+
+namespace hipdnn_ep::options {
+
+// Backend of the runtime state: "cpu", "cuda" or "hip".  Default: the backend
+// of the hardware device ORT selected ("cpu" for the CPU device).
+constexpr const char* kBackend = "backend";
+// Device ordinal for GPU backends (default 0).
+constexpr const char* kDeviceId = "device_id";
+// Python interpreter that runs the compiler (see compile_client.cc for the
+// order in which it is chosen).
+constexpr const char* kCompilerPython = "compiler_python";
+// Directory of the on-disk compile cache (default: $HIPDNN_EP_CACHE_DIR, else
+// $XDG_CACHE_HOME/hipdnn-ep, else ~/.cache/hipdnn-ep).
+constexpr const char* kCacheDir = "cache_dir";
+// "0" disables the compile cache (every session compiles again).
+constexpr const char* kCacheEnable = "cache_enable";
+// Absolute path of the runtime library to use instead of the one installed
+// next to the hipdnn_ep package.
+constexpr const char* kRuntimeLibrary = "runtime_library";
+// Maximum number of runtime states kept per EP instance for concurrent runs.
+constexpr const char* kMaxStates = "max_states";
+// "1": an EPContext model may carry native code this install did not produce
+// (artifacts outside the compile cache).  Default "0": such models are refused.
+constexpr const char* kTrustEpContextCode = "trust_ep_context_code";
+
+// Every EP option key above; any other "ep.hipdnnep.*" key is refused.
+constexpr const char* kAllKeys[] = {kBackend,     kDeviceId,      kCompilerPython, kCacheDir,
+                                    kCacheEnable, kRuntimeLibrary, kMaxStates,     kTrustEpContextCode};
+
+// ORT's own session keys the EP reads.
+constexpr const char* kOrtContextEnable = "ep.context_enable";
+constexpr const char* kOrtContextFilePath = "ep.context_file_path";
+constexpr const char* kOrtContextEmbedMode = "ep.context_embed_mode";
+constexpr const char* kOrtDisableCpuFallback = "session.disable_cpu_ep_fallback";
+
+}  // namespace hipdnn_ep::options

@@ -1,0 +1,40 @@
+#include "ep_utils.h"
+
+namespace hipdnn_ep {
+
+void ThrowIfError(const OrtApi& ort, OrtStatus* status) {
+  if (status == nullptr) return;
+  std::string msg = ort.GetErrorMessage(status);
+  OrtErrorCode code = ort.GetErrorCode(status);
+  ort.ReleaseStatus(status);
+  throw EpError(msg, code);
+}
+
+std::string GetSessionConfig(const OrtApi& ort, const OrtSessionOptions* so, const std::string& key,
+                             const std::string& fallback) {
+  int has = 0;
+  ThrowIfError(ort, ort.HasSessionConfigEntry(so, key.c_str(), &has));
+  if (!has) return fallback;
+  size_t size = 0;
+  ThrowIfError(ort, ort.GetSessionConfigEntry(so, key.c_str(), nullptr, &size));
+  std::string value(size, '\0');
+  ThrowIfError(ort, ort.GetSessionConfigEntry(so, key.c_str(), value.data(), &size));
+  value.resize(size > 0 ? size - 1 : 0);  // size counts the terminating NUL
+  return value;
+}
+
+size_t ElementSize(int32_t onnx_dtype) {
+  switch (onnx_dtype) {
+    case 1: return 4;   // FLOAT
+    case 2: return 1;   // UINT8
+    case 3: return 1;   // INT8
+    case 6: return 4;   // INT32
+    case 7: return 8;   // INT64
+    case 9: return 1;   // BOOL
+    case 10: return 2;  // FLOAT16
+    case 11: return 8;  // DOUBLE
+    default: return 0;
+  }
+}
+
+}  // namespace hipdnn_ep

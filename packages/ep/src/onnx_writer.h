@@ -1,0 +1,65 @@
+// Serializes an OrtGraph (the nodes ORT fused for us) into an ONNX ModelProto.
+//
+// The ORT C API has no OrtGraph -> ModelProto function, so this writes the
+// protobuf wire format directly, for the subset the compiler needs: opsets,
+// nodes with their attributes, typed graph inputs/outputs and intermediate
+// value infos (symbolic dims by name), and initializers.  Initializers larger
+// than kInlineLimit bytes go to a side file (ONNX external data, location
+// kWeightsFileName next to the model); smaller ones stay inline so the
+// compiler can use them as constants (shapes, axes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ep_utils.h"
+
+namespace hipdnn_ep {
+
+constexpr const char* kWeightsFileName = "weights.bin";
+constexpr size_t kInlineLimit = 1024;
+
+// An initializer of the subgraph and where its bytes live in this process.
+struct InitializerRef {
+  std::string name;
+  const void* data = nullptr;
+  size_t size = 0;
+};
+
+struct SubgraphModel {
+  std::string model_bytes;    // serialized ModelProto
+  std::string weights_bytes;  // content of kWeightsFileName (may be empty)
+  // Names of the fused node's inputs, in the order Compute receives them.
+  std::vector<std::string> kernel_inputs;
+  std::vector<std::string> outputs;
+  std::vector<InitializerRef> initializers;
+  // SHA-256 over the model and the weight bytes: the cache's graph key.
+  std::string hash;
+};
+
+// Builds the model for `graph`.  Throws EpError naming the node and attribute
+// for anything it cannot represent (graph attributes, string tensors).
+SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph);
+
+// Only the interface of `graph` (kernel inputs, outputs, initializers),
+// without serializing it; for EPContext nodes whose code already exists.
+SubgraphModel DescribeSubgraph(const ApiPtrs& api, const OrtGraph* graph);
+
+// Minimal protobuf wire-format writer (exposed for tests and ep_context).
+class ProtoWriter {
+ public:
+  void Varint(uint64_t v);
+  void Tag(int field, int wire_type) { Varint((uint64_t(field) << 3) | uint64_t(wire_type)); }
+  void Int(int field, int64_t v) { Tag(field, 0); Varint(static_cast<uint64_t>(v)); }
+  void Bytes(int field, const void* data, size_t size);
+  void Str(int field, const std::string& s) { Bytes(field, s.data(), s.size()); }
+  void Msg(int field, const ProtoWriter& m) { Str(field, m.buf()); }
+  void Float(int field, float f);
+  const std::string& buf() const { return buf_; }
+
+ private:
+  std::string buf_;
+};
+
+}  // namespace hipdnn_ep

@@ -1,0 +1,36 @@
+#include "runtime_state.h"
+
+namespace hipdnn_ep {
+
+RuntimeState::RuntimeState(std::shared_ptr<RuntimeApi> rt, const StateConfig& config) : rt_(std::move(rt)) {
+  hipdnn_ep_state_options_t opts{};
+  rt_->hipdnn_ep_state_options_init(&opts);
+  opts.backend = config.backend;
+  opts.device_ordinal = config.device_id;
+  rt_->Check("hipdnn_ep_state_create", rt_->hipdnn_ep_state_create(&opts, &state_));
+}
+
+RuntimeState::~RuntimeState() {
+  // LEAK_DETECTED cannot be reported from a destructor; outputs are always
+  // freed by Compute, so a leak here would be a bug of the program itself.
+  if (state_) rt_->hipdnn_ep_state_destroy(state_);
+}
+
+StatePool::Handle StatePool::Acquire() {
+  std::unique_ptr<RuntimeState> state;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      state = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (!state) state = std::make_unique<RuntimeState>(rt_, config_);
+  return Handle(state.release(), [this](RuntimeState* s) {
+    std::unique_ptr<RuntimeState> owned(s);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (idle_.size() < max_idle_) idle_.push_back(std::move(owned));
+  });
+}
+
+}  // namespace hipdnn_ep

@@ -1,0 +1,49 @@
+// Owning wrapper of a runtime state, and a pool of them for concurrent runs
+// (a state is not safe for two concurrent runs).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "runtime_api.h"
+
+namespace hipdnn_ep {
+
+struct StateConfig {
+  int32_t backend = HIPDNN_EP_BACKEND_CPU;
+  int32_t device_id = 0;
+};
+
+class RuntimeState {
+ public:
+  RuntimeState(std::shared_ptr<RuntimeApi> rt, const StateConfig& config);
+  ~RuntimeState();
+  RuntimeState(const RuntimeState&) = delete;
+  RuntimeState& operator=(const RuntimeState&) = delete;
+  hipdnn_ep_state_t* get() const { return state_; }
+
+ private:
+  std::shared_ptr<RuntimeApi> rt_;
+  hipdnn_ep_state_t* state_ = nullptr;
+};
+
+class StatePool {
+ public:
+  StatePool(std::shared_ptr<RuntimeApi> rt, StateConfig config, size_t max_idle)
+      : rt_(std::move(rt)), config_(config), max_idle_(max_idle) {}
+
+  // A state for one run; returned to the pool when the handle dies.
+  using Handle = std::unique_ptr<RuntimeState, std::function<void(RuntimeState*)>>;
+  Handle Acquire();
+
+ private:
+  std::shared_ptr<RuntimeApi> rt_;
+  StateConfig config_;
+  size_t max_idle_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<RuntimeState>> idle_;
+};
+
+}  // namespace hipdnn_ep

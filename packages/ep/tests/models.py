@@ -1,0 +1,51 @@
+"""Small ONNX models for the tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(graph: onnx.GraphProto, path: Path, opset: int = 17) -> Path:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def elementwise(path: Path, dims: list, middle: str = "Mul") -> Path:
+    """z = Relu(middle(Add(x, y), y)); middle=Sigmoid makes the EP split the graph."""
+    nodes = [helper.make_node("Add", ["x", "y"], ["a"], name="add0")]
+    if middle == "Sigmoid":
+        nodes.append(helper.make_node("Sigmoid", ["a"], ["b"], name="sig"))
+        nodes.append(helper.make_node("Add", ["b", "y"], ["c"], name="add1"))
+    else:
+        nodes.append(helper.make_node(middle, ["a", "y"], ["c"], name="mid"))
+    nodes.append(helper.make_node("Relu", ["c"], ["z"], name="relu0"))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims),
+                                        helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, dims)])
+    return save(g, path)
+
+
+def with_weights(path: Path, n: int) -> Path:
+    """z = Relu(x * w_big + w_small) with x: [n]; w_big > 1 KiB goes external."""
+    rng = np.random.default_rng(1)
+    w_big = numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "w_big")
+    w_small = numpy_helper.from_array(rng.standard_normal(n).astype(np.float32)[:n], "w_small")
+    nodes = [helper.make_node("Mul", ["x", "w_big"], ["m"], name="mul"),
+             helper.make_node("Add", ["m", "w_small"], ["s"], name="add"),
+             helper.make_node("Relu", ["s"], ["z"], name="relu")]
+    g = helper.make_graph(nodes, "w", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, [n])],
+                          initializer=[w_big, w_small])
+    return save(g, path)
+
+
+def reference(x: np.ndarray, y: np.ndarray, middle: str = "Mul") -> np.ndarray:
+    a = x + y
+    c = a * y if middle == "Mul" else 1 / (1 + np.exp(-a)) + y
+    return np.maximum(c, 0)

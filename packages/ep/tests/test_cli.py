@@ -1,0 +1,66 @@
+"""The hipdnn-ep command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import Env, make_session
+from hipdnn_ep.cli import abi_verdict, main
+from models import elementwise
+
+
+def _options(env: Env) -> list[str]:
+    return [a for k, v in env.options.items() for a in ("--option", f"{k}={v}")]
+
+
+@pytest.mark.parametrize(("have", "verdict"), [((1, 1), "OK"), ((1, 4), "OK"),
+                                               ((1, 0), "FAIL: runtime ABI 1.0 is older"),
+                                               ((2, 1), "FAIL: runtime ABI 2.1 has another major"),
+                                               (None, "FAIL: no runtime ABI found")])
+def test_abi_verdict(have, verdict: str) -> None:
+    assert abi_verdict(have, (1, 1)).startswith(verdict)
+
+
+def test_doctor_reports_versions_devices_and_cache() -> None:
+    r = subprocess.run([sys.executable, "-m", "hipdnn_ep", "doctor"], capture_output=True, text=True)
+    for word in ("hipdnn-ep ", "hipdnn-ep-runtime", "hipdnn-ep-compiler", "onnxruntime", "runtime ABI",
+                 "cache dir", "device"):
+        assert word in r.stdout
+    assert "CPU" in r.stdout
+    # Without the runtime wheel the ABI verdict fails, and so does the exit status.
+    assert (r.returncode == 0) == ("runtime ABI          OK" in r.stdout)
+
+
+def test_run_compares_with_the_cpu_ep(tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]) -> None:
+    model = elementwise(tmp_path / "m.onnx", ["n", 4])
+    assert main(["run", str(model), "--dim", "n=3", "--no-fallback", *_options(env)]) == 0
+    out = capsys.readouterr().out
+    assert "z: shape (3, 4)" in out and "largest difference: 0" in out
+
+
+def test_run_with_given_inputs(tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]) -> None:
+    model = elementwise(tmp_path / "m.onnx", ["n", 4])
+    np.savez(tmp_path / "in.npz", x=np.ones((5, 4), np.float32), y=np.ones((5, 4), np.float32))
+    assert main(["run", str(model), "--inputs", str(tmp_path / "in.npz"), *_options(env)]) == 0
+    assert "z: shape (5, 4)" in capsys.readouterr().out
+
+
+def test_compile_writes_an_epcontext_model(tmp_path: Path, env: Env, ep_devices,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    model = elementwise(tmp_path / "m.onnx", ["n", 4])
+    assert main(["compile", str(model), "--embed", *_options(env)]) == 0
+    out = Path(capsys.readouterr().out.strip())
+    assert out == tmp_path / "m_ctx.onnx" and out.exists()
+    sess = make_session(out, ep_devices, env.options, {"session.disable_cpu_ep_fallback": "1"})
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x, "y": x})[0], np.full((2, 4), 2, np.float32))
+    assert len(env.compiles()) == 1
+
+
+def test_bad_option_syntax() -> None:
+    with pytest.raises(SystemExit, match="--option must be KEY=VALUE"):
+        main(["run", "m.onnx", "--option", "novalue"])
