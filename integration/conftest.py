@@ -103,9 +103,9 @@ def tensor_data(value) -> np.ndarray:
     return numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else np.asarray(value)
 
 
-def shape_chain_model(hidden: int = 8, seed: int = 0) -> onnx.ModelProto:
+def shape_chain_model(hidden: int = 8, seed: int = 0, transpose: bool = True) -> onnx.ModelProto:
     """x[batch, seq, hidden] -> MatMul -> Reshape to [batch, seq, 2, hidden/2] with the target built by
-    Shape/Gather/Unsqueeze/Concat -> Transpose -> Reshape back to [batch*seq, hidden] -> Softmax."""
+    Shape/Gather/Concat -> Transpose (optional) -> Reshape back to [batch*seq, hidden] -> Softmax."""
     rng = np.random.default_rng(seed)
     n = helper.make_node
     inits = [numpy_helper.from_array(rng.standard_normal((hidden, hidden)).astype(np.float32), "w"),
@@ -114,7 +114,8 @@ def shape_chain_model(hidden: int = 8, seed: int = 0) -> onnx.ModelProto:
              numpy_helper.from_array(np.array([-1, hidden], np.int64), "flat")]
     nodes = [n("MatMul", ["x", "w"], ["y"]), n("Shape", ["x"], ["s"]), n("Gather", ["s", "idx01"], ["bs"], axis=0),
              n("Concat", ["bs", "split"], ["target"], axis=0), n("Reshape", ["y", "target"], ["y4"]),
-             n("Transpose", ["y4"], ["yt"], perm=[0, 2, 1, 3]), n("Reshape", ["yt", "flat"], ["y2"]),
+             n("Transpose", ["y4"], ["yt"], perm=[0, 2, 1, 3]) if transpose else n("Identity", ["y4"], ["yt"]),
+             n("Reshape", ["yt", "flat"], ["y2"]),
              n("Softmax", ["y2"], ["out"], axis=-1)]
     graph = helper.make_graph(nodes, "shape_chain",
                               [helper.make_tensor_value_info("x", T.FLOAT, ["batch", "seq", hidden])],

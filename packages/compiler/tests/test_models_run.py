@@ -67,3 +67,26 @@ def test_passthrough_duplicate_and_shape_outputs(refruntime, tmp_path):
         want = ort_run(model, {"x": x})
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(g, w)
+
+
+def test_reshape_and_slice_parameters_fed_as_graph_inputs(refruntime, tmp_path):
+    """Targets the host reads from small int64 inputs (as ORT hands them to the EP after partitioning)."""
+    from conftest import make_model
+    from onnx import TensorProto as T
+    from onnx import helper
+    n = helper.make_node
+    model = make_model([n("Reshape", ["x", "shape"], ["r"]), n("Slice", ["r", "starts", "ends"], ["out"])],
+                       [("x", T.FLOAT, ["a", 6]), ("shape", T.INT64, [2]), ("starts", T.INT64, [1]),
+                        ("ends", T.INT64, [1])], [("out", T.FLOAT, None)])
+    info = compile_model(model, tmp_path / "a")
+    assert {"hipdnn_ep_memcpy", "hipdnn_ep_get_host_scratch_base"} <= set(info.imports)
+    rng = np.random.default_rng(3)
+    for rows, shape, start, end in [(2, [0, -1], 0, 1), (4, [-1, 3], -3, 100), (1, [3, 2], 1, -1)]:
+        feeds = {"x": rng.standard_normal((rows, 6)).astype(np.float32), "shape": np.array(shape, np.int64),
+                 "starts": np.array([start], np.int64), "ends": np.array([end], np.int64)}
+        got = refruntime.run(info.program, list(feeds.values()))
+        np.testing.assert_array_equal(got[0], ort_run(model, feeds)[0])
+    bad = {"x": np.ones((2, 6), np.float32), "shape": np.array([5, -1], np.int64),
+           "starts": np.array([0], np.int64), "ends": np.array([1], np.int64)}
+    with pytest.raises(RuntimeError, match="status 1"):  # 12 elements do not reshape to [5, -1]
+        refruntime.run(info.program, list(bad.values()))

@@ -90,6 +90,13 @@ def get_strs(op: ir.Operation, name: str) -> list[str] | None:
     return [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[name])]
 
 
+def get_json_pairs(op: ir.Operation, name: str) -> list[tuple[int, int]]:
+    """An array of [int, int] pairs (empty when absent)."""
+    if name not in op.attributes:
+        return []
+    return [tuple(ir.IntegerAttr(x).value for x in ir.ArrayAttr(p)) for p in ir.ArrayAttr(op.attributes[name])]
+
+
 def get_json(op: ir.Operation, name: str) -> Any:
     return json.loads(get_str(op, name))
 
@@ -163,11 +170,27 @@ def set_dims(op: ir.Operation, dims_per_result: list[list[sym.Expr]]) -> None:
 def host_values(value: ir.Value) -> list[sym.Expr] | None:
     """Element values of a host-computable value (hipdnn.host_tensor / hipdnn.constant), else None."""
     if is_block_arg(value):
-        return None
+        return _input_values(value)
     op = defining_op(value)
     if op.name not in ("hipdnn.host_tensor", "hipdnn.constant"):
         return None
     return [sym.parse(s) for s in get_strs(op, "values")]
+
+
+HOST_READABLE_INPUT_ELEMENTS = 16
+
+
+def _input_values(value: ir.Value) -> list[sym.Expr] | None:
+    """A small static int32/int64 program input (a shape, axes, starts...) is readable on the host:
+    its elements are "v" symbols, copied DEVICE_TO_HOST into the host scratch at run time."""
+    t = ir.RankedTensorType(value.type)
+    if str(t.element_type) not in ("i64", "i32") or t.rank > 1 or not t.has_static_shape:
+        return None
+    n = t.shape[0] if t.rank == 1 else 1
+    if n > HOST_READABLE_INPUT_ELEMENTS:
+        return None
+    i = ir.BlockArgument(value).arg_number
+    return [sym.input_value(i, k) for k in range(n)]
 
 
 def users(value: ir.Value) -> list[ir.Operation]:

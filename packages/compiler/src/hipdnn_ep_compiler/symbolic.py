@@ -1,7 +1,8 @@
 """Symbolic integer expressions for dimensions and host-computable shape values.
 
-An expression is an int, a symbol (str, e.g. "d0_1" = dimension 1 of program input 0) or a
-tuple (op, *args) with op in OPS.  Constructors simplify (constant folding, flattening, x*1,
+An expression is an int, a symbol (str: "d0_1" = dimension 1 of program input 0; "v2_3" =
+element 3 of program input 2, a small integer tensor read on the host) or a tuple (op, *args)
+with op in OPS.  Constructors simplify (constant folding, flattening, x*1,
 x+0, max(x, x)), so structurally equal expressions compare equal.  Expressions travel through
 the IR as S-expression strings: "(mul 4 d0_1)".
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 Expr = int | str | tuple
 
 # op -> arity (None: variadic, commutative)
-OPS = {"add": None, "mul": None, "div": 2, "ceildiv": 2, "max": 2, "min": 2, "selneg": 3}
+OPS = {"add": None, "mul": None, "div": 2, "ceildiv": 2, "max": 2, "min": 2, "selneg": 3, "selzero": 3}
 
 
 def input_dim(input_index: int, axis: int) -> str:
@@ -19,9 +20,19 @@ def input_dim(input_index: int, axis: int) -> str:
     return f"d{input_index}_{axis}"
 
 
+def input_value(input_index: int, element: int) -> str:
+    """Symbol for element `element` of program input `input_index` (read on the host)."""
+    return f"v{input_index}_{element}"
+
+
 def parse_symbol(sym: str) -> tuple[int, int]:
+    """(input index, axis or element) of a "d" or "v" symbol."""
     i, j = sym[1:].split("_")
     return int(i), int(j)
+
+
+def is_value_symbol(sym: str) -> bool:
+    return sym.startswith("v")
 
 
 def _key(e: Expr) -> str:
@@ -144,7 +155,7 @@ def nonnegative(e: Expr) -> bool:
     if isinstance(e, int):
         return e >= 0
     if isinstance(e, str):
-        return True
+        return not is_value_symbol(e)  # dimensions are >= 0; input values may be anything
     op, *args = e
     if op in ("add", "mul", "min"):
         return all(nonnegative(a) for a in args)
@@ -181,6 +192,15 @@ def select_negative(x: Expr, if_negative: Expr, otherwise: Expr) -> Expr:
     if if_negative == otherwise:
         return otherwise
     return ("selneg", x, if_negative, otherwise)
+
+
+def select_zero(x: Expr, if_zero: Expr, otherwise: Expr) -> Expr:
+    """x == 0 ? if_zero : otherwise."""
+    if isinstance(x, int):
+        return if_zero if x == 0 else otherwise
+    if if_zero == otherwise:
+        return otherwise
+    return ("selzero", x, if_zero, otherwise)
 
 
 def product(items) -> Expr:
@@ -226,6 +246,8 @@ def evaluate(e: Expr, env: dict[str, int]) -> int:
         return min(vals)
     if op == "selneg":
         return vals[1] if vals[0] < 0 else vals[2]
+    if op == "selzero":
+        return vals[1] if vals[0] == 0 else vals[2]
     raise ValueError(f"unknown expression op {op}")
 
 

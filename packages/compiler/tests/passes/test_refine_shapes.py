@@ -66,13 +66,29 @@ func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
     assert "steps = [1]" in out
 
 
-def test_reshape_of_runtime_data_is_refused_naming_node():
+def test_reshape_target_of_unknown_length_is_refused_naming_node():
     with pytest.raises(UnsupportedError, match="node 'r'.*target shape"):
         _run('''
-func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<2xi64>) -> tensor<?x?xf32> {
-  %0 = "hipdnn.reshape"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<?xi64>) -> tensor<*xf32> {
+  %0 = "hipdnn.reshape"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<4xf32>, tensor<?xi64>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}''')
+
+
+def test_reshape_target_read_from_a_small_input_resolves_0_and_minus_1_at_run_time():
+    out = _run('''
+func.func @main(%arg0: tensor<?x6xf32>, %arg1: tensor<2xi64>) -> tensor<?x?xf32> {
+  %0 = "hipdnn.reshape"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?x6xf32>, tensor<2xi64>) -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
 }''')
+    from hipdnn_ep_compiler import symbolic as sym
+    module = hir.ir.Module.parse(out, hir.new_context())
+    alias = hir.ops(module)[0]
+    assert alias.name == "hipdnn.alias" and "check_size" in alias.attributes
+    dims = hir.dims_of(alias.results[0])
+    for v0, v1, rows, want in [(0, -1, 2, [2, 6]), (-1, 3, 4, [8, 3]), (3, 4, 2, [3, 4])]:
+        env = {"v1_0": v0, "v1_1": v1, "d0_0": rows}
+        assert [sym.evaluate(d, env) for d in dims] == want
 
 
 def test_incompatible_static_broadcast_is_a_model_error():

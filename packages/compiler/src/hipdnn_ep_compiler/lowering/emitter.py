@@ -94,6 +94,9 @@ class FunctionEmitter:
     def select(self, cond: str, a: str, b: str, ty: str = "i64") -> str:
         return self.emit(f"llvm.select {cond}, {a}, {b} : i1, {ty}")
 
+    def sext(self, value: str, frm: str) -> str:
+        return self.emit(f"llvm.sext {value} : {frm} to i64")
+
     def trunc(self, value: str, to: str) -> str:
         return self.emit(f"llvm.trunc {value} : i64 to {to}")
 

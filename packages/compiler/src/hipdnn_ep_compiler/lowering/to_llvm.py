@@ -97,7 +97,12 @@ class _Lowering:
             return self.expr_cache[key]
         if isinstance(e, int):
             return self.e.const(e)
-        if isinstance(e, str):
+        if isinstance(e, str) and sym.is_value_symbol(e):
+            i, k = sym.parse_symbol(e)
+            base, elem = self.input_values[i]
+            v = self.e.load(self.e.gep(base, k * (8 if elem == "i64" else 4)), elem)
+            out = v if elem == "i64" else self.e.sext(v, elem)
+        elif isinstance(e, str):
             i, j = sym.parse_symbol(e)
             dims = self.load_field(self.ref, self.input_ref(i), "dims")
             out = self.e.load(self.e.gep(dims, 8 * j), "i64")
@@ -118,6 +123,8 @@ class _Lowering:
                 out = self.e.select(cond, vals[0], vals[1])
             elif op == "selneg":
                 out = self.e.select(self.e.icmp("slt", vals[0], self.e.const(0)), vals[1], vals[2])
+            elif op == "selzero":
+                out = self.e.select(self.e.icmp("eq", vals[0], self.e.const(0)), vals[1], vals[2])
             else:
                 raise ValueError(f"unknown expression op {op}")
         self.expr_cache[key] = out
@@ -189,6 +196,22 @@ class _Lowering:
             out = e.alloca(8)
             self.call(rc.HOST_SCRATCH, [self.state, e.const(8 * self.slots), out])
             self.scratch = e.load(out, "ptr")
+        # small integer inputs read on the host (Reshape targets, Slice starts fed as graph inputs)
+        self.input_values: dict[int, tuple[str, str]] = {}
+        d2h = self.abi.enum_value(self.abi.name("memcpy_kind"), "DEVICE_TO_HOST")
+        for i, slot in hir.get_json_pairs(hir.main_func(self.module), "hipdnn.input_value_slots"):
+            arg = block.arguments[i]
+            elem = "i64" if hir.element_dtype(arg) == hir.INT64 else "i32"
+            t = ir.RankedTensorType(arg.type)
+            n = t.shape[0] if t.rank == 1 else 1
+            dst = e.gep(self.scratch, 8 * slot)
+            self.call(rc.MEMCPY, [self.state, dst, self.data[arg], e.const(n * (8 if elem == "i64" else 4)),
+                                  e.const(d2h, "i32")])
+            self.input_values[i] = (dst, elem)
+        # run-time reshape targets are checked before anything is sized from them
+        for op in ops:
+            if op.name == "hipdnn.alias" and "check_size" in op.attributes:
+                self.check_same_size(op)
         for op in ops:
             slots = hir.get_ints(op, "hipdnn.dims_slot")
             if slots is None:
@@ -294,6 +317,16 @@ class _Lowering:
                 int_vals.append(hir.get_int(op, a))
         float_vals = [hir.get_float(op, a) for a in fn.float_attrs]
         self.kernel_call(fn.name, inputs, outputs, int_vals, float_vals)
+
+    def check_same_size(self, op: ir.Operation) -> None:
+        """INVALID_ARGUMENT unless the alias's run-time dims are >= 0 and keep the element count."""
+        e = self.e
+        new, old = hir.dims_of(op.results[0]), hir.dims_of(op.operands[0])
+        ok = e.icmp("eq", self.expr(sym.product(new)), self.expr(sym.product(old)))
+        for d in new:
+            ok = e.binop("and", ok, e.icmp("sge", self.expr(d), e.const(0)), "i1")
+        invalid = e.const(self.abi.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
+        e.branch_unless(ok, FAIL, invalid)
 
     def kernel_call(self, kernel: str, inputs, outputs, int_vals: list[int], float_vals: list[float]) -> None:
         e = self.e

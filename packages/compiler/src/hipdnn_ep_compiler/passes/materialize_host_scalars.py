@@ -9,6 +9,9 @@ IR out:
     slice starts) whose entries are not all compile-time constants gets a slot range in the
     host scratch: `hipdnn.dims_slot` (per result, -1 = static or caller-owned),
     `hipdnn.values_slot`, `hipdnn.starts_slot`;
+  * program inputs whose elements are used on the host (a Reshape target or Slice starts fed
+    as a graph input: "v" symbols) get `hipdnn.input_value_slots` = [[input, first slot], ...]:
+    the program copies them DEVICE_TO_HOST into the scratch before computing anything;
   * the function gets `hipdnn.host_scratch_slots` = number of int64 slots, only when some
     array is dynamic.  A fully static graph uses no host scratch at all.
 """
@@ -27,6 +30,22 @@ HOST_OPS = ("hipdnn.host_tensor", "hipdnn.constant")
 
 def _static(exprs: list[sym.Expr]) -> bool:
     return all(sym.is_static(e) for e in exprs)
+
+
+def _symbols_of(op: ir.Operation, name: str) -> set[str]:
+    attr = op.attributes[name]
+    texts: list[str] = []
+    stack = [attr]
+    while stack:
+        a = stack.pop()
+        try:
+            stack.extend(ir.ArrayAttr(a))
+        except ValueError:
+            texts.append(ir.StringAttr(a).value)
+    out: set[str] = set()
+    for t in texts:
+        out |= sym.symbols(sym.parse(t))
+    return out
 
 
 def run(module: ir.Module) -> ir.Module:
@@ -64,6 +83,21 @@ def run(module: ir.Module) -> ir.Module:
         if op.name == "hipdnn.slice":
             starts = [sym.parse(s) for s in hir.get_strs(op, "starts")]
             hir.set_attr(op, "hipdnn.starts_slot", -1 if _static(starts) else take(starts))
+    # program inputs whose elements the host reads ("v" symbols) get a copy in the host scratch
+    read_inputs: set[int] = set()
+    for op in hir.ops(module):
+        for name in ("hipdnn.dims", "values", "starts"):
+            if name in op.attributes:
+                read_inputs |= {sym.parse_symbol(v)[0] for v in _symbols_of(op, name) if sym.is_value_symbol(v)}
+    block = hir.body(module)
+    pairs = []
+    for i in sorted(read_inputs):
+        t = ir.RankedTensorType(block.arguments[i].type)
+        n = t.shape[0] if t.rank == 1 else 1
+        pairs.append([i, next_slot])
+        next_slot += n
+    if pairs:
+        hir.set_attr(hir.main_func(module), "hipdnn.input_value_slots", pairs)
     if next_slot:
         hir.set_attr(hir.main_func(module), "hipdnn.host_scratch_slots", next_slot)
     return module

@@ -214,7 +214,25 @@ def _reduce(o: _Op) -> None:
     _replace(o, "hipdnn.reduce", [o.input(0)], {"op": REDUCE[o.kind], "axes": axes}, [out])
 
 
+def _runtime_reshape_dims(o: _Op, src: list[sym.Expr], target: list[sym.Expr]) -> list[sym.Expr]:
+    """Target entries only known at run time may be 0 (copy the input dim) or -1 (infer): resolve both
+    with host selects.  An entry is -1 for at most one axis in a valid model."""
+    allow_zero = o.attr_int("allowzero", 0)
+    resolved = []
+    for i, t in enumerate(target):
+        copy = src[i] if i < len(src) and not allow_zero else t
+        resolved.append(sym.select_negative(t, 1, sym.select_zero(t, copy, t)))
+    total = sym.product(src)
+    out = []
+    for i, t in enumerate(target):
+        inferred = sym.div(total, sym.product(r for j, r in enumerate(resolved) if j != i))
+        out.append(sym.select_negative(t, inferred, resolved[i]))
+    return out
+
+
 def _reshape_dims(o: _Op, src: list[sym.Expr], target: list[sym.Expr]) -> list[sym.Expr]:
+    if any(not sym.nonnegative(t) and not isinstance(t, int) for t in target):
+        return _runtime_reshape_dims(o, src, target)
     allow_zero = o.attr_int("allowzero", 0)
     out: list[sym.Expr] = []
     infer_at = None
@@ -267,7 +285,9 @@ def _alias_like(o: _Op) -> None:
     if vals is not None:
         _host_tensor(o, vals, dims)
         return
-    _replace(o, "hipdnn.alias", [o.input(0)], {}, [dims])
+    # dims from values only known at run time: the program checks they keep the element count
+    checked = any(not sym.nonnegative(d) for d in dims)
+    _replace(o, "hipdnn.alias", [o.input(0)], {"check_size": True} if checked else {}, [dims])
 
 
 def _transpose(o: _Op) -> None:
