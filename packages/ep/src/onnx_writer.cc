@@ -138,11 +138,12 @@ ProtoWriter TensorHeader(const std::string& name, const TensorData& d) {
 
 // Element count (bytes for strings) of a list or string attribute.  ORT
 // answers a query with no buffer by an error status that carries the size.
-size_t AttrCount(const OrtApi& ort, const OrtOpAttr* attr, OrtOpAttrType type) {
-  size_t n = 0;
-  OrtStatus* st = ort.ReadOpAttr(attr, type, nullptr, 0, &n);
+// ReadOpAttr reports the buffer size it needs in bytes, not elements.
+size_t AttrBytes(const OrtApi& ort, const OrtOpAttr* attr, OrtOpAttrType type) {
+  size_t bytes = 0;
+  OrtStatus* st = ort.ReadOpAttr(attr, type, nullptr, 0, &bytes);
   if (st) ort.ReleaseStatus(st);
-  return n;
+  return bytes;
 }
 
 ProtoWriter AttributeProto(const ApiPtrs& api, const std::string& node_name, const OrtOpAttr* attr) {
@@ -171,23 +172,21 @@ ProtoWriter AttributeProto(const ApiPtrs& api, const std::string& node_name, con
       break;
     }
     case ORT_OP_ATTR_INTS: {
-      n = AttrCount(ort, attr, type);
-      std::vector<int64_t> v(n);
-      if (n) ThrowIfError(ort, ort.ReadOpAttr(attr, type, v.data(), n * sizeof(int64_t), &n));
+      std::vector<int64_t> v(AttrBytes(ort, attr, type) / sizeof(int64_t));
+      if (!v.empty()) ThrowIfError(ort, ort.ReadOpAttr(attr, type, v.data(), v.size() * sizeof(int64_t), &n));
       for (int64_t x : v) a.Int(attr_f::kInts, x);
       a.Int(attr_f::kType, attr_f::kIntsT);
       break;
     }
     case ORT_OP_ATTR_FLOATS: {
-      n = AttrCount(ort, attr, type);
-      std::vector<float> v(n);
-      if (n) ThrowIfError(ort, ort.ReadOpAttr(attr, type, v.data(), n * sizeof(float), &n));
+      std::vector<float> v(AttrBytes(ort, attr, type) / sizeof(float));
+      if (!v.empty()) ThrowIfError(ort, ort.ReadOpAttr(attr, type, v.data(), v.size() * sizeof(float), &n));
       for (float x : v) a.Float(attr_f::kFloats, x);
       a.Int(attr_f::kType, attr_f::kFloatsT);
       break;
     }
     case ORT_OP_ATTR_STRING: {
-      n = AttrCount(ort, attr, type);
+      n = AttrBytes(ort, attr, type);
       std::string s(n, '\0');
       if (n) ThrowIfError(ort, ort.ReadOpAttr(attr, type, s.data(), n, &n));
       a.Str(attr_f::kS, s);
