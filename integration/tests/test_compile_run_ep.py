@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from conftest import assert_close, attention_feeds, attention_model, shape_chain_model
+from conftest import assert_close
+from models import attention_feeds, attention_model, shape_chain_model
 
 
 @pytest.fixture(scope="module")

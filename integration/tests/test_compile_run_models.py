@@ -12,7 +12,8 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from conftest import assert_close, attention_feeds, attention_model, shape_chain_model
+from conftest import assert_close
+from models import attention_feeds, attention_model, shape_chain_model
 
 
 @pytest.mark.parametrize("batch,seq", [(1, 1), (2, 3), (4, 17), (1, 64)])
