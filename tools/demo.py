@@ -20,6 +20,7 @@ import onnx
 import onnxruntime as ort
 from models import attention_feeds, attention_model
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 TOLERANCE = 1e-4
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             onnx.save(model, path)
             start = time.perf_counter()
             session = ep_session(path, devices, args.backend, cache_dir)
-            console.print(f"{label}: session created (compiled) in {time.perf_counter() - start:.2f} s")
+            console.print(f"{escape(label)}: session created (compiled) in {time.perf_counter() - start:.2f} s")
             reference = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
             for batch, seq in shapes:
                 feeds = attention_feeds(batch, seq)
@@ -74,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                            for g, w in zip(session.run(None, feeds), reference.run(None, feeds), strict=True))
                 failures += diff > TOLERANCE
                 ep_ms, cpu_ms = median_ms(session, feeds, args.repeat), median_ms(reference, feeds, args.repeat)
-                table.add_row(label, f"[{batch}, {seq}]", f"{diff:.2e}" + (" FAIL" if diff > TOLERANCE else ""),
+                verdict = f"{diff:.2e}" + (" FAIL" if diff > TOLERANCE else "")
+                table.add_row(escape(label), escape(f"[{batch}, {seq}]"), verdict,
                               f"{ep_ms:.3f}", f"{cpu_ms:.3f}", f"{ep_ms / cpu_ms:.2f}")
     console.print(table)
     if failures:
