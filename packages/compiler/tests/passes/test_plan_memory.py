@@ -47,3 +47,56 @@ func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
   return %2 : tensor<?xf32>
 }''')
     assert 'hipdnn.offset = "(mul 256 (ceildiv (mul 4 d0_0) 256))"' in out
+
+
+def _chain(n: int) -> str:
+    """n dynamic unary ops where op k reads ops k-1 and k-2 (two buffers live at every step)."""
+    lines = ['%0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0]} '
+             ': (tensor<?xf32>) -> tensor<?xf32>']
+    for k in range(1, n):
+        a = f"%{k - 1}"
+        b = f"%{k - 2}" if k >= 2 else "%arg0"
+        lines.append(f'%{k} = "hipdnn.binary"({a}, {b}) {{op = "ADD", "hipdnn.dims" = [["d0_0"]], '
+                     f'"hipdnn.dims_slot" = [0]}} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>')
+    body = "\n  ".join(lines)
+    return (f"func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {{\n  {body}\n"
+            f"  return %{n - 1} : tensor<?xf32>\n}}")
+
+
+def test_dynamic_plan_grows_linearly_and_reuses_slots():
+    """Offsets nest no earlier offset: a 40-op chain needs three slots, not forty nested maxima."""
+    import re
+
+    from hipdnn_ep_compiler import symbolic as sym
+
+    out = _run(_chain(40))
+    pool = sym.parse(re.search(r'hipdnn.pool_size = "([^"]*)"', out)[1])
+    assert sym.evaluate(pool, {"d0_0": 1000}) == 3 * 4096  # three live 4000-byte buffers, 256-aligned
+    offsets = {sym.to_str(sym.parse(o)) for o in re.findall(r'hipdnn.offset = "([^"]*)"', out)}
+    assert len(offsets) == 3
+    assert len(out) < 40 * 400
+
+
+def test_dynamic_slots_never_overlap_live_buffers():
+    import re
+
+    from hipdnn_ep_compiler import symbolic as sym
+
+    out = _run('''
+func.func @main(%arg0: tensor<?xf32>, %arg1: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  %1 = "hipdnn.unary"(%arg1) {op = "EXP", "hipdnn.dims" = [["d1_0"]], "hipdnn.dims_slot" = [1]} : (tensor<?xf32>) -> tensor<?xf32>
+  %2 = "hipdnn.unary"(%0) {op = "TANH", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  %3 = "hipdnn.unary"(%1) {op = "NEG", "hipdnn.dims" = [["d1_0"]], "hipdnn.dims_slot" = [1]} : (tensor<?xf32>) -> tensor<?xf32>
+  %4 = "hipdnn.concat"(%2, %3) {axis = 0 : i64, "hipdnn.dims" = [["(add d0_0 d1_0)"]], "hipdnn.dims_slot" = [2]} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %4 : tensor<?xf32>
+}''')
+    offsets = [sym.parse(o) for o in re.findall(r'hipdnn.offset = "([^"]*)"', out)]
+    sizes = [lambda env, s=s: 256 * -(-4 * env[s] // 256) for s in ("d0_0", "d1_0", "d0_0", "d1_0")]
+    live = [(0, 2), (1, 3), (2, 4), (3, 4)]  # op index ranges: %0..%2, %1..%3, %2..%4, %3..%4
+    for env in ({"d0_0": 1, "d1_0": 1000}, {"d0_0": 1000, "d1_0": 1}, {"d0_0": 64, "d1_0": 64}):
+        spans = [(sym.evaluate(o, env), sym.evaluate(o, env) + size(env)) for o, size in zip(offsets, sizes, strict=True)]
+        for i in range(4):
+            for j in range(i + 1, 4):
+                if live[i][0] <= live[j][1] and live[j][0] <= live[i][1]:
+                    assert spans[i][1] <= spans[j][0] or spans[j][1] <= spans[i][0], (env, i, j, spans)

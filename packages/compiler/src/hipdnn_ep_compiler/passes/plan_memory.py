@@ -9,12 +9,20 @@ IR out:
     (with `hipdnn.output_index`) or "pool" (with `hipdnn.offset`, an expression);
   * `hipdnn.pool_size` (expression) on the function when the pool is used.
 
-Offsets are liveness based: a buffer is placed just above every earlier buffer whose live
-range overlaps its own, rounded up to ALIGNMENT.  With dynamic sizes the same formula is an
-expression the host program evaluates at run time.
+Offsets are liveness based.  With static sizes a buffer goes to the lowest offset that no
+buffer with an overlapping live range occupies (first fit).  With dynamic sizes, buffers share
+slots: a buffer reuses a slot whose previous tenant is dead (preferring one that held a buffer of
+the same size expression), a slot is as large as its largest tenant, and slots are laid end to
+end.  Every offset is then a sum of slot sizes, each a maximum of a few size expressions, so the
+expressions the host program evaluates at run time grow linearly with the graph; placing each
+buffer above all live ones instead would nest every earlier offset into the next and grow
+exponentially.  Sizes are rounded up to ALIGNMENT.
 """
 
 from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
 
 from torch_mlir import ir
 
@@ -77,8 +85,7 @@ def run(module: ir.Module) -> ir.Module:
             base = _base(operand)
             last_use[base] = end if op.name == "func.return" else max(last_use.get(base, 0), index[op])
 
-    placed: list[tuple[int, int, sym.Expr, sym.Expr]] = []  # (start, end, offset, size)
-    pool_size: sym.Expr | None = None
+    buffers: list[_Buffer] = []
     for op in ops:
         if op.name in NO_BUFFER or not op.results:
             continue
@@ -87,30 +94,56 @@ def run(module: ir.Module) -> ir.Module:
             hir.set_attr(op, "hipdnn.storage", "output")
             hir.set_attr(op, "hipdnn.output_index", outputs[value])
             continue
-        start, stop = index[op], last_use.get(value, index[op])
-        size = _align(size_bytes(value))
-        live = [(off, sz) for s, e, off, sz in placed if s <= stop and start <= e]
-        offset = _first_fit(live, size)
-        placed.append((start, stop, offset, size))
-        top = sym.add(offset, size)
-        pool_size = top if pool_size is None else sym.maximum(pool_size, top)
-        hir.set_attr(op, "hipdnn.storage", "pool")
-        hir.set_attr(op, "hipdnn.offset", sym.to_str(offset))
-    if placed:
-        hir.set_attr(hir.main_func(module), "hipdnn.pool_size", sym.to_str(pool_size))
+        buffers.append(_Buffer(op, index[op], last_use.get(value, index[op]), _align(size_bytes(value))))
+    if not buffers:
+        return module
+    static = all(sym.is_static(b.size) for b in buffers)
+    offsets, pool_size = _first_fit(buffers) if static else _slots(buffers)
+    for b, offset in zip(buffers, offsets, strict=True):
+        hir.set_attr(b.op, "hipdnn.storage", "pool")
+        hir.set_attr(b.op, "hipdnn.offset", sym.to_str(offset))
+    hir.set_attr(hir.main_func(module), "hipdnn.pool_size", sym.to_str(pool_size))
     return module
 
 
-def _first_fit(live: list[tuple[sym.Expr, sym.Expr]], size: sym.Expr) -> sym.Expr:
-    """Lowest offset not overlapping any live buffer; with dynamic sizes, above all of them."""
-    if all(sym.is_static(x) for pair in live for x in pair) and sym.is_static(size):
-        for candidate in sorted({0} | {off + sz for off, sz in live}):
-            if all(candidate + size <= off or off + sz <= candidate for off, sz in live):
-                return candidate
-    offset: sym.Expr = 0
-    for off, sz in live:
-        offset = sym.maximum(offset, sym.add(off, sz)) if offset != 0 else sym.add(off, sz)
-    return offset
+@dataclass(frozen=True)
+class _Buffer:
+    op: ir.Operation
+    start: int  # index of the defining op
+    stop: int  # index of the last use
+    size: sym.Expr  # aligned byte size
+
+
+def _first_fit(buffers: list[_Buffer]) -> tuple[list[int], int]:
+    """Static sizes: the lowest offset not overlapping any buffer with an overlapping live range."""
+    placed: list[tuple[_Buffer, int]] = []
+    for b in buffers:
+        live = [(off, other.size) for other, off in placed if other.start <= b.stop and b.start <= other.stop]
+        offset = next(c for c in sorted({0} | {off + sz for off, sz in live})
+                      if all(c + b.size <= off or off + sz <= c for off, sz in live))
+        placed.append((b, offset))
+    return [off for _, off in placed], max(off + b.size for b, off in placed)
+
+
+def _slots(buffers: list[_Buffer]) -> tuple[list[sym.Expr], sym.Expr]:
+    """Dynamic sizes: slots reused once their tenant is dead, laid end to end."""
+    slot_end: list[int] = []  # last use of the slot's current tenant
+    slot_sizes: list[list[sym.Expr]] = []  # distinct size expressions of its tenants
+    assignment = []
+    for b in buffers:
+        free = [k for k, end in enumerate(slot_end) if end < b.start]
+        slot = next((k for k in free if b.size in slot_sizes[k]), free[0] if free else None)
+        if slot is None:
+            slot = len(slot_end)
+            slot_end.append(b.stop)
+            slot_sizes.append([])
+        slot_end[slot] = b.stop
+        if b.size not in slot_sizes[slot]:
+            slot_sizes[slot].append(b.size)
+        assignment.append(slot)
+    sizes = [functools.reduce(sym.maximum, tenants) for tenants in slot_sizes]
+    starts = [sym.add(*sizes[:k]) if k else 0 for k in range(len(sizes))]
+    return [starts[k] for k in assignment], sym.add(*sizes)
 
 
 def _reuse_slot(value: ir.Value) -> int:
