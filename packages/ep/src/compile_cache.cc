@@ -63,7 +63,8 @@ std::string DefaultCacheDir() {
 
 std::string CacheKey::Describe() const {
   return "{\"format\":1,\"graph_hash\":" + json::Quote(graph_hash) + ",\"compiler\":" + json::Quote(compiler) +
-         ",\"abi\":" + json::Quote(abi) + ",\"backend\":" + json::Quote(backend) + "}";
+         ",\"abi\":" + json::Quote(abi) +
+         ",\"target_abi\":" + json::Quote(target_abi) + ",\"backend\":" + json::Quote(backend) + "}";
 }
 
 std::string CacheKey::Digest() const { return Sha256Hex(Describe()); }

@@ -19,7 +19,8 @@ namespace hipdnn_ep {
 struct CacheKey {
   std::string graph_hash;
   std::string compiler;  // "name version"
-  std::string abi;       // "MAJOR.MINOR"
+  std::string abi;       // the runtime's ABI, "MAJOR.MINOR"
+  std::string target_abi;  // the ABI the code is compiled for (<= abi)
   std::string backend;
   std::string Digest() const;
   std::string Describe() const;  // the JSON stored as entry.json

@@ -214,6 +214,13 @@ CompilerCapabilities CompileClient::Capabilities() const {
     if (op.is_string()) caps.ops.insert({"", op.string});
     else caps.ops.insert({domain(op["domain"].string), op["op_type"].string});
   }
+  const json::Value& abi = resp["abi"];
+  if (abi.is_object() && abi["major"].is_number()) {
+    caps.abi_major = static_cast<int64_t>(abi["major"].number);
+    for (const json::Value& m : abi["minors"].array) {
+      if (m.is_number()) caps.abi_minors.push_back(static_cast<int64_t>(m.number));
+    }
+  }
   return caps;
 }
 

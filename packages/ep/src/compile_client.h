@@ -3,9 +3,11 @@
 // reads one JSON response from stdout.
 #pragma once
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "json.h"
 
@@ -18,6 +20,10 @@ struct CompilerCapabilities {
   std::string version;
   // (domain, op_type) pairs the compiler lowers; "" is the ONNX domain.
   std::set<std::pair<std::string, std::string>> ops;
+  // The runtime ABI the compiler can target: one major and its minors
+  // (abi_major < 0: not stated, i.e. the compiler targets what it is asked).
+  int64_t abi_major = -1;
+  std::vector<int64_t> abi_minors;
 };
 
 struct CompileResult {

@@ -117,6 +117,28 @@ std::string ModelPath(const OrtApi& ort, const OrtGraph* graph) {
   return path ? std::string(path) : std::string();
 }
 
+std::string AbiText(uint32_t abi) { return std::to_string(abi >> 16) + "." + std::to_string(abi & 0xffff); }
+
+// The ABI to compile for: the runtime's, or, when the runtime is newer than
+// the compiler, the newest minor of the same major the compiler knows (minors
+// only add functions, so such code runs on the newer runtime).
+uint32_t TargetAbi(uint32_t runtime_abi, const CompilerCapabilities& caps) {
+  if (caps.abi_major < 0) return runtime_abi;  // the compiler does not say: ask for the runtime's
+  const int64_t major = runtime_abi >> 16, minor = runtime_abi & 0xffff;
+  int64_t best = -1;
+  std::string known;
+  for (int64_t m : caps.abi_minors) {
+    known += (known.empty() ? "" : ", ") + std::to_string(caps.abi_major) + "." + std::to_string(m);
+    if (caps.abi_major == major && m <= minor && m > best) best = m;
+  }
+  if (best < 0) {
+    throw EpError("hipdnn-ep: " + caps.name + " " + caps.version + " cannot compile for the runtime's ABI " +
+                  AbiText(runtime_abi) + " (it targets ABI " + (known.empty() ? std::string("none") : known) +
+                  "); install a compiler for runtime ABI major " + std::to_string(major));
+  }
+  return static_cast<uint32_t>((major << 16) | best);
+}
+
 }  // namespace
 
 EpConfig EpConfig::FromSession(const OrtApi& ort, const OrtSessionOptions* so, const std::string& device_backend,
@@ -318,7 +340,8 @@ OrtStatus* ORT_API_CALL HipdnnEp::GetCapabilityImpl(OrtEp* this_ptr, const OrtGr
   return Guard(self->ort, [&] { self->ClaimNodes(graph, info); });
 }
 
-std::string HipdnnEp::CompileArtifact(const SubgraphModel& model, const std::string& abi) {
+std::string HipdnnEp::CompileArtifact(const SubgraphModel& model, const std::string& runtime_abi,
+                                      const std::string& target_abi) {
   CompilerCapabilities caps = factory_.Capabilities(client_);
   auto build = [&](const std::string& dir) {
     fs::path model_path = fs::path(dir) / "model.onnx";
@@ -328,10 +351,10 @@ std::string HipdnnEp::CompileArtifact(const SubgraphModel& model, const std::str
     }
     fs::path out_dir = fs::path(dir) / "out";
     fs::create_directories(out_dir);
-    return client_.Compile(model_path.string(), out_dir.string(), config_.backend_name, abi).artifact;
+    return client_.Compile(model_path.string(), out_dir.string(), config_.backend_name, target_abi).artifact;
   };
   if (config_.cache_enable) {
-    CacheKey key{model.hash, caps.name + " " + caps.version, abi, config_.backend_name};
+    CacheKey key{model.hash, caps.name + " " + caps.version, runtime_abi, target_abi, config_.backend_name};
     std::string hit = cache_->Lookup(key);
     if (!hit.empty()) {
       Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: compile cache hit " + hit);
@@ -382,12 +405,13 @@ std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, con
     if (IsOurEpContextNode(ort, only)) return LoadEpContext(graph, only, name);
   }
 
-  const uint32_t abi = runtime_->abi_version();
-  const std::string abi_text = std::to_string(abi >> 16) + "." + std::to_string(abi & 0xffff);
-  SubgraphModel model = WriteSubgraphModel(*this, graph);
-  std::string artifact = CompileArtifact(model, abi_text);
+  const uint32_t runtime_abi = runtime_->abi_version();
   CompilerCapabilities caps = factory_.Capabilities(client_);
-  compatibility_info_ = MakeCompatibilityInfo(abi, config_.backend_name, caps.name + " " + caps.version);
+  const uint32_t target_abi = TargetAbi(runtime_abi, caps);
+  SubgraphModel model = WriteSubgraphModel(*this, graph);
+  std::string artifact = CompileArtifact(model, AbiText(runtime_abi), AbiText(target_abi));
+  // The info names the ABI the code needs, which the verdict compares with the runtime's.
+  compatibility_info_ = MakeCompatibilityInfo(target_abi, config_.backend_name, caps.name + " " + caps.version);
   auto program = std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, artifact, model);
   if (config_.context_enable && ep_context_node != nullptr) {
     *ep_context_node = MakeEpContextNode(graph, name, artifact, model);

@@ -69,7 +69,8 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
   std::unique_ptr<CompiledProgram> LoadEpContext(const OrtGraph* graph, const OrtNode* node, const std::string& name);
   // Throws the list of unsupported nodes claimed only to report them.
   void RefuseRejectedNodes(const OrtGraph* graph);
-  std::string CompileArtifact(const struct SubgraphModel& model, const std::string& abi);
+  std::string CompileArtifact(const struct SubgraphModel& model, const std::string& runtime_abi,
+                              const std::string& target_abi);
 
   HipdnnEpFactory& factory_;
   EpConfig config_;

@@ -6,13 +6,16 @@
 
 namespace hipdnn_ep {
 
-// Nodes are 0..n-1 in topological order; producers[i] lists the nodes whose
-// outputs node i consumes.  Returns groups of supported nodes (each in
-// topological order) such that every group is connected and fusing each
-// group into one node keeps the graph acyclic: no path leaves a group and
-// re-enters it.  Greedy in topological order: a node joins the group of one
-// of its supported producers unless a path from that group reaches the node
-// through a node outside the group.
+// Nodes are 0..n-1 (any order); producers[i] lists the nodes whose outputs
+// node i consumes.  Returns groups of supported nodes (each in topological
+// order) such that fusing each group into one node keeps the graph acyclic.
+//
+// Method: a topological order that keeps supported nodes together as long
+// as possible (Kahn's algorithm that stays with the kind of node it is
+// taking, supported or not, while such a node is ready); each maximal run of
+// supported nodes in that order is one group.  A run is contiguous in a
+// topological order, so no path can leave it and come back.  Groups need not
+// be connected: independent branches compile into one program.
 std::vector<std::vector<size_t>> GroupSupportedNodes(const std::vector<std::vector<size_t>>& producers,
                                                      const std::vector<bool>& supported);
 

@@ -1,8 +1,16 @@
-"""Fixtures: the plugin registered with onnxruntime, plus the test doubles of
-the compiler and runtime from tests/fakes (see fakes/README.md)."""
+"""Fixtures: the plugin registered with onnxruntime, running the real
+hipdnn-ep-compiler and hipdnn-ep-runtime wheels of the test environment.
+
+The compiler is started through a recording wrapper (support/spy_compiler.py)
+so that tests can see which graphs the EP compiled; the compile itself is the
+real one.  The only stand-ins are those for conditions the real wheels cannot
+produce: a runtime reporting another ABI (a shim over the real runtime, see
+`runtime_reporting_abi`) and compilers that are missing, crash or answer
+garbage (tiny scripts, see `broken_compiler`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -11,58 +19,62 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import hipdnn_ep
+import hipdnn_ep_runtime
+import onnx
 import onnxruntime as ort
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-FAKES = TESTS / "fakes"
-REPO = TESTS.parents[2]
+SPY = TESTS / "support" / "spy_compiler.py"
+LOG_VARIABLE = "HIPDNN_EP_TEST_COMPILE_LOG"
+NO_FALLBACK = {"session.disable_cpu_ep_fallback": "1"}
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    return [f"onnxruntime {ort.__version__}, hipdnn_ep library {hipdnn_ep.get_library_path()}"]
+    import hipdnn_ep_compiler
+
+    return [f"onnxruntime {ort.__version__}, hipdnn_ep library {hipdnn_ep.get_library_path()}",
+            f"hipdnn-ep-compiler {hipdnn_ep_compiler.__version__}, runtime {hipdnn_ep_runtime.library_path()} "
+            f"(ABI {hipdnn_ep_runtime.abi_version()})"]
+
+
+def _script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def _spy_python(folder: Path, capabilities: dict | None = None) -> Path:
+    """An 'interpreter' for the option compiler_python: the spy under the real Python,
+    with `capabilities` replacing fields of the compiler's capabilities answer."""
+    prefix = f"HIPDNN_EP_TEST_CAPABILITIES='{json.dumps(capabilities)}' " if capabilities else ""
+    return _script(folder / "python-spy", f'{prefix}exec "{sys.executable}" "{SPY}" "$@"')
 
 
 @pytest.fixture(scope="session")
-def abi_include(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Include folder with hipdnn_ep/runtime_abi.h generated from the manifest."""
-    out = tmp_path_factory.mktemp("abi")
-    env = dict(os.environ, PYTHONPATH=str(REPO / "packages" / "runtime" / "abi"))
-    subprocess.run([sys.executable, "-m", "hipdnn_ep_abi", "generate", "--out", str(out)], check=True, env=env,
-                   capture_output=True)
-    return out / "include"
-
-
-def _build_runtime(abi_include: Path, out_dir: Path, defines: list[str]) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    lib = out_dir / "libhipdnn_ep_runtime.so.1"
-    subprocess.run(["cc", "-shared", "-fPIC", "-O1", f"-I{abi_include}", *defines, "-o", str(lib),
-                    "-Wl,-soname,libhipdnn_ep_runtime.so.1",
-                    str(FAKES / "fake_runtime.c"), "-ldl"], check=True)
-    return lib
+def spy_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _spy_python(tmp_path_factory.mktemp("spy"))
 
 
 @pytest.fixture(scope="session")
-def fake_runtime(abi_include: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The test double of the runtime library (host memory, CPU backend)."""
-    return _build_runtime(abi_include, tmp_path_factory.mktemp("runtime"), [])
+def spy_python_other_version(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real compiler, announcing another version (as a new release would)."""
+    import hipdnn_ep_compiler
+
+    return _spy_python(tmp_path_factory.mktemp("spy-other"),
+                       {"compiler_version": hipdnn_ep_compiler.__version__ + "+other"})
 
 
 @pytest.fixture(scope="session")
-def fake_runtime_abi2(abi_include: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The runtime double claiming ABI 2.0 (another major)."""
-    return _build_runtime(abi_include, tmp_path_factory.mktemp("runtime2"), ["-DFAKE_ABI_VERSION=(2u<<16)"])
+def spy_python_abi2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real compiler, announcing that it targets runtime ABI 2.0 and 2.1 only."""
+    return _spy_python(tmp_path_factory.mktemp("spy-abi2"), {"abi": {"major": 2, "minors": [0, 1]}})
 
 
 @pytest.fixture(scope="session")
-def fake_python(abi_include: Path, fake_runtime: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An interpreter wrapper under which the compiler double is importable."""
-    script = tmp_path_factory.mktemp("python") / "python-fake-compiler"
-    script.write_text(f'#!/bin/sh\nPYTHONPATH="{FAKES}" FAKE_COMPILER_INCLUDE="{abi_include}" '
-                      f'FAKE_COMPILER_RUNTIME="{fake_runtime}" '
-                      f'exec "{sys.executable}" "$@"\n')
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return script
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compile cache for the tests that do not count compiles: identical graphs compile once."""
+    return tmp_path_factory.mktemp("shared-cache")
 
 
 @pytest.fixture(scope="session")
@@ -73,30 +85,103 @@ def ep_devices() -> list:
 
 @dataclass(frozen=True)
 class Env:
-    """Options that wire the EP to the doubles, and the compile log."""
+    """EP options (the spy as compiler, a cache folder) and what the compiler was asked."""
 
     options: dict[str, str]
-    compile_log: Path
+    log_dir: Path
     cache_dir: Path
 
-    def compiles(self) -> list[str]:
-        return self.compile_log.read_text().splitlines() if self.compile_log.exists() else []
+    def requests(self) -> list[dict]:
+        log = self.log_dir / "requests.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    def compiles(self) -> list[dict]:
+        """The compile requests, in order."""
+        return [r for r in self.requests() if r.get("action") == "compile"]
+
+    def compiled_models(self) -> list[onnx.ModelProto]:
+        """The subgraph models the EP sent to the compiler (external weights not loaded)."""
+        return [onnx.load(r["model_copy"], load_external_data=False) for r in self.compiles()]
+
+    def compiled_ops(self) -> list[list[str]]:
+        return [[n.op_type for n in m.graph.node] for m in self.compiled_models()]
+
+    def cache_entries(self) -> list[Path]:
+        return sorted(p for p in self.cache_dir.iterdir() if (p / "entry.json").is_file())
+
+
+def _env(tmp_path: Path, spy_python: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    log = tmp_path / "compiler-log"
+    monkeypatch.setenv(LOG_VARIABLE, str(log))
+    return Env({"compiler_python": str(spy_python), "cache_dir": str(cache)}, log, cache)
 
 
 @pytest.fixture
-def env(tmp_path: Path, fake_python: Path, fake_runtime: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
-    log = tmp_path / "compiles.jsonl"
-    monkeypatch.setenv("FAKE_COMPILER_LOG", str(log))
-    cache = tmp_path / "cache"
-    return Env({"compiler_python": str(fake_python), "runtime_library": str(fake_runtime),
-                "cache_dir": str(cache)}, log, cache)
+def env(tmp_path: Path, spy_python: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    """A private compile cache: every graph of the test compiles on first use."""
+    return _env(tmp_path, spy_python, tmp_path / "cache", monkeypatch)
+
+
+@pytest.fixture
+def shared_env(tmp_path: Path, spy_python: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    """The session-wide compile cache (for tests that do not count compiles)."""
+    return _env(tmp_path, spy_python, shared_cache, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def runtime_reporting_abi(tmp_path_factory: pytest.TempPathFactory):
+    """Builds a shim library that reports ABI `major.minor` and resolves every
+    other runtime function to the real runtime (its dependency: dlsym on the
+    shim's handle searches it too).  The shim has its own soname, so it never
+    stands in for the real runtime that compiled programs link against."""
+    folder = tmp_path_factory.mktemp("runtime-shims")
+    real = Path(hipdnn_ep_runtime.library_path())
+    built: dict[tuple[int, int], Path] = {}
+
+    def build(major: int, minor: int) -> Path:
+        if (major, minor) not in built:
+            src = folder / f"shim_{major}_{minor}.c"
+            src.write_text("#include <stdint.h>\n"
+                           f"uint32_t hipdnn_ep_abi_version(void) {{ return ({major}u << 16) | {minor}u; }}\n")
+            lib = folder / f"libruntime_shim_{major}_{minor}.so"
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src), f"-Wl,-soname,{lib.name}",
+                            "-Wl,--no-as-needed", f"-L{real.parent}", f"-l:{real.name}", f"-Wl,-rpath,{real.parent}"],
+                           check=True)
+            built[(major, minor)] = lib
+        return built[(major, minor)]
+
+    return build
+
+
+@pytest.fixture
+def broken_compiler(tmp_path: Path):
+    """An 'interpreter' for compiler_python whose compiler misbehaves in the named way."""
+    bodies = {
+        "garbage": "cat >/dev/null; echo 'this is not JSON'",
+        "crash": "cat >/dev/null; echo 'Segmentation fault in the compiler' >&2; kill -SEGV $$",
+        "not-ok": "cat >/dev/null; echo '{\"protocol\": 1, \"ok\": false}'",
+    }
+
+    def make(kind: str) -> Path:
+        return _script(tmp_path / f"python-{kind}", bodies[kind])
+
+    return make
 
 
 def make_session(model: str | Path, devices: list, options: dict[str, str],
-                 config: dict[str, str] | None = None) -> ort.InferenceSession:
+                 config: dict[str, str] | None = None, optimize: bool = True) -> ort.InferenceSession:
     """A session with this EP (and ORT's CPU EP for fallback)."""
     so = ort.SessionOptions()
+    if not optimize:  # every node of the model reaches the EP (no constant folding or fusion first)
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     for k, v in (config or {}).items():
         so.add_session_config_entry(k, v)
     so.add_provider_for_devices(devices, options)
     return ort.InferenceSession(str(model), sess_options=so)
+
+
+def cpu_session(model: str | Path) -> ort.InferenceSession:
+    return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+
+
+os.environ.pop(LOG_VARIABLE, None)  # a stray setting must not make every test session record

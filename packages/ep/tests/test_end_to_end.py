@@ -1,30 +1,18 @@
-"""The EP with the real hipdnn-ep-compiler and hipdnn-ep-runtime wheels (no
-options: the compiler and runtime are found the way a user's install finds
-them).  Skipped, visibly, when either wheel is not installed.
-
-The check runs in a fresh process: other tests load the runtime double,
-which has the real runtime's soname, and the loader would hand it to the
-real artifacts."""
+"""The EP as a user's install finds its parts: no options at all, so the
+compiler is the one of the Python environment hipdnn-ep is installed in and
+the runtime the wheel beside it (only the cache folder is redirected, through
+the EP's environment variable)."""
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from conftest import NO_FALLBACK, cpu_session
 from onnx import TensorProto, helper, numpy_helper
-
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("hipdnn_ep_compiler") is None,
-                       reason="hipdnn-ep-compiler is not installed"),
-    pytest.mark.skipif(importlib.util.find_spec("hipdnn_ep_runtime") is None,
-                       reason="hipdnn-ep-runtime is not installed"),
-]
 
 
 def _mlp(path: Path) -> Path:
@@ -42,25 +30,18 @@ def _mlp(path: Path) -> Path:
     return path
 
 
-def check_dynamic_model_without_fallback_matches_cpu(work: Path) -> None:
-    import hipdnn_ep
-
-    model = _mlp(work / "mlp.onnx")
+def test_dynamic_model_without_fallback_matches_cpu(tmp_path: Path, ep_devices,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIPDNN_EP_CACHE_DIR", str(tmp_path / "cache"))
+    model = _mlp(tmp_path / "mlp.onnx")
     so = ort.SessionOptions()
-    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-    so.add_provider_for_devices(hipdnn_ep.register(ort), {"cache_dir": str(work / "cache")})
+    for k, v in NO_FALLBACK.items():
+        so.add_session_config_entry(k, v)
+    so.add_provider_for_devices(ep_devices, {})
     sess = ort.InferenceSession(str(model), sess_options=so)
-    cpu = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    cpu = cpu_session(model)
     rng = np.random.default_rng(1)
     for shape in [(1, 1, 16), (2, 5, 16), (3, 7, 16), (4, 128, 16)]:
         x = rng.standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(sess.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
-
-
-def test_dynamic_model_without_fallback_matches_cpu(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, __file__, str(tmp_path)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-
-
-if __name__ == "__main__":
-    check_dynamic_model_without_fallback_matches_cpu(Path(sys.argv[1]))
+    assert len([p for p in (tmp_path / "cache").iterdir() if (p / "entry.json").is_file()]) == 1

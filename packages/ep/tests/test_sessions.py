@@ -1,19 +1,24 @@
-"""Sessions through onnxruntime with the plugin registered, on the test
-doubles of the compiler and the runtime."""
+"""Sessions through onnxruntime with the plugin registered, on the real
+compiler and runtime: partitioning and fallback, weights, the compile cache,
+concurrency, and every error a user can reach."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
+import hipdnn_ep_compiler
 import numpy as np
-import onnxruntime as ort
+import onnx
 import pytest
-from conftest import Env, make_session
-from models import elementwise, reference, with_weights
+from conftest import NO_FALLBACK, Env, cpu_session, make_session
+from models import elementwise, reference, save, with_weights
+from onnx import TensorProto, helper
 
-NO_FALLBACK = {"session.disable_cpu_ep_fallback": "1"}
+COMPILER = f"hipdnn-ep-compiler {hipdnn_ep_compiler.__version__}"
 
 
 def _feeds(shape: tuple[int, ...], seed: int = 0) -> dict[str, np.ndarray]:
@@ -21,94 +26,155 @@ def _feeds(shape: tuple[int, ...], seed: int = 0) -> dict[str, np.ndarray]:
     return {"x": rng.standard_normal(shape).astype(np.float32), "y": rng.standard_normal(shape).astype(np.float32)}
 
 
+def _check(sess, feeds: dict[str, np.ndarray], middle: str = "Mul") -> None:
+    np.testing.assert_allclose(sess.run(None, feeds)[0], reference(feeds["x"], feeds["y"], middle),
+                               rtol=1e-5, atol=1e-6)
+
+
 def test_fixed_shape_runs_on_the_ep_without_fallback(tmp_path: Path, ep_devices, env: Env) -> None:
-    model = elementwise(tmp_path / "m.onnx", [3, 4])
-    sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
-    feeds = _feeds((3, 4))
-    (z,) = sess.run(None, feeds)
-    np.testing.assert_allclose(z, reference(feeds["x"], feeds["y"]), rtol=1e-6)
-    assert len(env.compiles()) == 1
+    sess = make_session(elementwise(tmp_path / "m.onnx", [3, 4]), ep_devices, env.options, NO_FALLBACK)
+    _check(sess, _feeds((3, 4)))
+    assert env.compiled_ops() == [["Add", "Mul", "Relu"]]
 
 
 def test_dynamic_shape_compiles_once_and_runs_many_shapes(tmp_path: Path, ep_devices, env: Env) -> None:
     model = elementwise(tmp_path / "m.onnx", ["batch", "seq"])
     sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
-    cpu = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    cpu = cpu_session(model)
     for shape in [(1, 1), (2, 5), (7, 3), (0, 4), (16, 128)]:
         feeds = _feeds(shape, seed=shape[0])
         (got,) = sess.run(None, feeds)
-        (want,) = cpu.run(None, feeds)
         assert got.shape == shape
+        np.testing.assert_allclose(got, cpu.run(None, feeds)[0], rtol=1e-6)
+    assert env.compiled_ops() == [["Add", "Mul", "Relu"]]
+    (compiled,) = env.compiled_models()
+    dims = [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in compiled.graph.input]
+    assert dims == [["batch", "seq"], ["batch", "seq"]], "dynamic dims reach the compiler symbolic"
+
+
+def test_independent_branches_compile_as_one_program(tmp_path: Path, ep_devices, env: Env) -> None:
+    nodes = [helper.make_node("Relu", ["x"], ["rx"]), helper.make_node("Tanh", ["y"], ["ty"]),
+             helper.make_node("Add", ["rx", "ty"], ["s"]), helper.make_node("Neg", ["x"], ["n"])]
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["n", 4]) for n in ("x", "y", "s", "n")]
+    model = save(helper.make_graph(nodes, "branches", vi[:2], vi[2:]), tmp_path / "b.onnx")
+    sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
+    feeds = _feeds((3, 4))
+    for got, want in zip(sess.run(None, feeds), cpu_session(model).run(None, feeds), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
-    compiles = [json.loads(line) for line in env.compiles()]
-    assert len(compiles) == 1
-    assert compiles[0]["nodes"] == ["Add", "Mul", "Relu"]
+    assert [sorted(ops) for ops in env.compiled_ops()] == [["Add", "Neg", "Relu", "Tanh"]]
 
 
 def test_unsupported_node_falls_back_to_cpu(tmp_path: Path, ep_devices, env: Env) -> None:
-    model = elementwise(tmp_path / "m.onnx", ["n", 4], middle="Sigmoid")
-    sess = make_session(model, ep_devices, env.options)
-    feeds = _feeds((5, 4))
-    (z,) = sess.run(None, feeds)
-    np.testing.assert_allclose(z, reference(feeds["x"], feeds["y"], "Sigmoid"), rtol=1e-5)
-    # Sigmoid splits the graph: Add before it and Add+Relu after it are two partitions.
-    parts = sorted(json.loads(line)["nodes"] for line in env.compiles())
-    assert parts == [["Add"], ["Add", "Relu"]]
+    sess = make_session(elementwise(tmp_path / "m.onnx", ["n", 4], middle="Cos"), ep_devices, env.options)
+    _check(sess, _feeds((5, 4)), "Cos")
+    # Cos splits the graph: Add before it and Add+Relu after it are two partitions.
+    assert sorted(env.compiled_ops()) == [["Add"], ["Add", "Relu"]]
+
+
+def test_a_path_through_an_unsupported_node_is_not_fused_around(tmp_path: Path, ep_devices, env: Env) -> None:
+    # Relu -> Cos -> Add and Relu -> Add: fusing Relu with Add would make a cycle through Cos.
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Cos", ["r"], ["c"]),
+             helper.make_node("Add", ["r", "c"], ["z"])]
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("x", "z")]
+    model = save(helper.make_graph(nodes, "cycle", vi[:1], vi[1:]), tmp_path / "c.onnx")
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    r = np.maximum(x, 0)
+    np.testing.assert_allclose(make_session(model, ep_devices, env.options).run(None, {"x": x})[0], r + np.cos(r),
+                               rtol=1e-6)
+    assert env.compiled_ops() == [["Relu"], ["Add"]]
 
 
 def test_disabled_fallback_lists_each_unsupported_node(tmp_path: Path, ep_devices, env: Env) -> None:
-    model = elementwise(tmp_path / "m.onnx", ["n", 4], middle="Sigmoid")
-    expected = r"(?s)fallback is disabled.*node 'sig' \(Sigmoid\): operator Sigmoid is not supported"
+    model = elementwise(tmp_path / "m.onnx", ["n", 4], middle="Cos")
+    expected = rf"(?s)fallback is disabled.*node 'cos' \(Cos\): operator Cos is not supported by {COMPILER}"
     with pytest.raises(Exception, match=expected):
         make_session(model, ep_devices, env.options, NO_FALLBACK)
     assert env.compiles() == []
+
+
+def test_unsupported_dtype_is_listed(tmp_path: Path, ep_devices, env: Env) -> None:
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["z"], name="relu_bf16")], "bf",
+                          [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [4])],
+                          [helper.make_tensor_value_info("z", TensorProto.BFLOAT16, [4])])
+    with pytest.raises(Exception, match=r"node 'relu_bf16' \(Relu\): value 'x' has element type 16, which the runtime"):
+        make_session(save(g, tmp_path / "bf.onnx"), ep_devices, env.options, NO_FALLBACK)
 
 
 @pytest.mark.parametrize("n", [16, 512], ids=["inline-weights", "external-weights"])
 def test_initializers_reach_the_program(tmp_path: Path, ep_devices, env: Env, n: int) -> None:
     model = with_weights(tmp_path / "w.onnx", n)
     sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
-    cpu = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
-    np.testing.assert_allclose(sess.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0], rtol=1e-6)
-    (log,) = [json.loads(line) for line in env.compiles()]
-    assert sorted(log["weights"]) == ["w_big", "w_small"]
-    assert sorted(log["external"]) == ([] if n * 4 <= 1024 else ["w_big", "w_small"])
-    assert set(log["value_info"]) == {"m", "s"}
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], cpu_session(model).run(None, {"x": x})[0], rtol=1e-6)
+    (compiled,) = env.compiled_models()
+    weights = {t.name: t.data_location == TensorProto.EXTERNAL for t in compiled.graph.initializer}
+    assert weights == {"w_big": n * 4 > 1024, "w_small": n * 4 > 1024}
+    assert {v.name for v in compiled.graph.value_info} == {"m", "s"}
 
 
-def test_compile_cache_hit_miss_and_invalidation(tmp_path: Path, ep_devices, env: Env) -> None:
+def test_compile_cache_hit_miss_and_invalidation(tmp_path: Path, ep_devices, env: Env,
+                                                 spy_python_other_version: Path) -> None:
     model = elementwise(tmp_path / "m.onnx", ["n", 4])
     feeds = _feeds((2, 4))
     for _ in range(2):
-        make_session(model, ep_devices, env.options, NO_FALLBACK).run(None, feeds)
+        _check(make_session(model, ep_devices, env.options, NO_FALLBACK), feeds)
     assert len(env.compiles()) == 1, "the second session must hit the cache"
 
-    other = elementwise(tmp_path / "o.onnx", ["n", 4], middle="Add")
-    make_session(other, ep_devices, env.options, NO_FALLBACK).run(None, feeds)
+    _check(make_session(elementwise(tmp_path / "o.onnx", ["n", 4], middle="Add"), ep_devices, env.options,
+                        NO_FALLBACK), feeds, "Add")
     assert len(env.compiles()) == 2, "another graph is a miss"
+    assert len(env.cache_entries()) == 2
+
+    # Another compiler version is another key.
+    other = dict(env.options, compiler_python=str(spy_python_other_version))
+    _check(make_session(model, ep_devices, other, NO_FALLBACK), feeds)
+    assert len(env.compiles()) == 3
+    described = [json.loads((e / "entry.json").read_text()) for e in env.cache_entries()]
+    assert sorted(d["compiler"] for d in described) == [COMPILER, COMPILER, COMPILER + "+other"]
 
     # A damaged entry is never used: it is recompiled.
-    for entry in env.cache_dir.glob("*/entry.json"):
-        entry.write_text(entry.read_text().replace("0.0.1+fake", "0.0.0"))
-    sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
-    np.testing.assert_allclose(sess.run(None, feeds)[0], reference(feeds["x"], feeds["y"]), rtol=1e-6)
-    assert len(env.compiles()) == 3
+    for entry in env.cache_entries():
+        (entry / "entry.json").write_text((entry / "entry.json").read_text().replace('"cpu"', '"cuda"'))
+    _check(make_session(model, ep_devices, env.options, NO_FALLBACK), feeds)
+    assert len(env.compiles()) == 4
+
+
+def test_runtime_abi_is_part_of_the_cache_key(tmp_path: Path, ep_devices, env: Env, runtime_reporting_abi) -> None:
+    """A runtime of a newer minor than the compiler knows: the code is compiled
+    anew (the key holds the runtime ABI) for the newest ABI the compiler knows."""
+    model = elementwise(tmp_path / "m.onnx", ["n", 4])
+    feeds = _feeds((2, 4))
+    _check(make_session(model, ep_devices, env.options, NO_FALLBACK), feeds)
+    newer = dict(env.options, runtime_library=str(runtime_reporting_abi(1, 7)))
+    _check(make_session(model, ep_devices, newer, NO_FALLBACK), feeds)
+    _check(make_session(model, ep_devices, newer, NO_FALLBACK), feeds)
+    assert [r["abi"] for r in env.compiles()] == ["1.1", "1.1"]
+    described = sorted((json.loads((e / "entry.json").read_text()) for e in env.cache_entries()),
+                       key=lambda d: d["abi"])
+    assert [(d["abi"], d["target_abi"]) for d in described] == [("1.1", "1.1"), ("1.7", "1.1")]
+
+
+def test_compiler_for_another_abi_major_is_refused(tmp_path: Path, ep_devices, env: Env,
+                                                   spy_python_abi2: Path) -> None:
+    options = dict(env.options, compiler_python=str(spy_python_abi2))
+    expected = (rf"{COMPILER} cannot compile for the runtime's ABI 1\.1 \(it targets ABI 2\.0, 2\.1\); "
+                r"install a compiler for runtime ABI major 1")
+    with pytest.raises(Exception, match=expected):
+        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
+    assert env.compiles() == []
 
 
 def test_cache_disabled_compiles_every_session(tmp_path: Path, ep_devices, env: Env) -> None:
     model = elementwise(tmp_path / "m.onnx", ["n", 4])
     options = dict(env.options, cache_enable="0")
     for _ in range(2):
-        make_session(model, ep_devices, options, NO_FALLBACK).run(None, _feeds((1, 4)))
+        _check(make_session(model, ep_devices, options, NO_FALLBACK), _feeds((1, 4)))
     assert len(env.compiles()) == 2
-    assert not any(p.name != "install.key" and not p.name.startswith(".tmp-") for p in env.cache_dir.iterdir())
+    assert env.cache_entries() == []
+    assert not list(env.cache_dir.glob(".tmp-*")), "private folders are removed with the session"
 
 
 def test_two_processes_compiling_at_once_share_one_entry(tmp_path: Path, env: Env) -> None:
-    import subprocess
-    import sys
-
     model = elementwise(tmp_path / "m.onnx", ["n", 4])
     script = (
         "import sys, json, numpy as np, onnxruntime as ort, hipdnn_ep\n"
@@ -122,21 +188,18 @@ def test_two_processes_compiling_at_once_share_one_entry(tmp_path: Path, env: En
     outs = [p.communicate(timeout=120)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
     assert [float(o) for o in outs] == [16.0, 16.0]  # relu((1 + 1) * 1) * 8
-    entries = [p for p in env.cache_dir.iterdir() if not p.name.startswith(".") and p.is_dir()]
-    assert len(entries) == 1
+    assert len(env.cache_entries()) == 1
     assert not list(env.cache_dir.glob(".tmp-*")), "temporary folders are cleaned up"
 
 
-def test_concurrent_runs_from_two_threads(tmp_path: Path, ep_devices, env: Env) -> None:
-    model = elementwise(tmp_path / "m.onnx", ["n", 8])
-    sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
+def test_concurrent_runs_from_two_threads(tmp_path: Path, ep_devices, shared_env: Env) -> None:
+    sess = make_session(elementwise(tmp_path / "m.onnx", ["n", 8]), ep_devices, shared_env.options, NO_FALLBACK)
     errors: list[BaseException] = []
 
     def worker(seed: int) -> None:
         try:
             for i in range(50):
-                feeds = _feeds((1 + (seed + i) % 9, 8), seed=seed * 100 + i)
-                np.testing.assert_allclose(sess.run(None, feeds)[0], reference(feeds["x"], feeds["y"]), rtol=1e-6)
+                _check(sess, _feeds((1 + (seed + i) % 9, 8), seed=seed * 100 + i))
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
 
@@ -148,26 +211,37 @@ def test_concurrent_runs_from_two_threads(tmp_path: Path, ep_devices, env: Env) 
     assert errors == []
 
 
-def test_two_sessions_in_one_process(tmp_path: Path, ep_devices, env: Env) -> None:
-    a = make_session(elementwise(tmp_path / "a.onnx", ["n", 4]), ep_devices, env.options, NO_FALLBACK)
-    b = make_session(elementwise(tmp_path / "b.onnx", ["n", 4], middle="Add"), ep_devices, env.options, NO_FALLBACK)
+def test_two_sessions_in_one_process(tmp_path: Path, ep_devices, shared_env: Env) -> None:
+    a = make_session(elementwise(tmp_path / "a.onnx", ["n", 4]), ep_devices, shared_env.options, NO_FALLBACK)
+    b = make_session(elementwise(tmp_path / "b.onnx", ["n", 4], middle="Add"), ep_devices, shared_env.options,
+                     NO_FALLBACK)
     feeds = _feeds((3, 4))
-    np.testing.assert_allclose(a.run(None, feeds)[0], reference(feeds["x"], feeds["y"]), rtol=1e-6)
-    np.testing.assert_allclose(b.run(None, feeds)[0], np.maximum(2 * feeds["y"] + feeds["x"], 0), rtol=1e-6)
+    _check(a, feeds)
+    _check(b, feeds, "Add")
     del a
-    np.testing.assert_allclose(b.run(None, feeds)[0], np.maximum(2 * feeds["y"] + feeds["x"], 0), rtol=1e-6)
+    _check(b, feeds, "Add")
 
 
-def test_wrong_dtype_and_rank_are_clear_errors(tmp_path: Path, ep_devices, env: Env) -> None:
-    sess = make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, env.options, NO_FALLBACK)
+def test_wrong_dtype_and_rank_are_clear_errors(tmp_path: Path, ep_devices, shared_env: Env) -> None:
+    sess = make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, shared_env.options, NO_FALLBACK)
     x = np.ones((2, 4), np.float64)
-    with pytest.raises(Exception, match="(?i)type"):
+    with pytest.raises(Exception, match=r"(?i)type.*expected: \(tensor\(float\)\)"):
         sess.run(None, {"x": x, "y": x})
     x = np.ones((2, 4, 1), np.float32)
     with pytest.raises(Exception, match="(?i)rank|dimensions"):
         sess.run(None, {"x": x, "y": x})
-    ok = _feeds((2, 4))
-    np.testing.assert_allclose(sess.run(None, ok)[0], reference(ok["x"], ok["y"]), rtol=1e-6)
+    _check(sess, _feeds((2, 4)))
+
+
+def test_inconsistent_dynamic_dims_are_a_clear_error(tmp_path: Path, ep_devices, shared_env: Env) -> None:
+    # ORT does not check that dims with one symbolic name agree; the program does.
+    sess = make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, shared_env.options, NO_FALLBACK)
+    with pytest.raises(Exception, match=r"running the artifact of node .* dims \[2, 4\] and \[3, 4\] do not broadcast"):
+        sess.run(None, {"x": np.ones((2, 4), np.float32), "y": np.ones((3, 4), np.float32)})
+    # Broadcastable dims are computed as ONNX defines them.
+    feeds = {"x": np.ones((3, 4), np.float32), "y": np.full((1, 4), 2, np.float32)}
+    _check(sess, feeds)
+    _check(sess, _feeds((2, 4)))
 
 
 def test_corrupt_model_is_a_clear_error(tmp_path: Path, ep_devices, env: Env) -> None:
@@ -175,6 +249,23 @@ def test_corrupt_model_is_a_clear_error(tmp_path: Path, ep_devices, env: Env) ->
     bad.write_bytes(b"\x08\x07this is not a model")
     with pytest.raises(Exception, match="(?i)protobuf|parse|load|invalid"):
         make_session(bad, ep_devices, env.options)
+    model = onnx.load(str(elementwise(tmp_path / "m.onnx", ["n", 4])))
+    model.graph.node[1].input[0] = "nowhere"
+    onnx.save(model, str(tmp_path / "dangling.onnx"))
+    with pytest.raises(Exception, match="nowhere"):
+        make_session(tmp_path / "dangling.onnx", ep_devices, env.options)
+    assert env.compiles() == []
+
+
+def test_compiler_error_reaches_the_user(tmp_path: Path, ep_devices, env: Env) -> None:
+    # The EP claims Add on float64 (the runtime has the dtype); the compiler refuses it.
+    w = helper.make_tensor("w", TensorProto.DOUBLE, [4], [1.0, 2.0, 3.0, 4.0])
+    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["z"], name="add_f64")], "b",
+                          [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [4])],
+                          [helper.make_tensor_value_info("z", TensorProto.DOUBLE, [4])], initializer=[w])
+    model = save(g, tmp_path / "d.onnx")
+    with pytest.raises(Exception, match=r"compiler .* reported an error: UnsupportedError: .*float64"):
+        make_session(model, ep_devices, env.options)
 
 
 def test_missing_runtime_is_a_clear_error(tmp_path: Path, ep_devices, env: Env) -> None:
@@ -183,37 +274,36 @@ def test_missing_runtime_is_a_clear_error(tmp_path: Path, ep_devices, env: Env) 
         make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, options, NO_FALLBACK)
 
 
-def test_runtime_of_another_abi_major_is_refused(tmp_path: Path, ep_devices, env: Env,
-                                                 fake_runtime_abi2: Path) -> None:
-    options = dict(env.options, runtime_library=str(fake_runtime_abi2))
-    with pytest.raises(Exception, match=r"has ABI 2\.0, this EP needs ABI 1\.1.*major differs"):
+@pytest.mark.parametrize(("abi", "problem"), [((2, 0), "its ABI major differs"),
+                                              ((1, 0), "its ABI minor is older than needed")])
+def test_runtime_of_another_abi_is_refused(tmp_path: Path, ep_devices, env: Env, runtime_reporting_abi,
+                                           abi: tuple[int, int], problem: str) -> None:
+    options = dict(env.options, runtime_library=str(runtime_reporting_abi(*abi)))
+    with pytest.raises(Exception, match=rf"has ABI {abi[0]}\.{abi[1]}, this EP needs ABI 1\.1.*{problem}"):
         make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, options, NO_FALLBACK)
+    assert env.compiles() == []
 
 
 def test_missing_compiler(tmp_path: Path, ep_devices, env: Env) -> None:
     model = elementwise(tmp_path / "m.onnx", ["n", 4])
     options = dict(env.options, compiler_python=str(tmp_path / "no-python"))
     # With fallback the model still runs (on the CPU EP) ...
-    feeds = _feeds((2, 4))
-    np.testing.assert_allclose(make_session(model, ep_devices, options).run(None, feeds)[0],
-                               reference(feeds["x"], feeds["y"]), rtol=1e-6)
+    _check(make_session(model, ep_devices, options), _feeds((2, 4)))
     # ... without it, every node is listed with the reason.
     with pytest.raises(Exception, match=r"(?s)node 'add0' \(Add\): the compiler is unavailable.*cannot start"):
         make_session(model, ep_devices, options, NO_FALLBACK)
 
 
-def test_compiler_error_reaches_the_user(tmp_path: Path, ep_devices, env: Env) -> None:
-    from models import save
-    from onnx import TensorProto, helper
-
-    # The double only compiles float weights: a double weight makes it fail with its own message.
-    w = helper.make_tensor("w", TensorProto.DOUBLE, [4], [1.0, 2.0, 3.0, 4.0])
-    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["z"])], "b",
-                          [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [4])],
-                          [helper.make_tensor_value_info("z", TensorProto.DOUBLE, [4])], initializer=[w])
-    model = save(g, tmp_path / "d.onnx")
-    with pytest.raises(Exception, match=r"compiler .* reported an error: ValueError: fake compiler: initializer w"):
-        make_session(model, ep_devices, env.options)
+@pytest.mark.parametrize(("kind", "message"), [
+    ("garbage", r"exited with code 0 without a valid JSON response.*stdout:\nthis is not JSON"),
+    ("crash", r"exited with code .* without a valid JSON response.*stderr:\nSegmentation fault in the compiler"),
+    ("not-ok", r"reported an error: no error message"),
+])
+def test_misbehaving_compiler_is_a_clear_error(tmp_path: Path, ep_devices, env: Env, broken_compiler,
+                                               kind: str, message: str) -> None:
+    options = dict(env.options, compiler_python=str(broken_compiler(kind)))
+    with pytest.raises(Exception, match=rf"(?s){message}"):
+        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
 
 
 def test_unknown_option_is_refused(tmp_path: Path, ep_devices, env: Env) -> None:

@@ -1,2 +1,0 @@
-"""Test double of hipdnn-ep-compiler (see tests/fakes/README.md)."""
-__version__ = "0.0.1+fake"

@@ -1,0 +1,243 @@
+"""Every operator the compiler supports, through onnxruntime with the EP
+registered and CPU fallback disabled, compared with ORT's CPU EP.
+
+Operators are grouped into a few models (one graph output per operator) so
+that each group compiles once per variant: "fixed" shapes, and "dynamic"
+shapes run with three different sizes in one session.  Sessions are created
+with graph optimizations off so that every node reaches the EP (constant
+folding would otherwise remove e.g. Shape on fixed shapes); with fallback
+disabled, a session that creates at all runs every node on the EP, and the
+compile log shows the operator in the subgraph the EP compiled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hipdnn_ep_compiler
+import numpy as np
+import onnx
+import pytest
+from conftest import LOG_VARIABLE, NO_FALLBACK, SPY, Env, _spy_python, cpu_session, make_session
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+
+OPSET = 20  # Gelu is in the ONNX domain from opset 20
+MS = "com.microsoft"
+DYNAMIC_SIZES = (2, 5, 1)
+FIXED_SIZE = 3
+
+
+@dataclass
+class Op:
+    ident: str  # test id and graph output name
+    op_type: str
+    inputs: list[str]
+    attrs: dict = field(default_factory=dict)
+    domain: str = ""
+    out_type: int = T.FLOAT
+
+
+@dataclass
+class Group:
+    """Graph inputs as (name, dtype, dims with 'N' for the dimension that is dynamic), the
+    operators, and constant initializers."""
+
+    inputs: list[tuple[str, int, list]]
+    ops: list[Op]
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _c(values, dtype=np.int64) -> np.ndarray:
+    return np.array(values, dtype)
+
+
+X = ("x", T.FLOAT, ["N", 3, 4])
+GROUPS: dict[str, Group] = {
+    "arith": Group(
+        [X, ("y", T.FLOAT, [3, 4]), ("p", T.FLOAT, ["N", 3, 4]), ("q", T.FLOAT, [1, 4])],
+        [Op("Add", "Add", ["x", "y"]), Op("Sub", "Sub", ["x", "y"]), Op("Mul", "Mul", ["x", "y"]),
+         Op("Div", "Div", ["x", "p"]), Op("Pow", "Pow", ["p", "q"])]),
+    "compare": Group(
+        [("h", T.FLOAT, ["N", 3, 4]), ("k", T.FLOAT, [3, 4]), ("b", T.BOOL, ["N", 3, 4]), X,
+         ("y", T.FLOAT, ["N", 3, 1])],
+        [Op("Equal", "Equal", ["h", "k"], out_type=T.BOOL), Op("Less", "Less", ["h", "k"], out_type=T.BOOL),
+         Op("Greater", "Greater", ["h", "k"], out_type=T.BOOL), Op("Where", "Where", ["b", "x", "y"])]),
+    "unary": Group(
+        [X, ("p", T.FLOAT, ["N", 3, 4])],
+        [*(Op(op, op, ["x"]) for op in ("Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Erf", "Identity")),
+         Op("Log", "Log", ["p"]), Op("Sqrt", "Sqrt", ["p"]), Op("Gelu", "Gelu", ["x"]),
+         Op("Gelu-tanh", "Gelu", ["x"], {"approximate": "tanh"}),
+         Op("Gelu-contrib", "Gelu", ["x"], domain=MS)]),
+    "linear": Group(
+        [X, ("w", T.FLOAT, [4, 5]), ("a", T.FLOAT, ["N", 4]), ("m", T.FLOAT, ["N", 1, 3, 4]),
+         ("v", T.FLOAT, [2, 4, 5])],
+        [Op("MatMul", "MatMul", ["x", "w"]), Op("MatMul-batched-broadcast", "MatMul", ["m", "v"]),
+         Op("MatMul-weight", "MatMul", ["x", "W"]),
+         Op("Gemm", "Gemm", ["a", "G", "C"], {"transB": 1, "alpha": 0.5, "beta": 2.0}),
+         Op("Softmax", "Softmax", ["x"], {"axis": 1}), Op("Softmax-last", "Softmax", ["x"], {"axis": -1}),
+         Op("LayerNormalization", "LayerNormalization", ["x", "scale", "bias"], {"axis": -1, "epsilon": 1e-3})],
+        {"W": np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5),
+         "G": np.linspace(-2, 2, 20, dtype=np.float32).reshape(5, 4), "C": np.arange(5, dtype=np.float32),
+         "scale": np.linspace(0.5, 1.5, 4, dtype=np.float32), "bias": np.ones(4, np.float32)}),
+    "reduce": Group(
+        [X],
+        [Op("ReduceSum", "ReduceSum", ["x", "axis1"], {"keepdims": 1}),
+         Op("ReduceMean", "ReduceMean", ["x", "axis_last"], {"keepdims": 0}),
+         Op("ReduceMax", "ReduceMax", ["x", "axis2"], {"keepdims": 1})],
+        {"axis1": _c([1]), "axis_last": _c([-1]), "axis2": _c([2])}),
+    "layout": Group(
+        [X, ("z", T.FLOAT, ["N", 2, 4]), ("s", T.FLOAT, ["N", 1, 4]), ("idx", T.INT64, [2])],
+        [Op("Reshape", "Reshape", ["x", "shape"]), Op("Transpose", "Transpose", ["x"], {"perm": [2, 0, 1]}),
+         Op("Concat", "Concat", ["x", "z"], {"axis": 1}),
+         Op("Slice", "Slice", ["x", "starts", "ends", "axes", "steps"]),
+         Op("Slice-negative-step", "Slice", ["x", "starts_r", "ends_r", "axes_r", "steps_r"]),
+         Op("Gather", "Gather", ["x", "idx"], {"axis": 1}),
+         Op("Unsqueeze", "Unsqueeze", ["x", "unsq_axes"]), Op("Squeeze", "Squeeze", ["s", "sq_axes"]),
+         Op("Shape", "Shape", ["x"], out_type=T.INT64), Op("Expand", "Expand", ["s", "expand_to"]),
+         Op("Cast", "Cast", ["x"], {"to": T.FLOAT16}, out_type=T.FLOAT16)],
+        {"shape": _c([0, -1]), "starts": _c([1, -3]), "ends": _c([3, 100]), "axes": _c([1, 2]),
+         "steps": _c([1, 2]), "starts_r": _c([-1]), "ends_r": _c([-100]), "axes_r": _c([2]),
+         "steps_r": _c([-2]), "unsq_axes": _c([0, -1]), "sq_axes": _c([1]), "expand_to": _c([3, 1])}),
+}
+
+# float16 versions of a few math operators, checked against the float32 CPU result of the same inputs.
+F16_GROUP = Group(
+    [X, ("y", T.FLOAT, [3, 4]), ("w", T.FLOAT, [4, 5])],
+    [Op("Add", "Add", ["x", "y"]), Op("Mul", "Mul", ["x", "y"]), Op("Relu", "Relu", ["x"]),
+     Op("Tanh", "Tanh", ["x"]), Op("Softmax", "Softmax", ["x"], {"axis": -1}), Op("MatMul", "MatMul", ["x", "w"])])
+
+
+def _retype(dtype: int, to16: bool) -> int:
+    return T.FLOAT16 if to16 and dtype == T.FLOAT else dtype
+
+
+def build_model(group: Group, path: Path, dynamic: bool, float16: bool = False) -> Path:
+    decl = [helper.make_tensor_value_info(n, _retype(t, float16), [(d if dynamic else FIXED_SIZE) if d == "N" else d
+                                                                   for d in dims]) for n, t, dims in group.inputs]
+    nodes = [helper.make_node(op.op_type, op.inputs, [op.ident], name=f"node-{op.ident}", domain=op.domain,
+                              **op.attrs) for op in group.ops]
+    outputs = [helper.make_tensor_value_info(op.ident, _retype(op.out_type, float16), None) for op in group.ops]
+    inits = [numpy_helper.from_array(v.astype(np.float16) if float16 and v.dtype == np.float32 else v, n)
+             for n, v in group.constants.items()]
+    opsets = [helper.make_opsetid("", OPSET)]
+    if any(op.domain == MS for op in group.ops):
+        opsets.append(helper.make_opsetid(MS, 1))
+    model = helper.make_model(helper.make_graph(nodes, path.stem, decl, outputs, initializer=inits),
+                              opset_imports=opsets)
+    model.ir_version = 10
+    onnx.save(model, str(path))
+    return path
+
+
+def make_feeds(group: Group, n: int, seed: int, float16: bool = False) -> dict[str, np.ndarray]:
+    """Normal values; 'p', 'q' positive; 'h', 'k' half-integers (so Equal has hits); indices in range."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name, dtype, dims in group.inputs:
+        shape = [n if d == "N" else d for d in dims]
+        if dtype == T.BOOL:
+            feeds[name] = rng.random(shape) > 0.5
+        elif dtype == T.INT64:
+            feeds[name] = rng.integers(-3, 3, size=shape).astype(np.int64)
+        elif name in ("p", "q"):
+            feeds[name] = (np.abs(rng.standard_normal(shape)) + 0.1).astype(np.float32)
+        elif name in ("h", "k"):
+            feeds[name] = (rng.integers(-2, 3, size=shape) / 2).astype(np.float32)
+        else:
+            feeds[name] = rng.standard_normal(shape).astype(np.float32)
+        if float16 and feeds[name].dtype == np.float32:
+            feeds[name] = feeds[name].astype(np.float16)
+    return feeds
+
+
+@dataclass
+class GroupResult:
+    got: list[dict[str, np.ndarray]]  # per size: output name -> EP result
+    want: list[dict[str, np.ndarray]]  # per size: output name -> CPU EP result
+    compiled_ops: list[list[str]]  # op types of each subgraph the EP compiled
+
+
+class GroupRunner:
+    """Compiles and runs each (group, variant) once per test module."""
+
+    def __init__(self, work: Path, env: Env, devices: list) -> None:
+        self.work, self.env, self.devices = work, env, devices
+        self.results: dict[str, GroupResult | BaseException] = {}
+
+    def result(self, name: str, variant: str) -> GroupResult:
+        key = f"{name}-{variant}"
+        if key not in self.results:
+            try:
+                self.results[key] = self._run(name, variant)
+            except Exception as exc:  # every operator of the group reports the same failure
+                self.results[key] = exc
+        r = self.results[key]
+        if isinstance(r, BaseException):
+            raise r
+        return r
+
+    def _run(self, name: str, variant: str) -> GroupResult:
+        float16 = variant.startswith("float16")
+        group = F16_GROUP if float16 else GROUPS[name]
+        dynamic = variant.endswith("dynamic")
+        model = build_model(group, self.work / f"{name}-{variant}.onnx", dynamic, float16)
+        reference = build_model(group, self.work / f"{name}-{variant}-f32.onnx", dynamic) if float16 else model
+        before = len(self.env.compiles())
+        sess = make_session(model, self.devices, self.env.options, NO_FALLBACK, optimize=False)
+        compiled = self.env.compiled_ops()[before:]
+        cpu = cpu_session(reference)
+        names = [op.ident for op in group.ops]
+        got, want = [], []
+        for i, n in enumerate(DYNAMIC_SIZES if dynamic else (FIXED_SIZE,)):
+            feeds = make_feeds(group, n, seed=i, float16=float16)
+            got.append(dict(zip(names, sess.run(names, feeds), strict=True)))
+            ref_feeds = {k: v.astype(np.float32) if v.dtype == np.float16 else v for k, v in feeds.items()}
+            want.append(dict(zip(names, cpu.run(names, ref_feeds), strict=True)))
+        return GroupResult(got, want, compiled)
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory, ep_devices) -> GroupRunner:
+    work = tmp_path_factory.mktemp("ops")
+    spy = _spy_python(work)
+    env = Env({"compiler_python": str(spy), "cache_dir": str(work / "cache")}, work / "log", work / "cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(LOG_VARIABLE, str(env.log_dir))
+        yield GroupRunner(work, env, ep_devices)
+
+
+def _params():
+    for name, group in GROUPS.items():
+        for op in group.ops:
+            for variant in ("fixed", "dynamic"):
+                yield pytest.param(name, op, variant, id=f"{op.ident}-{variant}")
+    for op in F16_GROUP.ops:
+        for variant in ("float16-fixed", "float16-dynamic"):
+            yield pytest.param("float16", op, variant, id=f"{op.ident}-{variant}")
+
+
+@pytest.mark.parametrize(("group", "op", "variant"), list(_params()))
+def test_op_on_the_ep_matches_the_cpu_ep(runner: GroupRunner, group: str, op: Op, variant: str) -> None:
+    result = runner.result(group, variant)
+    assert len(result.compiled_ops) == 1, "the whole group is one partition, compiled once"
+    assert op.op_type in result.compiled_ops[0]
+    tol = 1e-2 if variant.startswith("float16") else 1e-5
+    for got, want in zip(result.got, result.want, strict=True):
+        g, w = got[op.ident], want[op.ident]
+        assert g.shape == w.shape
+        if variant.startswith("float16") and w.dtype == np.float32:
+            assert g.dtype == np.float16
+        else:
+            assert g.dtype == w.dtype
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
+
+
+def test_every_supported_op_is_covered() -> None:
+    covered = {(op.domain or "ai.onnx", op.op_type) for g in GROUPS.values() for op in g.ops}
+    supported = {(d, op) for d, ops in hipdnn_ep_compiler.supported_ops().items() for op in ops}
+    assert supported - covered == set(), "add the new operators to a group"
+    assert covered - supported == set()
+
+
+assert SPY.is_file()
