@@ -63,3 +63,20 @@ def test_manifest_option_names_missing_function(dynamic_reshape_model, tmp_path,
     onnx.save(dynamic_reshape_model, tmp_path / "m.onnx")
     assert main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "a"), "--manifest", str(tmp_path / "old.json")]) == 1
     assert "hipdnn_ep_get_host_scratch_base" in capsys.readouterr().err
+
+
+def test_inspect_into_a_closed_pipe_exits_quietly(static_model, tmp_path):
+    """`hipdnn-ep-compile inspect A | head` must not end in a BrokenPipeError traceback."""
+    import os
+
+    onnx.save(static_model, tmp_path / "m.onnx")
+    assert main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "a")]) == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write: every write fails with EPIPE
+    try:
+        proc = subprocess.run([sys.executable, "-m", "hipdnn_ep_compiler", "inspect", str(tmp_path / "a")],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr

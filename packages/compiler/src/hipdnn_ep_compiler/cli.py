@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ._version import __version__
@@ -56,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     except CompileError as exc:
         print(f"hipdnn-ep-compile: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `inspect ... | head`: the reader left, which is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
