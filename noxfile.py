@@ -55,16 +55,17 @@ def _install(session: nox.Session, *names: str) -> None:
 
 @nox.session
 def abi(session: nox.Session) -> None:
-    """ABI gates: bump rules, exported symbols, wheel version, generated copies."""
+    """ABI gates: bump rules, exported symbols, wheel version, generated copies, corpus vs the runtime."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
     session.run("pytest", str(ABI_DIR), *session.posargs)
     _abi_tool(session, "check-compat")
     _abi_tool(session, "check-version", str(ROOT / "packages/runtime/pyproject.toml"))
     _abi_tool(session, "json", "--check", str(COMPILER_ABI_JSON))
-    _install(session, "runtime")
+    _install(session, "runtime", "compiler")
     library = session.run("python", "-c", "import hipdnn_ep_runtime as r; print(r.library_path())",
                           silent=True).strip()
     _abi_tool(session, "check-symbols", library)
+    session.run("pytest", str(ROOT / "integration"), "-m", "abi")
 
 
 @nox.session
