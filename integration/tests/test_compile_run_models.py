@@ -89,9 +89,10 @@ def test_compiler_metadata_agrees_with_runtime_manifest(compiler, runtime, stati
     """Every import hash the compiler writes is the hash the installed runtime reports."""
     info = compiler.compile_model(static_model_path, tmp_path / "a")
     manifest = runtime.abi_manifest()
-    hashes = {f["name"]: f["hash"] for f in manifest["functions"]}
+    by_name = {f["name"]: f for f in manifest["functions"]}
     for imp in info.metadata["imports"]:
-        assert hashes[imp["name"]] == imp["hash"]
+        assert by_name[imp["name"]]["hash"] == imp["hash"]
+        assert by_name[imp["name"]]["since"] == imp["since"]  # lets a refusal say which minor adds it
     major, minor = runtime.abi_version()
     assert info.metadata["abi"]["major"] == major and info.metadata["abi"]["min_minor"] <= minor
 

@@ -71,7 +71,7 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
         "compiler": {"name": "hipdnn-ep-compiler", "version": __version__},
         "backend": backend,
         "abi": {"major": abi.major, "min_minor": max((f.since for f in imports), default=0)},
-        "imports": [{"name": f.name, "hash": f.hash} for f in imports],
+        "imports": [{"name": f.name, "hash": f.hash, "since": f.since} for f in imports],
         "inputs": signature["inputs"],
         "outputs": outputs,
         "weights": wmod.describe_all(model, lowered.weights, [wtypes[n] for n in lowered.weights]),
