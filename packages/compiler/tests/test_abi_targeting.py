@@ -85,3 +85,26 @@ def test_every_emittable_function_is_callable_by_artifacts():
     for n in names:
         assert "artifact" in data[n]["callers"], n
         assert data[n]["status"] == "active", n
+
+
+def test_kernel_table_detects_a_parameter_input_that_no_longer_takes_int64():
+    """The lowering passes reduce axes as int64: a manifest that stops accepting it is caught at import."""
+    from hipdnn_ep_compiler.abi import RuntimeAbi
+    data = json.loads(bundled_manifest_path().read_text())
+    for f in data["functions"]:
+        if f["name"] == "hipdnn_ep_kernel_reduce":
+            f["input_dtypes"]["1"] = ["INT32"]
+    problems = runtime_calls.validate(RuntimeAbi(data))
+    assert problems == ["hipdnn.reduce: kernel hipdnn_ep_kernel_reduce input 1 does not accept the int64 "
+                        "the lowering passes"]
+
+
+def test_manifest_naming_an_unknown_dtype_is_refused():
+    from hipdnn_ep_compiler import CompileError
+    from hipdnn_ep_compiler.abi import RuntimeAbi
+    data = json.loads(bundled_manifest_path().read_text())
+    for f in data["functions"]:
+        if f["name"] == "hipdnn_ep_kernel_matmul":
+            f["dtypes"]["default"] = ["FLOAT128"]
+    with pytest.raises(CompileError, match="not a valid runtime ABI manifest.*FLOAT128"):
+        RuntimeAbi(data)

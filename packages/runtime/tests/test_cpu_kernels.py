@@ -650,6 +650,60 @@ def test_error_paths(state, case):
         assert not isinstance(info.value, InvalidArgumentError)
 
 
+# ---------------------------------------------------------------- element types: the manifest's rules
+
+def _dtype_code(array):
+    return DTYPE[array.dtype.name.upper()]  # numpy's names are the manifest's, lower-case
+
+
+def _retyped(inputs, outputs, index, dtype):
+    """good_call's arrays with input `index` in `dtype`; for input 0 also every array that shares its dtype
+    (the same-type operands and the output), as a well-typed call of that dtype would have them."""
+    code = _dtype_code(inputs[index])
+    ones = [a.astype(dtype) if (i == index or (index == 0 and _dtype_code(a) == code)) else a
+            for i, a in enumerate(inputs)]
+    outs = [o.astype(dtype) if index == 0 and _dtype_code(o) == code else o for o in outputs]
+    return ones, outs
+
+
+def _dtype_rule_cases():
+    """(kernel, op, input, dtype name, accepted) for every rule the manifest states, and every dtype."""
+    names = sorted(DTYPE, key=DTYPE.get)
+    for name, fn in sorted(KERNELS.items()):
+        kernel = name.removeprefix("hipdnn_ep_kernel_")
+        table = fn["dtypes"]
+        ops = list(ENUMS[fn["op_enum"]]) if fn["op_enum"] else [None]
+        if table:
+            for op in ops:
+                accepted = table.get(op, table.get("default"))
+                yield from ((kernel, op, 0, d, d in accepted) for d in names)
+        for index, accepted in fn["input_dtypes"].items():
+            yield from ((kernel, ops[0], int(index), d, d in accepted) for d in names)
+
+
+NUMPY_OF = {"FLOAT32": F32, "UINT8": np.uint8, "INT8": np.int8, "INT32": I32, "INT64": I64, "BOOL": BOOL,
+            "FLOAT16": F16, "FLOAT64": np.float64}
+
+
+@pytest.mark.parametrize("kernel,op,index,dtype,accepted", list(_dtype_rule_cases()))
+def test_kernels_accept_exactly_the_manifest_dtypes(state, kernel, op, index, dtype, accepted):
+    """The runtime's validation follows the manifest's dtypes tables (the compiler reads the same tables)."""
+    inputs, outputs, ints, floats = good_call(kernel)
+    fn = KERNELS["hipdnn_ep_kernel_" + kernel]
+    if op is not None:
+        ints = list(ints)
+        ints[fn["int_attrs"].index("op")] = ENUMS[fn["op_enum"]][op]
+    inputs, outputs = _retyped(inputs, outputs, index, NUMPY_OF[dtype])
+    if kernel == "binary" and op in ("EQUAL", "LESS", "GREATER"):
+        outputs = [o.astype(BOOL) for o in outputs]
+    if accepted:
+        call_raw(state, kernel, inputs, outputs, ints, floats)
+        return
+    with pytest.raises(RuntimeError, match=rf"^hipdnn_ep_kernel_{kernel}: .*{dtype}") as info:
+        call_raw(state, kernel, inputs, outputs, ints, floats)
+    assert not isinstance(info.value, InvalidArgumentError)
+
+
 def test_gather_checks_every_index_before_writing(state):
     out = np.full((2, 3), 5.0, F32)
     with pytest.raises(InvalidArgumentError, match="index 9 at position 1"):

@@ -120,7 +120,7 @@ def compile_model(model_or_path: onnx.ModelProto | str | Path, out_dir: str | Pa
     target = load_abi(manifest, abi)
     model, _ = load_model(model_or_path)
     module = import_model(model)
-    run_pipeline(module)
+    run_pipeline(module, abi=target)
     lowered = lower_to_llvm(module, target)
     meta = build_metadata(model, module, lowered, target, backend)
     text = lowered.text + metadata_global(json.dumps(meta, separators=(",", ":"))) + "\n"

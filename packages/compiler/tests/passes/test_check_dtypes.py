@@ -1,8 +1,14 @@
 """check-dtypes: IR in, IR out (or a refusal naming the node)."""
 
-import pytest
+import json
 
+import pytest
+from conftest import make_model
+from onnx import TensorProto, helper
+
+from hipdnn_ep_compiler import compile_model
 from hipdnn_ep_compiler import ir as hir
+from hipdnn_ep_compiler.abi import RuntimeAbi, bundled_manifest_path, load_abi
 from hipdnn_ep_compiler.errors import UnsupportedError
 from hipdnn_ep_compiler.passes import check_dtypes
 
@@ -45,3 +51,103 @@ func.func @main(%arg0: tensor<4xi32>) -> tensor<4xi32> {
   %0 = "hipdnn.softmax"(%arg0) {axis = 0 : i64} : (tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }''')
+
+
+def _where(cond, x, y):
+    return f'''
+func.func @main(%arg0: tensor<4x{cond}>, %arg1: tensor<4x{x}>, %arg2: tensor<4x{y}>) -> tensor<4x{x}> {{
+  %0 = "hipdnn.where"(%arg0, %arg1, %arg2) {{"onnx.node" = "node 'w'"}} : (tensor<4x{cond}>, tensor<4x{x}>, tensor<4x{y}>) -> tensor<4x{x}>
+  return %0 : tensor<4x{x}>
+}}'''
+
+
+def _gather(indices):
+    return f'''
+func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<2x{indices}>) -> tensor<2xf32> {{
+  %0 = "hipdnn.gather"(%arg0, %arg1) {{axis = 0 : i64, "onnx.node" = "node 'g'"}} : (tensor<4xf32>, tensor<2x{indices}>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}}'''
+
+
+def _pow(elem):
+    return f'''
+func.func @main(%arg0: tensor<4x{elem}>) -> tensor<4x{elem}> {{
+  %0 = "hipdnn.binary"(%arg0, %arg0) {{op = "POW", "onnx.node" = "node 'p'"}} : (tensor<4x{elem}>, tensor<4x{elem}>) -> tensor<4x{elem}>
+  return %0 : tensor<4x{elem}>
+}}'''
+
+
+def test_where_condition_must_be_bool():
+    _run(_where("i1", "f32", "f32"))
+    with pytest.raises(UnsupportedError, match="^node 'w': the condition must be bool$"):
+        _run(_where("f32", "f32", "f32"))
+
+
+def test_mixed_where_values_are_reported_before_the_condition():
+    with pytest.raises(UnsupportedError, match=r"mixed element types \(float32, int64\)"):
+        _run(_where("f32", "f32", "i64"))
+
+
+def test_gather_indices_must_be_int32_or_int64():
+    _run(_gather("i32"))
+    _run(_gather("i64"))
+    with pytest.raises(UnsupportedError, match="^node 'g': indices must be int32 or int64$"):
+        _run(_gather("f32"))
+
+
+def _abi_with(edit):
+    """The bundled manifest with one kernel entry edited: edit(kernel_json) for the kernel it names."""
+    data = json.loads(bundled_manifest_path().read_text())
+    name, change = edit
+    for f in data["functions"]:
+        if f["name"] == name:
+            change(f)
+    return RuntimeAbi(data)
+
+
+def _run_with(text, abi):
+    module = hir.ir.Module.parse(text, hir.new_context())
+    check_dtypes.run(module, abi)
+
+
+def test_rules_come_from_the_manifest():
+    """A runtime whose manifest says POW takes int64 gets int64 POW; one that drops float16 refuses it."""
+    with pytest.raises(UnsupportedError):
+        _run_with(_pow("i64"), load_abi())
+    grown = _abi_with(("hipdnn_ep_kernel_binary", lambda f: f["dtypes"]["POW"].append("INT64")))
+    _run_with(_pow("i64"), grown)
+    narrowed = _abi_with(("hipdnn_ep_kernel_binary", lambda f: f["dtypes"].update(POW=["FLOAT32"])))
+    with pytest.raises(UnsupportedError, match="^node 'p': binary POW does not support element type float16$"):
+        _run_with(_pow("f16"), narrowed)
+
+
+def test_a_manifest_without_tables_has_no_type_rules():
+    def drop(f):
+        f.pop("dtypes")
+        f.pop("input_dtypes")
+    _run_with(_pow("i64"), _abi_with(("hipdnn_ep_kernel_binary", drop)))
+    _run_with(_gather("f32"), _abi_with(("hipdnn_ep_kernel_gather", drop)))
+
+
+def test_manifest_input_rules_name_the_types_they_allow():
+    only64 = _abi_with(("hipdnn_ep_kernel_gather", lambda f: f["input_dtypes"].update({"1": ["INT64"]})))
+    with pytest.raises(UnsupportedError, match="^node 'g': indices must be int64$"):
+        _run_with(_gather("i32"), only64)
+    # An input with no label of its own is named by index.
+    binary_rule = _abi_with(("hipdnn_ep_kernel_binary", lambda f: f["input_dtypes"].update({"1": ["FLOAT32"]})))
+    with pytest.raises(UnsupportedError, match="^node 'p': input 1 must be float32$"):
+        _run_with(_pow("f16"), binary_rule)
+
+
+def test_compile_model_checks_against_the_target_manifest(tmp_path):
+    """compile_model(manifest=...) applies that manifest's rules, not the bundled ones."""
+    data = json.loads(bundled_manifest_path().read_text())
+    for f in data["functions"]:
+        if f["name"] == "hipdnn_ep_kernel_unary":
+            f["dtypes"]["default"] = ["FLOAT32"]
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(data))
+    model = make_model([helper.make_node("Tanh", ["x"], ["y"])], [("x", TensorProto.FLOAT16, [4])],
+                       [("y", TensorProto.FLOAT16, [4])])
+    with pytest.raises(UnsupportedError, match="unary TANH does not support element type float16"):
+        compile_model(model, tmp_path / "a", manifest=manifest)

@@ -7,7 +7,10 @@ candidate `new` of the same major:
   * no signature hash (which covers the C types and the frozen layout of the
     structs passed) may change;
   * anything added needs `new.minor > old.minor` and must say `since` > old.minor;
-  * struct fields may only be appended, and only to struct_size-led structs.
+  * struct fields may only be appended, and only to struct_size-led structs;
+  * the element types a kernel accepts (per op and per input) may only grow,
+    and a type added needs a minor bump: artifacts built for the old minor may
+    pass any type it accepted, and a compiler may emit a type once the manifest lists it.
 A change that breaks any of these needs `new.major > old.major`.
 """
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Manifest
+from .model import Function, Manifest
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,15 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
             out.append(Violation(fo.name, f"since changed from {fo.since} to {fn.since}: history is immutable"))
         if fn.int_attrs[:len(fo.int_attrs)] != fo.int_attrs or fn.float_attrs[:len(fo.float_attrs)] != fo.float_attrs:
             out.append(Violation(fo.name, f"kernel attributes reordered or removed: {need_major}"))
+        if fo.kind == "kernel":
+            for where, old_types, new_types in _dtype_rules(old, fo, new, fn):
+                for dtype in sorted(set(old_types) - set(new_types)):
+                    out.append(Violation(fo.name, f"{where} no longer accepts {dtype}, but artifacts built for "
+                                                  f"{old.major}.{old.minor} may pass it: {need_major}"))
+                gained = sorted(set(new_types) - set(old_types))
+                if gained and not bumped:
+                    out.append(Violation(fo.name, f"{where} accepts {', '.join(gained)}, added without a minor "
+                                                  f"bump: {need_minor}"))
     for fn in new.functions:
         if old.function(fn.name) is None:
             added(fn.name, fn.since, "function")
@@ -115,3 +127,19 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
     for name in old_handles - {h.name for h in new.handles}:
         out.append(Violation(name, f"handle removed: {need_major}"))
     return out
+
+
+def _dtype_rules(old: Manifest, fo: Function, new: Manifest, fn: Function):
+    """(where, old types, new types) for each rule the old kernel had: input 0 per op, later inputs."""
+    old_input0, new_input0 = old.input0_dtypes(fo), new.input0_dtypes(fn)
+    for op, types in old_input0.items():
+        if op is None and None not in new_input0:  # the kernel gained an op attribute
+            for new_op, new_types in new_input0.items():
+                yield f"op {new_op}, input 0", types, new_types
+            continue
+        # An op the new manifest lost is reported with its enum; its types count as gone.
+        where = f"op {op}, input 0" if op is not None else "input 0"
+        yield where, types, new_input0.get(op, new_input0.get(None, ()))
+    old_later, new_later = old.later_input_dtypes(fo), new.later_input_dtypes(fn)
+    for i in sorted(set(old_later) | set(new_later)):
+        yield f"input {i}", old_later.get(i, old.all_dtypes()), new_later.get(i, new.all_dtypes())

@@ -134,6 +134,10 @@ def _fn_json(m: Manifest, fn: Function) -> dict:
     if fn.kind == "kernel":
         d["int_attrs"] = list(fn.int_attrs)
         d["float_attrs"] = list(fn.float_attrs)
+        # Accepted element types; an empty table: any dtype (see manifest.toml).
+        d["op_enum"] = fn.op_enum
+        d["dtypes"] = {key: list(names) for key, names in fn.dtypes}
+        d["input_dtypes"] = {str(i): list(names) for i, names in fn.input_dtypes}
     return d
 
 
@@ -175,6 +179,60 @@ def manifest_data_cpp(m: Manifest) -> str:
             "}  // namespace hipdnn_ep\n")
 
 
+# ---------------------------------------------------------------- kernel element types (runtime-internal)
+
+KERNEL_DTYPES_HEADER = "internal/kernel_dtypes.h"
+
+
+def kernel_suffix(m: Manifest, fn: Function) -> str:
+    """hipdnn_ep_kernel_layer_norm -> layer_norm"""
+    return fn.name.removeprefix(f"{m.prefix}_kernel_")
+
+
+def _mask(m: Manifest, names: tuple[str, ...]) -> str:
+    macro = m.dtype_enum.macro_prefix
+    return " | ".join(f"bit({macro}{n})" for n in names)
+
+
+def kernel_dtypes(m: Manifest) -> str:
+    """The accepted element types as C++ masks, for the runtime's argument validation.
+
+    Not part of the public header: callers learn the rules from the JSON manifest.  Every kernel
+    gets an input-0 rule (every dtype when the manifest declares none), so validation can check
+    each kernel the same way; inputs with a type of their own get `<kernel>_input_<i>`.
+    """
+    P = m.prefix.upper()
+    guard = f"{P}_ABI_KERNEL_DTYPES_H_"
+    out = [f"// {BANNER}\n",
+           "// Element types each kernel accepts, from the manifest's dtypes and input_dtypes\n"
+           "// tables (internal to the runtime). A Mask has bit c set when the hipdnn_ep_dtype\n"
+           "// code c is accepted.\n",
+           f"#ifndef {guard}\n#define {guard}\n\n#include <cstdint>\n\n",
+           '#include "hipdnn_ep/runtime_abi.h"\n\n',
+           f"namespace {m.prefix}::kernel_dtypes {{\n\n",
+           "using Mask = uint64_t;\n\n",
+           "constexpr Mask bit(int32_t dtype) { return dtype >= 0 && dtype < 64 ? Mask{1} << dtype : 0; }\n",
+           "constexpr bool accepts(Mask mask, int32_t dtype) { return (mask & bit(dtype)) != 0; }\n\n"]
+    for fn in m.kernels():
+        suffix = kernel_suffix(m, fn)
+        rules = m.input0_dtypes(fn)
+        if fn.op_enum:
+            enum = m.enum(fn.op_enum)
+            out.append(f"// {fn.name}, input 0, by op ({fn.op_enum}); 0 for an unknown op.\n"
+                       f"constexpr Mask {suffix}(int64_t op) {{\n  switch (op) {{\n")
+            for op, names in rules.items():
+                out.append(f"    case {enum.macro_prefix}{op}: return {_mask(m, names)};\n")
+            out.append("    default: return 0;\n  }\n}\n")
+        else:
+            out.append(f"// {fn.name}, input 0.\n"
+                       f"inline constexpr Mask {suffix} = {_mask(m, rules[None])};\n")
+        for i, names in m.later_input_dtypes(fn).items():
+            out.append(f"inline constexpr Mask {suffix}_input_{i} = {_mask(m, names)};\n")
+        out.append("\n")
+    out.append(f"}}  // namespace {m.prefix}::kernel_dtypes\n\n#endif  // {guard}\n")
+    return "".join(out)
+
+
 # ---------------------------------------------------------------- all at once
 
 def write_all(m: Manifest, out_dir: Path) -> list[Path]:
@@ -185,6 +243,7 @@ def write_all(m: Manifest, out_dir: Path) -> list[Path]:
         "abi_check.cpp": abi_check(m),
         "abi_manifest.json": manifest_json_text(m),
         "abi_manifest_data.cpp": manifest_data_cpp(m),
+        KERNEL_DTYPES_HEADER: kernel_dtypes(m),
     }
     written = []
     for rel, text in files.items():

@@ -27,6 +27,8 @@ SCALARS: dict[str, tuple[int, str]] = {
 POINTER_SIZE = 8
 KERNEL_PARAMS = ("hipdnn_ep_state_t* state", "const hipdnn_ep_kernel_args_t* args")
 KERNEL_RETURNS = "int32_t"
+DTYPE_ENUM = "dtype"  # suffix of the enum that names element types
+DEFAULT_KEY = "default"  # the dtypes entry for ops without one of their own
 
 _PARAM_RE = re.compile(r"^(?P<type>.+?)\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
 
@@ -143,6 +145,12 @@ class Function:
     doc: str
     int_attrs: tuple[str, ...] = ()
     float_attrs: tuple[str, ...] = ()
+    # Accepted element types (kernels only; see manifest.toml): `dtypes` rules input 0,
+    # keyed by DEFAULT_KEY or an op of `op_enum`; `input_dtypes` rules later inputs by index.
+    # Names of hipdnn_ep_dtype, in code order. Neither is part of the signature hash.
+    op_enum: str | None = None
+    dtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    input_dtypes: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
     @property
     def signature(self) -> str:
@@ -172,6 +180,41 @@ class Manifest:
 
     def function(self, name: str) -> Function | None:
         return next((f for f in self.functions if f.name == name), None)
+
+    def enum(self, name: str) -> Enum | None:
+        return next((e for e in self.enums if e.name == name), None)
+
+    def kernels(self) -> list[Function]:
+        return [f for f in self.functions if f.kind == "kernel"]
+
+    # -- element types ---------------------------------------------------
+    @property
+    def dtype_enum(self) -> Enum:
+        e = self.enum(f"{self.prefix}_{DTYPE_ENUM}")
+        if e is None:
+            raise ManifestError(f"enum {self.prefix}_{DTYPE_ENUM} is missing")
+        return e
+
+    def all_dtypes(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in sorted(self.dtype_enum.values, key=lambda kv: kv[1]))
+
+    def ops(self, fn: Function) -> tuple[str, ...]:
+        """The ops a kernel's `op` attribute may name (empty for a kernel without one)."""
+        e = self.enum(fn.op_enum) if fn.op_enum else None
+        return tuple(name for name, _ in e.values) if e else ()
+
+    def input0_dtypes(self, fn: Function) -> dict[str | None, tuple[str, ...]]:
+        """Element types input 0 accepts, per op (key None for a kernel without ops);
+        every dtype where the kernel declares no rule."""
+        table = dict(fn.dtypes)
+        default = table.get(DEFAULT_KEY, self.all_dtypes())
+        if not fn.op_enum:
+            return {None: default}
+        return {op: table.get(op, default) for op in self.ops(fn)}
+
+    def later_input_dtypes(self, fn: Function) -> dict[int, tuple[str, ...]]:
+        """Element types of the later inputs that have a rule of their own, by index."""
+        return dict(fn.input_dtypes)
 
     def version_node(self, minor: int) -> str:
         return f"{self.prefix.upper()}_{self.major}.{minor}"
@@ -228,6 +271,26 @@ def _layout(manifest_structs: dict[str, Struct], name: str, raw_fields: list) ->
     return tuple(out), size, align_max
 
 
+def _dtype_list(kernel: str, where: str, names: object, order: dict[str, int]) -> tuple[str, ...]:
+    """A kernel's list of dtype names, checked and put in code order."""
+    if not isinstance(names, list) or not names:
+        raise ManifestError(f"kernel {kernel}: {where} must be a non-empty list of dtype names")
+    unknown = [n for n in names if n not in order]
+    if unknown:
+        raise ManifestError(f"kernel {kernel}: {where} names unknown dtype(s) {unknown} "
+                            f"(known: {', '.join(order)})")
+    if len(set(names)) != len(names):
+        raise ManifestError(f"kernel {kernel}: {where} lists a dtype twice")
+    return tuple(sorted(names, key=order.__getitem__))
+
+
+def _input_index(kernel: str, key: str) -> int:
+    if not key.isdigit() or int(key) < 1:
+        raise ManifestError(f"kernel {kernel}: input_dtypes.{key}: the key must be an input index >= 1 "
+                            f"(input 0 is ruled by dtypes)")
+    return int(key)
+
+
 def _check_type(t: CType, known: set[str], where: str) -> None:
     if t.base == "void" or t.base in SCALARS or t.base in known or t.base == "char":
         return
@@ -255,12 +318,19 @@ def parse(text: str) -> Manifest:
             params=tuple(Param.parse(p) for p in f["params"]), since=int(f["since"]),
             status=f.get("status", "active"), callers=tuple(f["callers"]), doc=f.get("doc", ""),
         ))
+    dtype_order = {name: code for e in enums if e.name == f"{abi['prefix']}_{DTYPE_ENUM}" for name, code in e.values}
     for k in raw.get("kernels", []):
         functions.append(Function(
             name=k["name"], kind="kernel", returns=CType.parse(KERNEL_RETURNS),
             params=tuple(Param.parse(p) for p in KERNEL_PARAMS), since=int(k["since"]),
             status=k.get("status", "active"), callers=("artifact",), doc=k.get("doc", ""),
             int_attrs=tuple(k.get("int_attrs", [])), float_attrs=tuple(k.get("float_attrs", [])),
+            op_enum=k.get("op_enum"),
+            dtypes=tuple((str(key), _dtype_list(k["name"], f"dtypes.{key}", names, dtype_order))
+                         for key, names in k.get("dtypes", {}).items()),
+            input_dtypes=tuple(sorted((_input_index(k["name"], key),
+                                       _dtype_list(k["name"], f"input_dtypes.{key}", names, dtype_order))
+                                      for key, names in k.get("input_dtypes", {}).items())),
         ))
     entry = None
     if "program" in raw:
@@ -300,6 +370,26 @@ def _validate(m: Manifest, known: set[str]) -> None:
     for s in m.structs:
         if s.versioned and any(f.since < s.since for f in s.fields):
             raise ManifestError(f"struct {s.name}: a field predates the struct")
+    for fn in m.kernels():
+        _validate_kernel_dtypes(m, fn)
+
+
+def _validate_kernel_dtypes(m: Manifest, fn: Function) -> None:
+    if fn.op_enum is not None:
+        if "op" not in fn.int_attrs:
+            raise ManifestError(f"kernel {fn.name}: op_enum needs an int attribute named op")
+        if m.enum(fn.op_enum) is None:
+            raise ManifestError(f"kernel {fn.name}: op_enum {fn.op_enum} is not a declared enum")
+    if not fn.dtypes:
+        return
+    keys = [key for key, _ in fn.dtypes]
+    ops = m.ops(fn)
+    for key in keys:
+        if key != DEFAULT_KEY and key not in ops:
+            what = f"an op of {fn.op_enum}" if fn.op_enum else "an op (the kernel has no op_enum)"
+            raise ManifestError(f"kernel {fn.name}: dtypes.{key} is neither {DEFAULT_KEY} nor {what}")
+    if DEFAULT_KEY not in keys and (not ops or set(keys) != set(ops)):
+        raise ManifestError(f"kernel {fn.name}: dtypes needs a {DEFAULT_KEY} entry for the ops it does not list")
 
 
 def load(path: str | Path) -> Manifest:

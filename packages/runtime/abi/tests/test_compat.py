@@ -134,3 +134,65 @@ def test_cli_names_the_function_and_fails(tmp_path, manifest_text, capsys):
     assert main(["--manifest", str(broken), "check-compat"]) == 1
     assert "hipdnn_ep_get_host_scratch_base: removed" in capsys.readouterr().err
     assert main(["check-compat"]) == 0
+
+
+# -- accepted element types: they only grow within a major
+
+POW = 'dtypes.POW = ["FLOAT32", "FLOAT16"]'
+
+
+def test_dropping_a_dtype_from_an_op_needs_a_major_bump(manifest_text):
+    narrowed = manifest_text.replace(POW, 'dtypes.POW = ["FLOAT32"]')
+    assert narrowed != manifest_text
+    found = violations(manifest_text, narrowed)
+    assert [v.name for v in found] == ["hipdnn_ep_kernel_binary"]
+    assert "op POW" in found[0].message and "no longer accepts FLOAT16" in found[0].message
+    assert "bump the ABI major" in found[0].message
+    assert violations(manifest_text, re.sub(r"(?m)^major = 1$", "major = 2", narrowed)) == []
+
+
+def test_narrowing_the_default_names_every_op_it_covers(manifest_text):
+    narrowed = manifest_text.replace('dtypes.default = ["FLOAT32", "FLOAT16", "INT32", "INT64"]\ndtypes.POW',
+                                     'dtypes.default = ["FLOAT32", "FLOAT16", "INT32"]\ndtypes.POW')
+    assert narrowed != manifest_text
+    found = violations(manifest_text, narrowed)
+    assert {v.name for v in found} == {"hipdnn_ep_kernel_binary"}
+    # EQUAL and POW have lists of their own; every other op lost INT64.
+    assert sorted(re.search(r"op (\w+)", v.message)[1] for v in found) == \
+        sorted(["ADD", "SUB", "MUL", "DIV", "LESS", "GREATER"])
+    assert all("no longer accepts INT64" in v.message for v in found)
+
+
+def test_adding_a_dtype_needs_a_minor_bump(manifest_text):
+    grown = manifest_text.replace(POW, 'dtypes.POW = ["FLOAT32", "FLOAT16", "FLOAT64"]')
+    found = violations(manifest_text, grown)
+    assert [v.name for v in found] == ["hipdnn_ep_kernel_binary"]
+    assert "op POW, input 0 accepts FLOAT64" in found[0].message and "bump the ABI minor" in found[0].message
+    assert violations(manifest_text, set_minor(grown, 2)) == []
+
+
+def test_a_table_on_a_kernel_that_had_none_is_a_narrowing(manifest_text):
+    """No table means every dtype: declaring one for concat takes types away."""
+    concat = 'name = "hipdnn_ep_kernel_concat"\nsince = 1\nint_attrs = ["axis"]\n'
+    narrowed = manifest_text.replace(concat, concat + 'dtypes.default = ["FLOAT32"]\n')
+    assert narrowed != manifest_text
+    found = violations(manifest_text, narrowed)
+    assert {v.name for v in found} == {"hipdnn_ep_kernel_concat"}
+    assert any("input 0 no longer accepts INT64" in v.message for v in found)
+
+
+def test_narrowing_a_later_input_needs_a_major_bump(manifest_text):
+    narrowed = manifest_text.replace('input_dtypes.1 = ["INT32", "INT64"]', 'input_dtypes.1 = ["INT64"]')
+    assert narrowed != manifest_text
+    found = violations(manifest_text, narrowed)
+    assert [v.name for v in found] == ["hipdnn_ep_kernel_gather"]
+    assert "input 1 no longer accepts INT32" in found[0].message
+
+
+def test_cli_names_the_kernel_op_and_dtype(tmp_path, manifest_text, capsys):
+    released = tmp_path / "1.1.toml"
+    released.write_text(manifest_text)
+    broken = tmp_path / "manifest.toml"
+    broken.write_text(manifest_text.replace('dtypes.MEAN = ["FLOAT32", "FLOAT16"]', 'dtypes.MEAN = ["FLOAT32"]'))
+    assert main(["--manifest", str(broken), "check-compat", "--released", str(released)]) == 1
+    assert "hipdnn_ep_kernel_reduce: op MEAN, input 0 no longer accepts FLOAT16" in capsys.readouterr().err

@@ -5,9 +5,24 @@
 #include <limits>
 #include <string>
 
+#include "kernel_dtypes.h"  // generated from the manifest's dtypes tables
+
 namespace hipdnn_ep::kernels {
 
 namespace {
+
+namespace dt = hipdnn_ep::kernel_dtypes;
+
+// Code below and in the kernels reads these inputs as exactly these types
+// (parameter tensors as int64_t on the host, cond as bytes, indices as
+// int32_t/int64_t): growing their rule in the manifest needs code first.
+static_assert(dt::where == dt::bit(HIPDNN_EP_DTYPE_BOOL), "where reads cond as BOOL");
+static_assert(dt::gather_input_1 == (dt::bit(HIPDNN_EP_DTYPE_INT32) | dt::bit(HIPDNN_EP_DTYPE_INT64)),
+              "gather reads indices as INT32 or INT64");
+static_assert(dt::reduce_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "reduce axes are read as INT64");
+static_assert(dt::transpose_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "transpose perm is read as INT64");
+static_assert(dt::slice_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64) && dt::slice_input_2 == dt::bit(HIPDNN_EP_DTYPE_INT64),
+              "slice starts and steps are read as INT64");
 
 // Ranks above this are taken for garbage rather than a real tensor.
 constexpr int32_t kMaxRank = 64;
@@ -102,8 +117,26 @@ class Call {
   const hipdnn_ep_kernel_args_t* args_;
 };
 
-void unsupported_dtype(const std::string& what, int32_t dtype) {
-  fail(HIPDNN_EP_STATUS_UNSUPPORTED, what + " does not support dtype " + dtype_name(dtype));
+// "INT32 or INT64": the dtypes of a mask, in code order.
+std::string mask_names(dt::Mask mask) {
+  std::string names;
+  for (int32_t code = 0; code < 64; ++code) {
+    if (!dt::accepts(mask, code)) continue;
+    names += (names.empty() ? "" : " or ") + dtype_name(code);
+  }
+  return names;
+}
+
+// Input 0 against the kernel's rule; `what` names the kernel (and op) in the message.
+void require_dtype(dt::Mask mask, const std::string& what, int32_t dtype) {
+  if (!dt::accepts(mask, dtype)) fail(HIPDNN_EP_STATUS_UNSUPPORTED, what + " does not support dtype " + dtype_name(dtype));
+}
+
+// A later input that has a type of its own (cond, indices, axes...).
+void require_input_dtype(const hipdnn_ep_tensor_ref_t& t, const std::string& name, dt::Mask mask) {
+  if (!dt::accepts(mask, t.dtype)) {
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, name + " has dtype " + dtype_name(t.dtype) + ", expected " + mask_names(mask));
+  }
 }
 
 std::string binary_op_name(int64_t op) {
@@ -145,9 +178,6 @@ std::string reduce_op_name(int64_t op) {
   }
 }
 
-bool is_float(int32_t dtype) { return dtype == HIPDNN_EP_DTYPE_FLOAT32 || dtype == HIPDNN_EP_DTYPE_FLOAT16; }
-bool is_int(int32_t dtype) { return dtype == HIPDNN_EP_DTYPE_INT32 || dtype == HIPDNN_EP_DTYPE_INT64; }
-
 // An attribute that names an axis of a rank-`rank` tensor.
 int64_t axis_attr(const Call& call, int32_t index, size_t rank) {
   const int64_t axis = call.int_attr(index);
@@ -159,10 +189,9 @@ int64_t axis_attr(const Call& call, int32_t index, size_t rank) {
 }
 
 // A rank-1 INT64 parameter tensor (axes, perm, starts, steps); returns its values.
-Dims int64_vector(const hipdnn_ep_tensor_ref_t& t, const std::string& name) {
-  if (t.dtype != HIPDNN_EP_DTYPE_INT64) {
-    fail(HIPDNN_EP_STATUS_UNSUPPORTED, name + " has dtype " + dtype_name(t.dtype) + ", expected INT64");
-  }
+// `mask` is the input's manifest rule (only INT64: see the static_asserts above).
+Dims int64_vector(const hipdnn_ep_tensor_ref_t& t, const std::string& name, dt::Mask mask) {
+  require_input_dtype(t, name, mask);
   if (t.rank != 1) fail_invalid(name + " has rank " + std::to_string(t.rank) + ", expected 1");
   const auto* values = static_cast<const int64_t*>(t.data);
   return Dims(values, values + t.dims[0]);
@@ -183,11 +212,7 @@ void validate_binary(const hipdnn_ep_kernel_args_t* args) {
     fail_invalid("inputs have different dtypes " + dtype_name(dtype) + " and " + dtype_name(call.in(1).dtype));
   }
   const bool compare = op >= HIPDNN_EP_BINARY_OP_EQUAL;
-  const bool supported = op == HIPDNN_EP_BINARY_OP_POW ? is_float(dtype)
-                         : op == HIPDNN_EP_BINARY_OP_EQUAL
-                             ? is_float(dtype) || is_int(dtype) || dtype == HIPDNN_EP_DTYPE_BOOL
-                             : is_float(dtype) || is_int(dtype);
-  if (!supported) unsupported_dtype("binary op " + binary_op_name(op), dtype);
+  require_dtype(dt::binary(op), "binary op " + binary_op_name(op), dtype);
   Dims out;
   if (!broadcast_shapes(dims_of(call.in(0)), dims_of(call.in(1)), &out)) {
     fail_invalid("input dims " + format_dims(dims_of(call.in(0))) + " and " + format_dims(dims_of(call.in(1))) +
@@ -203,22 +228,20 @@ void validate_unary(const hipdnn_ep_kernel_args_t* args) {
     fail_invalid("unknown unary op " + std::to_string(op));
   }
   const int32_t dtype = call.in(0).dtype;
-  const bool int_ok = op == HIPDNN_EP_UNARY_OP_RELU || op == HIPDNN_EP_UNARY_OP_NEG;
-  if (!(is_float(dtype) || (int_ok && is_int(dtype)))) unsupported_dtype("unary op " + unary_op_name(op), dtype);
+  require_dtype(dt::unary(op), "unary op " + unary_op_name(op), dtype);
   call.expect_out(dtype, dims_of(call.in(0)));
 }
 
 void validate_cast(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_CAST_N_INT_ATTRS, HIPDNN_EP_KERNEL_CAST_N_FLOAT_ATTRS, 1, 1, 1);
   // Every ABI dtype converts to every other; check_tensor vetted both codes.
+  require_dtype(dt::cast, "cast", call.in(0).dtype);
   call.expect_out(call.out(0).dtype, dims_of(call.in(0)));
 }
 
 void validate_where(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_WHERE_N_INT_ATTRS, HIPDNN_EP_KERNEL_WHERE_N_FLOAT_ATTRS, 3, 3, 1);
-  if (call.in(0).dtype != HIPDNN_EP_DTYPE_BOOL) {
-    fail(HIPDNN_EP_STATUS_UNSUPPORTED, "input 0 (cond) has dtype " + dtype_name(call.in(0).dtype) + ", expected BOOL");
-  }
+  require_input_dtype(call.in(0), "input 0 (cond)", dt::where);
   call.expect_dtype(call.in(2), input_name(2), call.in(1).dtype);
   Dims xy;
   Dims out;
@@ -257,7 +280,7 @@ MatmulShape matmul_shape(const Dims& a, const Dims& b) {
 void validate_matmul(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_MATMUL_N_INT_ATTRS, HIPDNN_EP_KERNEL_MATMUL_N_FLOAT_ATTRS, 2, 2, 1);
   const int32_t dtype = call.in(0).dtype;
-  if (!is_float(dtype)) unsupported_dtype("matmul", dtype);
+  require_dtype(dt::matmul, "matmul", dtype);
   call.expect_dtype(call.in(1), input_name(1), dtype);
   call.expect_out(dtype, matmul_shape(dims_of(call.in(0)), dims_of(call.in(1))).out);
 }
@@ -269,7 +292,7 @@ void validate_gemm(const hipdnn_ep_kernel_args_t* args) {
     if (v != 0 && v != 1) fail_invalid("trans_" + std::string(i == 0 ? "a" : "b") + " is " + std::to_string(v) + ", expected 0 or 1");
   }
   const int32_t dtype = call.in(0).dtype;
-  if (!is_float(dtype)) unsupported_dtype("gemm", dtype);
+  require_dtype(dt::gemm, "gemm", dtype);
   call.expect_dtype(call.in(1), input_name(1), dtype);
   const Dims a = dims_of(call.in(0));
   const Dims b = dims_of(call.in(1));
@@ -298,7 +321,7 @@ void validate_gemm(const hipdnn_ep_kernel_args_t* args) {
 void validate_softmax(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_SOFTMAX_N_INT_ATTRS, HIPDNN_EP_KERNEL_SOFTMAX_N_FLOAT_ATTRS, 1, 1, 1);
   const int32_t dtype = call.in(0).dtype;
-  if (!is_float(dtype)) unsupported_dtype("softmax", dtype);
+  require_dtype(dt::softmax, "softmax", dtype);
   const Dims x = dims_of(call.in(0));
   axis_attr(call, HIPDNN_EP_KERNEL_SOFTMAX_INT_ATTR_AXIS, x.size());
   call.expect_out(dtype, x);
@@ -307,7 +330,7 @@ void validate_softmax(const hipdnn_ep_kernel_args_t* args) {
 void validate_layer_norm(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_LAYER_NORM_N_INT_ATTRS, HIPDNN_EP_KERNEL_LAYER_NORM_N_FLOAT_ATTRS, 2, 3, 1, 2);
   const int32_t dtype = call.in(0).dtype;
-  if (!is_float(dtype)) unsupported_dtype("layer_norm", dtype);
+  require_dtype(dt::layer_norm, "layer_norm", dtype);
   const Dims x = dims_of(call.in(0));
   const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_LAYER_NORM_INT_ATTR_AXIS, x.size());
   const double epsilon = call.float_attr(HIPDNN_EP_KERNEL_LAYER_NORM_FLOAT_ATTR_EPSILON);
@@ -325,7 +348,7 @@ void validate_layer_norm(const hipdnn_ep_kernel_args_t* args) {
 }
 
 std::vector<bool> reduced_dims(const hipdnn_ep_tensor_ref_t& axes, size_t rank) {
-  const Dims values = int64_vector(axes, "input 1 (axes)");
+  const Dims values = int64_vector(axes, "input 1 (axes)", dt::reduce_input_1);
   std::vector<bool> reduced(rank, values.empty());
   for (int64_t axis : values) {
     if (axis < 0 || axis >= static_cast<int64_t>(rank)) {
@@ -343,8 +366,7 @@ void validate_reduce(const hipdnn_ep_kernel_args_t* args) {
   const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_REDUCE_INT_ATTR_OP);
   if (op < HIPDNN_EP_REDUCE_OP_SUM || op > HIPDNN_EP_REDUCE_OP_MAX) fail_invalid("unknown reduce op " + std::to_string(op));
   const int32_t dtype = call.in(0).dtype;
-  const bool supported = op == HIPDNN_EP_REDUCE_OP_MEAN ? is_float(dtype) : is_float(dtype) || is_int(dtype);
-  if (!supported) unsupported_dtype("reduce op " + reduce_op_name(op), dtype);
+  require_dtype(dt::reduce(op), "reduce op " + reduce_op_name(op), dtype);
   const Dims x = dims_of(call.in(0));
   const std::vector<bool> reduced = reduced_dims(call.in(1), x.size());
   Dims kept;
@@ -367,8 +389,9 @@ void validate_reduce(const hipdnn_ep_kernel_args_t* args) {
 
 void validate_transpose(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_TRANSPOSE_N_INT_ATTRS, HIPDNN_EP_KERNEL_TRANSPOSE_N_FLOAT_ATTRS, 2, 2, 1);
+  require_dtype(dt::transpose, "transpose", call.in(0).dtype);
   const Dims x = dims_of(call.in(0));
-  const Dims perm = int64_vector(call.in(1), "input 1 (perm)");
+  const Dims perm = int64_vector(call.in(1), "input 1 (perm)", dt::transpose_input_1);
   if (perm.size() != x.size()) {
     fail_invalid("perm has " + std::to_string(perm.size()) + " entries for input rank " + std::to_string(x.size()));
   }
@@ -388,6 +411,7 @@ void validate_concat(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_CONCAT_N_INT_ATTRS, HIPDNN_EP_KERNEL_CONCAT_N_FLOAT_ATTRS, 1,
                   std::numeric_limits<int32_t>::max(), 1);
   const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::concat, "concat", dtype);
   Dims out = dims_of(call.in(0));
   const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_CONCAT_INT_ATTR_AXIS, out.size());
   for (int32_t i = 1; i < call.n_inputs(); ++i) {
@@ -406,9 +430,10 @@ void validate_concat(const hipdnn_ep_kernel_args_t* args) {
 
 void validate_slice(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_SLICE_N_INT_ATTRS, HIPDNN_EP_KERNEL_SLICE_N_FLOAT_ATTRS, 3, 3, 1);
+  require_dtype(dt::slice, "slice", call.in(0).dtype);
   const Dims x = dims_of(call.in(0));
-  const Dims starts = int64_vector(call.in(1), "input 1 (starts)");
-  const Dims steps = int64_vector(call.in(2), "input 2 (steps)");
+  const Dims starts = int64_vector(call.in(1), "input 1 (starts)", dt::slice_input_1);
+  const Dims steps = int64_vector(call.in(2), "input 2 (steps)", dt::slice_input_2);
   if (starts.size() != x.size() || steps.size() != x.size()) {
     fail_invalid("starts and steps have " + std::to_string(starts.size()) + " and " + std::to_string(steps.size()) +
                  " entries for input rank " + std::to_string(x.size()));
@@ -436,12 +461,10 @@ void validate_slice(const hipdnn_ep_kernel_args_t* args) {
 
 void validate_gather(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_GATHER_N_INT_ATTRS, HIPDNN_EP_KERNEL_GATHER_N_FLOAT_ATTRS, 2, 2, 1);
+  require_dtype(dt::gather, "gather", call.in(0).dtype);
   const Dims data = dims_of(call.in(0));
   const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_GATHER_INT_ATTR_AXIS, data.size());
-  const int32_t index_dtype = call.in(1).dtype;
-  if (index_dtype != HIPDNN_EP_DTYPE_INT64 && index_dtype != HIPDNN_EP_DTYPE_INT32) {
-    fail(HIPDNN_EP_STATUS_UNSUPPORTED, "input 1 (indices) has dtype " + dtype_name(index_dtype) + ", expected INT32 or INT64");
-  }
+  require_input_dtype(call.in(1), "input 1 (indices)", dt::gather_input_1);
   const Dims indices = dims_of(call.in(1));
   Dims out(data.begin(), data.begin() + axis);
   out.insert(out.end(), indices.begin(), indices.end());
@@ -451,6 +474,7 @@ void validate_gather(const hipdnn_ep_kernel_args_t* args) {
 
 void validate_expand(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_EXPAND_N_INT_ATTRS, HIPDNN_EP_KERNEL_EXPAND_N_FLOAT_ATTRS, 1, 1, 1);
+  require_dtype(dt::expand, "expand", call.in(0).dtype);
   const Dims x = dims_of(call.in(0));
   const Dims out = dims_of(call.out(0));
   call.expect_dtype(call.out(0), output_name(0), call.in(0).dtype);

@@ -37,6 +37,20 @@ class AbiFunction:
     hash: str
     int_attrs: tuple[str, ...] = ()
     float_attrs: tuple[str, ...] = ()
+    # Accepted element types (ONNX codes), kernels only: input 0 by op ("default" or an op name of
+    # op_enum) and later inputs by index.  No entry: any dtype.
+    op_enum: str | None = None
+    dtypes: tuple[tuple[str, frozenset[int]], ...] = ()
+    input_dtypes: tuple[tuple[int, frozenset[int]], ...] = ()
+
+    def input0_dtypes(self, op: str | None = None) -> frozenset[int] | None:
+        """Element types input 0 accepts for `op` (None: no rule, any dtype)."""
+        table = dict(self.dtypes)
+        return table.get(op, table.get("default")) if op is not None else table.get("default")
+
+    def later_input_dtypes(self) -> dict[int, frozenset[int]]:
+        """Element types of the later inputs that have a rule of their own, by index."""
+        return dict(self.input_dtypes)
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,10 @@ class RuntimeAbi:
             self.version_nodes: dict[int, str] = {int(k): v for k, v in data["version_nodes"].items()}
             self.program_entry: dict[str, Any] = data["program_entry"]
             self.enums: dict[str, dict[str, int]] = {e["name"]: dict(e["values"]) for e in data["enums"]}
+            dtype_codes = self.enums.get(f"{self.prefix}_dtype", {})
+
+            def codes(names: list[str]) -> frozenset[int]:
+                return frozenset(dtype_codes[n] for n in names)
             self.structs: dict[str, AbiStruct] = {
                 s["name"]: AbiStruct(
                     s["name"],
@@ -88,6 +106,9 @@ class RuntimeAbi:
                     hash=f["hash"],
                     int_attrs=tuple(f.get("int_attrs", ())),
                     float_attrs=tuple(f.get("float_attrs", ())),
+                    op_enum=f.get("op_enum"),
+                    dtypes=tuple((key, codes(names)) for key, names in f.get("dtypes", {}).items()),
+                    input_dtypes=tuple((int(i), codes(names)) for i, names in f.get("input_dtypes", {}).items()),
                 )
                 for f in data["functions"]
             }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import dtypes
 from ..abi import RuntimeAbi, load_abi
 
 MALLOC = "malloc"
@@ -30,6 +31,8 @@ class KernelEntry:
     int_attrs: tuple[str, ...] = ()
     float_attrs: tuple[str, ...] = ()
     op_enum: str | None = None  # the enum whose value the int attribute "op" takes
+    # Kernel inputs the lowering appends from attributes (axes, perm, starts, steps), always int64.
+    param_inputs: tuple[int, ...] = ()
 
 
 KERNELS: dict[str, KernelEntry] = {
@@ -41,10 +44,10 @@ KERNELS: dict[str, KernelEntry] = {
     "hipdnn.gemm": KernelEntry("kernel_gemm", ("trans_a", "trans_b"), ("alpha", "beta")),
     "hipdnn.softmax": KernelEntry("kernel_softmax", ("axis",)),
     "hipdnn.layer_norm": KernelEntry("kernel_layer_norm", ("axis",), ("epsilon",)),
-    "hipdnn.reduce": KernelEntry("kernel_reduce", ("op",), op_enum="reduce_op"),
-    "hipdnn.transpose": KernelEntry("kernel_transpose"),
+    "hipdnn.reduce": KernelEntry("kernel_reduce", ("op",), op_enum="reduce_op", param_inputs=(1,)),
+    "hipdnn.transpose": KernelEntry("kernel_transpose", param_inputs=(1,)),
     "hipdnn.concat": KernelEntry("kernel_concat", ("axis",)),
-    "hipdnn.slice": KernelEntry("kernel_slice"),
+    "hipdnn.slice": KernelEntry("kernel_slice", param_inputs=(1, 2)),
     "hipdnn.gather": KernelEntry("kernel_gather", ("axis",)),
     "hipdnn.expand": KernelEntry("kernel_expand"),
 }
@@ -66,6 +69,10 @@ def validate(abi: RuntimeAbi) -> list[str]:
                             f"the compiler sets {entry.int_attrs}/{entry.float_attrs}")
         if entry.op_enum and abi.name(entry.op_enum) not in abi.enums:
             problems.append(f"{op}: enum {abi.name(entry.op_enum)} is missing")
+        for i in entry.param_inputs:
+            allowed = fn.later_input_dtypes().get(i)
+            if allowed is not None and dtypes.INT64 not in allowed:
+                problems.append(f"{op}: kernel {fn.name} input {i} does not accept the int64 the lowering passes")
     for struct in (TENSOR_REF, KERNEL_ARGS):
         if abi.name(struct) not in abi.structs:
             problems.append(f"struct {abi.name(struct)} is missing")

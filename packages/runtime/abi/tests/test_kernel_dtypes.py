@@ -1,0 +1,108 @@
+"""Accepted element types of the kernels: parsed and checked from the manifest, carried by the JSON,
+and generated as the runtime's C++ masks."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from hipdnn_ep_abi import generate, parse
+from hipdnn_ep_abi.model import ManifestError
+
+
+def test_rules_resolve_per_op_with_the_default(manifest):
+    binary = manifest.function("hipdnn_ep_kernel_binary")
+    rules = manifest.input0_dtypes(binary)
+    assert rules["POW"] == ("FLOAT32", "FLOAT16")
+    assert rules["EQUAL"] == ("FLOAT32", "INT32", "INT64", "BOOL", "FLOAT16")
+    assert rules["ADD"] == rules["LESS"] == ("FLOAT32", "INT32", "INT64", "FLOAT16")
+    assert set(rules) == {name for name, _ in manifest.enum("hipdnn_ep_binary_op").values}
+
+
+def test_a_kernel_without_a_table_accepts_every_dtype(manifest):
+    concat = manifest.function("hipdnn_ep_kernel_concat")
+    assert manifest.input0_dtypes(concat) == {None: manifest.all_dtypes()}
+    gather = manifest.function("hipdnn_ep_kernel_gather")
+    assert manifest.later_input_dtypes(gather) == {1: ("INT32", "INT64")}
+
+
+def test_json_carries_the_tables(manifest):
+    kernels = {f["name"]: f for f in generate.manifest_json(manifest)["functions"] if f["kind"] == "kernel"}
+    binary = kernels["hipdnn_ep_kernel_binary"]
+    assert binary["op_enum"] == "hipdnn_ep_binary_op"
+    assert binary["dtypes"]["POW"] == ["FLOAT32", "FLOAT16"] and "default" in binary["dtypes"]
+    assert kernels["hipdnn_ep_kernel_where"]["dtypes"] == {"default": ["BOOL"]}
+    assert kernels["hipdnn_ep_kernel_slice"]["input_dtypes"] == {"1": ["INT64"], "2": ["INT64"]}
+    assert kernels["hipdnn_ep_kernel_cast"]["dtypes"] == {} and kernels["hipdnn_ep_kernel_cast"]["op_enum"] is None
+    functions = [f for f in generate.manifest_json(manifest)["functions"] if f["kind"] == "function"]
+    assert all("dtypes" not in f for f in functions)
+
+
+def test_dtype_tables_do_not_change_signature_hashes(manifest, manifest_text):
+    edited = parse(manifest_text.replace('dtypes.POW = ["FLOAT32", "FLOAT16"]', 'dtypes.POW = ["FLOAT32"]'))
+    for fn in manifest.functions:
+        assert manifest.signature_hash(fn) == edited.signature_hash(edited.function(fn.name))
+
+
+def test_generated_masks_are_internal_and_match_the_manifest(tmp_path, manifest):
+    cxx = shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    generate.write_all(manifest, tmp_path)
+    header = tmp_path / generate.KERNEL_DTYPES_HEADER
+    assert header.exists() and not header.is_relative_to(tmp_path / "include")
+    source = tmp_path / "masks.cpp"
+    source.write_text('#include "kernel_dtypes.h"\n'
+                      "namespace dt = hipdnn_ep::kernel_dtypes;\n"
+                      "static_assert(dt::binary(HIPDNN_EP_BINARY_OP_POW) == "
+                      "(dt::bit(HIPDNN_EP_DTYPE_FLOAT32) | dt::bit(HIPDNN_EP_DTYPE_FLOAT16)));\n"
+                      "static_assert(dt::accepts(dt::binary(HIPDNN_EP_BINARY_OP_EQUAL), HIPDNN_EP_DTYPE_BOOL));\n"
+                      "static_assert(!dt::accepts(dt::binary(HIPDNN_EP_BINARY_OP_ADD), HIPDNN_EP_DTYPE_BOOL));\n"
+                      "static_assert(dt::binary(99) == 0);\n"
+                      "static_assert(dt::accepts(dt::unary(HIPDNN_EP_UNARY_OP_NEG), HIPDNN_EP_DTYPE_INT32));\n"
+                      "static_assert(!dt::accepts(dt::unary(HIPDNN_EP_UNARY_OP_EXP), HIPDNN_EP_DTYPE_INT32));\n"
+                      "static_assert(!dt::accepts(dt::reduce(HIPDNN_EP_REDUCE_OP_MEAN), HIPDNN_EP_DTYPE_INT64));\n"
+                      "static_assert(dt::where == dt::bit(HIPDNN_EP_DTYPE_BOOL));\n"
+                      "static_assert(dt::accepts(dt::cast, HIPDNN_EP_DTYPE_FLOAT64) && !dt::accepts(dt::cast, 4));\n"
+                      "static_assert(dt::gather_input_1 == "
+                      "(dt::bit(HIPDNN_EP_DTYPE_INT32) | dt::bit(HIPDNN_EP_DTYPE_INT64)));\n"
+                      "static_assert(!dt::accepts(dt::matmul, -1) && !dt::accepts(dt::matmul, 64));\n")
+    proc = subprocess.run([cxx, "-std=c++17", "-Wall", "-Werror", "-fsyntax-only", "-I", str(tmp_path / "include"),
+                           "-I", str(header.parent), str(source)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("edit,message", [
+    (('dtypes.POW = ["FLOAT32", "FLOAT16"]', 'dtypes.POW = ["FLOAT32", "FLOAT128"]'), "unknown dtype"),
+    (('dtypes.POW = ["FLOAT32", "FLOAT16"]', 'dtypes.POW = ["FLOAT32", "FLOAT32"]'), "twice"),
+    (('dtypes.POW = ["FLOAT32", "FLOAT16"]', "dtypes.POW = []"), "non-empty list"),
+    (('dtypes.POW = ["FLOAT32", "FLOAT16"]', 'dtypes.XOR = ["FLOAT32"]'), "dtypes.XOR is neither default"),
+    (('dtypes.default = ["FLOAT32", "FLOAT16", "INT32", "INT64"]\ndtypes.POW', 'dtypes.POW'), "needs a default"),
+    (('op_enum = "hipdnn_ep_binary_op"', 'op_enum = "hipdnn_ep_binary_ops"'), "not a declared enum"),
+    (('input_dtypes.1 = ["INT32", "INT64"]', 'input_dtypes.0 = ["INT32", "INT64"]'), "input index >= 1"),
+    (('input_dtypes.1 = ["INT32", "INT64"]', 'input_dtypes.x = ["INT32", "INT64"]'), "input index >= 1"),
+    (('int_attrs = ["op"]\nop_enum = "hipdnn_ep_reduce_op"', 'int_attrs = ["mode"]\nop_enum = "hipdnn_ep_reduce_op"'),
+     "needs an int attribute named op"),
+])
+def test_malformed_tables_are_rejected_naming_the_kernel(manifest_text, edit, message):
+    old, new = edit
+    assert old in manifest_text
+    with pytest.raises(ManifestError, match=message) as info:
+        parse(manifest_text.replace(old, new, 1))
+    assert "hipdnn_ep_kernel_" in str(info.value)
+
+
+def test_an_op_key_needs_an_op_enum(manifest_text):
+    concat = 'name = "hipdnn_ep_kernel_concat"\nsince = 1\nint_attrs = ["axis"]\n'
+    with pytest.raises(ManifestError, match="hipdnn_ep_kernel_concat: dtypes.ADD .* no op_enum"):
+        parse(manifest_text.replace(concat, concat + 'dtypes.default = ["FLOAT32"]\ndtypes.ADD = ["FLOAT32"]\n'))
+
+
+def test_listing_every_op_needs_no_default(manifest_text):
+    reduce_rules = ('dtypes.default = ["FLOAT32", "FLOAT16", "INT32", "INT64"]\ndtypes.MEAN = ["FLOAT32", "FLOAT16"]')
+    assert reduce_rules in manifest_text
+    full = ('dtypes.SUM = ["FLOAT32"]\ndtypes.MEAN = ["FLOAT32", "FLOAT16"]\ndtypes.MAX = ["INT64"]')
+    m = parse(manifest_text.replace(reduce_rules, full))
+    assert m.input0_dtypes(m.function("hipdnn_ep_kernel_reduce")) == {
+        "SUM": ("FLOAT32",), "MEAN": ("FLOAT32", "FLOAT16"), "MAX": ("INT64",)}
