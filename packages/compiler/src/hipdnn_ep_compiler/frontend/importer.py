@@ -43,9 +43,12 @@ def _attr_text(attr: onnx.AttributeProto, where: str) -> str:
 
 
 def _node_label(node: onnx.NodeProto, index: int) -> str:
-    name = node.name or f"#{index}"
+    """How messages name a node: by its name, or (unnamed) by position and first output."""
     dom = f"{node.domain}::" if node.domain not in ("", "ai.onnx") else ""
-    return f"node '{name}' ({dom}{node.op_type})"
+    if node.name:
+        return f"node '{node.name}' ({dom}{node.op_type})"
+    output = next((o for o in node.output if o), None)
+    return f"node #{index} ({dom}{node.op_type}" + (f" -> '{output}')" if output else ")")
 
 
 class _Importer:
