@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "ep_factory.h"
+#include "ep_options.h"
 #include "json.h"
 
 namespace hipdnn_ep {
@@ -107,6 +109,22 @@ OrtStatus* ORT_API_CALL CompiledProgram::ComputeImpl(OrtNodeComputeInfo* this_pt
   return Guard(self->api_.ort, [&] { self->Run(kernel_context); });
 }
 
+void CompiledProgram::CheckRun(const char* what, int32_t rc) const {
+  if (rc == HIPDNN_EP_STATUS_OK) return;
+  const std::string where = std::string(what) + " of node '" + node_name_ + "'";
+  if (rc != HIPDNN_EP_STATUS_OUT_OF_MEMORY) throw EpError(rt_->Error(where.c_str(), rc));
+  const char* detail = rt_->hipdnn_ep_last_error();
+  const uint64_t limit = states_->config().memory_limit_bytes;
+  std::string advice =
+      limit != 0 ? "Raise the EP option " + std::string(options::kMemoryLimit) + " (now " + std::to_string(limit) +
+                       " bytes per runtime state) or run smaller inputs."
+                 : "The device has no more free memory; run smaller inputs or free device memory (the EP option " +
+                       std::string(options::kMemoryLimit) + " bounds what this EP takes).";
+  throw EpError(std::string("hipdnn-ep: ") + kEpName + " is out of memory " + where + ": " +
+                    (detail && *detail ? detail : "no details from the runtime") + ". " + advice,
+                ORT_RUNTIME_EXCEPTION);
+}
+
 void CompiledProgram::Run(OrtKernelContext* ctx) {
   const OrtApi& ort = api_.ort;
   StatePool::Handle state = states_->Acquire();
@@ -164,7 +182,7 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
     void* ptr = const_cast<void*>(data);
     if (device_backend && on_host && bytes > 0) {
       // Inputs produced by CPU nodes (or kept on the host) are staged.
-      rt_->Check("hipdnn_ep_malloc", rt_->hipdnn_ep_malloc(state->get(), bytes, &ptr));
+      CheckRun("staging an input", rt_->hipdnn_ep_malloc(state->get(), bytes, &ptr));
       allocs.ptrs.push_back(ptr);
       rt_->Check("hipdnn_ep_memcpy",
                  rt_->hipdnn_ep_memcpy(state->get(), ptr, data, bytes, HIPDNN_EP_MEMCPY_KIND_HOST_TO_DEVICE));
@@ -177,9 +195,7 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
   for (const hipdnn_ep_tensor_ref_t& o : outputs) {
     if (o.data) allocs.ptrs.push_back(o.data);  // freed even if the run failed half-way
   }
-  if (rc != HIPDNN_EP_STATUS_OK) {
-    throw EpError(rt_->Error(("running the artifact of node '" + node_name_ + "'").c_str(), rc));
-  }
+  CheckRun("running the artifact", rc);
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const hipdnn_ep_tensor_ref_t& o = outputs[i];
     if (o.rank < 0) throw EpError("hipdnn-ep: node '" + node_name_ + "': the artifact produced no output " + outputs_[i]);

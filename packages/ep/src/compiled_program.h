@@ -43,6 +43,8 @@ class CompiledProgram : public OrtNodeComputeInfo {
   static void ORT_API_CALL ReleaseStateImpl(OrtNodeComputeInfo* this_ptr, void* state) noexcept;
 
   void Run(OrtKernelContext* ctx);
+  // Throws unless rc is OK; out of memory gets a message that says what to do.
+  void CheckRun(const char* what, int32_t rc) const;
 
   ApiPtrs api_;
   std::shared_ptr<RuntimeApi> rt_;

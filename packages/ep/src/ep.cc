@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <utility>
 
 #include "compiled_program.h"
 #include "ep_context.h"
@@ -40,6 +42,26 @@ int64_t ParseInt(const std::string& key, const std::string& v, int64_t lo) {
   }
   throw EpError("hipdnn-ep: option " + key + " must be an integer >= " + std::to_string(lo) + ", got '" + v + "'",
                 ORT_INVALID_ARGUMENT);
+}
+
+// A byte count: digits with an optional suffix B, KiB, MiB, GiB or TiB (any case).
+uint64_t ParseBytes(const std::string& key, const std::string& v) {
+  static const std::pair<const char*, int> kUnits[] = {{"", 0}, {"b", 0}, {"kib", 10}, {"mib", 20}, {"gib", 30},
+                                                       {"tib", 40}};
+  size_t digits = 0;
+  while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
+  const std::string unit = Lower(v.substr(digits));
+  for (const auto& [name, shift] : kUnits) {
+    if (digits == 0 || unit != name) continue;
+    try {
+      const unsigned long long n = std::stoull(v.substr(0, digits));
+      if (n <= (UINT64_MAX >> shift)) return static_cast<uint64_t>(n) << shift;
+    } catch (const std::exception&) {  // out of range
+    }
+    break;
+  }
+  throw EpError("hipdnn-ep: option " + key + " must be a byte count (e.g. 1073741824, 512MiB or 2GiB; 0: no limit), got '" +
+                    v + "'", ORT_INVALID_ARGUMENT);
 }
 
 void Log(const OrtApi& ort, const OrtLogger& logger, OrtLoggingLevel level, const std::string& msg) {
@@ -185,6 +207,7 @@ EpConfig EpConfig::FromSession(const OrtApi& ort, const OrtSessionOptions* so, c
   c.cache_enable = ParseBool(prefix + options::kCacheEnable, get(options::kCacheEnable, "1"));
   c.runtime_library = get(options::kRuntimeLibrary, "");
   c.max_states = static_cast<size_t>(ParseInt(prefix + options::kMaxStates, get(options::kMaxStates, "4"), 1));
+  c.memory_limit = ParseBytes(prefix + options::kMemoryLimit, get(options::kMemoryLimit, "0"));
   c.trust_ep_context_code =
       ParseBool(prefix + options::kTrustEpContextCode, get(options::kTrustEpContextCode, "0"));
   c.context_enable = ParseBool(options::kOrtContextEnable, GetSessionConfig(ort, so, options::kOrtContextEnable, "0"));
@@ -391,7 +414,8 @@ std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, con
   RefuseRejectedNodes(graph);
   if (!runtime_) {
     runtime_ = factory_.Runtime(config_.runtime_library);
-    states_ = std::make_shared<StatePool>(runtime_, StateConfig{config_.backend, config_.device_id}, config_.max_states);
+    states_ = std::make_shared<StatePool>(runtime_, StateConfig{config_.backend, config_.device_id, config_.memory_limit},
+                                           config_.max_states);
   }
   const char* node_name = nullptr;
   ThrowIfError(ort, ort.Node_GetName(fused_node, &node_name));

@@ -29,6 +29,7 @@ struct EpConfig {
   bool cache_enable = true;
   std::string runtime_library;
   size_t max_states = 4;
+  uint64_t memory_limit = 0;  // bytes per runtime state; 0: no limit
   bool trust_ep_context_code = false;
   bool context_enable = false;
   std::string context_file_path;

@@ -25,13 +25,17 @@ constexpr const char* kCacheEnable = "cache_enable";
 constexpr const char* kRuntimeLibrary = "runtime_library";
 // Maximum number of runtime states kept per EP instance for concurrent runs.
 constexpr const char* kMaxStates = "max_states";
+// Bytes of device memory each runtime state of the EP may hold (an integer,
+// optionally with a suffix B, KiB, MiB, GiB or TiB); "0" (default): no limit.
+// A Run that needs more fails with an out-of-memory error.
+constexpr const char* kMemoryLimit = "memory_limit";
 // "1": an EPContext model may carry native code this install did not produce
 // (artifacts outside the compile cache).  Default "0": such models are refused.
 constexpr const char* kTrustEpContextCode = "trust_ep_context_code";
 
 // Every EP option key above; any other "ep.hipdnnep.*" key is refused.
-constexpr const char* kAllKeys[] = {kBackend,     kDeviceId,      kCompilerPython, kCacheDir,
-                                    kCacheEnable, kRuntimeLibrary, kMaxStates,     kTrustEpContextCode};
+constexpr const char* kAllKeys[] = {kBackend,        kDeviceId,  kCompilerPython, kCacheDir,          kCacheEnable,
+                                    kRuntimeLibrary, kMaxStates, kMemoryLimit,    kTrustEpContextCode};
 
 // ORT's own session keys the EP reads.
 constexpr const char* kOrtContextEnable = "ep.context_enable";

@@ -1,5 +1,7 @@
 #include "runtime_state.h"
 
+#include <cstdio>
+
 namespace hipdnn_ep {
 
 RuntimeState::RuntimeState(std::shared_ptr<RuntimeApi> rt, const StateConfig& config) : rt_(std::move(rt)) {
@@ -7,13 +9,16 @@ RuntimeState::RuntimeState(std::shared_ptr<RuntimeApi> rt, const StateConfig& co
   rt_->hipdnn_ep_state_options_init(&opts);
   opts.backend = config.backend;
   opts.device_ordinal = config.device_id;
+  opts.memory_limit_bytes = config.memory_limit_bytes;
   rt_->Check("hipdnn_ep_state_create", rt_->hipdnn_ep_state_create(&opts, &state_));
 }
 
 RuntimeState::~RuntimeState() {
-  // LEAK_DETECTED cannot be reported from a destructor; outputs are always
-  // freed by Compute, so a leak here would be a bug of the program itself.
-  if (state_) rt_->hipdnn_ep_state_destroy(state_);
+  // A destructor cannot return LEAK_DETECTED; Compute frees every output even
+  // when a run fails, so a leak is a bug of the EP or the program: say so.
+  if (state_ && rt_->hipdnn_ep_state_destroy(state_) == HIPDNN_EP_STATUS_LEAK_DETECTED) {
+    std::fprintf(stderr, "%s\n", rt_->Error("hipdnn_ep_state_destroy", HIPDNN_EP_STATUS_LEAK_DETECTED).c_str());
+  }
 }
 
 StatePool::Handle StatePool::Acquire() {

@@ -14,6 +14,7 @@ namespace hipdnn_ep {
 struct StateConfig {
   int32_t backend = HIPDNN_EP_BACKEND_CPU;
   int32_t device_id = 0;
+  uint64_t memory_limit_bytes = 0;  // 0: no limit
 };
 
 class RuntimeState {
@@ -37,6 +38,7 @@ class StatePool {
   // A state for one run; returned to the pool when the handle dies.
   using Handle = std::unique_ptr<RuntimeState, std::function<void(RuntimeState*)>>;
   Handle Acquire();
+  const StateConfig& config() const { return config_; }
 
  private:
   std::shared_ptr<RuntimeApi> rt_;
