@@ -49,3 +49,20 @@ def reference(x: np.ndarray, y: np.ndarray, middle: str = "Mul") -> np.ndarray:
     a = x + y
     c = {"Mul": lambda: a * y, "Add": lambda: a + y, "Cos": lambda: np.cos(a) + y}[middle]()
     return np.maximum(c, 0)
+
+
+def matmul_chain(path: Path, widths: list[int]) -> Path:
+    """x: [batch, seq, widths[0]] through one MatMul per further width (weights seeded):
+    activations grow with batch * seq, so a memory limit admits small shapes only."""
+    rng = np.random.default_rng(2)
+    weights, nodes, prev = [], [], "x"
+    for i, (k, n) in enumerate(zip(widths, widths[1:], strict=False)):
+        weights.append(numpy_helper.from_array((rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32), f"w{i}"))
+        out = "y" if i == len(widths) - 2 else f"h{i}"
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [out], name=f"matmul{i}"))
+        prev = out
+    g = helper.make_graph(nodes, "chain",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", widths[0]])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", widths[-1]])],
+                          initializer=weights)
+    return save(g, path)
