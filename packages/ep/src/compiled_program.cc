@@ -118,8 +118,8 @@ void CompiledProgram::CheckRun(const char* what, int32_t rc) const {
   std::string advice =
       limit != 0 ? "Raise the EP option " + std::string(options::kMemoryLimit) + " (now " + std::to_string(limit) +
                        " bytes per runtime state) or run smaller inputs."
-                 : "The device has no more free memory; run smaller inputs or free device memory (the EP option " +
-                       std::string(options::kMemoryLimit) + " bounds what this EP takes).";
+                 : "The device cannot provide that much memory; run smaller inputs or free device memory (the EP "
+                   "option " + std::string(options::kMemoryLimit) + " bounds what this EP takes).";
   throw EpError(std::string("hipdnn-ep: ") + kEpName + " is out of memory " + where + ": " +
                     (detail && *detail ? detail : "no details from the runtime") + ". " + advice,
                 ORT_RUNTIME_EXCEPTION);

@@ -13,7 +13,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from conftest import NO_FALLBACK, Env, cpu_session, make_session
-from models import matmul_chain
+from models import matmul_chain, save
+from onnx import TensorProto, helper
 
 MiB = 1 << 20
 WIDTH = 256
@@ -69,6 +70,24 @@ def test_bad_limit_refuses_the_session(matmul: Path, ep_devices, shared_env: Env
         make_session(matmul, ep_devices, {**shared_env.options, "memory_limit": value}, NO_FALLBACK)
     assert f"option ep.hipdnnep.memory_limit must be a byte count (e.g. 1073741824, 512MiB or 2GiB; 0: no limit), " \
            f"got '{value}'" in str(failure.value)
+
+
+def test_device_exhaustion_without_a_limit_is_a_clear_error(tmp_path: Path, ep_devices, shared_env: Env) -> None:
+    """Expand to a shape given at run time: 16 PiB is more than any device has."""
+    g = helper.make_graph([helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")], "expand",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, WIDTH]),
+                           helper.make_tensor_value_info("shape", TensorProto.INT64, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    sess = make_session(save(g, tmp_path / "expand.onnx"), ep_devices, shared_env.options, NO_FALLBACK)
+    x = np.arange(WIDTH, dtype=np.float32)[None]
+    huge = np.array([1 << 22, 1 << 22, WIDTH], np.int64)
+    with pytest.raises(ort.capi.onnxruntime_pybind11_state.RuntimeException) as failure:
+        sess.run(None, {"x": x, "shape": huge})
+    message = str(failure.value)
+    assert "HipdnnEp is out of memory" in message and f"requested {1 << 54} bytes" in message
+    assert "The device cannot provide that much memory" in message and "memory_limit" in message
+    y = sess.run(None, {"x": x, "shape": np.array([2, 3, WIDTH], np.int64)})[0]
+    np.testing.assert_array_equal(y, np.broadcast_to(x, (2, 3, WIDTH)))
 
 
 def test_a_run_failing_half_way_leaks_nothing(tmp_path: Path, shared_env: Env) -> None:
