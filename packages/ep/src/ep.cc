@@ -64,11 +64,6 @@ uint64_t ParseBytes(const std::string& key, const std::string& v) {
                     v + "'", ORT_INVALID_ARGUMENT);
 }
 
-void Log(const OrtApi& ort, const OrtLogger& logger, OrtLoggingLevel level, const std::string& msg) {
-  OrtStatus* st = ort.Logger_LogMessage(&logger, level, msg.c_str(), ORT_FILE, __LINE__, "HipdnnEp");
-  if (st) ort.ReleaseStatus(st);
-}
-
 const std::map<int32_t, const char*>& RuntimeDtypes() {
   static const std::map<int32_t, const char*> kDtypes = {
       {HIPDNN_EP_DTYPE_FLOAT32, "float32"}, {HIPDNN_EP_DTYPE_UINT8, "uint8"}, {HIPDNN_EP_DTYPE_INT8, "int8"},

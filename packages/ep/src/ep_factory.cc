@@ -128,6 +128,20 @@ OrtStatus* ORT_API_CALL HipdnnEpFactory::GetSupportedDevicesImpl(OrtEpFactory* t
         device_id = gpu_ordinal++;
       }
       if (backend < 0) continue;
+      if (backend != HIPDNN_EP_BACKEND_CPU) {
+        // Offer a GPU only when the installed runtime can drive it: ORT creates
+        // the device's data transfer while registering the library, so a
+        // runtime built without this backend (or none at all) would otherwise
+        // fail the registration of the whole EP, CPU device included.
+        try {
+          self->DeviceState(backend, device_id);
+        } catch (const std::exception& e) {
+          Log(ort, self->default_logger_, ORT_LOGGING_LEVEL_WARNING,
+              std::string("hipdnn-ep: not offering ") + BackendName(backend) + " device " +
+                  std::to_string(device_id) + ": " + e.what());
+          continue;
+        }
+      }
       OrtKeyValuePairs* meta = nullptr;
       ort.CreateKeyValuePairs(&meta);
       ort.AddKeyValuePair(meta, options::kBackend, BackendName(backend));

@@ -37,4 +37,9 @@ size_t ElementSize(int32_t onnx_dtype) {
   }
 }
 
+void Log(const OrtApi& ort, const OrtLogger& logger, OrtLoggingLevel level, const std::string& msg) {
+  OrtStatus* st = ort.Logger_LogMessage(&logger, level, msg.c_str(), ORT_FILE, __LINE__, "HipdnnEp");
+  if (st) ort.ReleaseStatus(st);
+}
+
 }  // namespace hipdnn_ep

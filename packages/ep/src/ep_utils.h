@@ -54,4 +54,7 @@ std::string GetSessionConfig(const OrtApi& ort, const OrtSessionOptions* so, con
 // Byte size of one element of an ONNX data type; 0 for unsupported types.
 size_t ElementSize(int32_t onnx_dtype);
 
+// Logs through ORT's logger under the "HipdnnEp" category (a logging failure is ignored).
+void Log(const OrtApi& ort, const OrtLogger& logger, OrtLoggingLevel level, const std::string& msg);
+
 }  // namespace hipdnn_ep
