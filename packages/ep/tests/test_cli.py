@@ -62,6 +62,23 @@ def test_compile_writes_an_epcontext_model(tmp_path: Path, env: Env, ep_devices,
     assert len(env.compiles()) == 1
 
 
+def test_compiled_model_keeps_the_source_ir_version(tmp_path: Path, env: Env, ep_devices,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """ORT writes its newest IR version; an older ORT where the model is deployed would refuse that."""
+    import onnx
+
+    model = elementwise(tmp_path / "m.onnx", ["n", 4])
+    source = onnx.load(str(model))
+    source.ir_version = 8
+    onnx.save(source, str(model))
+    assert main(["compile", str(model), *_options(env)]) == 0
+    out = Path(capsys.readouterr().out.strip())
+    assert onnx.load(str(out), load_external_data=False).ir_version == 8
+    sess = make_session(out, ep_devices, env.options, {"session.disable_cpu_ep_fallback": "1"})
+    x = np.ones((3, 4), np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x, "y": x})[0], np.full((3, 4), 2, np.float32))
+
+
 def test_bad_option_syntax() -> None:
     with pytest.raises(SystemExit, match="--option must be KEY=VALUE"):
         main(["run", "m.onnx", "--option", "novalue"])

@@ -113,8 +113,22 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if not out.exists():
         print(f"hipdnn-ep: no EPContext model was written to {out}", file=sys.stderr)
         return 1
+    _keep_source_ir_version(Path(args.model), out)
     print(out)
     return 0
+
+
+def _keep_source_ir_version(source: Path, written: Path) -> None:
+    """ORT stamps an EPContext model with the newest ONNX IR version it knows, so an older ORT on the
+    machine the model is deployed to refuses it although nothing in it needs that version (seen:
+    written by ORT 1.32, refused by ORT 1.30). Give it back the source model's IR version."""
+    import onnx  # noqa: PLC0415 - the compiler's dependency; only this command needs it
+
+    source_ir = onnx.load(str(source), load_external_data=False).ir_version
+    model = onnx.load(str(written), load_external_data=False)
+    if source_ir < model.ir_version:
+        model.ir_version = source_ir
+        onnx.save(model, str(written))
 
 
 def _random_inputs(session: Any, dims: dict[str, int], seed: int) -> dict[str, Any]:
