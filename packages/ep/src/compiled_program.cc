@@ -1,6 +1,7 @@
 #include "compiled_program.h"
 
 #include <cstring>
+#include <utility>
 
 #include "ep_factory.h"
 #include "ep_options.h"
@@ -142,17 +143,10 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
       const OrtValue* v = nullptr;
       ThrowIfError(ort, ort.KernelContext_GetInput(ctx, static_cast<size_t>(a.kernel_input), &v));
       if (v == nullptr) throw EpError("hipdnn-ep: node '" + node_name_ + "': input '" + a.name + "' is missing");
-      OrtTensorTypeAndShapeInfo* info = nullptr;
-      ThrowIfError(ort, ort.GetTensorTypeAndShape(v, &info));
-      ONNXTensorElementDataType et;
-      size_t rank = 0;
-      OrtStatus* st = ort.GetTensorElementType(info, &et);
-      if (!st) st = ort.GetDimensionsCount(info, &rank);
-      if (!st) { dims[i].resize(rank); st = ort.GetDimensions(info, dims[i].data(), rank); }
-      ort.ReleaseTensorTypeAndShapeInfo(info);
-      ThrowIfError(ort, st);
-      dtype = static_cast<int32_t>(et);
-      ThrowIfError(ort, ort.GetTensorData(v, &data));
+      TensorData tensor = ReadTensorValue(ort, v);
+      dims[i] = std::move(tensor.dims);
+      dtype = tensor.dtype;
+      data = tensor.data;
       const OrtMemoryDevice* mem = api_.ep.Value_GetMemoryDevice(v);
       on_host = mem == nullptr || api_.ep.MemoryDevice_GetDeviceType(mem) == OrtMemoryInfoDeviceType_CPU;
     } else {

@@ -42,4 +42,22 @@ void Log(const OrtApi& ort, const OrtLogger& logger, OrtLoggingLevel level, cons
   if (st) ort.ReleaseStatus(st);
 }
 
+TensorData ReadTensorValue(const OrtApi& ort, const OrtValue* value) {
+  TensorData d;
+  OrtTensorTypeAndShapeInfo* info = nullptr;
+  ThrowIfError(ort, ort.GetTensorTypeAndShape(value, &info));
+  ONNXTensorElementDataType et;
+  size_t rank = 0;
+  OrtStatus* st = ort.GetTensorElementType(info, &et);
+  if (!st) st = ort.GetDimensionsCount(info, &rank);
+  if (!st) { d.dims.resize(rank); st = ort.GetDimensions(info, d.dims.data(), rank); }
+  ort.ReleaseTensorTypeAndShapeInfo(info);
+  ThrowIfError(ort, st);
+  d.dtype = static_cast<int32_t>(et);
+  if (et == ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING) throw EpError("hipdnn-ep: string tensors are not supported");
+  ThrowIfError(ort, ort.GetTensorData(value, &d.data));
+  ThrowIfError(ort, ort.GetTensorSizeInBytes(value, &d.size));
+  return d;
+}
+
 }  // namespace hipdnn_ep

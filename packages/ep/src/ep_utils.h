@@ -57,4 +57,15 @@ size_t ElementSize(int32_t onnx_dtype);
 // Logs through ORT's logger under the "HipdnnEp" category (a logging failure is ignored).
 void Log(const OrtApi& ort, const OrtLogger& logger, OrtLoggingLevel level, const std::string& msg);
 
+// Dims, dtype (ONNX code), data pointer and byte size of a tensor OrtValue.
+struct TensorData {
+  int32_t dtype = 0;
+  std::vector<int64_t> dims;
+  const void* data = nullptr;
+  size_t size = 0;
+};
+
+// Reads a tensor OrtValue's TensorData; throws EpError for string tensors or an ORT error.
+TensorData ReadTensorValue(const OrtApi& ort, const OrtValue* value);
+
 }  // namespace hipdnn_ep

@@ -102,32 +102,6 @@ ProtoWriter ValueInfoProto(const OrtApi& ort, const OrtValueInfo* vi) {
   return out;
 }
 
-// Dims, dtype, data pointer and byte size of a tensor OrtValue.
-struct TensorData {
-  int32_t dtype = 0;
-  std::vector<int64_t> dims;
-  const void* data = nullptr;
-  size_t size = 0;
-};
-
-TensorData ReadTensorValue(const OrtApi& ort, const OrtValue* value) {
-  TensorData d;
-  OrtTensorTypeAndShapeInfo* info = nullptr;
-  ThrowIfError(ort, ort.GetTensorTypeAndShape(value, &info));
-  ONNXTensorElementDataType et;
-  size_t rank = 0;
-  OrtStatus* st = ort.GetTensorElementType(info, &et);
-  if (!st) st = ort.GetDimensionsCount(info, &rank);
-  if (!st) { d.dims.resize(rank); st = ort.GetDimensions(info, d.dims.data(), rank); }
-  ort.ReleaseTensorTypeAndShapeInfo(info);
-  ThrowIfError(ort, st);
-  d.dtype = static_cast<int32_t>(et);
-  if (et == ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING) throw EpError("hipdnn-ep: string tensors are not supported");
-  ThrowIfError(ort, ort.GetTensorData(value, &d.data));
-  ThrowIfError(ort, ort.GetTensorSizeInBytes(value, &d.size));
-  return d;
-}
-
 ProtoWriter TensorHeader(const std::string& name, const TensorData& d) {
   ProtoWriter t;
   for (int64_t dim : d.dims) t.Int(tensor_f::kDims, dim);
