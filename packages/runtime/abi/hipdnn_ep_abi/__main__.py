@@ -23,12 +23,17 @@ from .model import DEFAULT_MANIFEST, Manifest, load
 RELEASED_DIR = DEFAULT_MANIFEST.parent / "released"
 
 
-def last_released(directory: Path = RELEASED_DIR) -> Path:
-    """The newest released manifest snapshot (released/MAJOR.MINOR.toml)."""
+def released_snapshots(directory: Path = RELEASED_DIR) -> list[Path]:
+    """Every released manifest snapshot (released/MAJOR.MINOR.toml), oldest first."""
     def key(p: Path) -> tuple[int, int]:
         major, minor = p.stem.split(".")
         return int(major), int(minor)
-    snapshots = sorted((p for p in directory.glob("*.toml") if re.fullmatch(r"\d+\.\d+", p.stem)), key=key)
+    return sorted((p for p in directory.glob("*.toml") if re.fullmatch(r"\d+\.\d+", p.stem)), key=key)
+
+
+def last_released(directory: Path = RELEASED_DIR) -> Path:
+    """The newest released manifest snapshot."""
+    snapshots = released_snapshots(directory)
     if not snapshots:
         raise SystemExit(f"no released manifest in {directory}")
     return snapshots[-1]
@@ -90,17 +95,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.check}: current")
         return 0
     if args.cmd == "check-compat":
-        released = args.released or last_released()
-        old = load(released)
-        return _report(f"bump rules {old.major}.{old.minor} ({released.name}) -> {m.major}.{m.minor}",
-                       compat.check(old, m))
+        # Against every release of the newest released major (each published runtime of it
+        # exports its snapshot), or the one snapshot given.
+        if args.released:
+            snapshots = [args.released]
+        else:
+            newest = load(last_released())
+            snapshots = [p for p in released_snapshots() if load(p).major == newest.major]
+        rc = 0
+        for released in snapshots:
+            old = load(released)
+            rc |= _report(f"bump rules {old.major}.{old.minor} ({released.name}) -> {m.major}.{m.minor}",
+                          compat.check(old, m))
+        return rc
     if args.cmd == "check-symbols":
         return _report(f"exported symbols of {args.library.name}", symbols.check(m, args.library))
     if args.cmd == "check-version":
         return _report("wheel version", check_version(m, args.pyproject))
     if args.cmd == "release":
         target = RELEASED_DIR / f"{m.major}.{m.minor}.toml"
-        target.write_text(args.manifest.read_text())
+        text = args.manifest.read_text()
+        if target.exists() and target.read_text() != text:
+            print(f"{target.name} is already released and differs from {args.manifest.name}: a released "
+                  f"ABI is immutable. Fix: bump the ABI minor (or major) in the manifest", file=sys.stderr)
+            return 1
+        target.write_text(text)
         print(target)
         return 0
     return 2

@@ -6,7 +6,7 @@ import re
 
 from conftest import edit_function, set_minor
 from hipdnn_ep_abi import compat, parse
-from hipdnn_ep_abi.__main__ import last_released, main
+from hipdnn_ep_abi.__main__ import RELEASED_DIR, last_released, main
 from hipdnn_ep_abi.model import load
 
 NEW_FUNCTION = '''[[functions]]
@@ -124,7 +124,7 @@ def test_reordering_kernel_attributes_needs_a_major_bump(manifest_text):
 
 
 def test_version_cannot_go_backwards(manifest):
-    found = compat.check(manifest, load(last_released()))
+    found = compat.check(manifest, load(RELEASED_DIR / "1.0.toml"))
     assert len(found) == 1 and "backwards" in found[0].message
 
 
@@ -134,6 +134,32 @@ def test_cli_names_the_function_and_fails(tmp_path, manifest_text, capsys):
     assert main(["--manifest", str(broken), "check-compat"]) == 1
     assert "hipdnn_ep_get_host_scratch_base: removed" in capsys.readouterr().err
     assert main(["check-compat"]) == 0
+
+
+def test_released_minor_is_frozen(tmp_path, manifest, manifest_text, capsys):
+    """Breaks made without a version change are caught against the snapshot of the current minor:
+    the minor this manifest declares has been released, so what it exports is frozen."""
+    assert last_released().stem == f"{manifest.major}.{manifest.minor}"
+    broken = edit_function(manifest_text, "hipdnn_ep_artifact_metadata", None)
+    matmul = 'doc = "Batched matrix product with broadcast batch dims (ONNX MatMul, ranks >= 1)."\n'
+    assert matmul + 'dtypes.default = ["FLOAT32", "FLOAT16"]' in broken
+    broken = broken.replace(matmul + 'dtypes.default = ["FLOAT32", "FLOAT16"]', matmul + 'dtypes.default = ["FLOAT32"]')
+    fields = '  ["int32_t rank", 1],\n  ["int32_t dtype", 1],\n'
+    assert fields in broken
+    broken = broken.replace(fields, '  ["int32_t dtype", 1],\n  ["int32_t rank", 1],\n')
+    path = tmp_path / "manifest.toml"
+    path.write_text(broken)
+    assert main(["--manifest", str(path), "check-compat"]) == 1
+    err = capsys.readouterr().err
+    assert "hipdnn_ep_artifact_metadata: removed" in err
+    assert "hipdnn_ep_kernel_matmul: input 0 no longer accepts FLOAT16" in err
+    assert "hipdnn_ep_tensor_ref_t: field 'int32_t rank' changed to 'int32_t dtype'" in err
+
+
+def test_every_released_snapshot_of_the_major_is_checked(capsys):
+    assert main(["check-compat"]) == 0
+    out = capsys.readouterr().out
+    assert "(1.0.toml)" in out and "(1.1.toml)" in out
 
 
 # -- accepted element types: they only grow within a major
