@@ -539,7 +539,7 @@ std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, 
   }
   // Native code runs only if this install produced it (the tag verifies with
   // the per-install key) or the user explicitly trusts EPContext code.
-  const bool ours = notes["tag"].is_string() && notes["tag"].string == SignArtifact(InstallKey(cache_->dir()), bytes);
+  const bool ours = notes["tag"].is_string() && VerifyArtifactTag(InstallKey(cache_->dir()), bytes, notes["tag"].string);
   if (!ours && !config_.trust_ep_context_code) {
     throw EpError("hipdnn-ep: EPContext node '" + name + "' carries native code that this installation did not "
                   "produce; refusing to run it. If you trust the model, set the EP option " +

@@ -16,6 +16,7 @@ namespace hipdnn_ep {
 
 namespace {
 constexpr const char* kPrefix = "hipdnn-ep;";
+constexpr const char* kTagPrefix = "hmac-sha256:";
 }
 
 std::string MakeCompatibilityInfo(uint32_t abi_version, const std::string& backend, const std::string& compiler) {
@@ -64,10 +65,11 @@ std::string InstallKey(const std::string& cache_dir) {
 }
 
 std::string SignArtifact(const std::string& key, const std::string& artifact_bytes) {
-  Sha256 h;
-  h.Update(key);
-  h.Update(artifact_bytes);
-  return h.HexDigest();
+  return kTagPrefix + HmacSha256Hex(key, artifact_bytes);
+}
+
+bool VerifyArtifactTag(const std::string& key, const std::string& artifact_bytes, const std::string& tag) {
+  return ConstantTimeEqual(tag, SignArtifact(key, artifact_bytes));
 }
 
 }  // namespace hipdnn_ep

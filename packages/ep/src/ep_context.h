@@ -19,11 +19,14 @@ std::string MakeCompatibilityInfo(uint32_t abi_version, const std::string& backe
 // runs, a recompile could use newer runtime functions); equal -> OPTIMAL.
 OrtCompiledModelCompatibility CompatibilityVerdict(const std::string& info, uint32_t runtime_abi_version);
 
-// Per-install signing: tag = SHA-256(secret || artifact bytes), where the
-// secret is a random key created on first use in the cache directory (mode
-// 0600).  An EPContext artifact whose tag verifies was produced by this
-// install; anything else is foreign native code.
+// Per-install signing: tag = "hmac-sha256:" + HMAC-SHA256(secret, artifact
+// bytes), where the secret is a random key created on first use in the cache
+// directory (mode 0600).  An EPContext artifact whose tag verifies was
+// produced by this install; anything else (including tags of the older
+// SHA-256(secret || bytes) form) is foreign native code.
 std::string InstallKey(const std::string& cache_dir);
 std::string SignArtifact(const std::string& key, const std::string& artifact_bytes);
+// True when `tag` is SignArtifact(key, artifact_bytes), compared in constant time.
+bool VerifyArtifactTag(const std::string& key, const std::string& artifact_bytes, const std::string& tag);
 
 }  // namespace hipdnn_ep

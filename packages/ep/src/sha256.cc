@@ -49,7 +49,7 @@ void Sha256::Update(const void* data, size_t size) {
   }
 }
 
-std::string Sha256::HexDigest() {
+std::string Sha256::Digest() {
   uint64_t bits = total_ * 8;
   uint8_t pad = 0x80;
   Update(&pad, 1);
@@ -58,18 +58,61 @@ std::string Sha256::HexDigest() {
   uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
   Update(len, 8);
-  static const char* hex = "0123456789abcdef";
   std::string out;
   for (uint32_t v : h_) {
-    for (int s = 28; s >= 0; s -= 4) out += hex[(v >> s) & 0xf];
+    for (int s = 24; s >= 0; s -= 8) out += static_cast<char>((v >> s) & 0xff);
   }
   return out;
 }
+
+namespace {
+std::string Hex(const std::string& raw) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += hex[c >> 4];
+    out += hex[c & 0xf];
+  }
+  return out;
+}
+}  // namespace
+
+std::string Sha256::HexDigest() { return Hex(Digest()); }
 
 std::string Sha256Hex(const std::string& s) {
   Sha256 h;
   h.Update(s);
   return h.HexDigest();
+}
+
+std::string HmacSha256Hex(const std::string& key, const std::string& message) {
+  constexpr size_t kBlock = 64;
+  std::string k = key;
+  if (k.size() > kBlock) {
+    Sha256 h;
+    h.Update(k);
+    k = h.Digest();
+  }
+  k.resize(kBlock, '\0');
+  std::string ipad(kBlock, '\0'), opad(kBlock, '\0');
+  for (size_t i = 0; i < kBlock; ++i) {
+    ipad[i] = static_cast<char>(k[i] ^ 0x36);
+    opad[i] = static_cast<char>(k[i] ^ 0x5c);
+  }
+  Sha256 inner;
+  inner.Update(ipad);
+  inner.Update(message);
+  Sha256 outer;
+  outer.Update(opad);
+  outer.Update(inner.Digest());
+  return outer.HexDigest();
+}
+
+bool ConstantTimeEqual(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  volatile unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff = diff | (static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]));
+  return diff == 0;
 }
 
 }  // namespace hipdnn_ep

@@ -1,4 +1,5 @@
-// SHA-256 (FIPS 180-4), for compile-cache keys and EPContext integrity tags.
+// SHA-256 (FIPS 180-4) for compile-cache keys, and HMAC-SHA256 (RFC 2104)
+// for the per-install tags over native code.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,7 @@ class Sha256 {
   void Update(const void* data, size_t size);
   void Update(const std::string& s) { Update(s.data(), s.size()); }
   std::string HexDigest();  // finalizes; call once
+  std::string Digest();     // finalizes; the 32 raw bytes; call once
 
  private:
   void Block(const uint8_t* p);
@@ -23,5 +25,13 @@ class Sha256 {
 };
 
 std::string Sha256Hex(const std::string& s);
+
+// HMAC-SHA256(key, message) as 64 lower-case hex digits.  Unlike
+// SHA-256(key || message) it cannot be extended to a longer message without
+// the key.
+std::string HmacSha256Hex(const std::string& key, const std::string& message);
+
+// a == b in time that depends only on the lengths (for comparing tags).
+bool ConstantTimeEqual(const std::string& a, const std::string& b);
 
 }  // namespace hipdnn_ep
