@@ -1,6 +1,8 @@
 #include "onnx_writer.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 #include <set>
 
 #include "sha256.h"
@@ -78,6 +80,15 @@ std::string ValueName(const OrtApi& ort, const OrtValueInfo* vi) {
   const char* name = nullptr;
   ThrowIfError(ort, ort.GetValueInfoName(vi, &name));
   return name ? name : "";
+}
+
+// Orders values by name (names are unique within a graph).
+void SortByName(const OrtApi& ort, std::vector<const OrtValueInfo*>& values) {
+  std::vector<std::pair<std::string, const OrtValueInfo*>> named;
+  for (const OrtValueInfo* vi : values) named.emplace_back(ValueName(ort, vi), vi);
+  std::stable_sort(named.begin(), named.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < named.size(); ++i) values[i] = named[i].second;
 }
 
 ProtoWriter ValueInfoProto(const OrtApi& ort, const OrtValueInfo* vi) {
@@ -238,6 +249,11 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph) {
   ThrowIfError(ort, ort.Graph_GetNumInitializers(graph, &num_init));
   std::vector<const OrtValueInfo*> inits(num_init);
   if (num_init) ThrowIfError(ort, ort.Graph_GetInitializers(graph, inits.data(), num_init));
+  // ORT hands initializers (and the subgraph's inputs) over in an order that
+  // changes between sessions of one model; the model is written in name
+  // order, so its bytes, and the cache key hashed from them, depend on the
+  // graph's content only.
+  SortByName(ort, inits);
   std::set<std::string> init_names;
   for (const OrtValueInfo* vi : inits) {
     std::string name = ValueName(ort, vi);
@@ -269,9 +285,12 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph) {
   ThrowIfError(ort, ort.Graph_GetNumInputs(graph, &num_in));
   std::vector<const OrtValueInfo*> gin(num_in);
   if (num_in) ThrowIfError(ort, ort.Graph_GetInputs(graph, gin.data(), num_in));
+  // kernel_inputs keep the fused node's order (the EPContext node's inputs);
+  // the model lists them by name (the program finds its arguments by name).
+  for (const OrtValueInfo* vi : gin) out.kernel_inputs.push_back(ValueName(ort, vi));
+  SortByName(ort, gin);
   for (const OrtValueInfo* vi : gin) {
     std::string name = ValueName(ort, vi);
-    out.kernel_inputs.push_back(name);
     typed.insert(name);
     if (init_names.count(name) == 0) g.Msg(graph_f::kInput, ValueInfoProto(ort, vi));
   }
@@ -284,6 +303,7 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph) {
     typed.insert(name);
     g.Msg(graph_f::kOutput, ValueInfoProto(ort, vi));
   }
+  SortByName(ort, intermediates);
   for (const OrtValueInfo* vi : intermediates) {
     std::string name = ValueName(ort, vi);
     if (typed.insert(name).second) g.Msg(graph_f::kValueInfo, ValueInfoProto(ort, vi));

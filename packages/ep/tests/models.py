@@ -66,3 +66,18 @@ def matmul_chain(path: Path, widths: list[int]) -> Path:
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", widths[-1]])],
                           initializer=weights)
     return save(g, path)
+
+
+def many_initializers(path: Path, count: int = 16) -> Path:
+    """z = ((x + b0) + b1) ... with `count` small initializers: ORT hands them to the EP in
+    an order that changes between sessions, which the subgraph the EP writes must not show."""
+    rng = np.random.default_rng(4)
+    weights, nodes, prev = [], [], "x"
+    for i in range(count):
+        weights.append(numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), f"b{i}"))
+        out = "z" if i == count - 1 else f"s{i}"
+        nodes.append(helper.make_node("Add", [prev, f"b{i}"], [out], name=f"add{i}"))
+        prev = out
+    g = helper.make_graph(nodes, "inits", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["n", 4])], initializer=weights)
+    return save(g, path)

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import pytest
 from conftest import NO_FALLBACK, Env, cpu_session, make_session
-from models import elementwise, reference, save, with_weights
+from models import elementwise, many_initializers, reference, save, with_weights
 from onnx import TensorProto, helper
 
 COMPILER = f"hipdnn-ep-compiler {hipdnn_ep_compiler.__version__}"
@@ -137,6 +137,19 @@ def test_compile_cache_hit_miss_and_invalidation(tmp_path: Path, ep_devices, env
         (entry / "entry.json").write_text((entry / "entry.json").read_text().replace('"cpu"', '"cuda"'))
     _check(make_session(model, ep_devices, env.options, NO_FALLBACK), feeds)
     assert len(env.compiles()) == 4
+
+
+def test_repeated_sessions_of_one_model_share_one_cache_entry(tmp_path: Path, ep_devices, env: Env) -> None:
+    """The subgraph the EP writes, and so the cache key, depends on the graph's content only
+    (ORT hands initializers over in an order that changes from session to session)."""
+    model = many_initializers(tmp_path / "m.onnx")
+    x = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
+    want = cpu_session(model).run(None, {"x": x})[0]
+    for _ in range(6):
+        np.testing.assert_allclose(make_session(model, ep_devices, env.options, NO_FALLBACK).run(None, {"x": x})[0],
+                                   want, rtol=1e-5)
+    assert len(env.compiles()) == 1
+    assert len(env.cache_entries()) == 1
 
 
 def test_runtime_abi_is_part_of_the_cache_key(tmp_path: Path, ep_devices, env: Env, runtime_reporting_abi) -> None:
