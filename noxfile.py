@@ -56,7 +56,9 @@ def _install(session: nox.Session, *names: str) -> None:
 @nox.session
 def abi(session: nox.Session) -> None:
     """ABI gates: bump rules, exported symbols, wheel version, generated copies, corpus vs the runtime."""
-    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    # cmake and ninja from the build group: the gate tests build libraries through the runtime's CMake check
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"),
+                    *nox.project.dependency_groups(PYPROJECT, "build"))
     session.run("pytest", str(ABI_DIR), *session.posargs)
     _abi_tool(session, "check-compat")
     _abi_tool(session, "check-version", str(ROOT / "packages/runtime/pyproject.toml"))

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import Env, make_session
-from hipdnn_ep.cli import abi_verdict, main
+from hipdnn_ep.cli import abi_verdict, exports_verdict, main
 from models import elementwise
 
 
@@ -25,6 +25,26 @@ def test_abi_verdict(have, verdict: str) -> None:
     assert abi_verdict(have, (1, 1)).startswith(verdict)
 
 
+def test_exports_verdict() -> None:
+    assert exports_verdict([], (1, 1)).startswith("OK")
+    assert exports_verdict(None, (1, 1)).startswith("SKIP")
+    line = exports_verdict(["hipdnn_ep_get_host_scratch_base@HIPDNN_EP_1.0"], (1, 1))
+    assert line.startswith("FAIL: the runtime library does not export 1 function(s) its own ABI manifest declares: "
+                           "[hipdnn_ep_get_host_scratch_base@HIPDNN_EP_1.0]")
+    assert line.endswith("Fix: reinstall a released runtime wheel: "
+                         "pip install --force-reinstall 'hipdnn-ep-runtime>=1.1,<2'")
+
+
+def test_doctor_fails_on_a_runtime_lacking_an_export(monkeypatch, capsys) -> None:
+    import hipdnn_ep_runtime
+
+    monkeypatch.setattr(hipdnn_ep_runtime, "missing_exports", lambda: ["hipdnn_ep_get_host_scratch_base@HIPDNN_EP_1.0"])
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "runtime exports      FAIL: the runtime library does not export 1 function(s)" in out
+    assert "hipdnn_ep_get_host_scratch_base@HIPDNN_EP_1.0" in out
+
+
 def test_doctor_reports_versions_devices_and_cache() -> None:
     r = subprocess.run([sys.executable, "-m", "hipdnn_ep", "doctor"], capture_output=True, text=True)
     for word in ("hipdnn-ep ", "hipdnn-ep-runtime", "hipdnn-ep-compiler", "onnxruntime", "runtime ABI",
@@ -33,6 +53,7 @@ def test_doctor_reports_versions_devices_and_cache() -> None:
     assert "CPU" in r.stdout
     # The test environment has the runtime wheel of the ABI this EP needs.
     assert "runtime ABI          OK" in r.stdout
+    assert "runtime exports      OK" in r.stdout
     assert r.returncode == 0, r.stdout + r.stderr
 
 

@@ -128,13 +128,19 @@ extern "C" int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_
       status != HIPDNN_EP_STATUS_OK) {
     return status;
   }
+  // 3. Every import resolved in this library by name and version node, as dlopen will.
+  if (int32_t status =
+          hipdnn_ep::check_artifact_exports(artifact->path, artifact->metadata, hipdnn_ep::runtime_manifest());
+      status != HIPDNN_EP_STATUS_OK) {
+    return status;
+  }
   HIPDNN_EP_REQUIRE(hipdnn_ep::read_specs(artifact->metadata, "inputs", &artifact->inputs) &&
                         hipdnn_ep::read_specs(artifact->metadata, "weights", &artifact->inputs) &&
                         hipdnn_ep::read_specs(artifact->metadata, "outputs", &artifact->outputs),
                     HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     artifact->path + ": metadata inputs, weights or outputs are malformed "
                                      "(each needs name, dtype and dims)");
-  // 3. Only now load the code.
+  // 4. Only now load the code.
   artifact->handle = dlopen(artifact->path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (artifact->handle == nullptr) {
     const char* why = dlerror();

@@ -1,5 +1,7 @@
 #include "artifact_check.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <map>
 #include <vector>
@@ -17,6 +19,26 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
   return out;
+}
+
+// This library, as the dynamic loader sees it (the object that defines
+// hipdnn_ep_abi_version), and its file name. Never closed: it is this code.
+struct SelfLibrary {
+  void* handle = nullptr;
+  std::string path;
+};
+
+const SelfLibrary& self_library() {
+  static const SelfLibrary self = [] {
+    SelfLibrary s;
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&hipdnn_ep_abi_version), &info) != 0 && info.dli_fname != nullptr) {
+      s.path = info.dli_fname;
+      s.handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    }
+    return s;
+  }();
+  return self;
 }
 
 }  // namespace
@@ -103,6 +125,44 @@ int32_t check_artifact_abi(const std::string& path, const json::Value& metadata,
   return set_error(HIPDNN_EP_STATUS_ABI_MISMATCH,
                    head + join(problems, "; ") + ". " + rebuild + "hipdnn-ep-runtime>=" +
                        std::to_string(want_major) + "." + std::to_string(needed_minor));
+}
+
+int32_t check_artifact_exports(const std::string& path, const json::Value& metadata, const json::Value& manifest) {
+  const SelfLibrary& self = self_library();
+  if (self.handle == nullptr) {
+    return set_error(HIPDNN_EP_STATUS_INTERNAL,
+                     "hipdnn_ep_artifact_open: cannot find the runtime library's own handle to check the imports of " +
+                         path + " (dladdr/dlopen of the runtime failed)");
+  }
+  std::map<std::string, int64_t> since;
+  for (const json::Value& fn : manifest.find("functions")->items()) {
+    since[fn.find("name")->as_string()] = fn.find("since")->as_int();
+  }
+  const json::Value* nodes = manifest.find("version_nodes");
+  std::vector<std::string> unresolved;
+  for (const json::Value& imp : metadata.find("imports")->items()) {
+    const std::string& name = imp.find("name")->as_string();
+    auto it = since.find(name);
+    if (it == since.end()) continue;  // check_artifact_abi refused it already
+    const json::Value* node = nodes ? nodes->find(std::to_string(it->second)) : nullptr;
+    const std::string version = node != nullptr && node->is_string() ? node->as_string() : "";
+    if (version.empty() || dlvsym(self.handle, name.c_str(), version.c_str()) == nullptr) {
+      unresolved.push_back(name + "@" + (version.empty() ? "(no version node)" : version));
+    }
+  }
+  if (unresolved.empty()) return HIPDNN_EP_STATUS_OK;
+  const json::Value* abi = manifest.find("abi");
+  const std::string have =
+      std::to_string(abi->find("major")->as_int()) + "." + std::to_string(abi->find("minor")->as_int());
+  const std::string n = std::to_string(unresolved.size());
+  return set_error(HIPDNN_EP_STATUS_ABI_MISMATCH,
+                   "artifact " + path + " cannot run on runtime ABI " + have + ": the runtime library " + self.path +
+                       " does not export " + n + " function" + (unresolved.size() == 1 ? "" : "s") +
+                       " that its own ABI manifest declares and the artifact imports: [" + join(unresolved, ", ") +
+                       "]. The artifact is fine; this runtime build is broken (its exports differ from its "
+                       "manifest). Fix: reinstall a released runtime wheel, e.g. pip install --force-reinstall "
+                       "'hipdnn-ep-runtime>=" + have + "," + "<" + std::to_string(abi->find("major")->as_int() + 1) +
+                       "'");
 }
 
 }  // namespace hipdnn_ep

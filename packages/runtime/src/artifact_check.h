@@ -16,4 +16,11 @@ const json::Value& runtime_manifest();
 // message naming every missing or mismatched import and both versions.
 int32_t check_artifact_abi(const std::string& path, const json::Value& metadata, const json::Value& manifest);
 
+// Resolves every import of the artifact in this library by name and version
+// node (dlvsym), as the dynamic loader will: a runtime whose exports differ
+// from its own manifest is refused with a message naming each function,
+// instead of failing in dlopen with `undefined symbol`. Call after
+// check_artifact_abi (which guarantees each import is in the manifest).
+int32_t check_artifact_exports(const std::string& path, const json::Value& metadata, const json::Value& manifest);
+
 }  // namespace hipdnn_ep

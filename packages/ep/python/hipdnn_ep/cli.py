@@ -44,6 +44,27 @@ def abi_verdict(runtime_abi: tuple[int, int] | None, required: tuple[int, int]) 
     return f"OK: runtime ABI {have} satisfies {need}"
 
 
+def exports_verdict(missing: list[str] | None, abi: tuple[int, int] | None) -> str:
+    """One line saying whether the runtime library exports every function its manifest declares (pure)."""
+    if missing is None:
+        return "SKIP: this hipdnn-ep-runtime cannot list its exports (it predates missing_exports())"
+    if not missing:
+        return "OK: every function of the runtime's ABI manifest resolves by name and version"
+    pin = f"'hipdnn-ep-runtime>={abi[0]}.{abi[1]},<{abi[0] + 1}'" if abi else "hipdnn-ep-runtime"
+    return (f"FAIL: the runtime library does not export {len(missing)} function(s) its own ABI manifest declares: "
+            f"[{', '.join(missing)}]; compiled models calling them would be refused. "
+            f"Fix: reinstall a released runtime wheel: pip install --force-reinstall {pin}")
+
+
+def _runtime_missing_exports() -> list[str] | None:
+    try:
+        import hipdnn_ep_runtime  # noqa: PLC0415
+    except ImportError:
+        return None
+    check = getattr(hipdnn_ep_runtime, "missing_exports", None)
+    return None if check is None else list(check())
+
+
 def _runtime_abi() -> tuple[int, int] | None:
     try:
         import hipdnn_ep_runtime  # noqa: PLC0415
@@ -65,9 +86,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"{dist:20} {_version(dist)}")
     verdict = abi_verdict(_runtime_abi(), REQUIRED_RUNTIME_ABI)
     print(f"{'runtime ABI':20} {verdict}")
+    runtime_abi = _runtime_abi()
+    exports = exports_verdict(_runtime_missing_exports(), runtime_abi) if runtime_abi else "SKIP: no runtime"
+    print(f"{'runtime exports':20} {exports}")
     print(f"{'plugin library':20} {get_library_path()}")
     print(f"{'cache dir':20} {default_cache_dir()}")
-    ok = verdict.startswith("OK")
+    ok = verdict.startswith("OK") and not exports.startswith("FAIL")
     try:
         from ._registration import register  # noqa: PLC0415
 

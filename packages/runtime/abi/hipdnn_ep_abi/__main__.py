@@ -3,7 +3,7 @@
     python -m hipdnn_ep_abi generate --out DIR
     python -m hipdnn_ep_abi json --out FILE | --check FILE
     python -m hipdnn_ep_abi check-compat [--released FILE]
-    python -m hipdnn_ep_abi check-symbols LIBRARY
+    python -m hipdnn_ep_abi check-symbols [--delete-on-failure] LIBRARY
     python -m hipdnn_ep_abi check-version PYPROJECT
     python -m hipdnn_ep_abi release
 Each check prints every violation, naming the function, and exits 1 if any.
@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--released", type=Path)
     s = sub.add_parser("check-symbols", help="the library exports exactly the manifest's functions")
     s.add_argument("library", type=Path)
+    s.add_argument("--delete-on-failure", action="store_true",
+                   help="remove the library when the check fails (a build step: no broken file stays behind)")
     v = sub.add_parser("check-version", help="the wheel's version major equals the ABI major")
     v.add_argument("pyproject", type=Path)
     sub.add_parser("release", help="snapshot the manifest as released/MAJOR.MINOR.toml")
@@ -109,7 +111,13 @@ def main(argv: list[str] | None = None) -> int:
                           compat.check(old, m))
         return rc
     if args.cmd == "check-symbols":
-        return _report(f"exported symbols of {args.library.name}", symbols.check(m, args.library))
+        rc = _report(f"exported symbols of {args.library.name}", symbols.check(m, args.library))
+        if rc and args.delete_on_failure:
+            args.library.unlink(missing_ok=True)
+            print(f"deleted {args.library}: its exports differ from {args.manifest.name}. Fix: define every "
+                  f"function the manifest declares (or change the manifest with the bump the rules ask for)",
+                  file=sys.stderr)
+        return rc
     if args.cmd == "check-version":
         return _report("wheel version", check_version(m, args.pyproject))
     if args.cmd == "release":

@@ -39,6 +39,7 @@ __all__ = [
     "cmake_dir",
     "include_dir",
     "library_path",
+    "missing_exports",
 ]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -59,3 +60,27 @@ def include_dir() -> str:
 def cmake_dir() -> str:
     """Directory holding ``hipdnn_ep_runtime-config.cmake`` (target ``hipdnn_ep_runtime::runtime``)."""
     return str(_PACKAGE_DIR / "cmake")
+
+
+def missing_exports(library: str | None = None) -> list[str]:
+    """Manifest functions the runtime library does not export, as ``name@VERSION_NODE``.
+
+    Each function of the runtime's ABI manifest is resolved by name and version node
+    (``dlvsym``), as the dynamic loader resolves a compiled artifact's imports; empty when the
+    library is sound. ``library`` defaults to the library this module loaded.
+    """
+    import ctypes  # noqa: PLC0415
+
+    manifest = abi_manifest()
+    nodes = {int(k): v for k, v in manifest["version_nodes"].items()}
+    lib = ctypes.CDLL(library or library_path())
+    libc = ctypes.CDLL(None)
+    dlvsym = libc.dlvsym
+    dlvsym.restype = ctypes.c_void_p
+    dlvsym.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+    missing = []
+    for fn in manifest["functions"]:
+        node = nodes.get(int(fn["since"]), "")
+        if not node or not dlvsym(lib._handle, fn["name"].encode(), node.encode()):
+            missing.append(f"{fn['name']}@{node or '(no version node)'}")
+    return missing
