@@ -279,6 +279,14 @@ std::string HipdnnEp::Unsupported(const OrtNode* node, const CompilerCapabilitie
 }
 
 void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
+  // Nothing inside a control-flow body (Loop, If, Scan) is claimed: the fused
+  // node would land in a subgraph that does not import the EP's domain.  The
+  // node holding the body is never claimed either (see Unsupported), so the
+  // whole construct runs on another EP; with fallback disabled the session
+  // is refused naming that node.
+  const OrtNode* parent = nullptr;
+  ThrowIfError(ort, ort.Graph_GetParentNode(graph, &parent));
+  if (parent != nullptr) return;
   size_t num_nodes = 0;
   ThrowIfError(ort, ort.Graph_GetNumNodes(graph, &num_nodes));
   std::vector<const OrtNode*> nodes(num_nodes);

@@ -100,6 +100,56 @@ def test_unsupported_dtype_is_listed(tmp_path: Path, ep_devices, env: Env) -> No
         make_session(save(g, tmp_path / "bf.onnx"), ep_devices, env.options, NO_FALLBACK)
 
 
+def _loop_model(path: Path) -> Path:
+    """v <- Relu(v + x), three times, in a Loop body: nodes the EP can run, inside a subgraph."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond"], ["cond_out"]), helper.make_node("Add", ["v", "x"], ["s"]),
+         helper.make_node("Relu", ["s"], ["v_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [4])])
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["v0"], name="relu_in"),
+         helper.make_node("Loop", ["trips", "", "v0"], ["z"], name="loop", body=body)], "loop",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])],
+        initializer=[helper.make_tensor("trips", TensorProto.INT64, [], [3])])
+    return save(g, path)
+
+
+def _sequence_map_model(path: Path) -> Path:
+    """SequenceMap over a sequence of [n] tensors with body Relu(e + e): ORT inlines the
+    function into a Loop whose body holds nodes the EP can run."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["e", "e"], ["s"]), helper.make_node("Relu", ["s"], ["r"])], "body",
+        [helper.make_tensor_value_info("e", TensorProto.FLOAT, ["n"])],
+        [helper.make_tensor_value_info("r", TensorProto.FLOAT, ["n"])])
+    seq = helper.make_tensor_sequence_value_info
+    g = helper.make_graph([helper.make_node("SequenceMap", ["xs"], ["ys"], name="map", body=body)], "map",
+                          [seq("xs", TensorProto.FLOAT, ["n"])], [seq("ys", TensorProto.FLOAT, ["n"])])
+    return save(g, path)
+
+
+def test_nodes_inside_control_flow_bodies_are_left_to_other_eps(tmp_path: Path, ep_devices, env: Env) -> None:
+    """The EP claims nothing inside a Loop/If/Scan body: a fused node there landed in a graph
+    that does not import the EP's domain ('No opset import for domain HipdnnEp')."""
+    model = _loop_model(tmp_path / "loop.onnx")
+    x = np.array([-1.0, 0.5, 2.0, -3.0], np.float32)
+    np.testing.assert_allclose(make_session(model, ep_devices, env.options).run(None, {"x": x})[0],
+                               cpu_session(model).run(None, {"x": x})[0], rtol=1e-6)
+    assert env.compiled_ops() == [["Relu"]], "only the node outside the body is compiled"
+    with pytest.raises(Exception, match=r"(?s)fallback is disabled.*node 'loop' \(Loop\): operator Loop"):
+        make_session(model, ep_devices, env.options, NO_FALLBACK)
+
+    mapped = _sequence_map_model(tmp_path / "map.onnx")
+    xs = [np.array([-1.0, 2.0], np.float32), np.array([3.0, -4.0, 5.0], np.float32)]
+    got = make_session(mapped, ep_devices, env.options).run(None, {"xs": xs})[0]
+    for g, e in zip(got, xs, strict=True):
+        np.testing.assert_allclose(g, np.maximum(e + e, 0), rtol=1e-6)
+
+
 @pytest.mark.parametrize("n", [16, 512], ids=["inline-weights", "external-weights"])
 def test_initializers_reach_the_program(tmp_path: Path, ep_devices, env: Env, n: int) -> None:
     model = with_weights(tmp_path / "w.onnx", n)
