@@ -108,3 +108,42 @@ def test_manifest_naming_an_unknown_dtype_is_refused():
             f["dtypes"]["default"] = ["FLOAT128"]
     with pytest.raises(CompileError, match="not a valid runtime ABI manifest.*FLOAT128"):
         RuntimeAbi(data)
+
+
+def _manifest_with_pool_base_without_size(tmp_path, major: int):
+    """get_pool_base(state, needed_size, out) became get_pool_base(state, out): the second historical break."""
+    data = json.loads(bundled_manifest_path().read_text())
+    data["abi"]["major"] = major
+    for f in data["functions"]:
+        if f["name"] == "hipdnn_ep_get_pool_base":
+            f["params"] = [p for p in f["params"] if p["name"] != "needed_size"]
+            f["signature"] = "int32_t hipdnn_ep_get_pool_base(hipdnn_ep_state_t*, void**)"
+            f["hash"] = "0123456789abcdef"
+    p = tmp_path / f"manifest{major}.json"
+    p.write_text(json.dumps(data))
+    return p
+
+
+def test_signature_change_within_the_major_is_refused_naming_the_function(dynamic_reshape_model, tmp_path):
+    from hipdnn_ep_compiler import CompileError
+    manifest = _manifest_with_pool_base_without_size(tmp_path, 1)
+    with pytest.raises(AbiTargetError) as err:
+        compile_model(dynamic_reshape_model, tmp_path / "a", manifest=manifest)
+    message = str(err.value)
+    assert isinstance(err.value, CompileError)
+    assert ("runtime function 'hipdnn_ep_get_pool_base' is 'int32_t hipdnn_ep_get_pool_base(hipdnn_ep_state_t*, "
+            "void**)' in the target manifest") in message
+    assert ("this compiler calls it as 'int32_t hipdnn_ep_get_pool_base(hipdnn_ep_state_t*, uint64_t, void**)'"
+            in message)
+    assert "Fix: " in message and "does not parse" not in message
+    assert not (tmp_path / "a" / "program.so").exists()
+
+
+def test_major_bump_signature_change_is_refused_naming_the_function(dynamic_reshape_model, tmp_path):
+    manifest = _manifest_with_pool_base_without_size(tmp_path, 2)
+    with pytest.raises(AbiTargetError) as err:
+        compile_model(dynamic_reshape_model, tmp_path / "a", manifest=manifest)
+    message = str(err.value)
+    assert "runtime ABI 2.1" in message and "ABI major 1" in message
+    assert "hipdnn_ep_get_pool_base" in message
+    assert "Fix: install a hipdnn-ep-compiler that supports runtime ABI major 2" in message

@@ -7,6 +7,7 @@ functions may be called; asking for one outside it raises AbiTargetError naming 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from importlib import resources
@@ -147,6 +148,15 @@ class RuntimeAbi:
                 f"the graph needs runtime function '{name}', introduced in ABI {self.major}.{fn.since}; "
                 f"the target ABI is {self.major}.{self.target_minor}"
             )
+        known = reference_abi().functions.get(name)
+        if known is not None and known.hash != fn.hash:
+            raise AbiTargetError(
+                f"runtime function '{name}' is '{fn.signature}' in the target manifest ({self.source}, ABI "
+                f"{self.major}.{self.minor}), but this compiler calls it as '{known.signature}'"
+                + (" (the layout of a struct it passes differs)" if known.signature == fn.signature else "")
+                + f": the manifest breaks ABI {self.major} without a major bump. Fix: compile against the "
+                f"manifest of a released hipdnn-ep-runtime {self.major}.x (omit --manifest to use the bundled one)"
+            )
         return fn
 
     def enum_value(self, enum: str, key: str) -> int:
@@ -178,6 +188,8 @@ def load_abi(path: str | Path | None = None, target: str | tuple[int, int] | Non
     except (OSError, json.JSONDecodeError) as exc:
         raise CompileError(f"cannot read runtime ABI manifest {p}: {exc}") from exc
     abi = RuntimeAbi(data, source=p.name)
+    if path is not None:
+        _check_major(abi)
     if target is None:
         return abi
     major, minor = parse_abi_version(target)
@@ -187,6 +199,33 @@ def load_abi(path: str | Path | None = None, target: str | tuple[int, int] | Non
             f"(minors 0 to {abi.minor})"
         )
     return abi.at_minor(minor)
+
+
+@functools.cache
+def reference_abi() -> RuntimeAbi:
+    """The bundled manifest: the ABI this compiler's code generator calls (signatures it emits)."""
+    return load_abi()
+
+
+def _check_major(abi: RuntimeAbi) -> None:
+    """A manifest of another ABI major is refused, naming the functions whose signatures changed."""
+    ref = reference_abi()
+    if abi.major == ref.major:
+        return
+    changed = [f"{name} ('{fn.signature}'; this compiler calls '{ref.functions[name].signature}')"
+               for name, fn in abi.functions.items()
+               if name in ref.functions and fn.hash != ref.functions[name].hash]
+    removed = sorted(set(ref.functions) - set(abi.functions))
+    details = ""
+    if changed:
+        details += f"; it changed {len(changed)} function(s) this compiler calls: " + ", ".join(changed)
+    if removed:
+        details += f"; it removed {', '.join(removed)}"
+    raise AbiTargetError(
+        f"cannot compile for runtime ABI {abi.major}.{abi.minor} ({abi.source}): this compiler emits code for "
+        f"runtime ABI major {ref.major} (1.0 to {ref.major}.{ref.minor}){details}. Fix: install a "
+        f"hipdnn-ep-compiler that supports runtime ABI major {abi.major}, or a hipdnn-ep-runtime {ref.major}.x"
+    )
 
 
 def parse_abi_version(target: str | tuple[int, int]) -> tuple[int, int]:
