@@ -147,3 +147,56 @@ def test_major_bump_signature_change_is_refused_naming_the_function(dynamic_resh
     assert "runtime ABI 2.1" in message and "ABI major 1" in message
     assert "hipdnn_ep_get_pool_base" in message
     assert "Fix: install a hipdnn-ep-compiler that supports runtime ABI major 2" in message
+
+
+def _manifest_1_2(tmp_path, *, matmul_int32: bool = False, add_since_2: bool = False):
+    """The bundled manifest grown to ABI 1.2 the way the bump rules ask: matmul accepting INT32 from 1.2
+    (an element type added after its kernel), or (artificially) ADD of binary_op dated 1.2."""
+    data = json.loads(bundled_manifest_path().read_text())
+    data["abi"]["minor"] = 2
+    data["version_nodes"]["2"] = "HIPDNN_EP_1.2"
+    for f in data["functions"]:
+        if f["name"] == "hipdnn_ep_kernel_matmul" and matmul_int32:
+            f["dtypes"]["default"].append("INT32")
+            f["dtype_since"] = {"default": {"INT32": 2}}
+    for e in data["enums"]:
+        if e["name"] == "hipdnn_ep_binary_op" and add_since_2:
+            e["value_since"] = {"ADD": 2}
+    p = tmp_path / "manifest-1.2.json"
+    p.write_text(json.dumps(data))
+    return p
+
+
+def _int32_matmul():
+    from conftest import make_model
+    from onnx import TensorProto, helper
+    return make_model([helper.make_node("MatMul", ["a", "b"], ["c"], name="mm")],
+                      [("a", TensorProto.INT32, [2, 3]), ("b", TensorProto.INT32, [3, 4])],
+                      [("c", TensorProto.INT32, [2, 4])])
+
+
+def test_an_element_type_added_in_1_2_raises_min_minor(tmp_path, static_model):
+    manifest = _manifest_1_2(tmp_path, matmul_int32=True)
+    meta = compile_model(_int32_matmul(), tmp_path / "int32", manifest=manifest).metadata
+    assert meta["abi"] == {"major": 1, "min_minor": 2}, "a 1.1 runtime rejects INT32 matmul at Run"
+    assert all(i["since"] <= 1 for i in meta["imports"]), "no function needs 1.2: the dtype does"
+    # a graph that does not use the new type still runs on 1.1
+    assert compile_model(static_model, tmp_path / "f", manifest=manifest).metadata["abi"]["min_minor"] == 1
+
+
+def test_an_element_type_newer_than_the_target_is_refused(tmp_path):
+    manifest = _manifest_1_2(tmp_path, matmul_int32=True)
+    with pytest.raises(AbiTargetError) as err:
+        compile_model(_int32_matmul(), tmp_path / "a", manifest=manifest, abi="1.1")
+    message = str(err.value)
+    assert message.startswith("node 'mm' (MatMul): hipdnn_ep_kernel_matmul accepts element type int32 in input 0 "
+                              "only from runtime ABI 1.2; the target ABI is 1.1")
+    assert "Fix: target ABI 1.2 or newer" in message
+    assert not (tmp_path / "a" / "program.so").exists()
+
+
+def test_an_enum_value_newer_than_the_target(tmp_path, static_model):
+    manifest = _manifest_1_2(tmp_path, add_since_2=True)
+    assert compile_model(static_model, tmp_path / "a", manifest=manifest).metadata["abi"]["min_minor"] == 2
+    with pytest.raises(AbiTargetError, match=r"needs ADD of hipdnn_ep_binary_op, introduced in runtime ABI 1\.2"):
+        compile_model(static_model, tmp_path / "b", manifest=manifest, abi="1.1")

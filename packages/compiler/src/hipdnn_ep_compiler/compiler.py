@@ -70,7 +70,8 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
         "format": FORMAT,
         "compiler": {"name": "hipdnn-ep-compiler", "version": __version__},
         "backend": backend,
-        "abi": {"major": abi.major, "min_minor": max((f.since for f in imports), default=0)},
+        # every function, element type and enum value the program uses exists from min_minor on
+        "abi": {"major": abi.major, "min_minor": max([f.since for f in imports] + [lowered.min_minor])},
         "imports": [{"name": f.name, "hash": f.hash, "since": f.since} for f in imports],
         "inputs": signature["inputs"],
         "outputs": outputs,

@@ -38,7 +38,8 @@ def stub_sources(abi: RuntimeAbi) -> tuple[str, str]:
         body = "".join(f"  {n};\n" for n in names)
         local = "local: *;\n" if prev is None else ""
         tail = f" {prev}" if prev else ""
-        nodes.append(f"{abi.version_nodes[minor]} {{\nglobal:\n{body}{local}}}{tail};\n")
+        scope = "global:\n" if body else ""  # a minor that added no function has an empty node
+        nodes.append(f"{abi.version_nodes[minor]} {{\n{scope}{body}{local}}}{tail};\n")
         prev = abi.version_nodes[minor]
     return c, "".join(nodes)
 

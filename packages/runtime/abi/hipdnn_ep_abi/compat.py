@@ -66,7 +66,7 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
         if fn.int_attrs[:len(fo.int_attrs)] != fo.int_attrs or fn.float_attrs[:len(fo.float_attrs)] != fo.float_attrs:
             out.append(Violation(fo.name, f"kernel attributes reordered or removed: {need_major}"))
         if fo.kind == "kernel":
-            for where, old_types, new_types in _dtype_rules(old, fo, new, fn):
+            for where, old_types, new_types, old_since, new_since in _dtype_rules(old, fo, new, fn):
                 for dtype in sorted(set(old_types) - set(new_types)):
                     out.append(Violation(fo.name, f"{where} no longer accepts {dtype}, but artifacts built for "
                                                   f"{old.major}.{old.minor} may pass it: {need_major}"))
@@ -74,6 +74,18 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
                 if gained and not bumped:
                     out.append(Violation(fo.name, f"{where} accepts {', '.join(gained)}, added without a minor "
                                                   f"bump: {need_minor}"))
+                for dtype in gained if bumped else ():
+                    if new_since(dtype) <= old.minor:
+                        out.append(Violation(fo.name, f"{where} accepts {dtype} since {old.major}."
+                                                      f"{new_since(dtype)}, but {old.major}.{old.minor} was "
+                                                      f"released without it: artifacts using it would claim a "
+                                                      f"runtime that rejects it. Write it as [\"{dtype}\", "
+                                                      f"{new.minor}]"))
+                for dtype in sorted(set(old_types) & set(new_types)):
+                    if old_since(dtype) != new_since(dtype):
+                        out.append(Violation(fo.name, f"{where}: the since of {dtype} changed from "
+                                                      f"{old_since(dtype)} to {new_since(dtype)}: history is "
+                                                      f"immutable"))
     for fn in new.functions:
         if old.function(fn.name) is None:
             added(fn.name, fn.since, "function")
@@ -115,8 +127,16 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
         for k, v in ov.items():
             if nv.get(k) != v:
                 out.append(Violation(name, f"value {k} = {v} changed or removed: {need_major}"))
+            elif eo.since_of(k) != en.since_of(k):
+                out.append(Violation(name, f"the since of value {k} changed from {eo.since_of(k)} to "
+                                           f"{en.since_of(k)}: history is immutable"))
         if set(nv) - set(ov) and not bumped:
             out.append(Violation(name, f"values {sorted(set(nv) - set(ov))} added without a minor bump: {need_minor}"))
+        for k in sorted(set(nv) - set(ov)) if bumped else ():
+            if en.since_of(k) <= old.minor:
+                out.append(Violation(name, f"value {k} added with since = {en.since_of(k)}, but "
+                                           f"{old.major}.{old.minor} was released without it: write it as "
+                                           f"[\"{k}\", {nv[k]}, {new.minor}]"))
     for name, en in new_enums.items():
         if name not in old_enums:
             added(name, en.since, "enum")
@@ -130,16 +150,22 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
 
 
 def _dtype_rules(old: Manifest, fo: Function, new: Manifest, fn: Function):
-    """(where, old types, new types) for each rule the old kernel had: input 0 per op, later inputs."""
+    """(where, old types, new types, old since, new since) for each rule the old kernel had: input 0
+    per op, later inputs. The since callables give the ABI minor from which a type is accepted."""
     old_input0, new_input0 = old.input0_dtypes(fo), new.input0_dtypes(fn)
     for op, types in old_input0.items():
+        def old_since(d, op=op):
+            return old.input0_since(fo, op, d)
         if op is None and None not in new_input0:  # the kernel gained an op attribute
             for new_op, new_types in new_input0.items():
-                yield f"op {new_op}, input 0", types, new_types
+                yield (f"op {new_op}, input 0", types, new_types, old_since,
+                       lambda d, new_op=new_op: new.input0_since(fn, new_op, d))
             continue
         # An op the new manifest lost is reported with its enum; its types count as gone.
         where = f"op {op}, input 0" if op is not None else "input 0"
-        yield where, types, new_input0.get(op, new_input0.get(None, ()))
+        yield (where, types, new_input0.get(op, new_input0.get(None, ())), old_since,
+               lambda d, op=op: new.input0_since(fn, op, d))
     old_later, new_later = old.later_input_dtypes(fo), new.later_input_dtypes(fn)
     for i in sorted(set(old_later) | set(new_later)):
-        yield f"input {i}", old_later.get(i, old.all_dtypes()), new_later.get(i, new.all_dtypes())
+        yield (f"input {i}", old_later.get(i, old.all_dtypes()), new_later.get(i, new.all_dtypes()),
+               lambda d, i=i: old.later_input_since(fo, i, d), lambda d, i=i: new.later_input_since(fn, i, d))

@@ -89,7 +89,8 @@ def version_script(m: Manifest) -> str:
         local = "  local:\n    *;\n" if previous is None else ""
         tail = f" {previous}" if previous else ""
         node = m.version_node(minor)
-        out.append(f"{node} {{\n  global:\n{body}{local}}}{tail};\n")
+        scope = "  global:\n" if body else ""  # a minor that added no function (only types or values)
+        out.append(f"{node} {{\n{scope}{body}{local}}}{tail};\n")
         previous = node
     return "".join(out)
 
@@ -138,6 +139,10 @@ def _fn_json(m: Manifest, fn: Function) -> dict:
         d["op_enum"] = fn.op_enum
         d["dtypes"] = {key: list(names) for key, names in fn.dtypes}
         d["input_dtypes"] = {str(i): list(names) for i, names in fn.input_dtypes}
+        if fn.dtype_since:  # types added after the kernel: {table key: {dtype: since}}
+            d["dtype_since"] = {}
+            for key, dtype, since in fn.dtype_since:
+                d["dtype_since"].setdefault(key, {})[dtype] = since
     return d
 
 
@@ -152,7 +157,8 @@ def manifest_json(m: Manifest) -> dict:
         "abi": {"major": m.major, "minor": m.minor, "prefix": m.prefix, "soname": m.soname},
         "version_nodes": {str(i): m.version_node(i) for i in range(m.minor + 1)},
         "program_entry": entry,
-        "enums": [{"name": e.name, "since": e.since, "values": dict(e.values)} for e in m.enums],
+        "enums": [{"name": e.name, "since": e.since, "values": dict(e.values),
+                   **({"value_since": dict(e.value_since)} if e.value_since else {})} for e in m.enums],
         "structs": [
             {"name": s.name, "since": s.since, "size": s.size, "align": s.align, "versioned": s.versioned,
              "fields": [{"name": f.param.name, "type": str(f.param.type), "llvm": f.param.type.llvm(),

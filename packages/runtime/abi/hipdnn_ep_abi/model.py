@@ -120,6 +120,12 @@ class Enum:
     doc: str
     since: int
     values: tuple[tuple[str, int], ...]
+    # Values added after the enum itself: (name, ABI minor that introduced it).
+    value_since: tuple[tuple[str, int], ...] = ()
+
+    def since_of(self, value: str) -> int:
+        """The ABI minor that introduced `value` (the enum's own since unless the value says)."""
+        return dict(self.value_since).get(value, self.since)
 
     @property
     def macro_prefix(self) -> str:
@@ -151,6 +157,9 @@ class Function:
     op_enum: str | None = None
     dtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     input_dtypes: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    # Element types added after the kernel: (table key, dtype, since); the key is "default" or an
+    # op for input 0, the input index as text for a later input. Absent: the kernel's since.
+    dtype_since: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def signature(self) -> str:
@@ -216,6 +225,14 @@ class Manifest:
         """Element types of the later inputs that have a rule of their own, by index."""
         return dict(fn.input_dtypes)
 
+    def input0_since(self, fn: Function, op: str | None, dtype: str) -> int:
+        """The ABI minor from which input 0 of `op` accepts `dtype` (its table's entry, else the kernel's)."""
+        key = op if op is not None and op in dict(fn.dtypes) else DEFAULT_KEY
+        return {(k, d): v for k, d, v in fn.dtype_since}.get((key, dtype), fn.since)
+
+    def later_input_since(self, fn: Function, index: int, dtype: str) -> int:
+        return {(k, d): v for k, d, v in fn.dtype_since}.get((str(index), dtype), fn.since)
+
     def version_node(self, minor: int) -> str:
         return f"{self.prefix.upper()}_{self.major}.{minor}"
 
@@ -271,6 +288,21 @@ def _layout(manifest_structs: dict[str, Struct], name: str, raw_fields: list) ->
     return tuple(out), size, align_max
 
 
+def _split_since(kernel: str, where: str, entries: object) -> tuple[object, dict[str, int]]:
+    """Entries are a dtype name, or [name, since] for a type added after the kernel."""
+    if not isinstance(entries, list):
+        return entries, {}
+    names, since = [], {}
+    for e in entries:
+        if isinstance(e, list):
+            if len(e) != 2 or not isinstance(e[0], str) or not isinstance(e[1], int):
+                raise ManifestError(f"kernel {kernel}: {where}: {e!r} must be a dtype name or [name, since]")
+            since[e[0]] = e[1]
+            e = e[0]
+        names.append(e)
+    return names, since
+
+
 def _dtype_list(kernel: str, where: str, names: object, order: dict[str, int]) -> tuple[str, ...]:
     """A kernel's list of dtype names, checked and put in code order."""
     if not isinstance(names, list) or not names:
@@ -305,10 +337,13 @@ def parse(text: str) -> Manifest:
         fields, size, align = _layout(structs, s["name"], s["fields"])
         structs[s["name"]] = Struct(s["name"], s.get("doc", ""), int(s["since"]), fields, size, align)
     handles = [Handle(h["name"], h.get("doc", ""), int(h["since"])) for h in raw.get("handles", [])]
-    enums = [
-        Enum(e["name"], e.get("doc", ""), int(e["since"]), tuple((str(k), int(v)) for k, v in e["values"]))
-        for e in raw.get("enums", [])
-    ]
+    enums = []
+    for e in raw.get("enums", []):
+        if any(len(v) not in (2, 3) for v in e["values"]):
+            raise ManifestError(f"enum {e['name']}: each value is [NAME, value] or [NAME, value, since]")
+        enums.append(Enum(e["name"], e.get("doc", ""), int(e["since"]),
+                          tuple((str(v[0]), int(v[1])) for v in e["values"]),
+                          tuple((str(v[0]), int(v[2])) for v in e["values"] if len(v) == 3)))
     known = set(structs) | {h.name for h in handles}
 
     functions: list[Function] = []
@@ -320,6 +355,13 @@ def parse(text: str) -> Manifest:
         ))
     dtype_order = {name: code for e in enums if e.name == f"{abi['prefix']}_{DTYPE_ENUM}" for name, code in e.values}
     for k in raw.get("kernels", []):
+        dtypes, input_dtypes, dtype_since = {}, {}, []
+        for key, entries in k.get("dtypes", {}).items():
+            dtypes[str(key)], since = _split_since(k["name"], f"dtypes.{key}", entries)
+            dtype_since += [(str(key), d, v) for d, v in since.items()]
+        for key, entries in k.get("input_dtypes", {}).items():
+            input_dtypes[str(key)], since = _split_since(k["name"], f"input_dtypes.{key}", entries)
+            dtype_since += [(str(key), d, v) for d, v in since.items()]
         functions.append(Function(
             name=k["name"], kind="kernel", returns=CType.parse(KERNEL_RETURNS),
             params=tuple(Param.parse(p) for p in KERNEL_PARAMS), since=int(k["since"]),
@@ -327,10 +369,11 @@ def parse(text: str) -> Manifest:
             int_attrs=tuple(k.get("int_attrs", [])), float_attrs=tuple(k.get("float_attrs", [])),
             op_enum=k.get("op_enum"),
             dtypes=tuple((str(key), _dtype_list(k["name"], f"dtypes.{key}", names, dtype_order))
-                         for key, names in k.get("dtypes", {}).items()),
+                         for key, names in dtypes.items()),
             input_dtypes=tuple(sorted((_input_index(k["name"], key),
                                        _dtype_list(k["name"], f"input_dtypes.{key}", names, dtype_order))
-                                      for key, names in k.get("input_dtypes", {}).items())),
+                                      for key, names in input_dtypes.items())),
+            dtype_since=tuple(dtype_since),
         ))
     entry = None
     if "program" in raw:
@@ -367,6 +410,16 @@ def _validate(m: Manifest, known: set[str]) -> None:
         for item in group:
             if item.since > m.minor:
                 raise ManifestError(f"{item.name}: since {item.since} is newer than the ABI minor {m.minor}")
+    for e in m.enums:
+        for value, since in e.value_since:
+            if not e.since <= since <= m.minor:
+                raise ManifestError(f"enum {e.name}: value {value} has since {since}, outside "
+                                    f"{e.since} (the enum's) to {m.minor} (the ABI minor)")
+    for fn in m.kernels():
+        for key, dtype, since in fn.dtype_since:
+            if not fn.since <= since <= m.minor:
+                raise ManifestError(f"kernel {fn.name}: {key} {dtype} has since {since}, outside "
+                                    f"{fn.since} (the kernel's) to {m.minor} (the ABI minor)")
     for s in m.structs:
         if s.versioned and any(f.since < s.since for f in s.fields):
             raise ManifestError(f"struct {s.name}: a field predates the struct")

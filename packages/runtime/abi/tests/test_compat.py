@@ -194,7 +194,35 @@ def test_adding_a_dtype_needs_a_minor_bump(manifest_text):
     found = violations(manifest_text, grown)
     assert [v.name for v in found] == ["hipdnn_ep_kernel_binary"]
     assert "op POW, input 0 accepts FLOAT64" in found[0].message and "bump the ABI minor" in found[0].message
-    assert violations(manifest_text, set_minor(grown, 2)) == []
+    # With the bump the type must say when it was added, or artifacts using it claim a 1.1 runtime.
+    found = violations(manifest_text, set_minor(grown, 2))
+    assert [v.name for v in found] == ["hipdnn_ep_kernel_binary"]
+    assert "accepts FLOAT64 since 1.1, but 1.1 was released without it" in found[0].message
+    assert 'Write it as ["FLOAT64", 2]' in found[0].message
+    dated = manifest_text.replace(POW, 'dtypes.POW = ["FLOAT32", "FLOAT16", ["FLOAT64", 2]]')
+    assert violations(manifest_text, set_minor(dated, 2)) == []
+
+
+def test_a_dtype_since_cannot_change(manifest_text):
+    old = set_minor(manifest_text.replace(POW, 'dtypes.POW = ["FLOAT32", "FLOAT16", ["FLOAT64", 2]]'), 2)
+    new = old.replace('["FLOAT64", 2]', '["FLOAT64", 1]')
+    found = violations(old, new)
+    assert [v.name for v in found] == ["hipdnn_ep_kernel_binary"]
+    assert "the since of FLOAT64 changed from 2 to 1" in found[0].message
+
+
+def test_an_enum_value_added_needs_its_since(manifest_text):
+    reduce_values = 'values = [["SUM", 0], ["MEAN", 1], ["MAX", 2]]'
+    assert reduce_values in manifest_text
+    grown = manifest_text.replace(reduce_values, 'values = [["SUM", 0], ["MEAN", 1], ["MAX", 2], ["MIN", 3]]')
+    grown = set_minor(grown, 2)
+    found = violations(manifest_text, grown)
+    assert [v.name for v in found] == ["hipdnn_ep_reduce_op"]
+    assert 'value MIN added with since = 1' in found[0].message and '["MIN", 3, 2]' in found[0].message
+    dated = grown.replace('["MIN", 3]', '["MIN", 3, 2]')
+    assert violations(manifest_text, dated) == []
+    assert parse(dated).enum("hipdnn_ep_reduce_op").since_of("MIN") == 2
+    assert parse(dated).enum("hipdnn_ep_reduce_op").since_of("MAX") == 1
 
 
 def test_a_table_on_a_kernel_that_had_none_is_a_narrowing(manifest_text):

@@ -77,6 +77,20 @@ def test_version_script_has_a_node_per_minor(manifest):
     assert script.index("hipdnn_ep_malloc;") < script.index("HIPDNN_EP_1.1 {") < script.index("hipdnn_ep_kernel_gemm;")
 
 
+def test_a_minor_without_new_functions_links(tmp_path, manifest_text):
+    """A minor that adds only an element type or an enum value has an empty version node."""
+    from conftest import set_minor, stub_source
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    m = parse(set_minor(manifest_text, 2))
+    generate.write_all(m, tmp_path / "gen")
+    (tmp_path / "stub.c").write_text(stub_source(m))
+    subprocess.run([cc, "-shared", "-fPIC", "-fvisibility=hidden", "-I", str(tmp_path / "gen/include"),
+                    f"-Wl,--version-script={tmp_path / 'gen/runtime.map'}", "-o", str(tmp_path / "lib.so"),
+                    str(tmp_path / "stub.c")], check=True)
+
+
 def test_compiler_copy_of_the_json_is_current():
     assert main(["json", "--check", str(COMPILER_JSON)]) == 0
     assert json.loads(COMPILER_JSON.read_text())["functions"]

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 import pytest
+from conftest import set_minor
 from hipdnn_ep_abi import generate, parse
 from hipdnn_ep_abi.model import ManifestError
 
@@ -106,3 +107,30 @@ def test_listing_every_op_needs_no_default(manifest_text):
     m = parse(manifest_text.replace(reduce_rules, full))
     assert m.input0_dtypes(m.function("hipdnn_ep_kernel_reduce")) == {
         "SUM": ("FLOAT32",), "MEAN": ("FLOAT32", "FLOAT16"), "MAX": ("INT64",)}
+
+
+def test_dtype_and_enum_value_since_reach_the_json(manifest_text):
+    text = set_minor(manifest_text.replace('dtypes.POW = ["FLOAT32", "FLOAT16"]',
+                                           'dtypes.POW = ["FLOAT32", "FLOAT16", ["FLOAT64", 2]]'), 2)
+    text = text.replace('["MEAN", 1], ["MAX", 2]]', '["MEAN", 1], ["MAX", 2], ["MIN", 3, 2]]')
+    m = parse(text)
+    binary = m.function("hipdnn_ep_kernel_binary")
+    assert m.input0_since(binary, "POW", "FLOAT64") == 2
+    assert m.input0_since(binary, "POW", "FLOAT32") == 1
+    assert m.input0_since(binary, "ADD", "FLOAT32") == 1
+    data = generate.manifest_json(m)
+    fn = next(f for f in data["functions"] if f["name"] == "hipdnn_ep_kernel_binary")
+    assert fn["dtypes"]["POW"] == ["FLOAT32", "FLOAT16", "FLOAT64"]
+    assert fn["dtype_since"] == {"POW": {"FLOAT64": 2}}
+    enum = next(e for e in data["enums"] if e["name"] == "hipdnn_ep_reduce_op")
+    assert enum["value_since"] == {"MIN": 2}
+
+
+@pytest.mark.parametrize(("entry", "match"), [('["FLOAT64", 3]', "outside 1 .* to 2"),
+                                              ('["FLOAT64", 0]', "outside 1 .* to 2"),
+                                              ('["FLOAT64"]', r"dtype name or \[name, since\]")])
+def test_dtype_since_is_validated(manifest_text, entry, match):
+    text = set_minor(manifest_text.replace('dtypes.POW = ["FLOAT32", "FLOAT16"]',
+                                           f'dtypes.POW = ["FLOAT32", "FLOAT16", {entry}]'), 2)
+    with pytest.raises(ManifestError, match=match):
+        parse(text)

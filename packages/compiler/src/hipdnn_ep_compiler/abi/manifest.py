@@ -43,11 +43,22 @@ class AbiFunction:
     op_enum: str | None = None
     dtypes: tuple[tuple[str, frozenset[int]], ...] = ()
     input_dtypes: tuple[tuple[int, frozenset[int]], ...] = ()
+    # Types accepted only from a later minor than the kernel's: (table key, dtype code, since);
+    # the key is "default" or an op for input 0, the input index as text for a later input.
+    dtype_since: tuple[tuple[str, int, int], ...] = ()
 
     def input0_dtypes(self, op: str | None = None) -> frozenset[int] | None:
         """Element types input 0 accepts for `op` (None: no rule, any dtype)."""
         table = dict(self.dtypes)
         return table.get(op, table.get("default")) if op is not None else table.get("default")
+
+    def input0_since(self, op: str | None, code: int) -> int:
+        """The ABI minor from which input 0 of `op` accepts dtype `code`."""
+        key = op if op is not None and op in dict(self.dtypes) else "default"
+        return {(k, c): v for k, c, v in self.dtype_since}.get((key, code), self.since)
+
+    def later_input_since(self, index: int, code: int) -> int:
+        return {(k, c): v for k, c, v in self.dtype_since}.get((str(index), code), self.since)
 
     def later_input_dtypes(self) -> dict[int, frozenset[int]]:
         """Element types of the later inputs that have a rule of their own, by index."""
@@ -82,6 +93,10 @@ class RuntimeAbi:
             self.version_nodes: dict[int, str] = {int(k): v for k, v in data["version_nodes"].items()}
             self.program_entry: dict[str, Any] = data["program_entry"]
             self.enums: dict[str, dict[str, int]] = {e["name"]: dict(e["values"]) for e in data["enums"]}
+            # (enum, value) -> the ABI minor that introduced the value
+            self.enum_since: dict[tuple[str, str], int] = {
+                (e["name"], k): int(e.get("value_since", {}).get(k, e.get("since", 0)))
+                for e in data["enums"] for k in e["values"]}
             dtype_codes = self.enums.get(f"{self.prefix}_dtype", {})
 
             def codes(names: list[str]) -> frozenset[int]:
@@ -110,6 +125,8 @@ class RuntimeAbi:
                     op_enum=f.get("op_enum"),
                     dtypes=tuple((key, codes(names)) for key, names in f.get("dtypes", {}).items()),
                     input_dtypes=tuple((int(i), codes(names)) for i, names in f.get("input_dtypes", {}).items()),
+                    dtype_since=tuple((key, dtype_codes[n], int(v)) for key, table in f.get("dtype_since", {}).items()
+                                      for n, v in table.items()),
                 )
                 for f in data["functions"]
             }
@@ -160,10 +177,18 @@ class RuntimeAbi:
         return fn
 
     def enum_value(self, enum: str, key: str) -> int:
+        """The value of `key` in `enum`, checked to exist at the target minor."""
         try:
-            return self.enums[enum][key]
+            value = self.enums[enum][key]
         except KeyError:
             raise AbiTargetError(f"the runtime ABI manifest has no value {key} in enum {enum}") from None
+        since = self.enum_since.get((enum, key), 0)
+        if since > self.target_minor:
+            raise AbiTargetError(
+                f"the graph needs {key} of {enum}, introduced in runtime ABI {self.major}.{since}; the target ABI "
+                f"is {self.major}.{self.target_minor}. Fix: target ABI {self.major}.{since} or newer (with a "
+                f"hipdnn-ep-runtime>={self.major}.{since} installed)")
+        return value
 
     def struct(self, name: str) -> AbiStruct:
         try:

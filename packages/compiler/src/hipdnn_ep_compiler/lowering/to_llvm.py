@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 from torch_mlir import ir
 
+from .. import dtypes
 from .. import ir as hir
 from .. import symbolic as sym
 from ..abi import RuntimeAbi
-from ..errors import UnsupportedError
+from ..errors import AbiTargetError, UnsupportedError
 from ..passes.plan_memory import size_bytes
 from . import runtime_calls as rc
 from .emitter import FunctionEmitter, llvm_type
@@ -34,6 +35,8 @@ class LoweredProgram:
     pool_size: str | None
     host_scratch_slots: int
     output_dims: list[list[str]] = field(default_factory=list)
+    # The newest ABI minor among the element types and enum values the calls use (functions aside).
+    min_minor: int = 0
 
 
 class _Lowering:
@@ -54,6 +57,7 @@ class _Lowering:
         self.n_inputs = len(func.regions[0].blocks[0].arguments)
         self.slots = hir.get_int(func, "hipdnn.host_scratch_slots", 0)
         self.pool_size = hir.get_str(func, "hipdnn.pool_size")
+        self.min_minor = 0
 
     # ------------------------------------------------------------ helpers
     def call(self, suffix_or_name: str, args: list[str], check: bool = True) -> str | None:
@@ -64,6 +68,23 @@ class _Lowering:
         if check and status is not None:
             self.e.branch_unless(self.e.icmp("eq", status, self.e.const(0, "i32"), "i32"), FAIL, status)
         return status
+
+    def enum_value(self, enum: str, key: str) -> int:
+        """An enum value for a call (refused when newer than the target), noting the minor it needs."""
+        value = self.abi.enum_value(enum, key)
+        self.min_minor = max(self.min_minor, self.abi.enum_since.get((enum, key), 0))
+        return value
+
+    def need_dtype(self, op: ir.Operation, fn, since: int, what: str, code: int) -> None:
+        """Notes the minor from which the kernel accepts an element type; refuses one newer than the target."""
+        if since > self.abi.target_minor:
+            m = self.abi.major
+            raise AbiTargetError(
+                f"{hir.get_str(op, 'onnx.node', op.name)}: {fn.name} accepts element type "
+                f"{dtypes.DTYPE_NAMES.get(code, code)} in {what} only from runtime ABI {m}.{since}; the target "
+                f"ABI is {m}.{self.abi.target_minor}. Fix: target ABI {m}.{since} or newer (with a "
+                f"hipdnn-ep-runtime>={m}.{since} installed)")
+        self.min_minor = max(self.min_minor, since)
 
     def field(self, struct, base: str, name: str) -> tuple[str, str]:
         f = struct.fields[name]
@@ -174,7 +195,7 @@ class _Lowering:
             self.store_field(self.ref, e.gep(self.output_base, k * self.ref.size), "data", e.null())
 
         # 1. check the inputs against the compiled signature
-        invalid = e.const(self.abi.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
+        invalid = e.const(self.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
         for i, arg in enumerate(block.arguments):
             ref = self.input_ref(i)
             shape = ir.RankedTensorType(arg.type).shape
@@ -198,7 +219,7 @@ class _Lowering:
             self.scratch = e.load(out, "ptr")
         # small integer inputs read on the host (Reshape targets, Slice starts fed as graph inputs)
         self.input_values: dict[int, tuple[str, str]] = {}
-        d2h = self.abi.enum_value(self.abi.name("memcpy_kind"), "DEVICE_TO_HOST")
+        d2h = self.enum_value(self.abi.name("memcpy_kind"), "DEVICE_TO_HOST")
         for i, slot in hir.get_json_pairs(hir.main_func(self.module), "hipdnn.input_value_slots"):
             arg = block.arguments[i]
             elem = "i64" if hir.element_dtype(arg) == hir.INT64 else "i32"
@@ -283,12 +304,12 @@ class _Lowering:
             elem = "i64" if dtype == hir.INT64 else "i32"
             vals = [sym.parse(s) for s in hir.get_strs(op, "values")]
             src = self.int_array(vals, hir.get_int(op, "hipdnn.values_slot"), elem)
-            kind = self.abi.enum_value(self.abi.name("memcpy_kind"), "HOST_TO_DEVICE")
+            kind = self.enum_value(self.abi.name("memcpy_kind"), "HOST_TO_DEVICE")
             self.call(rc.MEMCPY, [self.state, self.data[value], src,
                                   e.const(len(vals) * (8 if elem == "i64" else 4)), e.const(kind, "i32")])
             return
         if name == "hipdnn.copy":
-            kind = self.abi.enum_value(self.abi.name("memcpy_kind"), "DEVICE_TO_DEVICE")
+            kind = self.enum_value(self.abi.name("memcpy_kind"), "DEVICE_TO_DEVICE")
             self.call(rc.MEMCPY, [self.state, self.data[value], self.data[op.operands[0]],
                                   self.expr(size_bytes(value)), e.const(kind, "i32")])
             return
@@ -309,10 +330,17 @@ class _Lowering:
             inputs.append(self.param_ref(self.const_array(steps), len(steps)))
         outputs = [self.ref_of(value)]
         fn = self.abi.function(self.abi.name(entry.kernel))
+        codes = [hir.element_dtype_from_text(str(v.type)) for v in op.operands]
+        kind = hir.get_str(op, "op") if entry.op_enum else None
+        for i, code in enumerate(codes):
+            since = fn.input0_since(kind, code) if i == 0 else fn.later_input_since(i, code)
+            self.need_dtype(op, fn, since, f"input {i}", code)
+        for i in entry.param_inputs:
+            self.need_dtype(op, fn, fn.later_input_since(i, dtypes.INT64), f"input {i}", dtypes.INT64)
         int_vals = []
         for a in fn.int_attrs:
             if a == "op" and entry.op_enum:
-                int_vals.append(self.abi.enum_value(self.abi.name(entry.op_enum), hir.get_str(op, "op")))
+                int_vals.append(self.enum_value(self.abi.name(entry.op_enum), hir.get_str(op, "op")))
             else:
                 int_vals.append(hir.get_int(op, a))
         float_vals = [hir.get_float(op, a) for a in fn.float_attrs]
@@ -325,7 +353,7 @@ class _Lowering:
         ok = e.icmp("eq", self.expr(sym.product(new)), self.expr(sym.product(old)))
         for d in new:
             ok = e.binop("and", ok, e.icmp("sge", self.expr(d), e.const(0)), "i1")
-        invalid = e.const(self.abi.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
+        invalid = e.const(self.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
         e.branch_unless(ok, FAIL, invalid)
 
     def kernel_call(self, kernel: str, inputs, outputs, int_vals: list[int], float_vals: list[float]) -> None:
@@ -366,6 +394,7 @@ class _Lowering:
             text=text, imports=list(self.imports), weights=self.weights, n_inputs=self.n_inputs,
             pool_size=self.pool_size, host_scratch_slots=self.slots,
             output_dims=[[sym.to_str(d) for d in hir.dims_of(v)] for v in ret.operands],
+            min_minor=self.min_minor,
         )
 
 
