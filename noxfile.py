@@ -62,6 +62,7 @@ def abi(session: nox.Session) -> None:
     session.run("pytest", str(ABI_DIR), *session.posargs)
     _abi_tool(session, "check-compat")
     _abi_tool(session, "check-version", str(ROOT / "packages/runtime/pyproject.toml"))
+    _abi_tool(session, "check-pins")
     _abi_tool(session, "json", "--check", str(COMPILER_ABI_JSON))
     _install(session, "runtime", "compiler")
     library = session.run("python", "-c", "import hipdnn_ep_runtime as r; print(r.library_path())",

@@ -5,6 +5,7 @@
     python -m hipdnn_ep_abi check-compat [--released FILE]
     python -m hipdnn_ep_abi check-symbols [--delete-on-failure] LIBRARY
     python -m hipdnn_ep_abi check-version PYPROJECT
+    python -m hipdnn_ep_abi check-pins [--root DIR] [--fix]
     python -m hipdnn_ep_abi release
 Each check prints every violation, naming the function, and exits 1 if any.
 """
@@ -17,7 +18,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from . import compat, generate, symbols
+from . import compat, generate, pins, symbols
 from .model import DEFAULT_MANIFEST, Manifest, load
 
 RELEASED_DIR = DEFAULT_MANIFEST.parent / "released"
@@ -51,10 +52,11 @@ def _report(title: str, violations: list) -> int:
 
 def check_version(m: Manifest, pyproject: Path) -> list[compat.Violation]:
     version = tomllib.loads(pyproject.read_text())["project"]["version"]
-    major = int(version.split(".")[0])
-    if major != m.major:
-        return [compat.Violation("version", f"{pyproject} has version {version}, whose major must equal the "
-                                            f"ABI major {m.major}")]
+    major, minor = (int(p) for p in version.split(".")[:2])
+    if (major, minor) != (m.major, m.minor):
+        return [compat.Violation("version", f"{pyproject} has version {version}, whose MAJOR.MINOR must equal the "
+                                            f"ABI {m.major}.{m.minor} (a runtime release is an ABI minor). Fix: "
+                                            f"set version = \"{m.major}.{m.minor}.0\"")]
     return []
 
 
@@ -78,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("check-version", help="the wheel's version major equals the ABI major")
     v.add_argument("pyproject", type=Path)
     sub.add_parser("release", help="snapshot the manifest as released/MAJOR.MINOR.toml")
+    pp = sub.add_parser("check-pins", help="the wheels' versions and requirements follow the manifest")
+    pp.add_argument("--root", type=Path, default=DEFAULT_MANIFEST.parents[3], help="repository root")
+    pp.add_argument("--fix", action="store_true",
+                    help="record a new compiler version's bundled manifest and rewrite the pins, then check")
     args = ap.parse_args(argv)
 
     m = load(args.manifest)
@@ -120,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         return rc
     if args.cmd == "check-version":
         return _report("wheel version", check_version(m, args.pyproject))
+    if args.cmd == "check-pins":
+        repo = pins.Repo(args.root)
+        if args.fix:
+            for path in pins.fix(m, repo):
+                print(f"updated {path}")
+        return _report("pins between the wheels", pins.check(m, repo))
     if args.cmd == "release":
         target = RELEASED_DIR / f"{m.major}.{m.minor}.toml"
         text = args.manifest.read_text()

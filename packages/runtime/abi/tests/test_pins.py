@@ -1,0 +1,84 @@
+"""check-pins: every version constraint between the three wheels follows the manifest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import set_minor
+from hipdnn_ep_abi import DEFAULT_MANIFEST, parse, pins
+from hipdnn_ep_abi.__main__ import check_version, main
+
+ROOT = DEFAULT_MANIFEST.parents[3]
+FILES = ["packages/runtime/pyproject.toml", "packages/compiler/pyproject.toml", "packages/ep/pyproject.toml",
+         pins.COMPILER_JSON, pins.COMPILER_VERSION, pins.LOCK]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> pins.Repo:
+    """A copy of the files the pins live in."""
+    for f in FILES:
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / f, tmp_path / f)
+    return pins.Repo(tmp_path)
+
+
+def test_committed_pins_follow_the_manifest(manifest, capsys):
+    assert pins.check(manifest, pins.Repo(ROOT)) == []
+    assert main(["check-pins"]) == 0
+    want = pins.expected_pins(manifest, pins.Repo(ROOT))
+    assert want["ep:runtime"] == f"hipdnn-ep-runtime>={manifest.major}.{manifest.minor},<{manifest.major + 1}"
+
+
+def test_an_ep_built_for_a_newer_minor_keeps_no_stale_runtime_pin(repo, manifest_text):
+    """The issue's case: ABI 1.2, but the EP still says >=1.1,<2 (pip would pair it with runtime 1.1)."""
+    m = parse(set_minor(manifest_text, 2))
+    found = {v.name: v.message for v in pins.check(m, repo)}
+    assert "hipdnn-ep-runtime>=1.1,<2, the ABI says hipdnn-ep-runtime>=1.2,<2" in found["hipdnn-ep"]
+    assert 'version 1.1.0 must be 1.2.x' in found["hipdnn-ep-runtime"]
+    assert set(found) >= {"hipdnn-ep", "hipdnn-ep-runtime"}
+    pins.fix(m, repo)
+    assert '"hipdnn-ep-runtime>=1.2,<2"' in repo.pyproject("ep").read_text()
+
+
+def test_a_changed_bundled_manifest_needs_a_new_compiler_version(repo, manifest):
+    path = repo.root / pins.COMPILER_JSON
+    data = json.loads(path.read_text())
+    data["functions"][0]["doc"] += " Changed."
+    path.write_text(json.dumps(data))
+    found = pins.check(manifest, repo)
+    assert [v.name for v in found] == ["hipdnn-ep-compiler"]
+    assert "its bundled ABI manifest changed since version 0.1.0 recorded it" in found[0].message
+    assert "Fix: bump packages/compiler/src/hipdnn_ep_compiler/_version.py (e.g. to 0.1.1)" in found[0].message
+    pins.fix(manifest, repo)  # records nothing: 0.1.0 is taken
+    assert pins.check(manifest, repo) == found
+    version = repo.root / pins.COMPILER_VERSION
+    version.write_text(version.read_text().replace('"0.1.0"', '"0.1.1"'))
+    pins.fix(manifest, repo)
+    assert pins.check(manifest, repo) == []
+    assert '["0.1.1"]' in (repo.root / pins.LOCK).read_text()
+    # the EP still accepts every compiler of the ABI major
+    assert '"hipdnn-ep-compiler[runtime]>=0.1.0,<1"' in repo.pyproject("ep").read_text()
+
+
+def test_hand_edited_pins_are_refused(repo, manifest):
+    for package, old, new in (("ep", '"hipdnn-ep-compiler[runtime]>=0.1.0,<1"', '"hipdnn-ep-compiler>=0.1,<0.2"'),
+                              ("compiler", '"hipdnn-ep-runtime>=1.0,<2"', '"hipdnn-ep-runtime>=1.0"')):
+        path = repo.pyproject(package)
+        assert old in path.read_text()
+        path.write_text(path.read_text().replace(old, new))
+    found = [str(v) for v in pins.check(manifest, repo)]
+    assert any("hipdnn-ep: requires hipdnn-ep-compiler>=0.1,<0.2, the ABI says "
+               "hipdnn-ep-compiler[runtime]>=0.1.0,<1" in v for v in found)
+    assert any("extra 'runtime' requires hipdnn-ep-runtime>=1.0, the ABI says hipdnn-ep-runtime>=1.0,<2" in v
+               for v in found)
+    pins.fix(manifest, repo)
+    assert pins.check(manifest, repo) == []
+
+
+def test_check_version_needs_the_abi_minor(repo, manifest_text):
+    assert check_version(parse(manifest_text), repo.pyproject("runtime")) == []
+    found = check_version(parse(set_minor(manifest_text, 2)), repo.pyproject("runtime"))
+    assert len(found) == 1 and "MAJOR.MINOR must equal the ABI 1.2" in found[0].message
