@@ -20,16 +20,19 @@ def _manifest_without(tmp_path, name: str):
 
 
 def test_abi_1_0_refuses_naming_the_kernel_and_its_minor(static_model, tmp_path):
-    expected = r"'hipdnn_ep_kernel_binary', introduced in ABI 1\.1; the target ABI is 1\.0"
+    expected = (r"'hipdnn_ep_kernel_binary', introduced in ABI 1\.1; the target ABI is 1\.0\. "
+                r"Fix: target ABI 1\.1 or newer \(--abi 1\.1, with hipdnn-ep-runtime>=1\.1 installed\)$")
     with pytest.raises(AbiTargetError, match=expected):
         compile_model(static_model, tmp_path / "a", abi="1.0")
     assert not (tmp_path / "a" / "program.so").exists()
 
 
 def test_unknown_major_and_minor_refused(static_model, tmp_path):
-    with pytest.raises(AbiTargetError, match="supports ABI major 1"):
+    with pytest.raises(AbiTargetError, match="supports ABI major 1.*Fix: install a hipdnn-ep-compiler for runtime "
+                                             "ABI major 2, or target --abi 1.1"):
         compile_model(static_model, tmp_path / "a", abi="2.0")
-    with pytest.raises(AbiTargetError, match=r"cannot target runtime ABI 1\.9"):
+    with pytest.raises(AbiTargetError, match=r"cannot target runtime ABI 1\.9.*Fix: install a hipdnn-ep-compiler "
+                                             r"that knows ABI 1\.9, or target --abi 1\.1"):
         compile_model(static_model, tmp_path / "a", abi="1.9")
     with pytest.raises(AbiTargetError, match="MAJOR.MINOR"):
         compile_model(static_model, tmp_path / "a", abi="latest")
@@ -44,11 +47,26 @@ def test_manifest_lacking_host_scratch_fails_dynamic_graph_at_compile_time(
         dynamic_reshape_model, static_model, tmp_path):
     """The original regression: the runtime dropped hipdnn_ep_get_host_scratch_base."""
     manifest = _manifest_without(tmp_path, "hipdnn_ep_get_host_scratch_base")
-    with pytest.raises(AbiTargetError, match="'hipdnn_ep_get_host_scratch_base'.*does not declare"):
+    with pytest.raises(AbiTargetError, match="'hipdnn_ep_get_host_scratch_base'.*does not declare") as err:
         compile_model(dynamic_reshape_model, tmp_path / "dyn", manifest=manifest)
+    assert "a released runtime of ABI 1.1 has it, so this manifest is not one. Fix: compile against the " \
+           "manifest of a released hipdnn-ep-runtime" in str(err.value)
     # a fixed-shape graph does not need it and still compiles against that manifest
     info = compile_model(static_model, tmp_path / "fixed", manifest=manifest)
     assert "hipdnn_ep_get_host_scratch_base" not in info.imports
+
+
+def test_manifest_older_than_a_needed_function_says_which_runtime_has_it(static_model, tmp_path):
+    """An installed runtime's manifest of ABI 1.0 lacks the 1.1 kernels: upgrading it is the fix."""
+    data = json.loads(bundled_manifest_path().read_text())
+    data["abi"]["minor"] = 0
+    data["functions"] = [f for f in data["functions"] if f["since"] == 0]
+    p = tmp_path / "manifest-1.0.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(AbiTargetError, match=r"'hipdnn_ep_kernel_binary', which the runtime ABI manifest "
+                                             r"\(manifest-1\.0\.json, ABI 1\.0\) does not declare: it was introduced "
+                                             r"in ABI 1\.1\. Fix: install hipdnn-ep-runtime>=1\.1"):
+        compile_model(static_model, tmp_path / "a", manifest=p)
 
 
 def test_manifest_lacking_a_kernel_fails_naming_it(static_model, tmp_path):

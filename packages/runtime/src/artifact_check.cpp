@@ -41,6 +41,15 @@ const SelfLibrary& self_library() {
   return self;
 }
 
+// The ABI manifest JSON the runtime wheel ships beside its library (<package>/lib/<library>).
+std::string manifest_file() {
+  const std::string& lib = self_library().path;
+  const size_t lib_dir = lib.rfind('/');
+  const size_t package_dir = lib_dir == std::string::npos || lib_dir == 0 ? std::string::npos : lib.rfind('/', lib_dir - 1);
+  if (package_dir == std::string::npos) return "<site-packages>/hipdnn_ep_runtime/abi_manifest.json";
+  return lib.substr(0, package_dir) + "/abi_manifest.json";
+}
+
 }  // namespace
 
 const json::Value& runtime_manifest() {
@@ -74,20 +83,27 @@ int32_t check_artifact_abi(const std::string& path, const json::Value& metadata,
   const std::string have = std::to_string(have_major) + "." + std::to_string(have_minor);
   const std::string head = "artifact " + path + " built by " + built_by + " for runtime ABI " + want +
                            " (needs >= " + want + ") cannot run on runtime ABI " + have + ": ";
-  const std::string rebuild = "Rebuild the artifact with `hipdnn-ep-compile --abi " + have + "` or install ";
+  // Each refusal names what is wrong and the one thing that fixes it.
+  const std::string recompile_here =
+      "Fix: recompile the model against this runtime: hipdnn-ep-compile MODEL.onnx -o DIR --manifest " +
+      manifest_file() + " (the EP does this itself when it compiles)";
 
   if (want_major != have_major) {
     return set_error(HIPDNN_EP_STATUS_ABI_MISMATCH,
                      head + "the ABI major versions differ (" + std::to_string(want_major) + " vs " +
-                         std::to_string(have_major) + "). " + rebuild + "hipdnn-ep-runtime>=" + want + ",<" +
-                         std::to_string(want_major + 1));
+                         std::to_string(have_major) + "): no runtime " + std::to_string(have_major) +
+                         ".x can run code built for major " + std::to_string(want_major) +
+                         ". Fix: recompile the model with a hipdnn-ep-compiler for runtime ABI major " +
+                         std::to_string(have_major) + " (hipdnn-ep-compile MODEL.onnx -o DIR --abi " + have + ")");
   }
 
   std::map<std::string, std::string> runtime_hashes;
   for (const json::Value& fn : manifest.find("functions")->items()) {
     runtime_hashes[fn.find("name")->as_string()] = fn.find("hash")->as_string();
   }
-  std::vector<std::string> missing, mismatched;
+  // Missing imports that a newer minor introduced (a newer runtime fixes them), and the rest
+  // (an artifact built against a manifest that is not this runtime's: only recompiling fixes them).
+  std::vector<std::string> newer, unknown, mismatched;
   int64_t needed_minor = want_minor;
   for (const json::Value& imp : imports->items()) {
     const json::Value* name = imp.find("name");
@@ -102,29 +118,44 @@ int32_t check_artifact_abi(const std::string& path, const json::Value& metadata,
       std::string entry = name->as_string();
       if (since != nullptr && since->is_integer()) {
         entry += " (since " + std::to_string(want_major) + "." + std::to_string(since->as_int()) + ")";
-        needed_minor = std::max(needed_minor, since->as_int());
       }
-      missing.push_back(entry);
+      if (since != nullptr && since->is_integer() && since->as_int() > have_minor) {
+        needed_minor = std::max(needed_minor, since->as_int());
+        newer.push_back(entry);
+      } else {
+        unknown.push_back(entry);
+      }
     } else if (it->second != hash->as_string()) {
       mismatched.push_back(name->as_string() + ": artifact expects " + hash->as_string() + ", runtime has " +
                            it->second);
     }
   }
-  if (want_minor <= have_minor && missing.empty() && mismatched.empty()) return HIPDNN_EP_STATUS_OK;
+  if (want_minor <= have_minor && newer.empty() && unknown.empty() && mismatched.empty()) return HIPDNN_EP_STATUS_OK;
 
   std::vector<std::string> problems;
   if (want_minor > have_minor) {
     problems.push_back("the runtime's ABI minor " + std::to_string(have_minor) + " is older than the required " +
                        std::to_string(want_minor));
   }
+  std::vector<std::string> missing = newer;
+  missing.insert(missing.end(), unknown.begin(), unknown.end());
   if (!missing.empty()) {
     problems.push_back("missing " + std::to_string(missing.size()) + " required import" +
                        (missing.size() == 1 ? "" : "s") + ": [" + join(missing, ", ") + "]");
   }
   if (!mismatched.empty()) problems.push_back("signature mismatch: [" + join(mismatched, ", ") + "]");
-  return set_error(HIPDNN_EP_STATUS_ABI_MISMATCH,
-                   head + join(problems, "; ") + ". " + rebuild + "hipdnn-ep-runtime>=" +
-                       std::to_string(want_major) + "." + std::to_string(needed_minor));
+  std::string fix;
+  if (unknown.empty() && mismatched.empty()) {
+    // Only newer: everything the artifact needs exists from needed_minor on.
+    fix = ". Fix: pip install 'hipdnn-ep-runtime>=" + std::to_string(want_major) + "." +
+          std::to_string(needed_minor) + ",<" + std::to_string(want_major + 1) + "'";
+  } else {
+    // Functions this minor should have but does not, or different signatures: the artifact was
+    // built against another manifest of the same ABI (an unreleased compiler or runtime).
+    fix = ": it was compiled against an ABI manifest that differs from this runtime's within the same "
+          "version (an unreleased compiler or runtime). " + recompile_here;
+  }
+  return set_error(HIPDNN_EP_STATUS_ABI_MISMATCH, head + join(problems, "; ") + fix);
 }
 
 int32_t check_artifact_exports(const std::string& path, const json::Value& metadata, const json::Value& manifest) {

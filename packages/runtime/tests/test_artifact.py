@@ -54,8 +54,13 @@ def _refused_built(built: FakeArtifact) -> str:
     message = str(err.value)
     assert message.startswith(f"artifact {built.directory / 'program.so'} built by hipdnn-ep-compiler 0.1.0")
     assert f"cannot run on runtime ABI {RUNTIME}" in message
-    assert f"Rebuild the artifact with `hipdnn-ep-compile --abi {RUNTIME}`" in message
+    assert message.count("Fix: ") == 1, "one fix per refusal"
+    assert "Rebuild" not in message
     return message
+
+
+RECOMPILE_HERE = ("Fix: recompile the model against this runtime: hipdnn-ep-compile MODEL.onnx -o DIR --manifest "
+                  f"{Path(rt.__file__).parent / 'abi_manifest.json'}")
 
 
 def test_refuses_missing_imports_before_loading(make_artifact: ArtifactFactory) -> None:
@@ -69,7 +74,9 @@ def test_refuses_missing_imports_before_loading(make_artifact: ArtifactFactory) 
     message = _refused_built(built)
     assert (f"missing 2 required imports: [hipdnn_ep_foo (since {MAJOR}.{MINOR + 1}), hipdnn_ep_bar]"
             in message)
-    assert f"install hipdnn-ep-runtime>={MAJOR}.{MINOR + 1}" in message
+    # hipdnn_ep_bar states no minor: no runtime release is known to have it, so upgrading is no fix.
+    assert "compiled against an ABI manifest that differs from this runtime's" in message
+    assert message.endswith(RECOMPILE_HERE + " (the EP does this itself when it compiles)")
     assert "undefined symbol" not in message
     # What a user would have seen without the check:
     with pytest.raises(OSError, match="undefined symbol: hipdnn_ep_foo"):
@@ -84,6 +91,16 @@ def test_refuses_signature_mismatch(make_artifact: ArtifactFactory) -> None:
     assert (f"signature mismatch: [hipdnn_ep_malloc: artifact expects 1a2b3c4d5e6f7a8b, runtime has {runtime_hash}]"
             in message)
     assert "missing" not in message
+    assert RECOMPILE_HERE in message and "pip install" not in message
+
+
+def test_refuses_an_import_of_a_newer_minor_with_the_runtime_to_install(make_artifact: ArtifactFactory) -> None:
+    """The artifact's own min_minor is current, but one import is newer: only a newer runtime has it."""
+    meta = good_metadata()
+    meta["imports"].append({"name": "hipdnn_ep_foo", "hash": "1a2b3c4d5e6f7a8b", "since": MINOR + 1})
+    message = _refused(make_artifact, meta)
+    assert f"missing 1 required import: [hipdnn_ep_foo (since {MAJOR}.{MINOR + 1})]" in message
+    assert message.endswith(f"Fix: pip install 'hipdnn-ep-runtime>={MAJOR}.{MINOR + 1},<{MAJOR + 1}'")
 
 
 def test_refuses_newer_minor(make_artifact: ArtifactFactory) -> None:
@@ -91,7 +108,7 @@ def test_refuses_newer_minor(make_artifact: ArtifactFactory) -> None:
     meta["abi"]["min_minor"] = MINOR + 1
     message = _refused(make_artifact, meta)
     assert f"for runtime ABI {MAJOR}.{MINOR + 1} (needs >= {MAJOR}.{MINOR + 1})" in message
-    assert f"install hipdnn-ep-runtime>={MAJOR}.{MINOR + 1}" in message
+    assert message.endswith(f"Fix: pip install 'hipdnn-ep-runtime>={MAJOR}.{MINOR + 1},<{MAJOR + 1}'")
 
 
 def test_refuses_other_major(make_artifact: ArtifactFactory) -> None:
@@ -99,7 +116,8 @@ def test_refuses_other_major(make_artifact: ArtifactFactory) -> None:
     meta["abi"] = {"major": MAJOR + 1, "min_minor": 0}
     message = _refused(make_artifact, meta)
     assert f"ABI major versions differ ({MAJOR + 1} vs {MAJOR})" in message
-    assert f"hipdnn-ep-runtime>={MAJOR + 1}.0,<{MAJOR + 2}" in message
+    assert message.endswith(f"Fix: recompile the model with a hipdnn-ep-compiler for runtime ABI major {MAJOR} "
+                            f"(hipdnn-ep-compile MODEL.onnx -o DIR --abi {RUNTIME})")
 
 
 def test_all_problems_in_one_message(make_artifact: ArtifactFactory) -> None:
@@ -111,6 +129,7 @@ def test_all_problems_in_one_message(make_artifact: ArtifactFactory) -> None:
     assert message.count("; ") >= 2
     assert "missing 1 required import: [hipdnn_ep_foo]" in message
     assert "signature mismatch: [hipdnn_ep_get_host_scratch_base" in message
+    assert RECOMPILE_HERE in message
 
 
 @pytest.mark.parametrize(

@@ -147,7 +147,10 @@ class RuntimeAbi:
         if not 0 <= minor <= self.minor:
             raise AbiTargetError(
                 f"cannot target runtime ABI {self.major}.{minor}: "
-                f"this compiler's manifest describes ABI {self.major}.0 to {self.major}.{self.minor}"
+                f"this compiler's manifest describes ABI {self.major}.0 to {self.major}.{self.minor}. Fix: "
+                + (f"install a hipdnn-ep-compiler that knows ABI {self.major}.{minor}, or target "
+                   f"--abi {self.major}.{self.minor}" if minor > self.minor else f"target --abi {self.major}.0 "
+                   f"to {self.major}.{self.minor}")
             )
         clone.target_minor = minor
         return clone
@@ -156,14 +159,23 @@ class RuntimeAbi:
         """The function `name`, checked to exist and be callable at the target minor."""
         fn = self.functions.get(name)
         if fn is None:
+            known = reference_abi().functions.get(name)
+            if known is not None and self.major == reference_abi().major and known.since > self.minor:
+                fix = (f"it was introduced in ABI {self.major}.{known.since}. Fix: install "
+                       f"hipdnn-ep-runtime>={self.major}.{known.since} and compile against its manifest")
+            else:
+                fix = (f"a released runtime of ABI {self.major}.{self.minor} has it, so this manifest is not one. "
+                       f"Fix: compile against the manifest of a released hipdnn-ep-runtime (omit --manifest to "
+                       f"use the bundled one)")
             raise AbiTargetError(
                 f"the graph needs runtime function '{name}', which the runtime ABI manifest "
-                f"({self.source}, ABI {self.major}.{self.minor}) does not declare"
+                f"({self.source}, ABI {self.major}.{self.minor}) does not declare: {fix}"
             )
         if fn.since > self.target_minor:
             raise AbiTargetError(
                 f"the graph needs runtime function '{name}', introduced in ABI {self.major}.{fn.since}; "
-                f"the target ABI is {self.major}.{self.target_minor}"
+                f"the target ABI is {self.major}.{self.target_minor}. Fix: target ABI {self.major}.{fn.since} "
+                f"or newer (--abi {self.major}.{fn.since}, with hipdnn-ep-runtime>={self.major}.{fn.since} installed)"
             )
         known = reference_abi().functions.get(name)
         if known is not None and known.hash != fn.hash:
@@ -221,7 +233,8 @@ def load_abi(path: str | Path | None = None, target: str | tuple[int, int] | Non
     if major != abi.major:
         raise AbiTargetError(
             f"cannot target runtime ABI {major}.{minor}: this compiler supports ABI major {abi.major} "
-            f"(minors 0 to {abi.minor})"
+            f"(minors 0 to {abi.minor}). Fix: install a hipdnn-ep-compiler for runtime ABI major {major}, "
+            f"or target --abi {abi.major}.{abi.minor}"
         )
     return abi.at_minor(minor)
 
