@@ -225,11 +225,13 @@ CompilerCapabilities CompileClient::Capabilities() const {
 }
 
 CompileResult CompileClient::Compile(const std::string& model_path, const std::string& out_dir,
-                                     const std::string& backend, const std::string& abi) const {
+                                     const std::string& backend, const std::string& abi,
+                                     const std::string& manifest) const {
   std::string req = "{\"protocol\":" + std::to_string(kCompilerProtocolVersion) +
                     ",\"action\":\"compile\",\"model\":" + json::Quote(model_path) +
                     ",\"out_dir\":" + json::Quote(out_dir) + ",\"output\":" + json::Quote(out_dir) + ",\"backend\":" + json::Quote(backend) +
-                    ",\"abi\":" + json::Quote(abi) + "}";
+                    ",\"abi\":" + json::Quote(abi) +
+                    (manifest.empty() ? std::string() : ",\"manifest\":" + json::Quote(manifest)) + "}";
   json::Value resp = Call(req);
   CompileResult result;
   result.artifact = resp["artifact"].string;

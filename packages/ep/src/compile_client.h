@@ -41,8 +41,9 @@ class CompileClient {
   const std::string& python_reason() const { return python_reason_; }
 
   CompilerCapabilities Capabilities() const;
+  // `manifest`: path of the runtime ABI manifest JSON to compile against ("": the compiler's own).
   CompileResult Compile(const std::string& model_path, const std::string& out_dir, const std::string& backend,
-                        const std::string& abi) const;
+                        const std::string& abi, const std::string& manifest = "") const;
 
  private:
   json::Value Call(const std::string& request) const;

@@ -377,7 +377,12 @@ std::string HipdnnEp::CompileArtifact(const SubgraphModel& model, const std::str
     }
     fs::path out_dir = fs::path(dir) / "out";
     fs::create_directories(out_dir);
-    return client_.Compile(model_path.string(), out_dir.string(), config_.backend_name, target_abi).artifact;
+    // Compile against the runtime that will run the code (its own manifest), not the compiler's copy.
+    fs::path manifest_path = fs::path(dir) / "runtime_abi_manifest.json";
+    std::ofstream(manifest_path, std::ios::binary) << runtime_->hipdnn_ep_abi_manifest();
+    return client_
+        .Compile(model_path.string(), out_dir.string(), config_.backend_name, target_abi, manifest_path.string())
+        .artifact;
   };
   if (config_.cache_enable) {
     CacheKey key{model.hash, caps.name + " " + caps.version, runtime_abi, target_abi, config_.backend_name};

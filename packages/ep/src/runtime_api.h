@@ -18,6 +18,7 @@ namespace hipdnn_ep {
 // X-macro: the runtime functions the EP calls (declared in runtime_abi.h).
 #define HIPDNN_EP_RUNTIME_FUNCTIONS(X) \
   X(hipdnn_ep_abi_version)             \
+  X(hipdnn_ep_abi_manifest)            \
   X(hipdnn_ep_last_error)              \
   X(hipdnn_ep_state_options_init)      \
   X(hipdnn_ep_state_create)            \

@@ -217,6 +217,41 @@ def test_runtime_abi_is_part_of_the_cache_key(tmp_path: Path, ep_devices, env: E
     assert [(d["abi"], d["target_abi"]) for d in described] == [("1.1", "1.1"), ("1.7", "1.1")]
 
 
+def test_compiles_against_the_installed_runtime_manifest(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Each compile request carries the manifest of the runtime that will run the code."""
+    import hipdnn_ep_runtime
+
+    _check(make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, env.options, NO_FALLBACK),
+           _feeds((2, 4)))
+    (request,) = env.compiles()
+    assert Path(request["manifest"]).name == "runtime_abi_manifest.json"
+    sent = Path(request["model_copy"]).parent / "runtime_abi_manifest.json"
+    assert json.loads(sent.read_text()) == hipdnn_ep_runtime.abi_manifest()
+
+
+def test_a_runtime_manifest_mismatch_is_found_at_compile_time(tmp_path: Path, ep_devices, env: Env) -> None:
+    """A runtime whose manifest lacks a function the dynamic-shape code calls: the compile refuses,
+    naming it, instead of producing code for the compiler's own idea of the runtime."""
+    import hipdnn_ep_runtime
+
+    real = Path(hipdnn_ep_runtime.library_path())
+    manifest = hipdnn_ep_runtime.abi_manifest()
+    manifest["functions"] = [f for f in manifest["functions"] if f["name"] != "hipdnn_ep_get_host_scratch_base"]
+    text = json.dumps(manifest, separators=(",", ":"), ensure_ascii=False)
+    c_string = text.replace("\\", "\\\\").replace('"', '\\"')
+    src = tmp_path / "shim.c"
+    src.write_text(f'const char* hipdnn_ep_abi_manifest(void) {{ return "{c_string}"; }}\n')
+    shim = tmp_path / "libruntime_shim_manifest.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(shim), str(src), f"-Wl,-soname,{shim.name}",
+                    "-Wl,--no-as-needed", f"-L{real.parent}", f"-l:{real.name}", f"-Wl,-rpath,{real.parent}"],
+                   check=True)
+    options = dict(env.options, runtime_library=str(shim))
+    expected = (r"'hipdnn_ep_get_host_scratch_base', which the runtime ABI manifest "
+                r"\(runtime_abi_manifest\.json, ABI 1\.1\) does not declare")
+    with pytest.raises(Exception, match=expected):
+        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
+
+
 def test_compiler_for_another_abi_major_is_refused(tmp_path: Path, ep_devices, env: Env,
                                                    spy_python_abi2: Path) -> None:
     options = dict(env.options, compiler_python=str(spy_python_abi2))
