@@ -6,7 +6,8 @@
 
 Sessions (``nox -l``): ``abi`` (ABI gates), ``tests`` (every suite on the CPU backend),
 ``lint``, ``wheels`` (build the three wheels into dist/), ``demo`` (the main job: compile a
-dynamic- and a fixed-shape model and run them on the EP). The runtime and the EP are built
+dynamic- and a fixed-shape model and run them on the EP), ``gpu`` (on a GPU machine: the cuda
+runtime, its GPU suite and compute-sanitizer). The runtime and the EP are built
 from source once per session into dist/ and installed from there.
 """
 
@@ -101,6 +102,12 @@ def demo(session: nox.Session) -> None:
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"), "rich")
     _install(session, "runtime", "compiler", "ep")
     session.run("python", str(ROOT / "tools/demo.py"), *session.posargs)
+
+
+@nox.session(venv_backend="none", default=False)
+def gpu(session: nox.Session) -> None:
+    """On a machine with an NVIDIA GPU: build the cuda runtime, run the GPU suite and memcheck, print a table."""
+    session.run("bash", str(ROOT / "tools/gpu_test.sh"), *session.posargs, external=True)
 
 
 if __name__ == "__main__":

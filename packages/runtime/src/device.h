@@ -30,4 +30,8 @@ class Device {
 // The CPU backend: aligned host memory, synchronous execution, logical streams.
 int32_t make_cpu_device(int32_t device_ordinal, std::unique_ptr<Device>* out);
 
+// A GPU backend (HIPDNN_EP_BACKEND_CUDA or _HIP; gpu/gpu_device.hip). Defined
+// only in builds with a GPU backend; BACKEND_UNAVAILABLE without a usable GPU.
+int32_t make_gpu_device(int32_t backend, int32_t device_ordinal, std::unique_ptr<Device>* out);
+
 }  // namespace hipdnn_ep

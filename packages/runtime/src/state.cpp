@@ -30,17 +30,33 @@ int32_t read_options(const hipdnn_ep_state_options_t* in, hipdnn_ep_state_option
   return HIPDNN_EP_STATUS_OK;
 }
 
+const char* built_backends() {
+#if defined(HIPDNN_EP_WITH_CUDA)
+  return "cpu, cuda";
+#elif defined(HIPDNN_EP_WITH_HIP)
+  return "cpu, hip";
+#else
+  return "cpu";
+#endif
+}
+
 int32_t make_device(int32_t backend, int32_t ordinal, std::unique_ptr<Device>* out) {
   switch (backend) {
     case HIPDNN_EP_BACKEND_CPU:
       return make_cpu_device(ordinal, out);
     case HIPDNN_EP_BACKEND_CUDA:
+#if defined(HIPDNN_EP_WITH_CUDA)
+      return make_gpu_device(backend, ordinal, out);
+#endif
     case HIPDNN_EP_BACKEND_HIP:
-      // GPU backends register here once their device code exists.
+#if defined(HIPDNN_EP_WITH_HIP)
+      if (backend == HIPDNN_EP_BACKEND_HIP) return make_gpu_device(backend, ordinal, out);
+#endif
       return set_error(HIPDNN_EP_STATUS_BACKEND_UNAVAILABLE,
                        std::string("hipdnn_ep_state_create: this runtime was built without the ") +
-                           (backend == HIPDNN_EP_BACKEND_CUDA ? "cuda" : "hip") +
-                           " backend (built backends: cpu)");
+                           (backend == HIPDNN_EP_BACKEND_CUDA ? "cuda" : "hip") + " backend (built backends: " +
+                           built_backends() + "); rebuild it with HIPDNN_EP_BACKENDS=\"cpu;" +
+                           (backend == HIPDNN_EP_BACKEND_CUDA ? "cuda" : "hip") + "\"");
     default:
       return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                        "hipdnn_ep_state_create: unknown backend " + std::to_string(backend) +

@@ -14,6 +14,63 @@ import hipdnn_ep_runtime as rt
 import pytest
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--gpu", choices=("auto", "cuda", "hip", "none"), default="auto",
+        help="GPU tests (marker gpu): auto runs them when this runtime has a GPU backend and a GPU answers, "
+             "cuda/hip require that backend (a missing GPU fails instead of skipping), none skips them")
+    parser.addoption(
+        "--gpu-artifacts", default=str(Path(__file__).resolve().parents[3] / "build/gpu-artifacts"),
+        help="folder of artifacts compiled by tools/gpu_artifacts.py for test_gpu_artifacts.py "
+             "(default: build/gpu-artifacts of the checkout; the tests skip when it is absent)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gpu: needs a GPU backend and a GPU (see --gpu)")
+
+
+def _gpu_backend(config: pytest.Config) -> tuple[str | None, str]:
+    """The GPU backend the gpu tests use, or None with the reason they skip."""
+    choice = config.getoption("--gpu")
+    if choice == "none":
+        return None, "--gpu=none"
+    candidates = [b for b in rt.built_backends() if b != "cpu"] if choice == "auto" else [choice]
+    if not candidates:
+        return None, "this runtime was built without a GPU backend (HIPDNN_EP_BACKENDS=cpu)"
+    backend = candidates[0]
+    try:
+        rt.State(backend=backend).close()
+    except rt.HipdnnEpError as e:
+        if choice == "auto":
+            return None, f"no usable GPU for the {backend} backend: {e}"
+        raise pytest.UsageError(f"--gpu={choice}: {e}") from e
+    return backend, ""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any("gpu" in item.keywords for item in items):
+        return
+    backend, reason = _gpu_backend(config)
+    config.stash[GPU_BACKEND] = backend
+    if backend is None:
+        skip = pytest.mark.skip(reason=f"GPU tests skipped: {reason}")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+GPU_BACKEND = pytest.StashKey[str | None]()
+
+
+@pytest.fixture(scope="session")
+def gpu_backend(request: pytest.FixtureRequest) -> str:
+    """The GPU backend ("cuda" or "hip") that --gpu selected; tests using it carry the gpu marker."""
+    backend = request.config.stash.get(GPU_BACKEND, None)
+    if backend is None:
+        pytest.skip("no GPU backend")
+    return backend
+
+
 @pytest.fixture
 def state() -> Iterator[rt.State]:
     """A CPU state; closing it at the end fails the test if it leaked."""

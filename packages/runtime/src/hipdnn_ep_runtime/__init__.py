@@ -20,6 +20,7 @@ from ._core import (
     State,
     abi_manifest,
     abi_version,
+    built_backends,
 )
 from ._version import __version__
 
@@ -36,6 +37,7 @@ __all__ = [
     "__version__",
     "abi_manifest",
     "abi_version",
+    "built_backends",
     "cmake_dir",
     "include_dir",
     "library_path",

@@ -40,6 +40,8 @@ const KernelTable* kernel_table(int32_t backend);
 
 // Defined by kernels/cpu/table.cpp.
 const KernelTable& cpu_kernel_table();
+// Defined by kernels/gpu/table.hip in builds with a GPU backend (cuda or hip).
+const KernelTable& gpu_kernel_table();
 
 }  // namespace hipdnn_ep::kernels
 

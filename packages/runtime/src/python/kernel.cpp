@@ -1,5 +1,7 @@
-// _core.call_kernel: calls one runtime kernel by name over numpy buffers (a
-// testing helper; CPU states only, since the buffers are host memory).
+// _core.call_kernel: calls one runtime kernel by name over arrays (a testing
+// helper). A CPU state takes host arrays (numpy); a GPU state takes device
+// arrays for data (torch, cupy: anything with __dlpack__, zero-copy) and host
+// arrays for the parameter tensors the kernels read on the host.
 #include <dlfcn.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -42,28 +44,46 @@ KernelFn find_kernel(const std::string& name) {
   return reinterpret_cast<KernelFn>(symbol);
 }
 
-// A tensor_ref over a numpy array (dims stored in *dims); None is an absent optional tensor.
-hipdnn_ep_tensor_ref_t tensor_ref(nb::handle obj, bool writable, std::vector<int64_t>* dims, const std::string& what) {
+bool is_host(const nb::ndarray<>& a) {
+  return a.device_type() == nb::device::cpu::value || a.device_type() == nb::device::cuda_host::value;
+}
+
+bool is_gpu(const nb::ndarray<>& a) {
+  return a.device_type() == nb::device::cuda::value || a.device_type() == nb::device::rocm::value ||
+         a.device_type() == nb::device::cuda_managed::value;
+}
+
+// A tensor_ref over an array (dims stored in *dims); None is an absent optional tensor.
+hipdnn_ep_tensor_ref_t tensor_ref(nb::handle obj, bool writable, bool gpu_state, std::vector<int64_t>* dims,
+                                  const std::string& what) {
   if (obj.is_none()) return {nullptr, nullptr, -1, 0};
   void* data = nullptr;
   nb::dlpack::dtype dtype;
+  bool ok;
+  bool placed = false;
   auto fill = [&](auto& a) {
     for (size_t d = 0; d < a.ndim(); ++d) dims->push_back(static_cast<int64_t>(a.shape(d)));
     dtype = a.dtype();
+    placed = gpu_state ? (is_host(nb::ndarray<>(a)) || is_gpu(nb::ndarray<>(a))) : is_host(nb::ndarray<>(a));
   };
-  bool ok;
   if (writable) {
-    nb::ndarray<nb::c_contig, nb::device::cpu> a;
+    nb::ndarray<nb::c_contig> a;
     ok = nb::try_cast(obj, a, false);
     if (ok) data = a.data(), fill(a);
   } else {
-    nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> a;
+    nb::ndarray<nb::ro, nb::c_contig> a;
     ok = nb::try_cast(obj, a, false);
     if (ok) data = const_cast<void*>(a.data()), fill(a);
   }
   if (!ok) {
+    raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel: " + what + " must be a C-contiguous" +
+                                                        (writable ? " writable" : "") + " array (numpy, or a "
+                                                        "__dlpack__ array such as torch or cupy)");
+  }
+  if (!placed) {
     raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                 "call_kernel: " + what + " must be a C-contiguous" + (writable ? " writable" : "") + " numpy array");
+                 "call_kernel: " + what + (gpu_state ? " is neither host nor GPU memory"
+                                                     : " is not host memory; a cpu State takes host (numpy) arrays"));
   }
   return {data, dims->data(), static_cast<int32_t>(dims->size()), dtype_code(dtype)};
 }
@@ -71,20 +91,18 @@ hipdnn_ep_tensor_ref_t tensor_ref(nb::handle obj, bool writable, std::vector<int
 void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb::list outputs,
                  const std::vector<int64_t>& int_attrs, const std::vector<double>& float_attrs) {
   hipdnn_ep_state_t* state = py_state.get();
-  if (py_state.backend != HIPDNN_EP_BACKEND_CPU) {
-    raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel passes numpy (host) buffers: it needs a cpu State");
-  }
+  const bool gpu_state = py_state.backend != HIPDNN_EP_BACKEND_CPU;
   // Sized up front so that the dims vectors never move while refs point into them.
   std::vector<std::vector<int64_t>> dims(inputs.size() + outputs.size());
   std::vector<hipdnn_ep_tensor_ref_t> in_refs, out_refs;
   size_t k = 0;
   for (nb::handle obj : inputs) {
-    in_refs.push_back(tensor_ref(obj, false, &dims[k], "input " + std::to_string(k)));
+    in_refs.push_back(tensor_ref(obj, false, gpu_state, &dims[k], "input " + std::to_string(k)));
     ++k;
   }
   for (nb::handle obj : outputs) {
     if (obj.is_none()) raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel: outputs must be arrays");
-    out_refs.push_back(tensor_ref(obj, true, &dims[k], "output " + std::to_string(k - inputs.size())));
+    out_refs.push_back(tensor_ref(obj, true, gpu_state, &dims[k], "output " + std::to_string(k - inputs.size())));
     ++k;
   }
   KernelFn kernel = find_kernel(name);  // after the arrays are checked
@@ -98,7 +116,21 @@ void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb
   args.n_outputs = static_cast<int32_t>(out_refs.size());
   args.n_int_attrs = static_cast<int32_t>(int_attrs.size());
   args.n_float_attrs = static_cast<int32_t>(float_attrs.size());
-  check(kernel(state, &args));
+  if (!gpu_state) {
+    check(kernel(state, &args));
+    return;
+  }
+  // Arrays of other libraries are written on their own streams: wait for the
+  // device before the kernel reads them and after it wrote, so that the
+  // caller sees the result whatever stream it uses next.
+  int32_t status;
+  {
+    nb::gil_scoped_release release;
+    status = hipdnn_ep_synchronize(state);
+    if (status == HIPDNN_EP_STATUS_OK) status = kernel(state, &args);
+    if (status == HIPDNN_EP_STATUS_OK) status = hipdnn_ep_synchronize(state);
+  }
+  check(status);
 }
 
 }  // namespace
@@ -106,8 +138,10 @@ void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb
 void bind_kernel(nb::module_& m) {
   m.def("call_kernel", &call_kernel, nb::arg("state"), nb::arg("name"), nb::arg("inputs"), nb::arg("outputs"),
         nb::arg("int_attrs") = std::vector<int64_t>{}, nb::arg("float_attrs") = std::vector<double>{},
-        "Calls the runtime kernel `name` (from the ABI manifest) over numpy arrays: inputs (None = absent\n"
-        "optional tensor) are read, outputs (preallocated, C-contiguous, writable) are written.\n"
+        "Calls the runtime kernel `name` (from the ABI manifest) over arrays: inputs (None = absent\n"
+        "optional tensor) are read, outputs (preallocated, C-contiguous, writable) are written. A cpu\n"
+        "State takes numpy arrays; a GPU State takes device arrays (torch, cupy: DLPack, zero-copy) for\n"
+        "data and numpy arrays for host parameter tensors, and waits for the device before and after.\n"
         "Raises the mapped exception on a nonzero status.");
 }
 

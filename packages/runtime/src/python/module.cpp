@@ -71,6 +71,20 @@ NB_MODULE(_core, m) {
       "abi_manifest", [] { return nb::module_::import_("json").attr("loads")(hipdnn_ep_abi_manifest()); },
       "The runtime library's ABI manifest (every function with its signature hash), parsed.");
   m.def("_library_path", &py::runtime_library_path, "Path of the loaded runtime shared library.");
+  m.def(
+      "built_backends",
+      [] {
+        nb::list backends;
+        backends.append("cpu");
+#if defined(HIPDNN_EP_WITH_CUDA)
+        backends.append("cuda");
+#endif
+#if defined(HIPDNN_EP_WITH_HIP)
+        backends.append("hip");
+#endif
+        return backends;
+      },
+      "The backends this runtime was built with (HIPDNN_EP_BACKENDS); a GPU one still needs a usable GPU.");
   auto state = py::bind_state(m);
   py::bind_memory(state);
   py::bind_artifact(m);

@@ -70,6 +70,8 @@ nb::class_<PyState> bind_state(nb::module_& m) {
             close_state(self, exc_type.is_none());
           },
           nb::arg("exc_type").none(), nb::arg("exc").none(), nb::arg("traceback").none())
+      .def("_handle", [](const PyState& self) { return reinterpret_cast<uintptr_t>(self.get()); },
+           "The hipdnn_ep_state_t* as an integer, for calling the C ABI directly (ctypes); owned by the State.")
       .def("set_stream", [](PyState& self, uint64_t stream) { check(hipdnn_ep_state_set_stream(self.get(), stream)); },
            nb::arg("stream"), "Orders later allocations, frees and copies on this stream id (0: default).")
       .def(

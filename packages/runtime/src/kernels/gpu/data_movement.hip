@@ -1,0 +1,184 @@
+// GPU data movement kernels: transpose, concat, slice, gather, expand, and
+// the strided copy they share. They move elements by width, so every dtype
+// works. Also the small helpers of gpu_common.h that need the state.
+#include <mutex>
+#include <string>
+
+#include "gpu/gpu_device.h"
+#include "kernels/gpu/gpu_common.h"
+#include "kernels/gpu/gpu_kernels.h"
+#include "kernels/validate.h"
+#include "state.h"
+
+namespace hipdnn_ep::kernels::gpu {
+namespace {
+
+template <typename T>
+__global__ void strided_copy_kernel(const T* src, T* dst, Layout<2> l, int64_t n) {
+  HIPDNN_EP_GRID_STRIDE(i, n) {
+    int64_t off[2];
+    offsets_at(l, i, off);
+    dst[off[0]] = src[off[1]];
+  }
+}
+
+template <typename T, typename Index>
+__global__ void gather_kernel(const T* data, const Index* indices, T* out, int64_t n, int64_t n_indices,
+                              int64_t axis_len, int64_t inner, int64_t* flags) {
+  HIPDNN_EP_GRID_STRIDE(i, n) {
+    const int64_t r = i % inner;
+    const int64_t j = (i / inner) % n_indices;
+    const int64_t o = i / (inner * n_indices);
+    int64_t index = static_cast<int64_t>(indices[j]);
+    if (index < -axis_len || index >= axis_len) {
+      report_error(flags, kErrorIndexOutOfRange, j);
+      continue;
+    }
+    if (index < 0) index += axis_len;
+    out[i] = data[(o * axis_len + index) * inner + r];
+  }
+}
+
+const int64_t* int64_data(const hipdnn_ep_tensor_ref_t& t) { return static_cast<const int64_t*>(t.data); }
+
+}  // namespace
+
+void strided_copy(hipdnn_ep_state_t* state, const void* in, int64_t offset, const Dims& in_strides, void* out,
+                  const Dims& shape, size_t element_size) {
+  const int64_t n = element_count(shape);
+  if (n == 0) return;
+  const Layout<2> l = make_layout<2>(shape, {contiguous_strides(shape), in_strides});
+  const hipStream_t stream = current_stream(state);
+  dispatch_by_size(element_size, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    strided_copy_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(in) + offset, static_cast<T*>(out),
+                                                            l, n);
+  });
+  check_launch("strided copy");
+}
+
+TempBuffer::TempBuffer(hipdnn_ep_state_t* state, uint64_t bytes) : state_(state) {
+  std::lock_guard<std::mutex> lock(state->memory_mutex);
+  if (state->allocator->allocate(bytes, state->stream.load(), &data_) != HIPDNN_EP_STATUS_OK) {
+    fail(HIPDNN_EP_STATUS_OUT_OF_MEMORY, std::string("temporary buffer: ") + hipdnn_ep_last_error());
+  }
+}
+
+TempBuffer::~TempBuffer() {
+  std::lock_guard<std::mutex> lock(state_->memory_mutex);
+  state_->allocator->free(data_, state_->stream.load());
+}
+
+void wait_for_stream(hipdnn_ep_state_t* state, const char* what) {
+  if (hipError_t e = hipStreamSynchronize(current_stream(state)); e != hipSuccess) {
+    fail(HIPDNN_EP_STATUS_INTERNAL, gpu_error_text(std::string(what) + ": waiting for the kernel", e));
+  }
+}
+
+void reset_error_flags(hipdnn_ep_state_t* state) {
+  int64_t* flags = gpu_device(state).error_flags_host();
+  flags[0] = kErrorNone;
+  flags[1] = -1;
+}
+
+void transpose(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims in_strides = contiguous_strides(dims_of(in));
+  const int64_t* perm = int64_data(args.inputs[1]);  // host memory
+  Dims strides(in_strides.size());
+  for (size_t d = 0; d < strides.size(); ++d) strides[d] = in_strides[perm[d]];
+  strided_copy(state, in.data, 0, strides, args.outputs[0].data, dims_of(args.outputs[0]), dtype_size(in.dtype));
+}
+
+void concat(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const Dims out_dims = dims_of(out);
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_CONCAT_INT_ATTR_AXIS]);
+  const int64_t outer = dims_product(out_dims, 0, axis);
+  const size_t inner_bytes =
+      static_cast<size_t>(dims_product(out_dims, axis + 1, out_dims.size())) * dtype_size(out.dtype);
+  const size_t row_bytes = static_cast<size_t>(out_dims[axis]) * inner_bytes;
+  if (outer == 0 || row_bytes == 0) return;
+  const hipStream_t stream = current_stream(state);
+  size_t column = 0;
+  // Each input is a [outer, chunk] block of the output's [outer, row] rows: one 2D copy.
+  for (int32_t i = 0; i < args.n_inputs; ++i) {
+    const hipdnn_ep_tensor_ref_t& in = args.inputs[i];
+    const size_t chunk = static_cast<size_t>(in.dims[axis]) * inner_bytes;
+    if (chunk == 0) continue;
+    if (hipError_t e = hipMemcpy2DAsync(static_cast<char*>(out.data) + column, row_bytes, in.data, chunk, chunk,
+                                        static_cast<size_t>(outer), hipMemcpyDeviceToDevice, stream);
+        e != hipSuccess) {
+      fail(HIPDNN_EP_STATUS_INTERNAL, gpu_error_text("concat: copying input " + std::to_string(i), e));
+    }
+    column += chunk;
+  }
+}
+
+void slice(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims in_strides = contiguous_strides(dims_of(in));
+  const int64_t* starts = int64_data(args.inputs[1]);  // host memory
+  const int64_t* steps = int64_data(args.inputs[2]);
+  if (element_count(args.outputs[0]) == 0) return;
+  int64_t offset = 0;
+  Dims strides(in_strides.size());
+  for (size_t d = 0; d < strides.size(); ++d) {
+    offset += starts[d] * in_strides[d];
+    strides[d] = steps[d] * in_strides[d];
+  }
+  strided_copy(state, in.data, offset, strides, args.outputs[0].data, dims_of(args.outputs[0]), dtype_size(in.dtype));
+}
+
+void gather(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& data = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& indices = args.inputs[1];
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_GATHER_INT_ATTR_AXIS]);
+  const Dims dims = dims_of(data);
+  const int64_t axis_len = dims[axis];
+  const int64_t inner = dims_product(dims, axis + 1, dims.size());
+  const int64_t n_indices = element_count(indices);
+  const int64_t n = element_count(out);
+  if (n == 0) return;
+  GpuDevice& device = gpu_device(state);
+  reset_error_flags(state);
+  const hipStream_t stream = current_stream(state);
+  const bool idx32 = indices.dtype == HIPDNN_EP_DTYPE_INT32;
+  dispatch_by_size(dtype_size(data.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (idx32) {
+      gather_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(data.data),
+                                                        static_cast<const int32_t*>(indices.data),
+                                                        static_cast<T*>(out.data), n, n_indices, axis_len, inner,
+                                                        device.error_flags_device());
+    } else {
+      gather_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(data.data),
+                                                        static_cast<const int64_t*>(indices.data),
+                                                        static_cast<T*>(out.data), n, n_indices, axis_len, inner,
+                                                        device.error_flags_device());
+    }
+  });
+  check_launch("gather");
+  // Indices are data on the device: out-of-range ones are found by the kernel.
+  wait_for_stream(state, "gather");
+  if (device.error_flags_host()[0] != kErrorIndexOutOfRange) return;
+  const int64_t position = device.error_flags_host()[1];
+  int64_t value = 0;
+  const size_t isize = idx32 ? 4 : 8;
+  if (hipMemcpy(&value, static_cast<const char*>(indices.data) + position * static_cast<int64_t>(isize), isize,
+                hipMemcpyDeviceToHost) == hipSuccess && idx32) {
+    value = static_cast<int64_t>(static_cast<int32_t>(value));
+  }
+  fail_invalid("index " + std::to_string(value) + " at position " + std::to_string(position) +
+               " is out of range for axis " + std::to_string(axis) + " of size " + std::to_string(axis_len));
+}
+
+void expand(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims out_dims = dims_of(args.outputs[0]);
+  strided_copy(state, in.data, 0, broadcast_strides(dims_of(in), out_dims), args.outputs[0].data, out_dims,
+               dtype_size(in.dtype));
+}
+
+}  // namespace hipdnn_ep::kernels::gpu

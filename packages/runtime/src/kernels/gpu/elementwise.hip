@@ -1,0 +1,319 @@
+// GPU elementwise kernels: binary (with broadcasting), unary, cast, where.
+// Semantics follow the CPU backend (kernels/README.md): float16 computes in
+// float, signed integer add/sub/mul/neg wrap, integer division truncates and
+// division by zero is INVALID_ARGUMENT, cast saturates float -> integer.
+#include <cmath>
+#include <type_traits>
+
+#include "gpu/gpu_device.h"
+#include "kernels/gpu/gpu_common.h"
+#include "kernels/gpu/gpu_kernels.h"
+#include "kernels/validate.h"
+
+namespace hipdnn_ep::kernels::gpu {
+namespace {
+
+template <typename T>
+__device__ __forceinline__ T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <typename T>
+__device__ __forceinline__ T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <typename T>
+__device__ __forceinline__ T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+// One functor per binary op; Int: integer arithmetic (wrapping).
+template <int64_t Op, typename C>
+struct BinaryOp {
+  int64_t* flags;
+  __device__ __forceinline__ auto operator()(C x, C y, int64_t i) const {
+    constexpr bool kInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
+    if constexpr (Op == HIPDNN_EP_BINARY_OP_ADD) {
+      if constexpr (kInt) return wrap_add(x, y); else return x + y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_SUB) {
+      if constexpr (kInt) return wrap_sub(x, y); else return x - y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_MUL) {
+      if constexpr (kInt) return wrap_mul(x, y); else return x * y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_DIV) {
+      if constexpr (kInt) {
+        if (y == 0) {
+          report_error(flags, kErrorIntDivByZero, i);
+          return C{0};
+        }
+        if (y == -1) return wrap_sub(C{0}, x);  // INT_MIN / -1 would trap
+        return static_cast<C>(x / y);
+      } else {
+        return x / y;
+      }
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_POW) {
+      return static_cast<C>(powf(x, y));
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_EQUAL) {
+      return x == y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_LESS) {
+      return x < y;
+    } else {
+      return x > y;
+    }
+  }
+};
+
+template <typename TIn, typename TOut, typename Fn>
+__global__ void binary_kernel(const TIn* a, const TIn* b, TOut* out, Layout<3> l, int64_t n, Fn fn) {
+  HIPDNN_EP_GRID_STRIDE(i, n) {
+    int64_t off[3];
+    offsets_at(l, i, off);
+    store(out, off[0], fn(load(a, off[1]), load(b, off[2]), i));
+  }
+}
+
+// Same shape, contiguous: no index arithmetic.
+template <typename TIn, typename TOut, typename Fn>
+__global__ void binary_dense_kernel(const TIn* a, const TIn* b, TOut* out, int64_t n, Fn fn) {
+  HIPDNN_EP_GRID_STRIDE(i, n) { store(out, i, fn(load(a, i), load(b, i), i)); }
+}
+
+template <typename TIn, typename TOut, int64_t Op>
+void launch_binary(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_ref_t& b,
+                   const hipdnn_ep_tensor_ref_t& out) {
+  using C = typename Compute<TIn>::type;
+  const Dims shape = dims_of(out);
+  const int64_t n = element_count(shape);
+  if (n == 0) return;
+  constexpr bool kChecked = Op == HIPDNN_EP_BINARY_OP_DIV && std::is_integral_v<C> && !std::is_same_v<C, bool>;
+  if constexpr (kChecked) reset_error_flags(state);
+  const BinaryOp<Op, C> fn{gpu_device(state).error_flags_device()};
+  const hipStream_t stream = current_stream(state);
+  const auto* pa = static_cast<const TIn*>(a.data);
+  const auto* pb = static_cast<const TIn*>(b.data);
+  auto* po = static_cast<TOut*>(out.data);
+  if (dims_of(a) == shape && dims_of(b) == shape) {
+    binary_dense_kernel<<<grid_for(n), kBlock, 0, stream>>>(pa, pb, po, n, fn);
+  } else {
+    const Layout<3> l = make_layout<3>(shape, {contiguous_strides(shape), broadcast_strides(dims_of(a), shape),
+                                               broadcast_strides(dims_of(b), shape)});
+    binary_kernel<<<grid_for(n), kBlock, 0, stream>>>(pa, pb, po, l, n, fn);
+  }
+  check_launch("binary");
+  if constexpr (kChecked) {
+    // A data-dependent error: wait for the kernel and look at the flags.
+    wait_for_stream(state, "binary");
+    if (gpu_device(state).error_flags_host()[0] == kErrorIntDivByZero) fail_invalid("integer division by zero");
+  }
+}
+
+template <typename T>
+void binary_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_ref_t& a,
+                  const hipdnn_ep_tensor_ref_t& b, const hipdnn_ep_tensor_ref_t& out) {
+  using C = typename Compute<T>::type;
+  switch (op) {
+    case HIPDNN_EP_BINARY_OP_ADD: return launch_binary<T, T, HIPDNN_EP_BINARY_OP_ADD>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_SUB: return launch_binary<T, T, HIPDNN_EP_BINARY_OP_SUB>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_MUL: return launch_binary<T, T, HIPDNN_EP_BINARY_OP_MUL>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_DIV: return launch_binary<T, T, HIPDNN_EP_BINARY_OP_DIV>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_POW:
+      if constexpr (std::is_floating_point_v<C>) return launch_binary<T, T, HIPDNN_EP_BINARY_OP_POW>(state, a, b, out);
+      break;
+    case HIPDNN_EP_BINARY_OP_EQUAL: return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_EQUAL>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_LESS: return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_LESS>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_GREATER: return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_GREATER>(state, a, b, out);
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " reached the GPU kernel unvalidated");
+}
+
+// ---------------------------------------------------------------- unary
+
+__device__ __forceinline__ float sigmoidf(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+
+template <int64_t Op, typename C>
+struct UnaryOp {
+  __device__ __forceinline__ C operator()(C x) const {
+    if constexpr (std::is_integral_v<C>) {
+      if constexpr (Op == HIPDNN_EP_UNARY_OP_RELU) return x < 0 ? C{0} : x;
+      else return wrap_sub(C{0}, x);  // NEG
+    } else {
+      if constexpr (Op == HIPDNN_EP_UNARY_OP_RELU) return x < 0.0f ? 0.0f : x;  // NaN stays NaN
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_SIGMOID) return sigmoidf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_TANH) return tanhf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_EXP) return expf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_LOG) return logf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_SQRT) return sqrtf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_NEG) return -x;
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ERF) return erff(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_GELU_ERF) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+      else return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));  // GELU_TANH
+    }
+  }
+};
+
+template <typename T, typename Fn>
+__global__ void unary_kernel(const T* x, T* y, int64_t n, Fn fn) {
+  HIPDNN_EP_GRID_STRIDE(i, n) { store(y, i, fn(load(x, i))); }
+}
+
+template <typename T, int64_t Op>
+void launch_unary(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_tensor_ref_t& out) {
+  const int64_t n = element_count(in);
+  if (n == 0) return;
+  unary_kernel<<<grid_for(n), kBlock, 0, current_stream(state)>>>(
+      static_cast<const T*>(in.data), static_cast<T*>(out.data), n, UnaryOp<Op, typename Compute<T>::type>{});
+  check_launch("unary");
+}
+
+template <typename T>
+void unary_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_ref_t& in,
+                 const hipdnn_ep_tensor_ref_t& out) {
+  using C = typename Compute<T>::type;
+  if constexpr (std::is_integral_v<C>) {
+    if (op == HIPDNN_EP_UNARY_OP_RELU) return launch_unary<T, HIPDNN_EP_UNARY_OP_RELU>(state, in, out);
+    if (op == HIPDNN_EP_UNARY_OP_NEG) return launch_unary<T, HIPDNN_EP_UNARY_OP_NEG>(state, in, out);
+  } else {
+    switch (op) {
+#define HIPDNN_EP_UNARY_CASE(name) \
+  case HIPDNN_EP_UNARY_OP_##name: return launch_unary<T, HIPDNN_EP_UNARY_OP_##name>(state, in, out);
+      HIPDNN_EP_UNARY_CASE(RELU)
+      HIPDNN_EP_UNARY_CASE(SIGMOID)
+      HIPDNN_EP_UNARY_CASE(TANH)
+      HIPDNN_EP_UNARY_CASE(EXP)
+      HIPDNN_EP_UNARY_CASE(LOG)
+      HIPDNN_EP_UNARY_CASE(SQRT)
+      HIPDNN_EP_UNARY_CASE(NEG)
+      HIPDNN_EP_UNARY_CASE(ERF)
+      HIPDNN_EP_UNARY_CASE(GELU_ERF)
+      HIPDNN_EP_UNARY_CASE(GELU_TANH)
+#undef HIPDNN_EP_UNARY_CASE
+      default: break;
+    }
+  }
+  fail(HIPDNN_EP_STATUS_INTERNAL, "unary op " + std::to_string(op) + " reached the GPU kernel unvalidated");
+}
+
+// ---------------------------------------------------------------- cast
+
+template <typename T>
+__device__ __forceinline__ double as_double(T v) {
+  if constexpr (std::is_same_v<T, __half>) return __half2float(v);
+  else if constexpr (std::is_same_v<T, gbool>) return v.value != 0 ? 1.0 : 0.0;
+  else return static_cast<double>(v);
+}
+
+template <typename T>
+struct Limits;
+template <> struct Limits<uint8_t> { static constexpr uint8_t lo = 0, hi = 255; };
+template <> struct Limits<int8_t> { static constexpr int8_t lo = -128, hi = 127; };
+template <> struct Limits<int32_t> { static constexpr int32_t lo = INT32_MIN, hi = INT32_MAX; };
+template <> struct Limits<int64_t> { static constexpr int64_t lo = INT64_MIN, hi = INT64_MAX; };
+
+template <typename TOut>
+__device__ __forceinline__ TOut float_to_int(double v) {
+  if (isnan(v)) return TOut{0};
+  if (v <= static_cast<double>(Limits<TOut>::lo)) return Limits<TOut>::lo;
+  if (v >= static_cast<double>(Limits<TOut>::hi)) return Limits<TOut>::hi;
+  return static_cast<TOut>(v);
+}
+
+template <typename TOut, typename TIn>
+__device__ __forceinline__ TOut convert(TIn v) {
+  constexpr bool kInIsFloat = std::is_same_v<TIn, __half> || std::is_floating_point_v<TIn>;
+  if constexpr (std::is_same_v<TOut, gbool>) {
+    if constexpr (std::is_same_v<TIn, gbool>) return gbool{static_cast<uint8_t>(v.value != 0)};
+    else if constexpr (kInIsFloat) return gbool{static_cast<uint8_t>(as_double(v) != 0.0)};  // NaN -> true
+    else return gbool{static_cast<uint8_t>(v != 0)};
+  } else if constexpr (std::is_same_v<TOut, __half>) {
+    return __float2half_rn(static_cast<float>(as_double(v)));
+  } else if constexpr (std::is_floating_point_v<TOut>) {
+    if constexpr (std::is_integral_v<TIn>) return static_cast<TOut>(v);
+    else return static_cast<TOut>(as_double(v));
+  } else {
+    if constexpr (kInIsFloat) return float_to_int<TOut>(as_double(v));
+    else if constexpr (std::is_same_v<TIn, gbool>) return static_cast<TOut>(v.value != 0);
+    else return static_cast<TOut>(v);  // integer to integer: modulo 2^bits
+  }
+}
+
+template <typename TIn, typename TOut>
+__global__ void cast_kernel(const TIn* x, TOut* y, int64_t n) {
+  HIPDNN_EP_GRID_STRIDE(i, n) { y[i] = convert<TOut>(x[i]); }
+}
+
+// ---------------------------------------------------------------- where
+
+template <typename T>
+__global__ void where_kernel(const uint8_t* cond, const T* x, const T* y, T* out, Layout<4> l, int64_t n) {
+  HIPDNN_EP_GRID_STRIDE(i, n) {
+    int64_t off[4];
+    offsets_at(l, i, off);
+    out[off[0]] = cond[off[1]] ? x[off[2]] : y[off[3]];
+  }
+}
+
+}  // namespace
+
+void binary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_BINARY_INT_ATTR_OP];
+  if (op == HIPDNN_EP_BINARY_OP_EQUAL && args.inputs[0].dtype == HIPDNN_EP_DTYPE_BOOL) {
+    launch_binary<gbool, gbool, HIPDNN_EP_BINARY_OP_EQUAL>(state, args.inputs[0], args.inputs[1], args.outputs[0]);
+    return;
+  }
+  dispatch_numeric_gpu(args.inputs[0].dtype, "binary", [&](auto tag) {
+    binary_typed<typename decltype(tag)::type>(state, op, args.inputs[0], args.inputs[1], args.outputs[0]);
+  });
+}
+
+void unary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_UNARY_INT_ATTR_OP];
+  dispatch_numeric_gpu(args.inputs[0].dtype, "unary", [&](auto tag) {
+    unary_typed<typename decltype(tag)::type>(state, op, args.inputs[0], args.outputs[0]);
+  });
+}
+
+void cast(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const int64_t n = element_count(in);
+  if (n == 0) return;
+  const hipStream_t stream = current_stream(state);
+  dispatch_any_gpu(in.dtype, "cast", [&](auto in_tag) {
+    using TIn = typename decltype(in_tag)::type;
+    dispatch_any_gpu(out.dtype, "cast", [&](auto out_tag) {
+      using TOut = typename decltype(out_tag)::type;
+      cast_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const TIn*>(in.data), static_cast<TOut*>(out.data),
+                                                      n);
+    });
+  });
+  check_launch("cast");
+}
+
+void where(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& cond = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& x = args.inputs[1];
+  const hipdnn_ep_tensor_ref_t& y = args.inputs[2];
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const Dims shape = dims_of(out);
+  const int64_t n = element_count(shape);
+  if (n == 0) return;
+  const Layout<4> l =
+      make_layout<4>(shape, {contiguous_strides(shape), broadcast_strides(dims_of(cond), shape),
+                             broadcast_strides(dims_of(x), shape), broadcast_strides(dims_of(y), shape)});
+  const hipStream_t stream = current_stream(state);
+  dispatch_by_size(dtype_size(out.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    where_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const uint8_t*>(cond.data),
+                                                     static_cast<const T*>(x.data), static_cast<const T*>(y.data),
+                                                     static_cast<T*>(out.data), l, n);
+  });
+  check_launch("where");
+}
+
+}  // namespace hipdnn_ep::kernels::gpu

@@ -1,0 +1,204 @@
+// Shared pieces of the GPU kernels (HIP C++, built for CUDA through
+// gpu/hip_portability.h): device element types, strided layouts of up to
+// kMaxRank dims, launch helpers and the error flags that report
+// data-dependent failures (an integer division by zero, a gather index out
+// of range) back to the host.
+#ifndef HIPDNN_EP_KERNELS_GPU_GPU_COMMON_H_
+#define HIPDNN_EP_KERNELS_GPU_GPU_COMMON_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "gpu/hip_portability.h"
+#include "hipdnn_ep/runtime_abi.h"
+#include "kernels/tensor_util.h"
+
+namespace hipdnn_ep::kernels::gpu {
+
+constexpr int kMaxRank = 8;
+constexpr int kBlock = 256;
+
+// BOOL elements: one byte, any nonzero byte is true, true is written as 1.
+struct gbool {
+  uint8_t value;
+};
+
+// Storage type -> the type arithmetic is done in.
+template <typename T>
+struct Compute {
+  using type = T;
+};
+template <>
+struct Compute<__half> {
+  using type = float;
+};
+template <>
+struct Compute<gbool> {
+  using type = bool;
+};
+
+template <typename T>
+__device__ __forceinline__ typename Compute<T>::type load(const T* p, int64_t i) {
+  return p[i];
+}
+__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ bool load(const gbool* p, int64_t i) { return p[i].value != 0; }
+
+template <typename T>
+__device__ __forceinline__ void store(T* p, int64_t i, typename Compute<T>::type v) {
+  p[i] = v;
+}
+__device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void store(gbool* p, int64_t i, bool v) { p[i].value = v ? 1 : 0; }
+
+// Up to kMaxRank dims with N operands' element strides, outermost first.
+template <int N>
+struct Layout {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[N][kMaxRank] = {};
+};
+
+// Element offsets of the N operands at linear index i of the layout's shape.
+template <int N>
+__device__ __forceinline__ void offsets_at(const Layout<N>& l, int64_t i, int64_t (&off)[N]) {
+  for (int k = 0; k < N; ++k) off[k] = 0;
+  for (int d = l.rank - 1; d >= 0; --d) {
+    const int64_t c = i % l.dims[d];
+    i /= l.dims[d];
+    for (int k = 0; k < N; ++k) off[k] += c * l.strides[k][d];
+  }
+}
+
+// Host side: the shape with dims of size 1 dropped and neighbours that are
+// contiguous for every operand merged (as for_each_row does). Fails with
+// UNSUPPORTED when more than kMaxRank dims remain.
+template <int N>
+Layout<N> make_layout(const Dims& dims, const std::array<Dims, N>& strides) {
+  Layout<N> l;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    bool merge = l.rank > 0;
+    for (int k = 0; merge && k < N; ++k) merge = l.strides[k][l.rank - 1] == strides[k][d] * dims[d];
+    if (merge) {
+      l.dims[l.rank - 1] *= dims[d];
+      for (int k = 0; k < N; ++k) l.strides[k][l.rank - 1] = strides[k][d];
+      continue;
+    }
+    if (l.rank == kMaxRank) {
+      fail(HIPDNN_EP_STATUS_UNSUPPORTED, "the GPU kernels handle at most " + std::to_string(kMaxRank) +
+                                             " dims that cannot be merged; got shape " + format_dims(dims));
+    }
+    l.dims[l.rank] = dims[d];
+    for (int k = 0; k < N; ++k) l.strides[k][l.rank] = strides[k][d];
+    ++l.rank;
+  }
+  return l;
+}
+
+// Grid size for a grid-stride loop over n elements.
+inline unsigned grid_for(int64_t n) {
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  return static_cast<unsigned>(blocks < 65535 * 8 ? (blocks < 1 ? 1 : blocks) : 65535 * 8);
+}
+
+#define HIPDNN_EP_GRID_STRIDE(i, n) \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{blockDim.x} * gridDim.x)
+
+// Error codes kernels write into the device's error flags (word 0; word 1
+// holds the first failing element position).
+enum : int64_t { kErrorNone = 0, kErrorIntDivByZero = 1, kErrorIndexOutOfRange = 2 };
+
+__device__ __forceinline__ void report_error(int64_t* flags, int64_t code, int64_t position) {
+  if (atomicCAS(reinterpret_cast<unsigned long long*>(flags), 0ull, static_cast<unsigned long long>(code)) == 0ull) {
+    flags[1] = position;
+  }
+}
+
+// Tree reduction over one block (blockDim.x a power of two, at most kBlock);
+// every thread gets the result.
+template <typename T, typename Op>
+__device__ __forceinline__ T block_reduce(T v, Op op, T* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) shared[threadIdx.x] = op(shared[threadIdx.x], shared[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const T result = shared[0];
+  __syncthreads();
+  return result;
+}
+
+// Device memory for a kernel's temporaries, from the state's caching
+// allocator (counted against its limit), freed in stream order.
+class TempBuffer {
+ public:
+  TempBuffer(hipdnn_ep_state_t* state, uint64_t bytes);
+  ~TempBuffer();
+  TempBuffer(const TempBuffer&) = delete;
+  TempBuffer& operator=(const TempBuffer&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  hipdnn_ep_state_t* state_;
+  void* data_ = nullptr;
+};
+
+// Waits for the state's stream (a kernel that reports through the error
+// flags); throws INTERNAL naming `what` if the wait fails.
+void wait_for_stream(hipdnn_ep_state_t* state, const char* what);
+// Clears the error flags before a kernel that may set them.
+void reset_error_flags(hipdnn_ep_state_t* state);
+
+// Throws a KernelError for the last launch error, naming the kernel.
+void check_launch(const char* what);
+
+// Device dispatch: fn(TypeTag<T>{}) with the device storage type of dtype.
+template <typename Fn>
+decltype(auto) dispatch_float_gpu(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_FLOAT32: return fn(TypeTag<float>{});
+    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<__half>{});
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
+template <typename Fn>
+decltype(auto) dispatch_numeric_gpu(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_FLOAT32: return fn(TypeTag<float>{});
+    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<__half>{});
+    case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
+    case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
+template <typename Fn>
+decltype(auto) dispatch_any_gpu(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_FLOAT32: return fn(TypeTag<float>{});
+    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
+    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
+    case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
+    case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
+    case HIPDNN_EP_DTYPE_BOOL: return fn(TypeTag<gbool>{});
+    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<__half>{});
+    case HIPDNN_EP_DTYPE_FLOAT64: return fn(TypeTag<double>{});
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
+// out (contiguous, dims `shape`)[idx] = in[offset + sum(idx[d] * in_strides[d])]
+// by element width, on the state's current stream.
+void strided_copy(hipdnn_ep_state_t* state, const void* in, int64_t offset, const Dims& in_strides, void* out,
+                  const Dims& shape, size_t element_size);
+
+}  // namespace hipdnn_ep::kernels::gpu
+
+#endif  // HIPDNN_EP_KERNELS_GPU_GPU_COMMON_H_

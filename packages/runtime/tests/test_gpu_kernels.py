@@ -1,0 +1,385 @@
+"""The GPU kernels (cuda/hip backends) against the CPU backend, on fixed and varying shapes.
+
+Each case runs one kernel twice: on a cpu State over numpy arrays (the reference) and on a GPU
+State over device arrays (torch or cupy, passed zero-copy through DLPack; the parameter tensors
+the kernels read on the host stay numpy). Outputs start as garbage the kernel must overwrite.
+
+Tolerances (GPU vs CPU, per op family and dtype; `rtol`, `atol` elementwise):
+
+- exact: data movement (transpose, concat, slice, gather, expand, where), cast, integer and
+  comparison ops, relu/neg, reduce max, and float add/sub/mul/div (IEEE operations both sides);
+- transcendental unary ops, pow: float32 2e-6 / 1e-6 (device libm within 2 ulp); float16 one
+  half ulp (1e-3 / 1e-3) since both round a float result to half;
+- softmax, layer_norm: float32 1e-5 / 1e-6; float16 2e-3 / 2e-3;
+- reduce sum/mean (double accumulation on both): float32 1e-6 / 1e-6; float16 1e-3 / 1e-3;
+- matmul, gemm (float32 accumulation in a different order; no TF32): float32 1e-4 / 1e-4 (K up
+  to 768) and relative Frobenius error under 1e-6; float16 2e-3 / 2e-3 and relative error under 1e-3.
+
+Run with ``pytest --gpu=auto`` (the default: skipped when the runtime has no GPU backend or no
+GPU answers), ``--gpu=cuda`` to require one, ``--gpu=none`` to skip.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+np = pytest.importorskip("numpy")
+rt = pytest.importorskip("hipdnn_ep_runtime")
+_core = rt._core
+
+pytestmark = pytest.mark.gpu
+
+MANIFEST = rt.abi_manifest()
+ENUMS = {e["name"]: e["values"] for e in MANIFEST["enums"]}
+BINARY = ENUMS["hipdnn_ep_binary_op"]
+UNARY = ENUMS["hipdnn_ep_unary_op"]
+REDUCE = ENUMS["hipdnn_ep_reduce_op"]
+F32, F16, I32, I64, BOOL = np.float32, np.float16, np.int32, np.int64, np.bool_
+FLOATS = [F32, F16]
+# Inputs each kernel reads on the host (parameter tensors); the rest are device data.
+HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}}
+EXACT = (0.0, 0.0)
+
+
+class DeviceArrays:
+    """numpy <-> device arrays through torch or cupy (whichever is installed), both DLPack producers."""
+
+    def __init__(self) -> None:
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ImportError("torch without a GPU")
+            self.torch = torch
+            self.cupy = None
+        except ImportError:
+            self.torch = None
+            self.cupy = pytest.importorskip("cupy", reason="the GPU tests need torch (with CUDA) or cupy")
+
+    def to_device(self, a: np.ndarray):
+        if self.torch is not None:
+            return self.torch.from_numpy(np.array(a, order="C")).cuda()  # (ascontiguousarray makes 0-d 1-d)
+        return self.cupy.asarray(a)
+
+    def to_host(self, d) -> np.ndarray:
+        if self.torch is not None:
+            return d.cpu().numpy()
+        return self.cupy.asnumpy(d)
+
+
+@pytest.fixture(scope="module")
+def dev() -> DeviceArrays:
+    return DeviceArrays()
+
+
+@pytest.fixture(scope="module")
+def cpu() -> rt.State:
+    s = rt.State(backend="cpu")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def gpu(gpu_backend: str) -> rt.State:
+    s = rt.State(backend=gpu_backend)
+    yield s
+    s.close()  # raises LeakError if a kernel leaked a temporary
+
+
+def rand(shape, dtype, seed, low=-3.0, high=3.0) -> np.ndarray:
+    r = np.random.default_rng(seed)
+    if np.dtype(dtype) == np.bool_:
+        return r.integers(0, 2, size=shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        lo = max(int(low), np.iinfo(dtype).min)
+        return r.integers(lo, int(high) + 1, size=shape).astype(dtype)
+    return r.uniform(low, high, size=shape).astype(dtype)
+
+
+def i64(values) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def compare(cpu, gpu, dev, kernel, inputs, out_shape, out_dtype=None, ints=(), floats=(), tol=EXACT):
+    """Runs the kernel on both states; asserts the GPU output matches the CPU one within tol."""
+    inputs = [None if x is None else np.array(x, order="C") for x in inputs]
+    dtype = out_dtype if out_dtype is not None else inputs[0].dtype
+    garbage = np.full(out_shape, 77, dtype=dtype)
+    expected = garbage.copy()
+    name = "hipdnn_ep_kernel_" + kernel
+    ints, floats = list(ints), [float(f) for f in floats]
+    _core.call_kernel(cpu, name, inputs, [expected], ints, floats)
+    host = HOST_INPUTS.get(kernel, set())
+    dev_inputs = [x if (x is None or i in host) else dev.to_device(x) for i, x in enumerate(inputs)]
+    out = dev.to_device(garbage)
+    _core.call_kernel(gpu, name, dev_inputs, [out], ints, floats)
+    actual = dev.to_host(out)
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    rtol, atol = tol
+    if rtol == 0 and atol == 0:
+        np.testing.assert_array_equal(actual, expected, err_msg=f"{kernel} {ints}")
+    else:
+        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=atol,
+                                   err_msg=f"{kernel} {ints}")
+    return actual, expected
+
+
+def relative_error(actual, expected) -> float:
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    return float(np.linalg.norm(a - e) / max(np.linalg.norm(e), 1e-30))
+
+
+# ---------------------------------------------------------------- elementwise
+
+BROADCAST_SHAPES = [((7,), (7,)), ((2, 3, 5), (2, 3, 5)), ((4, 1, 6), (3, 1)), ((), (5, 2)),
+                    ((2, 1, 3, 1, 4), (1, 5, 1, 2, 1)), ((0, 3), (1, 3)), ((1000, 33), (33,))]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL", "DIV", "EQUAL", "LESS", "GREATER"])
+def test_binary(cpu, gpu, dev, op, dtype):
+    for k, (sa, sb) in enumerate(BROADCAST_SHAPES):
+        a, b = rand(sa, dtype, 2 * k), rand(sb, dtype, 2 * k + 1)
+        if op == "DIV" and np.issubdtype(dtype, np.integer):
+            b[b == 0] = 3
+        if op == "DIV" and np.dtype(dtype) == F16:
+            b[np.abs(b) < 0.1] = 0.5
+        out = np.broadcast_shapes(sa, sb)
+        cmp = op in ("EQUAL", "LESS", "GREATER")
+        compare(cpu, gpu, dev, "binary", [a, b], out, BOOL if cmp else None, [BINARY[op]])
+
+
+def test_binary_pow_and_bool_equal(cpu, gpu, dev):
+    for dtype in FLOATS:
+        tol = (2e-6, 1e-6) if dtype == F32 else (1e-3, 1e-3)
+        compare(cpu, gpu, dev, "binary", [rand((3, 8), dtype, 1, 0.1, 2.0), rand((8,), dtype, 2, -2, 2)], (3, 8),
+                ints=[BINARY["POW"]], tol=tol)
+    compare(cpu, gpu, dev, "binary", [rand((4, 5), BOOL, 3), rand((5,), BOOL, 4)], (4, 5), ints=[BINARY["EQUAL"]])
+
+
+def test_integer_division_by_zero_is_an_error(gpu, dev):
+    a, b = dev.to_device(np.arange(6, dtype=np.int32)), dev.to_device(np.array([1, 0, 2, 3, 4, 5], np.int32))
+    out = dev.to_device(np.zeros(6, np.int32))
+    with pytest.raises(rt.InvalidArgumentError, match="integer division by zero"):
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_binary", [a, b], [out], [BINARY["DIV"]], [])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", list(UNARY))
+def test_unary(cpu, gpu, dev, op, dtype):
+    low = 0.01 if op in ("LOG", "SQRT") else -4.0
+    tol = EXACT if op in ("RELU", "NEG") else (2e-6, 1e-6) if dtype == F32 else (1e-3, 1e-3)
+    for k, shape in enumerate([(1,), (17, 3), (4096 + 5,), (0, 2)]):
+        compare(cpu, gpu, dev, "unary", [rand(shape, dtype, k, low, 4.0)], shape, ints=[UNARY[op]], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+def test_unary_integers(cpu, gpu, dev, dtype):
+    x = rand((9, 4), dtype, 5, -100, 100)
+    x.flat[0] = np.iinfo(dtype).min  # negation wraps
+    for op in ("RELU", "NEG"):
+        compare(cpu, gpu, dev, "unary", [x], x.shape, ints=[UNARY[op]])
+
+
+ALL_DTYPES = [np.float32, np.uint8, np.int8, np.int32, np.int64, np.bool_, np.float16, np.float64]
+
+
+def test_cast_every_pair(cpu, gpu, dev):
+    for src, dst in itertools.product(ALL_DTYPES, ALL_DTYPES):
+        if np.issubdtype(src, np.floating):
+            x = rand((64,), src, 1, -300.0, 300.0)
+            x[:4] = [np.nan, np.inf, -np.inf, 0.5] if src != np.float16 else [np.nan, np.inf, -np.inf, 0.5]
+        else:
+            x = rand((64,), src, 1, -300, 300)
+        compare(cpu, gpu, dev, "cast", [x], x.shape, dst)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL, np.int8])
+def test_where(cpu, gpu, dev, dtype):
+    for k, (sc, sx, sy) in enumerate([((5,), (5,), (5,)), ((3, 1), (1, 4), (3, 4)), ((2, 3, 4), (4,), ())]):
+        out = np.broadcast_shapes(sc, sx, sy)
+        compare(cpu, gpu, dev, "where", [rand(sc, BOOL, k), rand(sx, dtype, k + 1), rand(sy, dtype, k + 2)], out, dtype)
+
+
+# ---------------------------------------------------------------- matrix products
+
+MATMUL_SHAPES = [((4, 8), (8, 3)), ((1, 64), (64, 128)), ((3, 5, 16), (16, 7)), ((2, 3, 5, 16), (2, 3, 16, 9)),
+                 ((5, 16), (4, 16, 6)), ((2, 1, 4, 8), (1, 3, 8, 5)), ((16,), (16, 5)), ((3, 16), (16,)),
+                 ((2, 0, 4), (4, 3)), ((3, 0), (0, 4)), ((128, 768), (768, 768))]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matmul(cpu, gpu, dev, dtype):
+    for k, (sa, sb) in enumerate(MATMUL_SHAPES):
+        a, b = rand(sa, dtype, 2 * k, -1, 1), rand(sb, dtype, 2 * k + 1, -1, 1)
+        out = np.matmul(a.astype(F32), b.astype(F32)).shape
+        tol = (1e-4, 1e-4) if dtype == F32 else (2e-3, 2e-3)
+        actual, expected = compare(cpu, gpu, dev, "matmul", [a, b], out, tol=tol)
+        if expected.size:
+            assert relative_error(actual, expected) < (1e-6 if dtype == F32 else 1e-3)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gemm(cpu, gpu, dev, dtype):
+    tol = (1e-5, 1e-5) if dtype == F32 else (2e-3, 2e-3)
+    m, n, k = 6, 5, 12
+    for ta, tb in itertools.product((0, 1), (0, 1)):
+        a = rand((k, m) if ta else (m, k), dtype, ta, -1, 1)
+        b = rand((n, k) if tb else (k, n), dtype, tb + 2, -1, 1)
+        for c_shape, alpha, beta in [(None, 1.0, 1.0), ((n,), 0.5, 2.0), ((m, 1), 1.5, 0.0), ((m, n), -1.0, 0.25)]:
+            c = None if c_shape is None else rand(c_shape, dtype, 7, -1, 1)
+            compare(cpu, gpu, dev, "gemm", [a, b, c], (m, n), ints=[ta, tb], floats=[alpha, beta], tol=tol)
+    # K = 0: alpha * (empty sum) + beta * C
+    compare(cpu, gpu, dev, "gemm", [np.zeros((3, 0), dtype), np.zeros((0, 4), dtype), rand((4,), dtype, 1)], (3, 4),
+            ints=[0, 0], floats=[1.0, 3.0], tol=tol)
+
+
+# ---------------------------------------------------------------- normalization and reduction
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax(cpu, gpu, dev, dtype):
+    tol = (1e-5, 1e-6) if dtype == F32 else (2e-3, 2e-3)
+    for k, (shape, axis) in enumerate([((4, 10), 1), ((2, 3, 700), 2), ((3, 6, 5), 1), ((5, 4), 0), ((128, 12, 128), 2),
+                                       ((1, 1), 1)]):
+        compare(cpu, gpu, dev, "softmax", [rand(shape, dtype, k, -8, 8)], shape, ints=[axis], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_layer_norm(cpu, gpu, dev, dtype):
+    tol = (1e-5, 1e-5) if dtype == F32 else (2e-3, 2e-3)
+    cases = [((4, 16), 1, (16,), (16,)), ((2, 3, 768), 2, (768,), (768,)), ((2, 3, 4), 1, (3, 4), (4,)),
+             ((3, 5), 1, (5,), None), ((2, 6), 1, (1,), (6,)), ((128, 768), 1, (768,), (768,))]
+    for k, (shape, axis, s_shape, b_shape) in enumerate(cases):
+        x = rand(shape, dtype, k, -2, 5)
+        scale = rand(s_shape, dtype, k + 10, 0.5, 1.5)
+        bias = None if b_shape is None else rand(b_shape, dtype, k + 20, -1, 1)
+        compare(cpu, gpu, dev, "layer_norm", [x, scale, bias], shape, ints=[axis], floats=[1e-5], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("op", list(REDUCE))
+def test_reduce(cpu, gpu, dev, op, dtype):
+    if op == "MEAN" and not np.issubdtype(dtype, np.floating):
+        pytest.skip("reduce mean takes float types")
+    exact = op == "MAX" or not np.issubdtype(dtype, np.floating)
+    tol = EXACT if exact else (1e-6, 1e-6) if dtype == F32 else (1e-3, 1e-3)
+    shape = (3, 4, 5, 6)
+    for k, axes in enumerate([[0], [3], [1, 2], [0, 3], [], [3, 0, 1, 2]]):
+        x = rand(shape, dtype, k, -3, 3)
+        kept = [1 if (d in axes or not axes) else n for d, n in enumerate(shape)]
+        compare(cpu, gpu, dev, "reduce", [x, i64(axes)], tuple(kept), ints=[REDUCE[op]], tol=tol)
+    big = rand((2, 70000), dtype, 9, -3, 3)
+    compare(cpu, gpu, dev, "reduce", [big, i64([1])], (2,), ints=[REDUCE[op]],
+            tol=tol if exact else (1e-6, 1e-6) if dtype == F32 else (2e-3, 0.5))
+
+
+def test_reduce_empty_set(cpu, gpu, dev):
+    for op in REDUCE:
+        compare(cpu, gpu, dev, "reduce", [np.zeros((3, 0), F32), i64([1])], (3,), ints=[REDUCE[op]])
+
+
+# ---------------------------------------------------------------- data movement
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL, np.uint8])
+def test_transpose(cpu, gpu, dev, dtype):
+    for k, (shape, perm) in enumerate([((3, 4), [1, 0]), ((2, 3, 4, 5), [0, 2, 1, 3]), ((2, 3, 4, 5), [3, 1, 0, 2]),
+                                       ((1, 128, 12, 64), [0, 2, 1, 3]), ((5,), [0])]):
+        x = rand(shape, dtype, k)
+        compare(cpu, gpu, dev, "transpose", [x, i64(perm)], tuple(shape[p] for p in perm))
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, BOOL])
+def test_concat(cpu, gpu, dev, dtype):
+    for axis, shapes in [(0, [(2, 3), (4, 3)]), (1, [(2, 3, 4), (2, 1, 4), (2, 0, 4), (2, 5, 4)]),
+                         (2, [(3, 2, 1), (3, 2, 7)])]:
+        xs = [rand(s, dtype, i) for i, s in enumerate(shapes)]
+        out = list(shapes[0])
+        out[axis] = sum(s[axis] for s in shapes)
+        compare(cpu, gpu, dev, "concat", xs, tuple(out), ints=[axis])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64])
+def test_slice(cpu, gpu, dev, dtype):
+    x = rand((6, 7, 8), dtype, 1)
+    for starts, steps, out in [([0, 0, 0], [1, 1, 1], (6, 7, 8)), ([1, 2, 3], [2, 1, 2], (3, 5, 3)),
+                               ([5, 6, 7], [-1, -2, -3], (6, 4, 3)), ([2, 0, 0], [1, 1, 1], (0, 7, 8))]:
+        compare(cpu, gpu, dev, "slice", [x, i64(starts), i64(steps)], out)
+
+
+@pytest.mark.parametrize("index_dtype", [I32, I64])
+def test_gather(cpu, gpu, dev, index_dtype):
+    data = rand((5, 6, 7), F32, 1)
+    for axis, indices in [(0, [[0, 4], [-1, 2]]), (1, [5, 0, -6, 3]), (2, [3]), (0, np.zeros((0,), np.int64))]:
+        idx = np.array(indices, dtype=index_dtype)
+        out = data.shape[:axis] + idx.shape + data.shape[axis + 1:]
+        compare(cpu, gpu, dev, "gather", [data, idx], out, ints=[axis])
+    table = rand((30522, 64), F16, 2)  # an embedding lookup
+    compare(cpu, gpu, dev, "gather", [table, np.array([[101, 2000, 30521, 0]], index_dtype)], (1, 4, 64), ints=[0])
+
+
+def test_zero_dim_device_arrays(cpu, gpu, dev):
+    """0-d tensors (scalars) cross DLPack with rank 0."""
+    x = np.array(2.5, F32)
+    compare(cpu, gpu, dev, "unary", [x], (), ints=[UNARY["EXP"]], tol=(2e-6, 0))
+    compare(cpu, gpu, dev, "gather", [rand((5, 6, 7), F32, 1), np.array(3, I64)], (5, 6), ints=[2])
+
+
+def test_gather_index_out_of_range_names_it(gpu, dev):
+    data = dev.to_device(np.zeros((4, 3), F32))
+    idx = dev.to_device(np.array([0, 1, 9, 2], I64))
+    out = dev.to_device(np.zeros((4, 3), F32))
+    with pytest.raises(rt.InvalidArgumentError, match="index 9 at position 2 is out of range for axis 0 of size 4"):
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_gather", [data, idx], [out], [0], [])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BOOL])
+def test_expand(cpu, gpu, dev, dtype):
+    for k, (shape, out) in enumerate([((3, 1), (3, 4)), ((1,), (2, 3)), ((2, 1, 3), (4, 2, 5, 3)), ((), (7,))]):
+        compare(cpu, gpu, dev, "expand", [rand(shape, dtype, k)], out)
+
+
+# ---------------------------------------------------------------- shapes that vary from call to call
+
+
+def test_dynamic_shapes_reuse_the_caching_allocator(cpu, gpu, dev):
+    """The same kernels at a new shape on every call, as a dynamic-shape program calls them; the
+    temporaries come from the caching allocator and none is left live."""
+    for seq in (1, 7, 128, 33, 128, 5):
+        x = rand((2, seq, 64), F32, seq)
+        scale, bias = rand((64,), F32, 1), rand((64,), F32, 2)
+        compare(cpu, gpu, dev, "layer_norm", [x, scale, bias], x.shape, ints=[2], floats=[1e-5], tol=(1e-5, 1e-5))
+        compare(cpu, gpu, dev, "layer_norm", [x, rand((1,), F32, 3), None], x.shape, ints=[2], floats=[1e-5],
+                tol=(1e-5, 1e-5))
+        w = rand((64, 96), F32, 4, -1, 1)
+        compare(cpu, gpu, dev, "matmul", [x, w], (2, seq, 96), tol=(1e-5, 1e-5))
+        compare(cpu, gpu, dev, "softmax", [x], x.shape, ints=[2], tol=(1e-5, 1e-6))
+    stats = gpu.memory_stats()
+    assert stats["live_allocations"] == 0, stats
+    assert stats["bytes_reserved"] > 0  # layer_norm's broadcast scale went through the allocator
+
+
+def test_memory_manager_on_the_device(gpu, dev):
+    """malloc/free/memcpy/limit on device memory: stream-ordered reuse, statistics, OOM message."""
+    a = gpu.malloc(1 << 20)
+    data = np.arange(1 << 18, dtype=np.float32)
+    gpu.memcpy(a, data.ctypes.data, data.nbytes, 1)  # HOST_TO_DEVICE
+    back = np.empty_like(data)
+    gpu.memcpy(back.ctypes.data, a, data.nbytes, 2)  # DEVICE_TO_HOST
+    np.testing.assert_array_equal(back, data)
+    gpu.free(a)
+    b = gpu.malloc(1 << 20)
+    assert b == a  # reused on the same stream without a synchronize
+    gpu.free(b)
+    scratch = gpu.host_scratch(64)
+    assert scratch != 0
+    backend = gpu.backend
+    with rt.State(backend=backend, memory_limit=1 << 20) as small:
+        with pytest.raises(rt.OutOfMemoryError, match="bytes"):
+            small.malloc(2 << 20)
+    with rt.State(backend=backend) as s:
+        with pytest.raises(rt.OutOfMemoryError, match=r"out of device memory allocating \d+ bytes .* free of"):
+            s.malloc(1 << 50)
