@@ -1,24 +1,32 @@
 #include "compile_cache.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
+#include "ep_context.h"
 #include "ep_utils.h"
 #include "json.h"
+#include "private_files.h"
 #include "sha256.h"
 
 namespace hipdnn_ep {
 namespace fs = std::filesystem;
 
 namespace {
+constexpr int kFormat = 2;
 constexpr const char* kArtifactDir = "artifact";
+constexpr const char* kProgramName = "program.so";
 constexpr const char* kEntryName = "entry.json";
 
 std::string ReadFile(const fs::path& p) {
@@ -28,18 +36,20 @@ std::string ReadFile(const fs::path& p) {
   return ss.str();
 }
 
-// The one shared object in an entry's artifact folder ("" if not exactly one).
-std::string SingleSharedObject(const fs::path& dir) {
-  std::error_code ec;
-  std::string found;
-  int count = 0;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() == ".so") {
-      found = e.path().string();
-      ++count;
-    }
-  }
-  return count == 1 ? found : std::string();
+// MAC of an entry: binds the code to the inputs it was compiled from.
+std::string EntryMac(const std::string& install_key, const std::string& described, const std::string& code) {
+  return SignArtifact(install_key, described + std::string(1, '\0') + code);
+}
+
+// entry.json: the described inputs with the MAC added.
+std::string EntryJson(const std::string& described, const std::string& mac) {
+  return described.substr(0, described.size() - 1) + ",\"mac\":" + json::Quote(mac) + "}";
+}
+
+bool IsDigest(const std::string& name) {
+  return name.size() == 64 && std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 }  // namespace
 
@@ -58,67 +68,107 @@ std::string DefaultCacheDir() {
   if (xdg && *xdg) return (fs::path(xdg) / "hipdnn-ep").string();
   const char* home = getenv("HOME");
   if (home && *home) return (fs::path(home) / ".cache" / "hipdnn-ep").string();
-  return (fs::temp_directory_path() / "hipdnn-ep-cache").string();
+  // Per user, never a shared folder: a folder other users can create first
+  // would be refused (or, worse, trusted).
+  return PerUserTempDir("hipdnn-ep-cache");
 }
 
 std::string CacheKey::Describe() const {
-  return "{\"format\":1,\"graph_hash\":" + json::Quote(graph_hash) + ",\"compiler\":" + json::Quote(compiler) +
-         ",\"abi\":" + json::Quote(abi) +
+  return "{\"format\":" + std::to_string(kFormat) + ",\"graph_hash\":" + json::Quote(graph_hash) +
+         ",\"compiler\":" + json::Quote(compiler) + ",\"abi\":" + json::Quote(abi) +
          ",\"target_abi\":" + json::Quote(target_abi) + ",\"backend\":" + json::Quote(backend) + "}";
 }
 
 std::string CacheKey::Digest() const { return Sha256Hex(Describe()); }
 
-CompileCache::CompileCache(std::string dir)
-    : dir_(fs::absolute(dir.empty() ? DefaultCacheDir() : std::move(dir)).string()) {
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec) throw EpError("hipdnn-ep: cannot create the compile cache directory " + dir_ + ": " + ec.message());
+CompileCache::CompileCache(std::string dir, uint64_t max_bytes)
+    : dir_(fs::absolute(dir.empty() ? DefaultCacheDir() : std::move(dir)).string()), max_bytes_(max_bytes) {
+  EnsurePrivateDir(dir_, "compile cache");
 }
 
-std::string CompileCache::Lookup(const CacheKey& key) const {
-  fs::path entry = fs::path(dir_) / key.Digest();
+const std::string& CompileCache::Key() {
+  if (key_.empty()) key_ = InstallKey(dir_);
+  return key_;
+}
+
+std::unique_ptr<LoadedArtifact> CompileCache::Lookup(const CacheKey& key, std::string* problem) {
+  const std::string digest = key.Digest();
+  const fs::path entry = fs::path(dir_) / digest;
   std::error_code ec;
-  if (!fs::is_directory(entry / kArtifactDir, ec) || !fs::is_regular_file(entry / kEntryName, ec)) return {};
-  // The digest already encodes the inputs; comparing them guards against a
-  // damaged or hand-edited entry.
-  if (ReadFile(entry / kEntryName) != key.Describe()) return {};
-  return SingleSharedObject(entry / kArtifactDir);
+  if (!fs::exists(entry, ec)) return nullptr;
+  const std::string described = key.Describe();
+  std::string why;
+  std::unique_ptr<LoadedArtifact> loaded;
+  try {
+    const std::string text = ReadFile(entry / kEntryName);
+    json::Value meta = json::Parse(text);
+    const std::string mac = meta["mac"].string;
+    if (!meta["mac"].is_string() || text != EntryJson(described, mac)) {
+      why = "its entry.json does not describe this compile";
+    } else {
+      loaded = LoadedArtifact::FromFile((entry / kArtifactDir / kProgramName).string(), [&](const std::string& code) {
+        if (!ConstantTimeEqual(mac, EntryMac(Key(), described, code))) {
+          throw EpError("its code does not match the MAC recorded when it was compiled");
+        }
+      });
+    }
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!loaded) {
+    if (problem) *problem = "compile cache entry " + entry.string() + " is damaged (" + why + "); evicted it";
+    EvictDigest(digest);
+    return nullptr;
+  }
+  // The entry's last use, for the size bound's LRU order.
+  utimensat(AT_FDCWD, (entry / kEntryName).c_str(), nullptr, 0);
+  return loaded;
 }
 
 std::string CompileCache::MakeTempDir(const std::string& stem) const {
-  std::string templ = (fs::path(dir_) / (".tmp-" + stem + "-XXXXXX")).string();
-  if (mkdtemp(templ.data()) == nullptr) {
-    throw EpError("hipdnn-ep: cannot create a temporary directory in " + dir_ + ": " + std::strerror(errno));
-  }
-  return templ;
+  return MakePrivateTempDir(dir_, ".tmp-" + stem);
 }
 
-std::string CompileCache::Insert(const CacheKey& key,
-                                 const std::function<std::string(const std::string& tmp_dir)>& build) {
+void CompileCache::Evict(const CacheKey& key) { EvictDigest(key.Digest()); }
+
+void CompileCache::EvictDigest(const std::string& digest) {
+  const fs::path entry = fs::path(dir_) / digest;
+  std::error_code ec;
+  if (!fs::exists(entry, ec)) return;
+  // Moved aside first: a reader sees the whole entry or none.
+  const fs::path aside = fs::path(MakeTempDir("evicted")) / "entry";
+  std::rename(entry.c_str(), aside.c_str());  // fails only if another process evicted it first
+  fs::remove_all(aside.parent_path(), ec);
+}
+
+std::unique_ptr<LoadedArtifact> CompileCache::Insert(
+    const CacheKey& key, const std::function<std::string(const std::string& tmp_dir)>& build) {
   const std::string digest = key.Digest();
+  const std::string described = key.Describe();
   const fs::path entry = fs::path(dir_) / digest;
   const fs::path tmp = MakeTempDir(digest.substr(0, 16));
+  std::unique_ptr<LoadedArtifact> loaded;
   try {
-    fs::path built = build(tmp.string());
-    fs::path staged = fs::path(tmp) / "entry";
-    fs::create_directory(staged);
-    // The whole folder of the artifact is kept: the compiler may put files
-    // beside the shared object.
-    fs::copy(built.parent_path(), staged / kArtifactDir, fs::copy_options::recursive);
-    std::ofstream(staged / kEntryName, std::ios::binary) << key.Describe();
-    // rename(2) of a directory fails if the target exists and is not empty:
-    // then another process published the same entry first, and we use it;
-    // a damaged entry in the way is moved aside and replaced.
-    if (std::rename(staged.c_str(), entry.c_str()) != 0 && Lookup(key).empty()) {
-      fs::path aside = tmp / "damaged";
-      std::rename(entry.c_str(), aside.c_str());
-      std::rename(staged.c_str(), entry.c_str());
-    }
+    // The compiler wrote into our private folder; these bytes are what is
+    // published and what this session loads.
+    loaded = LoadedArtifact::FromFile(build(tmp.string()), [](const std::string&) {});
+    const fs::path staged = tmp / "entry";
+    fs::create_directories(staged / kArtifactDir);
     {
+      std::ofstream so(staged / kArtifactDir / kProgramName, std::ios::binary);
+      so << loaded->bytes();
+      std::ofstream meta(staged / kEntryName, std::ios::binary);
+      meta << EntryJson(described, EntryMac(Key(), described, loaded->bytes()));
+      if (!so.flush() || !meta.flush()) {
+        throw EpError("hipdnn-ep: cannot write the compile cache entry in " + staged.string());
+      }
+    }
+    // rename(2) of a directory fails if the target exists and is not empty:
+    // then another process published the same entry first.  A damaged entry
+    // in the way (Lookup evicts it) is replaced.
+    if (std::rename(staged.c_str(), entry.c_str()) != 0) {
       int err = errno;
-      std::string found = Lookup(key);
-      if (found.empty()) {
+      if (!Lookup(key) && std::rename(staged.c_str(), entry.c_str()) != 0) {
         throw EpError("hipdnn-ep: cannot publish the compile cache entry " + entry.string() + ": " +
                       std::strerror(err));
       }
@@ -130,9 +180,39 @@ std::string CompileCache::Insert(const CacheKey& key,
   }
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  std::string found = Lookup(key);
-  if (found.empty()) throw EpError("hipdnn-ep: the compile cache entry " + entry.string() + " vanished");
-  return found;
+  Trim(digest);
+  return loaded;
+}
+
+void CompileCache::Trim(const std::string& keep) {
+  if (max_bytes_ == 0) return;
+  struct Entry {
+    std::string digest;
+    uint64_t bytes = 0;
+    fs::file_time_type used;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!IsDigest(name) || !e.is_directory(ec)) continue;
+    Entry item{name, 0, fs::last_write_time(e.path(), ec)};
+    auto used = fs::last_write_time(e.path() / kEntryName, ec);
+    if (!ec) item.used = used;
+    for (const auto& f : fs::recursive_directory_iterator(e.path(), ec)) {
+      if (f.is_regular_file(ec)) item.bytes += f.file_size(ec);
+    }
+    total += item.bytes;
+    entries.push_back(std::move(item));
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  for (const Entry& e : entries) {
+    if (total <= max_bytes_) break;
+    if (e.digest == keep) continue;
+    EvictDigest(e.digest);
+    total -= e.bytes;
+  }
 }
 
 }  // namespace hipdnn_ep

@@ -43,15 +43,22 @@ struct RunAllocations {
 
 CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi> rt,
                                  std::shared_ptr<StatePool> states, int32_t backend, const std::string& node_name,
-                                 const std::string& path, const SubgraphModel& model)
+                                 std::unique_ptr<LoadedArtifact> code, const SubgraphModel& model)
     : OrtNodeComputeInfo{}, api_(api), rt_(std::move(rt)), states_(std::move(states)), backend_(backend),
-      node_name_(node_name), path_(path) {
+      node_name_(node_name), code_(std::move(code)), path_(code_->origin()) {
   ort_version_supported = ORT_API_VERSION;
   CreateState = CreateStateImpl;
   Compute = ComputeImpl;
   ReleaseState = ReleaseStateImpl;
 
-  rt_->Check("hipdnn_ep_artifact_open", rt_->hipdnn_ep_artifact_open(path.c_str(), &artifact_));
+  const std::string& path = path_;
+  try {
+    rt_->Check("hipdnn_ep_artifact_open", rt_->hipdnn_ep_artifact_open(code_->path().c_str(), &artifact_));
+  } catch (const EpError& e) {
+    // The runtime names the verified copy it opened; say where it came from.
+    throw EpError("hipdnn-ep: cannot open the artifact " + path + " (verified copy " + code_->path() +
+                  "): " + e.what(), e.code());
+  }
   const char* meta_text = rt_->hipdnn_ep_artifact_metadata(artifact_);
   json::Value meta;
   try {

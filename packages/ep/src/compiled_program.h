@@ -10,6 +10,7 @@
 #include "onnx_writer.h"
 #include "runtime_api.h"
 #include "runtime_state.h"
+#include "verified_artifact.h"
 
 namespace hipdnn_ep {
 
@@ -26,14 +27,13 @@ struct ArgSpec {
 
 class CompiledProgram : public OrtNodeComputeInfo {
  public:
-  // Opens the artifact at `path` and binds its arguments to the fused node's
-  // inputs (or to copies of initializers ORT does not pass).
+  // Opens the verified artifact (kept alive while its code is loaded) and
+  // binds its arguments to the fused node's inputs (or to copies of
+  // initializers ORT does not pass).
   CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi> rt, std::shared_ptr<StatePool> states,
-                  int32_t backend, const std::string& node_name, const std::string& path,
+                  int32_t backend, const std::string& node_name, std::unique_ptr<LoadedArtifact> code,
                   const SubgraphModel& model);
   ~CompiledProgram();
-
-  const std::string& artifact_path() const { return path_; }
 
  private:
   static OrtStatus* ORT_API_CALL CreateStateImpl(OrtNodeComputeInfo* this_ptr, OrtNodeComputeContext* ctx,
@@ -51,7 +51,8 @@ class CompiledProgram : public OrtNodeComputeInfo {
   std::shared_ptr<StatePool> states_;
   int32_t backend_;
   std::string node_name_;
-  std::string path_;
+  std::unique_ptr<LoadedArtifact> code_;
+  std::string path_;  // where the code came from, for messages
   hipdnn_ep_artifact_t* artifact_ = nullptr;
   std::vector<ArgSpec> args_;    // graph inputs, then weights
   std::vector<std::string> outputs_;

@@ -15,7 +15,9 @@
 #include "ep_options.h"
 #include "onnx_writer.h"
 #include "partition.h"
+#include "private_files.h"
 #include "sha256.h"
+#include "verified_artifact.h"
 
 namespace hipdnn_ep {
 namespace fs = std::filesystem;
@@ -85,6 +87,7 @@ std::string NodeKey(const OrtApi& ort, const OrtNode* node) {
 }
 
 constexpr const char* kEpContextOp = "EPContext";
+constexpr const char* kArtifactFileName = "program.so";  // in the folder beside a non-embedded EPContext model
 constexpr const char* kMsDomain = "com.microsoft";
 
 // Attribute `name` of `node` as a string/int; nullopt-like fallbacks when absent.
@@ -120,12 +123,6 @@ bool IsOurEpContextNode(const OrtApi& ort, const OrtNode* node) {
   if (std::string(op) != kEpContextOp || std::string(domain ? domain : "") != kMsDomain) return false;
   std::string source;
   return ReadStringAttr(ort, node, "source", &source) && source == kEpName;
-}
-
-std::string ReadBinaryFile(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw EpError("hipdnn-ep: cannot read " + p.string());
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 std::string ModelPath(const OrtApi& ort, const OrtGraph* graph) {
@@ -200,6 +197,7 @@ EpConfig EpConfig::FromSession(const OrtApi& ort, const OrtSessionOptions* so, c
   c.compiler_python = get(options::kCompilerPython, "");
   c.cache_dir = get(options::kCacheDir, "");
   c.cache_enable = ParseBool(prefix + options::kCacheEnable, get(options::kCacheEnable, "1"));
+  c.cache_max_bytes = ParseBytes(prefix + options::kCacheMaxBytes, get(options::kCacheMaxBytes, "1GiB"));
   c.runtime_library = get(options::kRuntimeLibrary, "");
   c.max_states = static_cast<size_t>(ParseInt(prefix + options::kMaxStates, get(options::kMaxStates, "4"), 1));
   c.memory_limit = ParseBytes(prefix + options::kMemoryLimit, get(options::kMemoryLimit, "0"));
@@ -222,17 +220,18 @@ HipdnnEp::HipdnnEp(HipdnnEpFactory& factory, EpConfig config, const OrtLogger& l
   Compile = CompileImpl;
   ReleaseNodeComputeInfos = ReleaseNodeComputeInfosImpl;
   GetCompiledModelCompatibilityInfo = GetCompiledModelCompatibilityInfoImpl;
-  cache_ = std::make_unique<CompileCache>(config_.cache_dir);
+  // With the cache disabled no cache folder is created or needed (only the
+  // per-install key of EPContext models lives there).
+  if (config_.cache_enable) cache_ = std::make_unique<CompileCache>(config_.cache_dir, config_.cache_max_bytes);
   Log(ort, logger_, ORT_LOGGING_LEVEL_INFO,
       "hipdnn-ep: backend " + config_.backend_name + ", compiler " + client_.python() + " (" +
           client_.python_reason() + "), cache " + (config_.cache_enable ? cache_->dir() : std::string("disabled")));
 }
 
-HipdnnEp::~HipdnnEp() {
-  if (!private_dir_.empty()) {
-    std::error_code ec;
-    fs::remove_all(private_dir_, ec);  // loaded artifacts stay mapped after unlink
-  }
+HipdnnEp::~HipdnnEp() = default;
+
+std::string HipdnnEp::KeyDir() const {
+  return cache_ ? cache_->dir() : fs::absolute(config_.cache_dir.empty() ? DefaultCacheDir() : config_.cache_dir).string();
 }
 
 const char* ORT_API_CALL HipdnnEp::GetNameImpl(const OrtEp*) noexcept { return kEpName; }
@@ -366,9 +365,10 @@ OrtStatus* ORT_API_CALL HipdnnEp::GetCapabilityImpl(OrtEp* this_ptr, const OrtGr
   return Guard(self->ort, [&] { self->ClaimNodes(graph, info); });
 }
 
-std::string HipdnnEp::CompileArtifact(const SubgraphModel& model, const std::string& runtime_abi,
-                                      const std::string& target_abi) {
+std::unique_ptr<LoadedArtifact> HipdnnEp::CompileArtifact(const SubgraphModel& model, const std::string& runtime_abi,
+                                                          const std::string& target_abi, bool refresh, bool* cached) {
   CompilerCapabilities caps = factory_.Capabilities(client_);
+  *cached = false;
   auto build = [&](const std::string& dir) {
     fs::path model_path = fs::path(dir) / "model.onnx";
     std::ofstream(model_path, std::ios::binary) << model.model_bytes;
@@ -384,20 +384,31 @@ std::string HipdnnEp::CompileArtifact(const SubgraphModel& model, const std::str
         .Compile(model_path.string(), out_dir.string(), config_.backend_name, target_abi, manifest_path.string())
         .artifact;
   };
-  if (config_.cache_enable) {
+  if (cache_) {
     CacheKey key{model.hash, caps.name + " " + caps.version, runtime_abi, target_abi, config_.backend_name};
-    std::string hit = cache_->Lookup(key);
-    if (!hit.empty()) {
-      Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: compile cache hit " + hit);
+    if (refresh) cache_->Evict(key);
+    std::string problem;
+    if (std::unique_ptr<LoadedArtifact> hit = cache_->Lookup(key, &problem)) {
+      Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: compile cache hit " + hit->origin());
+      *cached = true;
       return hit;
     }
+    if (!problem.empty()) Log(ort, logger_, ORT_LOGGING_LEVEL_WARNING, "hipdnn-ep: " + problem + "; compiling again");
     Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: compile cache miss for " + key.Digest());
     return cache_->Insert(key, build);
   }
-  if (private_dir_.empty()) private_dir_ = cache_->MakeTempDir("session");
-  std::string dir = (fs::path(private_dir_) / model.hash.substr(0, 16)).string();
-  fs::create_directories(dir);
-  return build(dir);
+  // No cache: compile in a private folder of the temp dir, load the bytes, drop the folder.
+  const std::string dir = MakePrivateTempDir(fs::temp_directory_path().string(), "hipdnn-ep-compile");
+  try {
+    auto loaded = LoadedArtifact::FromFile(build(dir), [](const std::string&) {});
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    return loaded;
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    throw;
+  }
 }
 
 void HipdnnEp::RefuseRejectedNodes(const OrtGraph* graph) {
@@ -424,6 +435,18 @@ std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, con
     runtime_ = factory_.Runtime(config_.runtime_library);
     states_ = std::make_shared<StatePool>(runtime_, StateConfig{config_.backend, config_.device_id, config_.memory_limit},
                                            config_.max_states);
+    // The device is opened now, so a wrong backend or device_id fails
+    // session creation instead of the first Run (the state stays pooled).
+    try {
+      states_->Acquire();
+    } catch (const std::exception& e) {
+      states_.reset();
+      throw EpError("hipdnn-ep: the EP options ask for backend '" + config_.backend_name + "' device " +
+                        std::to_string(config_.device_id) + ", which the runtime cannot open: " + e.what() +
+                        ". Choose an available device with the EP options " + options::kBackend + " and " +
+                        options::kDeviceId + " (hipdnn-ep doctor lists them)",
+                    ORT_INVALID_ARGUMENT);
+    }
   }
   const char* node_name = nullptr;
   ThrowIfError(ort, ort.Node_GetName(fused_node, &node_name));
@@ -441,21 +464,37 @@ std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, con
   CompilerCapabilities caps = factory_.Capabilities(client_);
   const uint32_t target_abi = TargetAbi(runtime_abi, caps);
   SubgraphModel model = WriteSubgraphModel(*this, graph);
-  std::string artifact = CompileArtifact(model, AbiText(runtime_abi), AbiText(target_abi));
+  bool cached = false;
+  std::unique_ptr<LoadedArtifact> artifact =
+      CompileArtifact(model, AbiText(runtime_abi), AbiText(target_abi), false, &cached);
   // The info names the ABI the code needs, which the verdict compares with the runtime's.
   compatibility_info_ = MakeCompatibilityInfo(target_abi, config_.backend_name, caps.name + " " + caps.version);
-  auto program = std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, artifact, model);
+  const LoadedArtifact* code = artifact.get();
+  std::unique_ptr<CompiledProgram> program;
+  try {
+    program = std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, std::move(artifact),
+                                                model);
+  } catch (const std::exception& e) {
+    if (!cached) throw;
+    // A cached artifact that verifies but does not open: built again, once.
+    Log(ort, logger_, ORT_LOGGING_LEVEL_WARNING,
+        std::string("hipdnn-ep: the cached artifact does not open (") + e.what() + "); compiling again");
+    artifact = CompileArtifact(model, AbiText(runtime_abi), AbiText(target_abi), true, &cached);
+    code = artifact.get();
+    program = std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, std::move(artifact),
+                                                model);
+  }
   if (config_.context_enable && ep_context_node != nullptr) {
-    *ep_context_node = MakeEpContextNode(graph, name, artifact, model);
+    *ep_context_node = MakeEpContextNode(graph, name, *code, model);
   }
   return program;
 }
 
-OrtNode* HipdnnEp::MakeEpContextNode(const OrtGraph* graph, const std::string& name, const std::string& artifact,
+OrtNode* HipdnnEp::MakeEpContextNode(const OrtGraph* graph, const std::string& name, const LoadedArtifact& artifact,
                                      const SubgraphModel& model) {
   if (editor == nullptr) throw EpError("hipdnn-ep: this ONNX Runtime has no model editor API; EPContext unavailable");
-  const std::string bytes = ReadBinaryFile(artifact);
-  const std::string tag = SignArtifact(InstallKey(cache_->dir()), bytes);
+  const std::string& bytes = artifact.bytes();
+  const std::string tag = SignArtifact(InstallKey(KeyDir()), bytes);
   std::string context;  // ep_cache_context: the code itself, or a path relative to the EPContext model
   if (config_.context_embed) {
     context = bytes;
@@ -472,8 +511,11 @@ OrtNode* HipdnnEp::MakeEpContextNode(const OrtGraph* graph, const std::string& n
     std::error_code ec;
     fs::remove_all(dest, ec);
     fs::create_directories(dest);
-    fs::copy(fs::path(artifact).parent_path(), dest, fs::copy_options::recursive);
-    context = (folder / fs::path(artifact).filename()).string();
+    const fs::path file = dest / kArtifactFileName;
+    std::ofstream out(file, std::ios::binary);
+    out << bytes;
+    if (!out.flush()) throw EpError("hipdnn-ep: cannot write the EPContext artifact " + file.string());
+    context = (folder / kArtifactFileName).string();
   }
   const std::string notes = "{\"tag\":" + json::Quote(tag) + ",\"compatibility\":" + json::Quote(compatibility_info_) + "}";
 
@@ -524,43 +566,46 @@ std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, 
   } catch (const std::exception&) {
     notes = json::Value();
   }
-  std::string artifact;
-  std::string bytes;
+  // Native code runs only if this install produced it (the tag verifies with
+  // the per-install key) or the user explicitly trusts EPContext code.  The
+  // bytes checked are the bytes loaded (verified_artifact.h).
+  auto verify = [&](const std::string& bytes) {
+    if (config_.trust_ep_context_code) return;
+    if (notes["tag"].is_string() && VerifyArtifactTag(InstallKey(KeyDir()), bytes, notes["tag"].string)) return;
+    throw EpError("hipdnn-ep: EPContext node '" + name + "' carries native code that this installation did not "
+                  "produce; refusing to run it. If you trust the model, set the EP option " +
+                  std::string(options::kTrustEpContextCode) + "=1", ORT_NOT_IMPLEMENTED);
+  };
+  std::unique_ptr<LoadedArtifact> artifact;
   if (embedded) {
-    bytes = context;
-    // Embedded code is written once, content-addressed, into the cache dir.
-    fs::path dir = fs::path(cache_->dir()) / "epcontext";
-    fs::create_directories(dir);
-    fs::path path = dir / (Sha256Hex(bytes) + ".so");
-    if (!fs::exists(path)) {
-      fs::path tmp = fs::path(cache_->MakeTempDir("epcontext")) / "artifact.so";
-      std::ofstream(tmp, std::ios::binary) << bytes;
-      fs::rename(tmp, path);
-      fs::remove_all(tmp.parent_path());
-    }
-    artifact = path.string();
+    verify(context);  // refused code is never written anywhere
+    artifact = LoadedArtifact::FromBytes(context, "embedded in EPContext node '" + name + "'");
   } else {
     fs::path rel = context;
     if (rel.is_absolute() || rel.lexically_normal().string().rfind("..", 0) == 0) {
       throw EpError("hipdnn-ep: EPContext node '" + name + "' points outside its model's folder: " + context);
     }
-    artifact = (fs::path(ModelPath(ort, graph)).parent_path() / rel).string();
-    if (!fs::is_regular_file(artifact)) {
-      throw EpError("hipdnn-ep: the artifact of EPContext node '" + name + "' is missing: " + artifact);
+    const fs::path folder = fs::path(ModelPath(ort, graph)).parent_path();
+    const fs::path path = folder / rel;
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) {
+      throw EpError("hipdnn-ep: the artifact of EPContext node '" + name + "' is missing: " + path.string());
     }
-    bytes = ReadBinaryFile(artifact);
-  }
-  // Native code runs only if this install produced it (the tag verifies with
-  // the per-install key) or the user explicitly trusts EPContext code.
-  const bool ours = notes["tag"].is_string() && VerifyArtifactTag(InstallKey(cache_->dir()), bytes, notes["tag"].string);
-  if (!ours && !config_.trust_ep_context_code) {
-    throw EpError("hipdnn-ep: EPContext node '" + name + "' carries native code that this installation did not "
-                  "produce; refusing to run it. If you trust the model, set the EP option " +
-                  std::string(options::kTrustEpContextCode) + "=1", ORT_NOT_IMPLEMENTED);
+    // Symbolic links must not lead out of the model's folder either.
+    const fs::path real = fs::canonical(path, ec);
+    const fs::path real_folder = fs::canonical(folder.empty() ? fs::path(".") : folder, ec);
+    const std::string inside = real_folder.string() + (real_folder.string() == "/" ? "" : "/");
+    if (ec || real.string().rfind(inside, 0) != 0) {
+      throw EpError("hipdnn-ep: EPContext node '" + name + "' points outside its model's folder: " + context +
+                    " resolves to " + real.string() + " through a symbolic link; copy the artifact into " +
+                    real_folder.string());
+    }
+    artifact = LoadedArtifact::FromFile(real.string(), verify);
   }
   if (notes["compatibility"].is_string()) compatibility_info_ = notes["compatibility"].string;
   SubgraphModel iface = DescribeSubgraph(*this, graph);
-  return std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, artifact, iface);
+  return std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, std::move(artifact),
+                                           iface);
 }
 
 OrtStatus* ORT_API_CALL HipdnnEp::CompileImpl(OrtEp* this_ptr, const OrtGraph** graphs, const OrtNode** fused_nodes,

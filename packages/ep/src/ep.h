@@ -27,6 +27,7 @@ struct EpConfig {
   std::string compiler_python;
   std::string cache_dir;
   bool cache_enable = true;
+  uint64_t cache_max_bytes = uint64_t{1} << 30;  // size bound of the compile cache; 0: none
   std::string runtime_library;
   size_t max_states = 4;
   uint64_t memory_limit = 0;  // bytes per runtime state; 0: no limit
@@ -65,25 +66,29 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
                                               OrtNode** ep_context_node);
   // Why `node` cannot run on this EP ("" when it can).
   std::string Unsupported(const OrtNode* node, const CompilerCapabilities* caps, const std::string& caps_error);
-  OrtNode* MakeEpContextNode(const OrtGraph* graph, const std::string& name, const std::string& artifact,
+  OrtNode* MakeEpContextNode(const OrtGraph* graph, const std::string& name, const LoadedArtifact& artifact,
                              const struct SubgraphModel& model);
   std::unique_ptr<CompiledProgram> LoadEpContext(const OrtGraph* graph, const OrtNode* node, const std::string& name);
   // Throws the list of unsupported nodes claimed only to report them.
   void RefuseRejectedNodes(const OrtGraph* graph);
-  std::string CompileArtifact(const struct SubgraphModel& model, const std::string& runtime_abi,
-                              const std::string& target_abi);
+  // The verified artifact of `model`: from the cache (a damaged entry is
+  // rebuilt; `refresh` evicts the entry first) or compiled now.  *cached
+  // tells whether it came from the cache.
+  std::unique_ptr<LoadedArtifact> CompileArtifact(const struct SubgraphModel& model, const std::string& runtime_abi,
+                                                  const std::string& target_abi, bool refresh, bool* cached);
+  // The folder of the per-install key: the compile cache's, created only when needed.
+  std::string KeyDir() const;
 
   HipdnnEpFactory& factory_;
   EpConfig config_;
   const OrtLogger& logger_;
   CompileClient client_;
-  std::unique_ptr<CompileCache> cache_;
+  std::unique_ptr<CompileCache> cache_;  // null when cache_enable=0
   std::shared_ptr<RuntimeApi> runtime_;
   std::shared_ptr<StatePool> states_;
   std::string compatibility_info_;
-  std::string private_dir_;
   std::mutex rejected_mu_;
-  std::map<std::string, std::string> rejected_;  // node key -> why it cannot run here  // artifacts compiled with the cache disabled
+  std::map<std::string, std::string> rejected_;  // node key -> why it cannot run here
 };
 
 }  // namespace hipdnn_ep

@@ -1,15 +1,14 @@
 #include "ep_context.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <random>
-#include <sstream>
-#include <vector>
 
 #include "ep_utils.h"
+#include "private_files.h"
 #include "sha256.h"
 
 namespace hipdnn_ep {
@@ -38,29 +37,28 @@ OrtCompiledModelCompatibility CompatibilityVerdict(const std::string& info, uint
 
 std::string InstallKey(const std::string& cache_dir) {
   namespace fs = std::filesystem;
-  fs::path path = fs::path(cache_dir) / "install.key";
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string key = ss.str();
-  if (key.size() == 64) return key;
-  std::random_device rd;
-  std::string fresh;
-  static const char* hex = "0123456789abcdef";
-  for (int i = 0; i < 64; ++i) fresh += hex[rd() & 0xf];
-  // O_EXCL: when two processes race, the first key wins and both read it.
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd >= 0) {
-    bool ok = write(fd, fresh.data(), fresh.size()) == static_cast<ssize_t>(fresh.size());
-    close(fd);
-    if (!ok) throw EpError("hipdnn-ep: cannot write the install key " + path.string());
-    return fresh;
+  EnsurePrivateDir(cache_dir, "compile cache");
+  const std::string path = (fs::path(cache_dir) / "install.key").string();
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 && errno == ENOENT) {
+    // 32 random bytes, as hex.  Published whole with link(2): when two
+    // processes race, the first key wins and both read it, never half of it.
+    static const char* hex = "0123456789abcdef";
+    std::string fresh;
+    for (unsigned char c : RandomBytes(32)) {
+      fresh += hex[c >> 4];
+      fresh += hex[c & 0xf];
+    }
+    PublishNewFile(path, fresh, 0600);
   }
-  std::ifstream again(path, std::ios::binary);
-  std::stringstream ss2;
-  ss2 << again.rdbuf();
-  key = ss2.str();
-  if (key.size() != 64) throw EpError("hipdnn-ep: the install key " + path.string() + " is damaged; delete it");
+  std::string key = ReadPrivateFile(path, "install key");
+  const bool valid = key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
+                       return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                     });
+  if (!valid) {
+    throw EpError("hipdnn-ep: the install key " + path + " is damaged; delete it (a new one is made, and "
+                  "EPContext models compiled with the old one must be compiled again or trusted)");
+  }
   return key;
 }
 

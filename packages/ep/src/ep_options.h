@@ -16,10 +16,16 @@ constexpr const char* kDeviceId = "device_id";
 // order in which it is chosen).
 constexpr const char* kCompilerPython = "compiler_python";
 // Directory of the on-disk compile cache (default: $HIPDNN_EP_CACHE_DIR, else
-// $XDG_CACHE_HOME/hipdnn-ep, else ~/.cache/hipdnn-ep).
+// $XDG_CACHE_HOME/hipdnn-ep, else ~/.cache/hipdnn-ep, else
+// <temp>/hipdnn-ep-cache-<uid>); it must be private to the user.
 constexpr const char* kCacheDir = "cache_dir";
-// "0" disables the compile cache (every session compiles again).
+// "0" disables the compile cache (every session compiles again, and no cache
+// folder is created).
 constexpr const char* kCacheEnable = "cache_enable";
+// Size bound of the compile cache (a byte count like memory_limit; default
+// 1GiB, "0": none).  After an insert, the least recently used entries are
+// evicted until the cache fits.
+constexpr const char* kCacheMaxBytes = "cache_max_bytes";
 // Absolute path of the runtime library to use instead of the one installed
 // next to the hipdnn_ep package.
 constexpr const char* kRuntimeLibrary = "runtime_library";
@@ -34,8 +40,8 @@ constexpr const char* kMemoryLimit = "memory_limit";
 constexpr const char* kTrustEpContextCode = "trust_ep_context_code";
 
 // Every EP option key above; any other "ep.hipdnnep.*" key is refused.
-constexpr const char* kAllKeys[] = {kBackend,        kDeviceId,  kCompilerPython, kCacheDir,          kCacheEnable,
-                                    kRuntimeLibrary, kMaxStates, kMemoryLimit,    kTrustEpContextCode};
+constexpr const char* kAllKeys[] = {kBackend,        kDeviceId,      kCompilerPython, kCacheDir,    kCacheEnable,
+                                    kCacheMaxBytes,  kRuntimeLibrary, kMaxStates,      kMemoryLimit, kTrustEpContextCode};
 
 // ORT's own session keys the EP reads.
 constexpr const char* kOrtContextEnable = "ep.context_enable";

@@ -268,8 +268,7 @@ def test_cache_disabled_compiles_every_session(tmp_path: Path, ep_devices, env: 
     for _ in range(2):
         _check(make_session(model, ep_devices, options, NO_FALLBACK), _feeds((1, 4)))
     assert len(env.compiles()) == 2
-    assert env.cache_entries() == []
-    assert not list(env.cache_dir.glob(".tmp-*")), "private folders are removed with the session"
+    assert not env.cache_dir.exists(), "with the cache disabled no cache folder is created"
 
 
 def test_two_processes_compiling_at_once_share_one_entry(tmp_path: Path, env: Env) -> None:

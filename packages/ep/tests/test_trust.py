@@ -3,9 +3,15 @@ or that the user explicitly trusted, and verifies it before loading it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
+import stat
 import struct
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +52,7 @@ def test_hmac_sha256_matches_rfc4231(hmac_check: Path, case: int) -> None:
     out = subprocess.run([str(hmac_check), key.hex(), data.hex()], check=True, capture_output=True, text=True)
     mac, digest, equal_self, equal_other = out.stdout.split()
     assert mac == expected
-    assert digest == __import__("hashlib").sha256(data).hexdigest()
+    assert digest == hashlib.sha256(data).hexdigest()
     assert (equal_self, equal_other) == ("1", "0")
 
 
@@ -95,8 +101,6 @@ def length_extend(tag_hex: str, secret_len: int, data: bytes, suffix: bytes) -> 
 
 def test_length_extension_helper_forges_plain_sha256() -> None:
     """The attack below is real: it forges SHA-256(secret || data') without the secret."""
-    import hashlib
-
     secret, data = b"k" * 64, b"\x7fELF original code"
     forged, tag = length_extend(hashlib.sha256(secret + data).hexdigest(), 64, data, b"appended")
     assert forged.endswith(b"appended") and tag == hashlib.sha256(secret + forged).hexdigest()
@@ -142,3 +146,247 @@ def test_length_extended_tag_is_refused(tmp_path: Path, ep_devices, env: Env) ->
     with pytest.raises(Exception, match="did not produce.*trust_ep_context_code=1"):
         make_session(tmp_path / "forged.onnx", ep_devices, env.options, NO_FALLBACK)
     _runs(make_session(ctx, ep_devices, env.options, NO_FALLBACK))  # the genuine model still runs
+
+
+# ---- planted code: a shared object whose constructor leaves a marker when it is loaded ----
+
+
+@pytest.fixture
+def planted(tmp_path: Path):
+    """make(genuine, out) -> (out, marker): a .so that creates `marker` when loaded, carrying the metadata
+    section of the genuine artifact (so the runtime's checks before dlopen pass, as in the reported attack)."""
+
+    def make(genuine: Path, out: Path) -> tuple[Path, Path]:
+        marker = tmp_path / "planted-code-ran"
+        src = tmp_path / "planted.c"
+        src.write_text("#include <stdio.h>\n"
+                       "__attribute__((constructor)) static void planted(void) {\n"
+                       f'  FILE* f = fopen("{marker}", "w");\n  if (f) fclose(f);\n}}\n'
+                       "int hipdnn_ep_program_run(void* state, const void* in, void* out) { return 0; }\n")
+        bare = tmp_path / "planted-bare.so"
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(bare), str(src)], check=True)
+        meta = tmp_path / "meta.bin"
+        subprocess.run(["objcopy", f"--dump-section=.hipdnn_ep_meta={meta}", str(genuine), str(tmp_path / "x.so")],
+                       check=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["objcopy", f"--add-section=.hipdnn_ep_meta={meta}", str(bare), str(out)], check=True)
+        return out, marker
+
+    return make
+
+
+def _only_entry(env: Env) -> Path:
+    (entry,) = env.cache_entries()
+    return entry
+
+
+def test_planted_cache_entry_is_not_loaded(tmp_path: Path, ep_devices, env: Env, planted) -> None:
+    """Issue 7, defect 1: a lookup trusted any entry whose entry.json parsed; replacing the cached code
+    made the next session run it.  Now the entry's MAC fails, it is evicted and compiled again."""
+    model = elementwise(tmp_path / "m.onnx", ["n", 4])
+    make_session(model, ep_devices, env.options, NO_FALLBACK)
+    so = _only_entry(env) / "artifact" / "program.so"
+    genuine = tmp_path / "genuine.so"
+    genuine.write_bytes(so.read_bytes())
+    _, marker = planted(genuine, so)
+    sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
+    assert not marker.exists(), "the planted code ran"
+    _runs(sess)
+    assert len(env.compiles()) == 2, "the entry that does not verify is compiled again"
+    assert (_only_entry(env) / "artifact" / "program.so").read_bytes() == genuine.read_bytes()
+
+
+@pytest.mark.parametrize("owner", ["foreign", "own"])
+def test_cache_others_can_write_is_refused(tmp_path: Path, ep_devices, env: Env, owner: str) -> None:
+    """Issue 7, defect 1: a cache folder with mode 777, or one another user owns, decides which code runs."""
+    cache = tmp_path / "shared-cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    expected = "lets other users write it.*chmod go-w"
+    if owner == "foreign":
+        if os.geteuid() != 0:
+            pytest.skip("giving a folder to another user needs root")
+        os.chown(cache, 4321, 4321)
+        expected = "belongs to user id 4321"
+    options = dict(env.options, cache_dir=str(cache))
+    with pytest.raises(Exception, match=expected):
+        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
+    assert list(cache.iterdir()) == []
+
+
+def test_cache_folders_are_private(tmp_path: Path, ep_devices, env: Env) -> None:
+    make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, env.options, NO_FALLBACK)
+    assert stat.S_IMODE(env.cache_dir.stat().st_mode) == 0o700
+    key = env.cache_dir / "install.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and len(key.read_text()) == 64
+
+
+def test_default_cache_without_home_is_per_user(tmp_path: Path, ep_devices, env: Env,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 7, defect 1: with neither HOME nor XDG_CACHE_HOME the default was one fixed folder in the temp
+    directory, used even when another user had created it with mode 777."""
+    for name in ("HOME", "XDG_CACHE_HOME", "HIPDNN_EP_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    options = {k: v for k, v in env.options.items() if k != "cache_dir"}
+    squatted = tmp_path / "hipdnn-ep-cache"
+    squatted.mkdir(mode=0o777)
+    squatted.chmod(0o777)
+    _runs(make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK))
+    mine = tmp_path / f"hipdnn-ep-cache-{os.geteuid()}"
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o700
+    assert list(squatted.iterdir()) == []
+    shutil.rmtree(mine)
+    mine.mkdir()
+    mine.chmod(0o777)
+    with pytest.raises(Exception, match="lets other users write it"):
+        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
+
+
+def test_replaced_epcontext_file_is_not_loaded(tmp_path: Path, ep_devices, env: Env, planted) -> None:
+    """Issue 7, defect 2: embedded code was verified, then <cache>/epcontext/<sha>.so was loaded whenever it
+    existed, never compared with the verified bytes."""
+    ctx = compile_ctx(tmp_path, ep_devices, env, embed=True)
+    code = _attr(_context_node(onnx.load(str(ctx))), "ep_cache_context").s
+    genuine = tmp_path / "genuine.so"
+    genuine.write_bytes(code)
+    _, marker = planted(genuine, env.cache_dir / "epcontext" / (hashlib.sha256(code).hexdigest() + ".so"))
+    sess = make_session(ctx, ep_devices, env.options, NO_FALLBACK)
+    assert not marker.exists(), "the planted code ran"
+    _runs(sess)
+
+
+def test_refused_embedded_code_is_not_written(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Issue 7, defect 2: refused, untrusted embedded bytes were still written into the cache."""
+    ctx = compile_ctx(tmp_path, ep_devices, env, embed=True)
+    other = tmp_path / "other-install"
+    with pytest.raises(Exception, match="did not produce"):
+        make_session(ctx, ep_devices, dict(env.options, cache_dir=str(other)), NO_FALLBACK)
+    assert [p.name for p in other.rglob("*") if p.is_file()] == ["install.key"]
+
+
+def _mapped_files() -> list[str]:
+    return [line.split(None, 5)[5] for line in Path("/proc/self/maps").read_text().splitlines()
+            if len(line.split(None, 5)) == 6]
+
+
+@pytest.mark.parametrize("source", ["cache", "file", "embedded"])
+def test_code_is_loaded_from_the_verified_copy(tmp_path: Path, ep_devices, env: Env, source: str) -> None:
+    """Issue 7, defect 6: the EP checked a file and then let the runtime dlopen it by path (a window in which
+    it could be replaced).  The code now runs from a sealed copy of the bytes that were verified."""
+    if source == "cache":
+        model = elementwise(tmp_path / "m.onnx", ["n", 4])
+        make_session(model, ep_devices, env.options, NO_FALLBACK)
+        sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
+        assert len(env.compiles()) == 1
+    else:
+        ctx = compile_ctx(tmp_path, ep_devices, env, embed=source == "embedded")
+        sess = make_session(ctx, ep_devices, env.options, NO_FALLBACK)
+    _runs(sess)
+    mapped = _mapped_files()
+    assert not [m for m in mapped if m.startswith(str(tmp_path))], "code mapped straight from a file that can change"
+    assert any("memfd:hipdnn-ep-artifact" in m for m in mapped)
+
+
+def test_damaged_cached_artifact_is_rebuilt(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Issue 7, defect 6: a damaged cached .so failed every later session until the folder was deleted."""
+    model = elementwise(tmp_path / "m.onnx", ["n", 4])
+    make_session(model, ep_devices, env.options, NO_FALLBACK)
+    so = _only_entry(env) / "artifact" / "program.so"
+    so.write_bytes(so.read_bytes()[:1000])
+    _runs(make_session(model, ep_devices, env.options, NO_FALLBACK))
+    assert len(env.compiles()) == 2
+    _runs(make_session(model, ep_devices, env.options, NO_FALLBACK))
+    assert len(env.compiles()) == 2, "the rebuilt entry is used"
+
+
+def test_cache_disabled_needs_no_cache_folder(tmp_path: Path, ep_devices, env: Env,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 7, defect 6: cache_enable=0 still created (and needed) a writable cache folder."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    for name in ("XDG_CACHE_HOME", "HIPDNN_EP_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(blocker / "home"))  # nothing can be created below a file
+    options = {k: v for k, v in env.options.items() if k != "cache_dir"}
+    _runs(make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, dict(options, cache_enable="0"),
+                       NO_FALLBACK))
+    with pytest.raises(Exception, match="cannot create the compile cache folder .*cache_dir"):
+        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_unusable_device_fails_at_session_creation(tmp_path: Path, ep_devices, shared_env: Env,
+                                                   backend: str) -> None:
+    """Issue 7, defect 6: device_id=99 (or a backend the runtime cannot drive) failed only at the first Run."""
+    options = dict(shared_env.options, backend=backend, device_id="99")
+    with pytest.raises(Exception, match=f"backend '{backend}' device 99, which the runtime cannot open.*device_id"):
+        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
+
+
+def test_symlinked_ep_cache_context_leaving_the_folder_is_refused(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Issue 7, defect 6: ep_cache_context reached through a symlink that leaves the model's folder was followed."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    ctx = compile_ctx(folder, ep_devices, env, embed=False)
+    (code_dir,) = folder.glob("m_ctx_*.hipdnn")
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(code_dir, elsewhere)
+    code_dir.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(Exception, match="points outside its model's folder.*symbolic link"):
+        make_session(ctx, ep_devices, dict(env.options, trust_ep_context_code="1"), NO_FALLBACK)
+    # A link inside the folder is fine.
+    code_dir.unlink()
+    shutil.move(elsewhere, folder / "real")
+    code_dir.symlink_to(folder / "real", target_is_directory=True)
+    _runs(make_session(ctx, ep_devices, env.options, NO_FALLBACK))
+
+
+RACE = """
+import os, sys, time
+import onnxruntime as ort, hipdnn_ep
+devices = hipdnn_ep.register(ort)
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.001)
+so = ort.SessionOptions()
+so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+# No compiler: loading an EPContext model never compiles.
+so.add_provider_for_devices(devices, {"cache_dir": sys.argv[2], "compiler_python": sys.argv[4]})
+try:
+    ort.InferenceSession(sys.argv[1], sess_options=so)
+    print("loaded")
+except Exception as e:
+    print("did not produce" in str(e) and "refused" or str(e))
+"""
+
+
+def test_concurrent_install_key_creation(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Issue 7, defect 6: a second process could read install.key half-written.  Processes racing to create
+    it all read the same whole key (here: all refuse the foreign model for the right reason)."""
+    ctx = compile_ctx(tmp_path, ep_devices, env, embed=True)
+    fresh, go = tmp_path / "fresh-install", tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(ctx), str(fresh), str(go), str(tmp_path / "none")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(4)]
+    time.sleep(1.0)
+    go.touch()
+    outputs = [p.communicate(timeout=120)[0].strip().splitlines()[-1] for p in procs]
+    assert outputs == ["refused"] * 4
+    assert len((fresh / "install.key").read_text()) == 64
+    assert sorted(p.name for p in fresh.iterdir()) == ["install.key"], "no temporary key file is left behind"
+
+
+def test_cache_stays_under_its_size_bound(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Issue 7, defect 5 (size bound): least recently used entries are evicted after an insert."""
+    models = [elementwise(tmp_path / f"m{i}.onnx", ["n", 4], middle=op) for i, op in enumerate(["Mul", "Add", "Sub"])]
+    make_session(models[0], ep_devices, env.options, NO_FALLBACK)
+    entry_bytes = sum(f.stat().st_size for f in _only_entry(env).rglob("*") if f.is_file())
+    bound = entry_bytes * 5 // 2
+    options = dict(env.options, cache_max_bytes=str(bound))
+    for model in models[1:]:
+        make_session(model, ep_devices, options, NO_FALLBACK)
+    total = sum(f.stat().st_size for e in env.cache_entries() for f in e.rglob("*") if f.is_file())
+    assert len(env.cache_entries()) == 2 and total <= bound
+    make_session(models[2], ep_devices, options, NO_FALLBACK)
+    assert len(env.compiles()) == 3, "the newest entry was kept"
+    with pytest.raises(Exception, match="cache_max_bytes must be a byte count"):
+        make_session(models[0], ep_devices, dict(env.options, cache_max_bytes="lots"), NO_FALLBACK)
