@@ -7,7 +7,8 @@
 Sessions (``nox -l``): ``abi`` (ABI gates), ``tests`` (every suite on the CPU backend),
 ``lint``, ``wheels`` (build the three wheels into dist/), ``demo`` (the main job: compile a
 dynamic- and a fixed-shape model and run them on the EP), ``gpu`` (on a GPU machine: the cuda
-runtime, its GPU suite and compute-sanitizer). The runtime and the EP are built
+runtime, its GPU suite and compute-sanitizer), ``hip_check`` (the GPU kernels compiled for AMD
+gfx1100/gfx1151 with Debian's clang-19; fetches what it needs with apt). The runtime and the EP are built
 from source once per session into dist/ and installed from there.
 """
 
@@ -108,6 +109,12 @@ def demo(session: nox.Session) -> None:
 def gpu(session: nox.Session) -> None:
     """On a machine with an NVIDIA GPU: build the cuda runtime, run the GPU suite and memcheck, print a table."""
     session.run("bash", str(ROOT / "tools/gpu_test.sh"), *session.posargs, external=True)
+
+
+@nox.session(venv_backend="none", default=False)
+def hip_check(session: nox.Session) -> None:
+    """Compile every GPU kernel for gfx1100 and gfx1151 with Debian's clang-19 and HIP headers (no AMD GPU needed)."""
+    session.run("bash", str(ROOT / "tools/hip_check.sh"), *session.posargs, external=True)
 
 
 if __name__ == "__main__":

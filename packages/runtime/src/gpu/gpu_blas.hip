@@ -48,7 +48,7 @@ GpuBlas::GpuBlas(GpuDevice* device) : device_(device) {
   if (hipMalloc(&workspace_, kWorkspaceBytes) == hipSuccess) {
     workspace_size_ = kWorkspaceBytes;
   } else {
-    hipGetLastError();
+    (void)hipGetLastError();
     workspace_ = nullptr;  // algorithms that need no workspace still run
   }
 }
@@ -110,7 +110,7 @@ GpuBlas::Plan& GpuBlas::plan(const GemmProblem& p, const Key& key) {
   const hipblasStatus_t status =
       hipblasLtMatmulAlgoGetHeuristic(static_cast<hipblasLtHandle_t>(handle_), plan->desc, plan->a, plan->b, plan->c,
                                       plan->c, pref, 1, &plan->heuristic, &found);
-  hipblasLtMatmulPreferenceDestroy(pref);
+  (void)hipblasLtMatmulPreferenceDestroy(pref);
   if (status != HIPBLAS_STATUS_SUCCESS || found == 0) {
     kernels::fail(HIPDNN_EP_STATUS_UNSUPPORTED,
                   "the GEMM library has no algorithm for m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +

@@ -28,15 +28,15 @@ GpuDevice::GpuDevice(int32_t backend, int32_t ordinal, hipStream_t stream, int64
 
 GpuDevice::~GpuDevice() {
   make_current();
-  hipStreamSynchronize(stream_);
+  (void)hipStreamSynchronize(stream_);
   delete blas_;
-  hipStreamDestroy(stream_);
-  hipHostFree(flags_host_);
+  (void)hipStreamDestroy(stream_);
+  (void)hipHostFree(flags_host_);
 }
 
 const char* GpuDevice::name() const { return backend_ == HIPDNN_EP_BACKEND_HIP ? "hip" : "cuda"; }
 
-void GpuDevice::make_current() const { hipSetDevice(ordinal_); }
+void GpuDevice::make_current() const { (void)hipSetDevice(ordinal_); }
 
 int32_t GpuDevice::allocate(uint64_t size, uint64_t alignment, void** out) {
   make_current();
@@ -45,9 +45,9 @@ int32_t GpuDevice::allocate(uint64_t size, uint64_t alignment, void** out) {
   void* raw = nullptr;
   const hipError_t error = total < size ? hipErrorMemoryAllocation : hipMalloc(&raw, total);
   if (error != hipSuccess) {
-    hipGetLastError();  // clear the sticky-free error state of the runtime
+    (void)hipGetLastError();  // clear the sticky-free error state of the runtime
     size_t free_bytes = 0, total_bytes = 0;
-    hipMemGetInfo(&free_bytes, &total_bytes);
+    (void)hipMemGetInfo(&free_bytes, &total_bytes);
     return set_error(HIPDNN_EP_STATUS_OUT_OF_MEMORY,
                      std::string(name()) + " device " + std::to_string(ordinal_) + ": out of device memory allocating " +
                          std::to_string(size) + " bytes (" + mib(size) + "); the device has " + mib(free_bytes) +
@@ -74,7 +74,7 @@ void GpuDevice::release(void* ptr) {
       aligned_.erase(it);
     }
   }
-  hipFree(ptr);
+  (void)hipFree(ptr);
 }
 
 int32_t GpuDevice::allocate_host(uint64_t size, uint64_t alignment, void** out) {
@@ -86,7 +86,7 @@ int32_t GpuDevice::allocate_host(uint64_t size, uint64_t alignment, void** out) 
   const hipError_t error =
       total < size ? hipErrorMemoryAllocation : hipHostMalloc(&raw, total, hipHostMallocMapped | hipHostMallocPortable);
   if (error != hipSuccess) {
-    hipGetLastError();
+    (void)hipGetLastError();
     return set_error(HIPDNN_EP_STATUS_OUT_OF_MEMORY,
                      std::string(name()) + " device " + std::to_string(ordinal_) +
                          ": out of pinned host memory allocating " + std::to_string(size) + " bytes (" +
@@ -112,7 +112,7 @@ void GpuDevice::release_host(void* ptr) {
       aligned_.erase(it);
     }
   }
-  hipHostFree(ptr);
+  (void)hipHostFree(ptr);
 }
 
 int32_t GpuDevice::copy(void* dst, const void* src, uint64_t size, int32_t kind, uint64_t stream_id) {
@@ -136,7 +136,7 @@ int32_t GpuDevice::copy(void* dst, const void* src, uint64_t size, int32_t kind,
   hipError_t error = hipMemcpyAsync(dst, src, size, direction, s);
   if (error == hipSuccess && kind != HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_DEVICE) error = hipStreamSynchronize(s);
   if (error != hipSuccess) {
-    hipGetLastError();
+    (void)hipGetLastError();
     static const char* kKinds[] = {"HOST_TO_HOST", "HOST_TO_DEVICE", "DEVICE_TO_HOST", "DEVICE_TO_DEVICE"};
     return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                      gpu_error_text("hipdnn_ep_memcpy: " + std::string(kKinds[kind]) + " copy of " +
@@ -166,7 +166,7 @@ int32_t make_gpu_device(int32_t backend, int32_t ordinal, std::unique_ptr<Device
   const char* name = backend == HIPDNN_EP_BACKEND_HIP ? "hip" : "cuda";
   int count = 0;
   if (hipError_t e = hipGetDeviceCount(&count); e != hipSuccess || count == 0) {
-    hipGetLastError();
+    (void)hipGetLastError();
     return set_error(HIPDNN_EP_STATUS_BACKEND_UNAVAILABLE,
                      std::string("hipdnn_ep_state_create: the ") + name + " backend found no usable GPU (" +
                          (e != hipSuccess ? std::string(hipGetErrorName(e)) + ": " + hipGetErrorString(e)
@@ -179,7 +179,7 @@ int32_t make_gpu_device(int32_t backend, int32_t ordinal, std::unique_ptr<Device
                          " is out of range (" + std::to_string(count) + " device(s) visible)");
   }
   auto fail = [&](const char* what, hipError_t e) {
-    hipGetLastError();
+    (void)hipGetLastError();
     return set_error(HIPDNN_EP_STATUS_BACKEND_UNAVAILABLE,
                      gpu_error_text(std::string("hipdnn_ep_state_create: ") + name + " device " +
                                         std::to_string(ordinal) + ": " + what,
@@ -193,14 +193,14 @@ int32_t make_gpu_device(int32_t backend, int32_t ordinal, std::unique_ptr<Device
   void* flags = nullptr;
   if (hipError_t e = hipHostMalloc(&flags, 2 * sizeof(int64_t), hipHostMallocMapped | hipHostMallocPortable);
       e != hipSuccess) {
-    hipStreamDestroy(stream);
+    (void)hipStreamDestroy(stream);
     return fail("allocating the pinned error flags", e);
   }
   std::memset(flags, 0, 2 * sizeof(int64_t));
   void* flags_device = nullptr;
   if (hipError_t e = hipHostGetDevicePointer(&flags_device, flags, 0); e != hipSuccess) {
-    hipHostFree(flags);
-    hipStreamDestroy(stream);
+    (void)hipHostFree(flags);
+    (void)hipStreamDestroy(stream);
     return fail("mapping the pinned error flags", e);
   }
   *out = std::make_unique<GpuDevice>(backend, ordinal, stream, static_cast<int64_t*>(flags),
