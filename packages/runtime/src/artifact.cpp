@@ -11,6 +11,7 @@
 #include "artifact_check.h"
 #include "elf_section.h"
 #include "error.h"
+#include "shape_checks.h"
 #include "state.h"
 
 namespace hipdnn_ep {
@@ -182,9 +183,16 @@ extern "C" int32_t hipdnn_ep_artifact_run(hipdnn_ep_artifact_t* artifact, hipdnn
                     "(a state runs one program at a time; use one state per thread)");
   hipdnn_ep::RunGuard guard{&state->running};
   for (size_t i = 0; i < artifact->outputs.size(); ++i) outputs[i] = hipdnn_ep_tensor_ref_t{nullptr, nullptr, -1, 0};
+  set_error(HIPDNN_EP_STATUS_OK, "");  // so that a failure below reports this run's cause, not an older one
   if (int32_t status = artifact->entry(state, inputs, outputs); status != HIPDNN_EP_STATUS_OK) {
-    return set_error(status, "program " + artifact->path + " failed with status " + std::to_string(status) + ": " +
-                                 hipdnn_ep_last_error());
+    std::string why = hipdnn_ep_last_error();
+    if (why.empty() && status == HIPDNN_EP_STATUS_INVALID_ARGUMENT) {
+      // No runtime call failed: the program's own shape checks refused the inputs.
+      why = hipdnn_ep::first_failed_check(artifact->metadata, state, inputs, artifact->inputs.size());
+      if (why.empty()) why = "the inputs fail a shape check of the compiled model";
+      return set_error(status, "program " + artifact->path + " refused its inputs: " + why);
+    }
+    return set_error(status, "program " + artifact->path + " failed with status " + std::to_string(status) + ": " + why);
   }
   for (size_t i = 0; i < artifact->outputs.size(); ++i) {
     if (int32_t status = hipdnn_ep::check_tensor("output", i, artifact->outputs[i], outputs[i],

@@ -83,6 +83,9 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
             "alignment": PLAN_ALIGNMENT,
             "buffers": _pool_buffers(module),
         },
+        # shape relations the program verifies before sizing anything, in order (the runtime names the
+        # first one that fails); values are ints or expressions like memory_plan's
+        "checks": [c.to_json() for c in lowered.checks],
         "graph_hash": hashlib.sha256(model.graph.SerializeToString(deterministic=True)).hexdigest(),
     }
 

@@ -307,3 +307,68 @@ def broadcast(a: list[Expr], b: list[Expr]) -> list[Expr]:
         else:
             out.append(maximum(x, y))
     return out
+
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+class Int64Overflow(ArithmeticError):
+    """An expression's value leaves int64 under the host program's arithmetic."""
+
+
+def fits_int64(x: int) -> bool:
+    return INT64_MIN <= x <= INT64_MAX
+
+
+def int_literals(e: Expr) -> list[int]:
+    """Every integer literal in e (the constants the host program materializes)."""
+    if isinstance(e, int):
+        return [e]
+    if isinstance(e, str):
+        return []
+    return [x for a in e[1:] for x in int_literals(a)]
+
+
+def evaluate_int64(e: Expr, env: dict[str, int]) -> int:
+    """e under the host program's arithmetic: int64, add/mul/ceildiv raise Int64Overflow when they wrap,
+    a division by zero gives 0 (the element-count checks catch what it leads to), and every argument
+    is evaluated, selected or not (the program computes both sides of a select)."""
+    if isinstance(e, int):
+        if not fits_int64(e):
+            raise Int64Overflow(f"{e} does not fit in int64")
+        return e
+    if isinstance(e, str):
+        return env[e]
+    op, *args = e
+    vals = [evaluate_int64(a, env) for a in args]
+
+    def checked(x: int) -> int:
+        if not fits_int64(x):
+            raise Int64Overflow(f"{to_str(e)} overflows int64")
+        return x
+
+    if op == "add":
+        r = vals[0]
+        for v in vals[1:]:
+            r = checked(r + v)
+        return r
+    if op == "mul":
+        r = vals[0]
+        for v in vals[1:]:
+            r = checked(r * v)
+        return r
+    if op in ("div", "ceildiv"):
+        a, b = vals
+        if op == "ceildiv":
+            a = checked(a + checked(b - 1))
+        return 0 if b == 0 else checked(_trunc_div(a, b))
+    if op == "max":
+        return max(vals)
+    if op == "min":
+        return min(vals)
+    if op == "selneg":
+        return vals[1] if vals[0] < 0 else vals[2]
+    if op == "selzero":
+        return vals[1] if vals[0] == 0 else vals[2]
+    raise ValueError(f"unknown expression op {op}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hipdnn_ep_compiler import checks
 from hipdnn_ep_compiler import ir as hir
 from hipdnn_ep_compiler.errors import ModelError, UnsupportedError
 from hipdnn_ep_compiler.passes import refine_shapes
@@ -84,11 +85,67 @@ func.func @main(%arg0: tensor<?x6xf32>, %arg1: tensor<2xi64>) -> tensor<?x?xf32>
     from hipdnn_ep_compiler import symbolic as sym
     module = hir.ir.Module.parse(out, hir.new_context())
     alias = hir.ops(module)[0]
-    assert alias.name == "hipdnn.alias" and "check_size" in alias.attributes
+    assert alias.name == "hipdnn.alias"
     dims = hir.dims_of(alias.results[0])
+    relations = checks.read(hir.main_func(module))
     for v0, v1, rows, want in [(0, -1, 2, [2, 6]), (-1, 3, 4, [8, 3]), (3, 4, 2, [3, 4])]:
         env = {"v1_0": v0, "v1_1": v1, "d0_0": rows}
         assert [sym.evaluate(d, env) for d in dims] == want
+        assert all(c.holds(env) for c in relations)
+    # what the program refuses at run time, and how the runtime words it
+    refused = {(5, -1, 2): "input shape [2, 6] has 12 elements but target shape [5, -1] (resolved to [5, 2]) has 10",
+               (-1, -1, 1): "target shape [-1, -1] has 2 entries equal to -1; at most one may be -1",
+               (-3, 2, 1): "target shape [-3, 2] has -3 at index 0; entries must be >= -1",
+               (4, 4, 1): "input shape [1, 6] has 6 elements but target shape [4, 4] (resolved to [4, 4]) has 16"}
+    for (v0, v1, rows), message in refused.items():
+        env = {"v1_0": v0, "v1_1": v1, "d0_0": rows}
+        failed = next(c for c in relations if not c.holds(env))
+        assert failed.message(env) == "node 'r': " + message
+
+
+def test_reshape_that_changes_the_element_count_is_refused_at_compile_time_when_static():
+    with pytest.raises(ModelError, match=r"node 'r': input shape \[6\] has 6 elements but target shape \[4, 2\] has 8"):
+        _run('''
+func.func @main(%arg0: tensor<6xf32>) -> tensor<4x2xf32> {
+  %0 = "hipdnn.constant"() {name = "s", values = ["4", "2"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
+  %1 = "hipdnn.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<6xf32>, tensor<2xi64>) -> tensor<4x2xf32>
+  return %1 : tensor<4x2xf32>
+}''')
+
+
+def test_reshape_of_a_dynamic_input_to_a_constant_target_is_checked_at_run_time():
+    module = hir.ir.Module.parse('''
+func.func @main(%arg0: tensor<?xf32>) -> tensor<?x4xf32> {
+  %0 = "hipdnn.constant"() {name = "s", values = ["-1", "4"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
+  %1 = "hipdnn.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  return %1 : tensor<?x4xf32>
+}''', hir.new_context())
+    refine_shapes.run(module)
+    [check] = checks.read(hir.main_func(module))
+    assert check.holds({"d0_0": 8})
+    assert not check.holds({"d0_0": 6})  # -1 is 6 / 4 = 1 (truncated): 4 elements, not 6
+    assert check.message({"d0_0": 6}) == ("node 'r': input shape [6] has 6 elements but target shape [-1, 4] "
+                                          "(resolved to [1, 4]) has 4")
+
+
+def test_squeeze_of_an_axis_that_is_not_1_is_refused():
+    with pytest.raises(ModelError, match="node 'q': axis 0 of input shape \\[3, 1\\] has size 3"):
+        _run('''
+func.func @main(%arg0: tensor<3x1xf32>) -> tensor<1xf32> {
+  %0 = "hipdnn.constant"() {name = "a", values = ["0"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
+  %1 = "hipdnn.squeeze"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'q'"} : (tensor<3x1xf32>, tensor<1xi64>) -> tensor<1xf32>
+  return %1 : tensor<1xf32>
+}''')
+
+
+def test_static_dims_whose_size_overflows_int64_are_a_model_error():
+    with pytest.raises(ModelError, match="node 'e'.*more than int64 can address"):
+        _run('''
+func.func @main(%arg0: tensor<1x1xf32>) -> tensor<?x?xf32> {
+  %0 = "hipdnn.constant"() {name = "s", values = ["1099511627776", "1099511627776"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
+  %1 = "hipdnn.expand"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'e'"} : (tensor<1x1xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %1 : tensor<?x?xf32>
+}''')
 
 
 def test_incompatible_static_broadcast_is_a_model_error():

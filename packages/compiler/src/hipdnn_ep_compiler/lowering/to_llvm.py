@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from torch_mlir import ir
 
+from .. import checks as chk
 from .. import dtypes
 from .. import ir as hir
 from .. import symbolic as sym
@@ -37,6 +38,7 @@ class LoweredProgram:
     output_dims: list[list[str]] = field(default_factory=list)
     # The newest ABI minor among the element types and enum values the calls use (functions aside).
     min_minor: int = 0
+    checks: list[chk.Check] = field(default_factory=list)  # what the program verifies, in order
 
 
 class _Lowering:
@@ -58,11 +60,15 @@ class _Lowering:
         self.slots = hir.get_int(func, "hipdnn.host_scratch_slots", 0)
         self.pool_size = hir.get_str(func, "hipdnn.pool_size")
         self.min_minor = 0
+        self.checks = chk.read(func)
+        self.poison: str | None = None  # i1: some shape arithmetic since the last guard overflowed
 
     # ------------------------------------------------------------ helpers
     def call(self, suffix_or_name: str, args: list[str], check: bool = True) -> str | None:
         name = suffix_or_name if suffix_or_name.startswith(self.abi.prefix + "_") else self.abi.name(suffix_or_name)
         fn = self.abi.function(name)  # raises AbiTargetError naming it when missing or too new
+        if check:
+            self.guard_overflow()
         self.imports.setdefault(name, fn)
         status = self.e.call(name, args, fn.params_llvm, fn.returns_llvm)
         if check and status is not None:
@@ -133,12 +139,11 @@ class _Lowering:
             if op in ("add", "mul"):
                 out = vals[0]
                 for v in vals[1:]:
-                    out = self.e.binop(op, out, v)
-            elif op == "div":  # sdiv truncates toward zero, like symbolic.div and ONNX integer Div
-                out = self.e.binop("sdiv", vals[0], vals[1])
+                    out = self.checked(op, out, v)
+            elif op == "div":
+                out = self.div(vals[0], vals[1])
             elif op == "ceildiv":
-                num = self.e.binop("add", vals[0], self.e.binop("sub", vals[1], self.e.const(1)))
-                out = self.e.binop("sdiv", num, vals[1])
+                out = self.div(self.checked("add", vals[0], self.checked("add", vals[1], self.e.const(-1))), vals[1])
             elif op in ("max", "min"):
                 cond = self.e.icmp("sgt" if op == "max" else "slt", vals[0], vals[1])
                 out = self.e.select(cond, vals[0], vals[1])
@@ -150,6 +155,47 @@ class _Lowering:
                 raise ValueError(f"unknown expression op {op}")
         self.expr_cache[key] = out
         return out
+
+    def flag_overflow(self, bit: str) -> None:
+        self.poison = bit if self.poison is None else self.e.binop("or", self.poison, bit, "i1")
+
+    def checked(self, op: str, a: str, b: str) -> str:
+        """a + b or a * b; a wrap sets the overflow flag (symbolic.evaluate_int64 is the same arithmetic)."""
+        ty = "!llvm.struct<(i64, i1)>"
+        r = self.e.emit(f'"llvm.intr.s{op}.with.overflow"({a}, {b}) : (i64, i64) -> {ty}')
+        self.flag_overflow(self.e.emit(f"llvm.extractvalue {r}[1] : {ty}"))
+        return self.e.emit(f"llvm.extractvalue {r}[0] : {ty}")
+
+    def div(self, a: str, b: str) -> str:
+        """a / b truncated; 0 when b is 0; INT64_MIN / -1 sets the overflow flag (never a trap)."""
+        e = self.e
+        zero = e.icmp("eq", b, e.const(0))
+        wraps = e.binop("and", e.icmp("eq", a, e.const(sym.INT64_MIN)), e.icmp("eq", b, e.const(-1)), "i1")
+        self.flag_overflow(wraps)
+        safe = e.select(e.binop("or", zero, wraps, "i1"), e.const(1), b)
+        return e.select(zero, e.const(0), e.binop("sdiv", a, safe))
+
+    def guard_overflow(self) -> None:
+        """Return INVALID_ARGUMENT if shape arithmetic computed so far overflowed int64."""
+        if self.poison is not None:
+            bit, self.poison = self.poison, None
+            invalid = self.e.const(self.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
+            self.e.branch_unless(self.e.icmp("eq", bit, self.e.const(0, "i1"), "i1"), FAIL, invalid)
+
+    def emit_check(self, check: chk.Check) -> None:
+        e = self.e
+        v = [self.expr(x) for x in check.values[:chk.ARITY[check.kind]]]
+        if check.kind == "eq":
+            ok = e.icmp("eq", v[0], v[1])
+        elif check.kind == "le":
+            ok = e.icmp("sle", v[0], v[1])
+        elif check.kind == "nonneg":
+            ok = e.icmp("sge", v[0], e.const(0))
+        else:  # fits: evaluating it is the check
+            ok = e.const(1, "i1")
+        self.guard_overflow()
+        invalid = e.const(self.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
+        e.branch_unless(ok, FAIL, invalid)
 
     def int_array(self, exprs: list[sym.Expr], slot: int, elem: str = "i64") -> str:
         """Pointer to the array of `exprs`: constant data when static, else written to the host scratch."""
@@ -229,10 +275,20 @@ class _Lowering:
             self.call(rc.MEMCPY, [self.state, dst, self.data[arg], e.const(n * (8 if elem == "i64" else 4)),
                                   e.const(d2h, "i32")])
             self.input_values[i] = (dst, elem)
-        # run-time reshape targets are checked before anything is sized from them
+        # the shape relations the model promises hold before anything is sized from them
+        # (the runtime names the first failing one from the metadata's copy of this list)
         for op in ops:
-            if op.name == "hipdnn.alias" and "check_size" in op.attributes:
-                self.check_same_size(op)
+            if hir.get_str(op, "hipdnn.storage") == "output":
+                value = op.results[0]
+                self.checks.append(chk.Check(hir.get_str(op, "onnx.node", op.name), "fits", (size_bytes(value),),
+                                             "the output size ({0} bytes) overflows int64"))
+        if self.pool_size is not None:
+            self.checks.append(chk.Check("the memory plan", "fits", (sym.parse(self.pool_size),),
+                                         "the pool size ({0} bytes) overflows int64"))
+        distinct = {c.relation(): c for c in reversed(self.checks) if not c.is_static()}
+        self.checks = [c for c in self.checks if distinct.get(c.relation()) is c]
+        for check in self.checks:
+            self.emit_check(check)
         for op in ops:
             slots = hir.get_ints(op, "hipdnn.dims_slot")
             if slots is None:
@@ -271,6 +327,7 @@ class _Lowering:
             self.store_field(self.ref, ref, "dims", self.dims_ptr[value])
             self.store_field(self.ref, ref, "rank", e.const(len(hir.dims_of(value)), "i32"))
             self.store_field(self.ref, ref, "dtype", e.const(hir.element_dtype_from_text(str(value.type)), "i32"))
+        self.guard_overflow()
         e.lines.append(f"llvm.return {e.const(0, 'i32')} : i32")
 
         # failure: free what was allocated, report the status
@@ -346,16 +403,6 @@ class _Lowering:
         float_vals = [hir.get_float(op, a) for a in fn.float_attrs]
         self.kernel_call(fn.name, inputs, outputs, int_vals, float_vals)
 
-    def check_same_size(self, op: ir.Operation) -> None:
-        """INVALID_ARGUMENT unless the alias's run-time dims are >= 0 and keep the element count."""
-        e = self.e
-        new, old = hir.dims_of(op.results[0]), hir.dims_of(op.operands[0])
-        ok = e.icmp("eq", self.expr(sym.product(new)), self.expr(sym.product(old)))
-        for d in new:
-            ok = e.binop("and", ok, e.icmp("sge", self.expr(d), e.const(0)), "i1")
-        invalid = e.const(self.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
-        e.branch_unless(ok, FAIL, invalid)
-
     def kernel_call(self, kernel: str, inputs, outputs, int_vals: list[int], float_vals: list[float]) -> None:
         e = self.e
         args = e.alloca(self.args_struct.size)
@@ -395,6 +442,7 @@ class _Lowering:
             pool_size=self.pool_size, host_scratch_slots=self.slots,
             output_dims=[[sym.to_str(d) for d in hir.dims_of(v)] for v in ret.operands],
             min_minor=self.min_minor,
+            checks=self.checks,
         )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 
@@ -89,6 +90,9 @@ def run(module: ir.Module) -> ir.Module:
         for name in ("hipdnn.dims", "values", "starts"):
             if name in op.attributes:
                 read_inputs |= {sym.parse_symbol(v)[0] for v in _symbols_of(op, name) if sym.is_value_symbol(v)}
+    for check in checks.read(hir.main_func(module)):
+        for v in check.values:
+            read_inputs |= {sym.parse_symbol(s)[0] for s in sym.symbols(v) if sym.is_value_symbol(s)}
     block = hir.body(module)
     pairs = []
     for i in sorted(read_inputs):

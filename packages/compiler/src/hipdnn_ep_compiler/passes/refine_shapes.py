@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from torch_mlir import ir
 
+from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError, UnsupportedError
@@ -39,8 +40,9 @@ HOST_INT_TYPES = (6, 7)
 class _Op:
     """One imported op with its operands addressed by ONNX input position."""
 
-    def __init__(self, op: ir.Operation):
+    def __init__(self, op: ir.Operation, func: ir.Operation):
         self.op = op
+        self.func = func
         self.kind = op.name.split(".", 1)[1]
         self.where = hir.get_str(op, "onnx.node", op.name)
         roles = hir.get_ints(op, "operand_roles", list(range(len(op.operands))))
@@ -80,6 +82,10 @@ class _Op:
     def fail(self, why: str) -> None:
         raise UnsupportedError(f"{self.where}: {why}")
 
+    def require(self, kind: str, values: list[sym.Expr], text: str) -> None:
+        """A relation the model promises: checked now when static, else by the program (see checks.py)."""
+        checks.require(self.func, self.where, kind, values, text)
+
 
 def _norm_axis(o: _Op, axis: int, rank: int) -> int:
     if not -rank <= axis < max(rank, 1):
@@ -91,6 +97,8 @@ def _replace(o: _Op, name: str, operands: list[ir.Value], attrs: dict, dims: lis
              result_types: list[str] | None = None) -> ir.Operation:
     """Create the canonical op before `o`, move the uses over and erase `o`."""
     types = result_types or [str(r.type) for r in o.op.results]
+    for k, ds in enumerate(dims):
+        _check_dims(o, ds, hir.element_dtype_from_text(types[k]) if k < len(types) else None)
     attrs = dict(attrs)
     attrs["onnx.node"] = o.where
     attrs["hipdnn.dims"] = [[sym.to_str(d) for d in ds] for ds in dims]
@@ -101,8 +109,36 @@ def _replace(o: _Op, name: str, operands: list[ir.Value], attrs: dict, dims: lis
     return new
 
 
+def _check_dims(o: _Op, dims: list[sym.Expr], dtype: int | None) -> None:
+    """Every dim >= 0 (checked at run time when it depends on fed values) and the size within int64."""
+    for e in dims:
+        for x in sym.int_literals(e):
+            if not sym.fits_int64(x):
+                raise ModelError(f"{o.where}: the output shape {_show(dims)} does not fit in int64")
+    for i, d in enumerate(dims):
+        if not sym.nonnegative(d):
+            t = checks.Text(d)
+            o.require("nonneg", [d], f"output dim {i} of shape {t.dims(dims)} is {{0}}; dims must be >= 0")
+    if dtype is None or dtype not in hir.DTYPES:
+        return
+    static = hir.DTYPES[dtype][1]
+    for d in dims:
+        if isinstance(d, int):
+            static *= d
+    if not sym.fits_int64(static):
+        raise ModelError(f"{o.where}: the output shape {_show(dims)} needs {static} bytes, more than int64 can "
+                         "address; the model's dims are too large")
+
+
+def _show(dims: list[sym.Expr]) -> str:
+    return "[" + ", ".join(sym.to_str(d) for d in dims) + "]"
+
+
 def _host_tensor(o: _Op, values: list[sym.Expr], dims: list[int], dtype: int | None = None) -> None:
     dtype = o.result_dtype() if dtype is None else dtype
+    for x in (x for v in values for x in sym.int_literals(v)):
+        if not sym.fits_int64(x):
+            raise ModelError(f"{o.where}: the shape value {x} does not fit in int64")
     _replace(o, "hipdnn.host_tensor", [],
              {"values": [sym.to_str(v) for v in values]}, [list(dims)],
              [hir.tensor_type_str(dtype, dims)])
@@ -218,6 +254,21 @@ def _runtime_reshape_dims(o: _Op, src: list[sym.Expr], target: list[sym.Expr]) -
     """Target entries only known at run time may be 0 (copy the input dim) or -1 (infer): resolve both
     with host selects.  An entry is -1 for at most one axis in a valid model."""
     allow_zero = o.attr_int("allowzero", 0)
+    for i, t in enumerate(target):
+        if not sym.nonnegative(t):
+            text = checks.Text(-1, t)
+            msg = f"target shape {text.dims(target)} has {{1}} at index {i}; entries must be >= -1"
+            o.require("le", text.values, msg)
+    n_infer = sym.add(*(sym.select_negative(t, 1, 0) for t in target))
+    text = checks.Text(n_infer, 1)
+    msg = f"target shape {text.dims(target)} has {{0}} entries equal to -1; at most one may be -1"
+    o.require("le", text.values, msg)
+    for i, t in enumerate(target[len(src):], len(src)):
+        if not allow_zero and not sym.nonnegative(sym.add(t, -1)):
+            text = checks.Text(sym.select_zero(t, 1, 0), 0)
+            msg = f"target shape {text.dims(target)} has 0 at index {i}, which copies the input's dim {i}, but " \
+                  f"the input has rank {len(src)}"
+            o.require("eq", text.values, msg)
     resolved = []
     for i, t in enumerate(target):
         copy = src[i] if i < len(src) and not allow_zero else t
@@ -252,8 +303,24 @@ def _reshape_dims(o: _Op, src: list[sym.Expr], target: list[sym.Expr]) -> list[s
             out.append(t)
     if infer_at is not None:
         known = sym.product(x for i, x in enumerate(out) if i != infer_at)
+        if known == 0:
+            raise ModelError(f"{o.where}: target shape {_show(target)} has a -1 beside a 0-sized dim, so the -1 "
+                             "cannot be inferred")
         out[infer_at] = sym.div(sym.product(src), known)
     return out
+
+
+def _require_same_size(o: _Op, src: list[sym.Expr], target: list[sym.Expr], dims: list[sym.Expr]) -> None:
+    """A Reshape keeps the element count (a -1 that does not divide evenly breaks it too)."""
+    before, after = sym.product(src), sym.product(dims)
+    if before == after:
+        return
+    text = checks.Text(before, after)
+    resolved = text.dims(dims)
+    shown = text.dims(target)
+    msg = f"input shape {text.dims(src)} has {{0}} elements but target shape {shown}"
+    msg += " has {1}" if shown == resolved else f" (resolved to {resolved}) has {{1}}"
+    o.require("eq", text.values, msg)
 
 
 def _alias_like(o: _Op) -> None:
@@ -265,12 +332,16 @@ def _alias_like(o: _Op) -> None:
         if target is None:
             o.fail("the target shape must be computable from input shapes and constants")
         dims = _reshape_dims(o, src, target)
+        _require_same_size(o, src, target, dims)
     elif o.kind == "unsqueeze":
         axes = o.const_ints(1, "the axes") if o.input(1) is not None else o.attr_ints("axes")
         if not axes:
             raise ModelError(f"{o.where}: Unsqueeze needs axes")
         r = len(src) + len(axes)
         axes = sorted(_norm_axis(o, a, r) for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ModelError(f"{o.where}: Unsqueeze axes {o.const_ints(1, 'the axes') or o.attr_ints('axes')} "
+                             "repeat an axis")
         it = iter(src)
         dims = [1 if i in axes else next(it) for i in range(r)]
     else:  # squeeze
@@ -280,14 +351,17 @@ def _alias_like(o: _Op) -> None:
             if any(not isinstance(x, int) for x in src):
                 o.fail("Squeeze without axes on dynamic dims is not supported")
         axes = {_norm_axis(o, a, len(src)) for a in axes}
+        for a in sorted(axes):
+            if src[a] != 1:
+                text = checks.Text(src[a], 1)
+                o.require("eq", text.values, f"axis {a} of input shape {text.dims(src)} has size {{0}}; "
+                                             "Squeeze removes only axes of size 1")
         dims = [x for i, x in enumerate(src) if i not in axes]
     vals = o.host(0)
     if vals is not None:
         _host_tensor(o, vals, dims)
         return
-    # dims from values only known at run time: the program checks they keep the element count
-    checked = any(not sym.nonnegative(d) for d in dims)
-    _replace(o, "hipdnn.alias", [o.input(0)], {"check_size": True} if checked else {}, [dims])
+    _replace(o, "hipdnn.alias", [o.input(0)], {}, [dims])
 
 
 def _transpose(o: _Op) -> None:
@@ -308,6 +382,13 @@ def _concat(o: _Op) -> None:
             vals.extend(hir.host_values(v))
         _host_tensor(o, vals, [len(vals)])
         return
+    for k, dk in enumerate(ds[1:], 1):
+        if len(dk) != len(ds[0]):
+            raise ModelError(f"{o.where}: input {k} has rank {len(dk)}, input 0 has rank {len(ds[0])}")
+        for j, (a, b) in enumerate(zip(ds[0], dk, strict=True)):
+            if j != axis and isinstance(a, int) and isinstance(b, int) and a != b:
+                raise ModelError(f"{o.where}: input {k} has shape {_show(dk)}, input 0 has {_show(ds[0])}; "
+                                 f"they must agree outside axis {axis}")
     out = list(ds[0])
     out[axis] = sym.add(*(d[axis] for d in ds))
     _replace(o, "hipdnn.concat", ins, {"axis": axis}, [out])
@@ -354,6 +435,10 @@ def _gather(o: _Op) -> None:
     d, di = o.dims(0), o.dims(1)
     axis = _norm_axis(o, o.attr_int("axis", 0), len(d))
     vals, idx = o.host(0), o.host(1)
+    if idx is not None and isinstance(d[axis], int) and all(isinstance(i, int) for i in idx):
+        for i in idx:
+            if not -d[axis] <= i < d[axis]:
+                raise ModelError(f"{o.where}: index {i} is out of range for axis {axis} of size {d[axis]}")
     if vals is not None and idx is not None and len(d) == 1 and all(isinstance(i, int) for i in idx):
         n = len(vals)
         for i in idx:
@@ -410,6 +495,7 @@ CANONICAL = {"hipdnn.weight", "hipdnn.constant", "hipdnn.host_tensor", "hipdnn.b
 
 
 def run(module: ir.Module) -> ir.Module:
+    func = hir.main_func(module)
     for op in hir.ops(module):
         if op.name == "func.return":
             continue
@@ -420,7 +506,7 @@ def run(module: ir.Module) -> ir.Module:
             continue
         if op.name == "hipdnn.constant":
             continue
-        o = _Op(op)
+        o = _Op(op, func)
         rule = RULES.get(o.kind)
         if rule is None:
             raise UnsupportedError(f"{o.where}: no shape rule for {op.name}")

@@ -1,0 +1,212 @@
+#include "shape_checks.h"
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <vector>
+
+namespace hipdnn_ep {
+namespace {
+
+// One evaluation: ok is false when the arithmetic left int64 or the text is malformed.
+struct Result {
+  bool ok = true;
+  int64_t value = 0;
+};
+
+class Evaluator {
+ public:
+  Evaluator(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t* inputs, size_t n_inputs)
+      : state_(state), inputs_(inputs), n_inputs_(n_inputs) {}
+
+  // An int, or an S-expression such as "(mul 4 d0_1)" (see the compiler's symbolic.py).
+  Result evaluate(const json::Value& v) {
+    if (v.is_integer()) return {true, v.as_int()};
+    if (!v.is_string()) return {false, 0};
+    text_ = &v.as_string();
+    pos_ = 0;
+    Result r = expr();
+    skip_space();
+    if (pos_ != text_->size()) r.ok = false;
+    return r;
+  }
+
+ private:
+  void skip_space() {
+    while (pos_ < text_->size() && (*text_)[pos_] == ' ') ++pos_;
+  }
+
+  std::string token() {
+    skip_space();
+    size_t start = pos_;
+    while (pos_ < text_->size() && (*text_)[pos_] != ' ' && (*text_)[pos_] != '(' && (*text_)[pos_] != ')') ++pos_;
+    return text_->substr(start, pos_ - start);
+  }
+
+  Result expr() {
+    skip_space();
+    if (pos_ >= text_->size()) return {false, 0};
+    if ((*text_)[pos_] != '(') return atom(token());
+    ++pos_;
+    const std::string op = token();
+    std::vector<Result> args;
+    for (skip_space(); pos_ < text_->size() && (*text_)[pos_] != ')'; skip_space()) {
+      args.push_back(expr());
+      if (args.size() > 64) return {false, 0};
+    }
+    if (pos_ >= text_->size()) return {false, 0};
+    ++pos_;  // ')'
+    Result out;
+    for (const Result& a : args) out.ok = out.ok && a.ok;  // every argument counts, selected or not
+    if (!out.ok || args.empty()) return {false, 0};
+    const int64_t a = args[0].value;
+    const int64_t b = args.size() > 1 ? args[1].value : 0;
+    if (op == "add" || op == "mul") {
+      out.value = a;
+      for (size_t k = 1; k < args.size() && out.ok; ++k) {
+        out.ok = op == "add" ? !__builtin_add_overflow(out.value, args[k].value, &out.value)
+                             : !__builtin_mul_overflow(out.value, args[k].value, &out.value);
+      }
+      return out;
+    }
+    if (args.size() == 2 && (op == "div" || op == "ceildiv")) {
+      int64_t num = a;
+      if (op == "ceildiv" &&
+          (__builtin_add_overflow(b, int64_t{-1}, &num) || __builtin_add_overflow(a, num, &num))) {
+        return {false, 0};
+      }
+      if (b == 0) return {true, 0};
+      if (num == std::numeric_limits<int64_t>::min() && b == -1) return {false, 0};
+      return {true, num / b};
+    }
+    if (args.size() == 2 && op == "max") return {true, a > b ? a : b};
+    if (args.size() == 2 && op == "min") return {true, a < b ? a : b};
+    if (args.size() == 3 && op == "selneg") return {true, a < 0 ? args[1].value : args[2].value};
+    if (args.size() == 3 && op == "selzero") return {true, a == 0 ? args[1].value : args[2].value};
+    return {false, 0};
+  }
+
+  // An integer literal, "d<input>_<axis>" (a dim) or "v<input>_<element>" (a small integer input's element).
+  Result atom(const std::string& tok) {
+    if (tok.empty()) return {false, 0};
+    if (tok[0] == 'd' || tok[0] == 'v') {
+      size_t sep = tok.find('_');
+      if (sep == std::string::npos) return {false, 0};
+      Result i = number(tok.substr(1, sep - 1));
+      Result j = number(tok.substr(sep + 1));
+      if (!i.ok || !j.ok || i.value < 0 || j.value < 0 || static_cast<size_t>(i.value) >= n_inputs_) return {false, 0};
+      const hipdnn_ep_tensor_ref_t& t = inputs_[i.value];
+      if (tok[0] == 'd') {
+        if (j.value >= t.rank || t.dims == nullptr) return {false, 0};
+        return {true, t.dims[j.value]};
+      }
+      return element(t, i.value, j.value);
+    }
+    return number(tok);
+  }
+
+  static Result number(const std::string& tok) {
+    if (tok.empty() || tok.size() > 20) return {false, 0};
+    size_t k = tok[0] == '-' ? 1 : 0;
+    if (k == tok.size()) return {false, 0};
+    int64_t v = 0;
+    for (; k < tok.size(); ++k) {
+      if (tok[k] < '0' || tok[k] > '9') return {false, 0};
+      const int64_t digit = tok[k] - '0';
+      if (__builtin_mul_overflow(v, int64_t{10}, &v) ||
+          __builtin_add_overflow(v, tok[0] == '-' ? -digit : digit, &v)) {
+        return {false, 0};
+      }
+    }
+    return {true, v};
+  }
+
+  Result element(const hipdnn_ep_tensor_ref_t& t, int64_t input, int64_t k) {
+    const uint64_t width = t.dtype == HIPDNN_EP_DTYPE_INT64 ? 8 : t.dtype == HIPDNN_EP_DTYPE_INT32 ? 4 : 0;
+    int64_t count = 1;
+    for (int32_t d = 0; d < t.rank && t.dims != nullptr; ++d) {
+      if (t.dims[d] < 0 || __builtin_mul_overflow(count, t.dims[d], &count)) return {false, 0};
+    }
+    if (width == 0 || k >= count || t.data == nullptr) return {false, 0};
+    auto cached = values_.find({input, k});
+    if (cached != values_.end()) return {true, cached->second};
+    int64_t v64 = 0;
+    int32_t v32 = 0;
+    void* dst = width == 8 ? static_cast<void*>(&v64) : static_cast<void*>(&v32);
+    const void* src = static_cast<const char*>(t.data) + k * width;
+    if (hipdnn_ep_memcpy(state_, dst, src, width, HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_HOST) != HIPDNN_EP_STATUS_OK ||
+        hipdnn_ep_synchronize(state_) != HIPDNN_EP_STATUS_OK) {
+      return {false, 0};
+    }
+    const int64_t v = width == 8 ? v64 : v32;
+    values_[{input, k}] = v;
+    return {true, v};
+  }
+
+  hipdnn_ep_state_t* state_;
+  const hipdnn_ep_tensor_ref_t* inputs_;
+  size_t n_inputs_;
+  const std::string* text_ = nullptr;
+  size_t pos_ = 0;
+  std::map<std::pair<int64_t, int64_t>, int64_t> values_;
+};
+
+// text with each "{k}" replaced by values[k] ("overflow" where it leaves int64).
+std::string format(const std::string& text, const std::vector<Result>& values) {
+  std::string out;
+  for (size_t k = 0; k < text.size(); ++k) {
+    size_t close = text[k] == '{' ? text.find('}', k) : std::string::npos;
+    if (close != std::string::npos) {
+      size_t index = 0;
+      bool digits = close > k + 1;
+      for (size_t p = k + 1; p < close && digits; ++p) {
+        digits = text[p] >= '0' && text[p] <= '9';
+        index = index * 10 + static_cast<size_t>(text[p] - '0');
+      }
+      if (digits && index < values.size()) {
+        out += values[index].ok ? std::to_string(values[index].value) : "overflow";
+        k = close;
+        continue;
+      }
+    }
+    out += text[k];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string first_failed_check(const json::Value& metadata, hipdnn_ep_state_t* state,
+                               const hipdnn_ep_tensor_ref_t* inputs, size_t n_inputs) {
+  const json::Value* checks = metadata.find("checks");
+  if (checks == nullptr || !checks->is_array()) return "";
+  Evaluator eval(state, inputs, n_inputs);
+  for (const json::Value& check : checks->items()) {
+    const json::Value* where = check.find("where");
+    const json::Value* kind = check.find("kind");
+    const json::Value* text = check.find("text");
+    const json::Value* list = check.find("values");
+    if (where == nullptr || !where->is_string() || kind == nullptr || !kind->is_string() || text == nullptr ||
+        !text->is_string() || list == nullptr || !list->is_array()) {
+      continue;
+    }
+    const std::string& k = kind->as_string();
+    const size_t arity = k == "eq" || k == "le" ? 2 : 1;
+    if (list->items().size() < arity) continue;
+    std::vector<Result> values;
+    for (const json::Value& v : list->items()) values.push_back(eval.evaluate(v));
+    bool operands_ok = true;
+    for (size_t a = 0; a < arity; ++a) operands_ok = operands_ok && values[a].ok;
+    bool holds = operands_ok;
+    if (holds && k == "eq") holds = values[0].value == values[1].value;
+    if (holds && k == "le") holds = values[0].value <= values[1].value;
+    if (holds && k == "nonneg") holds = values[0].value >= 0;
+    if (holds) continue;
+    std::string message = where->as_string() + ": " + format(text->as_string(), values);
+    if (!operands_ok) message += " (the shape arithmetic overflows int64)";
+    return message;
+  }
+  return "";
+}
+
+}  // namespace hipdnn_ep

@@ -1,0 +1,21 @@
+// The shape checks an artifact's program verifies (its metadata's "checks"),
+// re-evaluated on the host to name the one that refused a run.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "json.h"
+#include "runtime_internal.h"
+
+namespace hipdnn_ep {
+
+// "where: text" for the first check in metadata["checks"] that fails for these
+// inputs (the program's own order and int64 arithmetic: add/mul that wrap,
+// INT64_MIN / -1, count as failures; x / 0 is 0), or "" when every check holds
+// or none can be read. Values of small integer inputs ("v" symbols) are read
+// with a DEVICE_TO_HOST copy through state.
+std::string first_failed_check(const json::Value& metadata, hipdnn_ep_state_t* state,
+                               const hipdnn_ep_tensor_ref_t* inputs, size_t n_inputs);
+
+}  // namespace hipdnn_ep
