@@ -65,3 +65,11 @@ def assert_close(got: list[np.ndarray], want: list[np.ndarray], tol: float = 1e-
 @pytest.fixture(scope="session")
 def close() -> Callable:
     return assert_close
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hipdnn-ep fuzz")
+    group.addoption("--fuzz-seed", type=int, default=20261203,
+                    help="seed of tests/test_fuzz.py (a failure message names the seed and case to replay)")
+    group.addoption("--fuzz-models", type=int, default=80,
+                    help="mutated models tests/test_fuzz.py builds (each also gets several bad feeds)")

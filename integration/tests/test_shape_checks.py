@@ -112,7 +112,7 @@ CASES = {
         {"x": _f32(3, 4)}, "node 'g' (Gather): index 5 is out of range for axis 0 of size 3", stage="compile"),
     "expand_fed_dims_that_do_not_broadcast": Case(
         _model([helper.make_node("Expand", ["x", "s"], ["y"], name="e")], [_x(["N"])], [_i64("s", [3])], out_rank=1),
-        {"x": _f32(2)}, "do not broadcast"),
+        {"x": _f32(2)}, "input shape [2] does not broadcast to the target shape [3]: at axis 0"),
     "concat_fed_dims_that_differ": Case(
         _model([helper.make_node("Concat", ["x", "z"], ["y"], name="c", axis=0)],
                [_x(["N", "K"]), _x(["M", "L"], name="z")], out_rank=2),

@@ -26,6 +26,15 @@ def test_garbage_file_is_a_model_error(tmp_path):
         load_model(p)
 
 
+def test_model_with_text_that_is_not_utf8_is_a_model_error(tmp_path):
+    """A damaged op type ends up in the checker's message; decoding it must not escape as UnicodeDecodeError."""
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", T.FLOAT, [2])], [("y", T.FLOAT, [2])])
+    p = tmp_path / "damaged.onnx"
+    p.write_bytes(model.SerializeToString().replace(b"Relu", b"R\xb0lu"))
+    with pytest.raises(ModelError, match="not valid UTF-8"):
+        load_model(p)
+
+
 def test_old_opset_refused(static_model):
     static_model.opset_import[0].version = 12
     with pytest.raises(ModelError, match="opset 12.*opset 13"):

@@ -155,3 +155,55 @@ func.func @main(%arg0: tensor<3xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "hipdnn.add"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'a'"} : (tensor<3xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }''')
+
+
+def test_reduce_keepdims_other_than_1_drops_the_axes_like_onnx_runtime():
+    out = _run('''
+func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3xf32> {
+  %0 = "hipdnn.constant"() {name = "a", values = ["1"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
+  %1 = "hipdnn.reduce_sum"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.keepdims" = 2 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> tensor<3xf32>
+  return %1 : tensor<3xf32>
+}''')
+    assert 'hipdnn.dims = [["3"]]' in out
+
+
+def test_reduce_axes_that_are_not_1d_are_a_model_error():
+    with pytest.raises(ModelError, match="node 'r': the axes input has rank 0; it must be 1-D"):
+        _run('''
+func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3xf32> {
+  %0 = "hipdnn.constant"() {name = "a", values = ["1"], "hipdnn.dims" = [[]]} : () -> tensor<i64>
+  %1 = "hipdnn.reduce_sum"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<3x4xf32>, tensor<i64>) -> tensor<3xf32>
+  return %1 : tensor<3xf32>
+}''')
+
+
+def _relations(text: str) -> list:
+    module = hir.ir.Module.parse(text, hir.new_context())
+    refine_shapes.run(module)
+    return checks.read(hir.main_func(module))
+
+
+def test_expand_to_a_fed_shape_checks_each_axis_broadcasts():
+    relations = _relations('''
+func.func @main(%arg0: tensor<?x6xf32>, %arg1: tensor<2xi64>) -> tensor<?x?xf32> {
+  %0 = "hipdnn.expand"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'e'"} : (tensor<?x6xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}''')
+    for v0, v1 in [(4, 6), (1, 6), (4, 1), (3, 1)]:
+        assert all(c.holds({"d0_0": 4 if v0 != 3 else 1, "v1_0": v0, "v1_1": v1}) for c in relations)
+    env = {"d0_0": 4, "v1_0": 2, "v1_1": 3}  # ORT: "invalid expand shape"
+    failed = next(c for c in relations if not c.holds(env))
+    assert failed.message(env) == ("node 'e': input shape [4, 6] does not broadcast to the target shape [2, 3]: "
+                                   "at axis 0 (aligned right) 4 and 2 must be equal or 1")
+
+
+def test_reshape_minus_1_beside_a_dim_that_is_0_at_run_time_is_refused():
+    [check] = _relations('''
+func.func @main(%arg0: tensor<?x4xf32>) -> tensor<?x?xf32> {
+  %0 = "hipdnn.constant"() {name = "s", values = ["0", "-1"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
+  %1 = "hipdnn.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %1 : tensor<?x?xf32>
+}''')
+    assert check.holds({"d0_0": 2})
+    assert check.message({"d0_0": 0}) == ("node 'r': target shape [0, -1] has a -1 but its other dims multiply to 0, "
+                                           "so the -1 cannot be inferred")

@@ -55,6 +55,9 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
     except onnx.checker.ValidationError as exc:
         if not uses_contrib:
             raise ModelError(f"model fails the ONNX checker: {_first_line(exc)}") from exc
+    except UnicodeDecodeError as exc:  # the checker's message quotes a damaged (non-UTF-8) name or string
+        raise ModelError("model fails the ONNX checker: a name or string in the model is not valid UTF-8 "
+                         "(the file is damaged)") from exc
     try:
         model = onnx.shape_inference.infer_shapes(model, strict_mode=not uses_contrib, data_prop=True)
     except Exception as exc:  # InferenceError, or a checker error raised through inference

@@ -237,9 +237,11 @@ def _layer_norm(o: _Op) -> None:
 def _reduce(o: _Op) -> None:
     d = o.dims(0)
     axes = o.const_ints(1, "the reduction axes")
+    if axes is not None and len(o.dims(1)) != 1:
+        raise ModelError(f"{o.where}: the axes input has rank {len(o.dims(1))}; it must be 1-D")
     if axes is None:
         axes = o.attr_ints("axes")  # opsets before 18 (ReduceMean/Max) carry axes as an attribute
-    keep = o.attr_int("keepdims", 1)
+    keep = o.attr_int("keepdims", 1) == 1  # like ONNX shape inference and ORT: any other value drops the axes
     if not axes:
         if o.attr_int("noop_with_empty_axes", 0):
             _replace(o, "hipdnn.alias", [o.input(0)], {}, [d])
@@ -276,7 +278,12 @@ def _runtime_reshape_dims(o: _Op, src: list[sym.Expr], target: list[sym.Expr]) -
     total = sym.product(src)
     out = []
     for i, t in enumerate(target):
-        inferred = sym.div(total, sym.product(r for j, r in enumerate(resolved) if j != i))
+        others = sym.product(r for j, r in enumerate(resolved) if j != i)
+        if not sym.nonnegative(t):
+            text = checks.Text(1, sym.select_negative(t, others, 1))
+            o.require("le", text.values, f"target shape {text.dims(target)} has a -1 but its other dims multiply "
+                                         "to {1}, so the -1 cannot be inferred")
+        inferred = sym.div(total, others)
         out.append(sym.select_negative(t, inferred, resolved[i]))
     return out
 
@@ -303,9 +310,9 @@ def _reshape_dims(o: _Op, src: list[sym.Expr], target: list[sym.Expr]) -> list[s
             out.append(t)
     if infer_at is not None:
         known = sym.product(x for i, x in enumerate(out) if i != infer_at)
-        if known == 0:
-            raise ModelError(f"{o.where}: target shape {_show(target)} has a -1 beside a 0-sized dim, so the -1 "
-                             "cannot be inferred")
+        text = checks.Text(1, known)
+        o.require("le", text.values, f"target shape {text.dims(target)} has a -1 but its other dims multiply to "
+                                     "{1}, so the -1 cannot be inferred")
         out[infer_at] = sym.div(sym.product(src), known)
     return out
 
@@ -461,7 +468,19 @@ def _expand(o: _Op) -> None:
     shape = o.host(1)
     if shape is None:
         o.fail("the target shape must be computable from input shapes and constants")
-    _replace(o, "hipdnn.expand", [o.input(0)], {}, [_broadcast(o, o.dims(0), shape)])
+    dims = o.dims(0)
+    n = max(len(dims), len(shape))
+    padded_x, padded_s = [1] * (n - len(dims)) + list(dims), [1] * (n - len(shape)) + list(shape)
+    for i, (a, b) in enumerate(zip(padded_x, padded_s, strict=True)):
+        if a == 1 or b == 1 or a == b or (isinstance(a, int) and isinstance(b, int)):
+            continue  # static pairs: _broadcast refuses the bad ones
+        # a and b broadcast iff a == b, a == 1 or b == 1: then `fold` below equals b
+        fold = sym.select_zero(sym.add(a, -1), b, sym.select_zero(sym.add(b, -1), b, a))
+        text = checks.Text(fold, b, a)
+        o.require("eq", text.values, f"input shape {text.dims(dims)} does not broadcast to the target shape "
+                                     f"{text.dims(shape)}: at axis {i} (aligned right) {{2}} and {{1}} must be equal "
+                                     "or 1")
+    _replace(o, "hipdnn.expand", [o.input(0)], {}, [_broadcast(o, dims, shape)])
 
 
 def _cast(o: _Op) -> None:
