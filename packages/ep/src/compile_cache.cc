@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -194,8 +195,16 @@ void CompileCache::Trim(const std::string& keep) {
   std::vector<Entry> entries;
   uint64_t total = 0;
   std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
     const std::string name = e.path().filename().string();
+    if (name.rfind(".tmp-", 0) == 0) {
+      // Left behind by a process that died while compiling: no compile takes a day.
+      std::error_code age_ec;
+      const auto changed = fs::last_write_time(e.path(), age_ec);
+      if (!age_ec && now - changed > std::chrono::hours(24)) fs::remove_all(e.path(), age_ec);
+      continue;
+    }
     if (!IsDigest(name) || !e.is_directory(ec)) continue;
     Entry item{name, 0, fs::last_write_time(e.path(), ec)};
     auto used = fs::last_write_time(e.path() / kEntryName, ec);

@@ -382,8 +382,15 @@ def test_cache_stays_under_its_size_bound(tmp_path: Path, ep_devices, env: Env) 
     entry_bytes = sum(f.stat().st_size for f in _only_entry(env).rglob("*") if f.is_file())
     bound = entry_bytes * 5 // 2
     options = dict(env.options, cache_max_bytes=str(bound))
+    stale, busy = env.cache_dir / ".tmp-died-abcdef", env.cache_dir / ".tmp-compiling-abcdef"
+    for folder in (stale, busy):
+        folder.mkdir()
+        (folder / "model.onnx").write_bytes(b"\0" * entry_bytes)
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(stale, (two_days_ago, two_days_ago))
     for model in models[1:]:
         make_session(model, ep_devices, options, NO_FALLBACK)
+    assert not stale.exists() and busy.exists(), "only a day-old temporary folder is removed"
     total = sum(f.stat().st_size for e in env.cache_entries() for f in e.rglob("*") if f.is_file())
     assert len(env.cache_entries()) == 2 and total <= bound
     make_session(models[2], ep_devices, options, NO_FALLBACK)
