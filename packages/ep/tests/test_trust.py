@@ -397,3 +397,43 @@ def test_cache_stays_under_its_size_bound(tmp_path: Path, ep_devices, env: Env) 
     assert len(env.compiles()) == 3, "the newest entry was kept"
     with pytest.raises(Exception, match="cache_max_bytes must be a byte count"):
         make_session(models[0], ep_devices, dict(env.options, cache_max_bytes="lots"), NO_FALLBACK)
+
+
+NO_MEMFD = """
+import gc, glob, json, os, sys
+import numpy as np, onnxruntime as ort, hipdnn_ep
+so = ort.SessionOptions()
+so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+so.add_provider_for_devices(hipdnn_ep.register(ort), {"cache_dir": sys.argv[2], "compiler_python": sys.argv[3]})
+sess = ort.InferenceSession(sys.argv[1], sess_options=so)
+x = np.ones((2, 4), np.float32)
+result = sess.run(None, {"x": x, "y": x})[0].tolist()
+maps = open("/proc/self/maps").read().splitlines()
+copies = sorted({line.split()[-1] for line in maps if "hipdnn-ep-artifact" in line})
+del sess
+gc.collect()
+left = glob.glob(os.path.join(os.environ["TMPDIR"], "hipdnn-ep-artifact-*"))
+print(json.dumps({"result": result, "copies": copies, "left": left}))
+"""
+
+
+def test_without_memfd_the_verified_bytes_go_to_a_private_file(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Where memfd_create is unavailable (here: made to fail by an LD_PRELOAD shim), the verified bytes are
+    loaded from a new file in a private temporary folder, removed when the session ends."""
+    ctx = compile_ctx(tmp_path, ep_devices, env, embed=True)
+    shim_src = tmp_path / "no_memfd.c"
+    shim_src.write_text("#include <errno.h>\nint memfd_create(const char* name, unsigned flags) {\n"
+                        "  (void)name; (void)flags; errno = ENOSYS; return -1;\n}\n")
+    shim = tmp_path / "libno_memfd.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(shim), str(shim_src)], check=True)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    out = subprocess.run([sys.executable, "-c", NO_MEMFD, str(ctx), str(env.cache_dir), str(tmp_path / "none")],
+                         env=dict(os.environ, LD_PRELOAD=str(shim), TMPDIR=str(temp)), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.splitlines()[-1])
+    assert seen["result"] == reference(np.ones((2, 4)), np.ones((2, 4))).tolist()
+    (copy,) = seen["copies"]
+    assert copy.startswith(f"{temp}/hipdnn-ep-artifact-") and copy.endswith("/program.so")
+    assert seen["left"] == [], "the private copy is removed with the session"
