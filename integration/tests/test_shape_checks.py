@@ -116,7 +116,8 @@ CASES = {
     "concat_fed_dims_that_differ": Case(
         _model([helper.make_node("Concat", ["x", "z"], ["y"], name="c", axis=0)],
                [_x(["N", "K"]), _x(["M", "L"], name="z")], out_rank=2),
-        {"x": _f32(2, 2), "z": _f32(2, 3)}, "differ from input 0 dims"),
+        {"x": _f32(2, 2), "z": _f32(2, 3)},
+        "node 'c' (Concat): input 1 has shape [2, 3], input 0 has [2, 2]; they must agree outside axis 0"),
     "transpose_perm_repeats_an_axis": Case(
         _model([helper.make_node("Transpose", ["x"], ["y"], name="t", perm=[0, 0])], [_x([2, 3])], out_rank=2),
         {"x": _f32(2, 3)}, "", stage="compile"),

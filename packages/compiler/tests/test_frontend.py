@@ -35,6 +35,22 @@ def test_model_with_text_that_is_not_utf8_is_a_model_error(tmp_path):
         load_model(p)
 
 
+def test_dim_name_that_is_not_utf8_is_a_model_error(tmp_path):
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", T.FLOAT, ["QQQQ"])], [("y", T.FLOAT, None)])
+    p = tmp_path / "damaged.onnx"
+    p.write_bytes(model.SerializeToString().replace(b"QQQQ", b"Q\xb0QQ"))
+    with pytest.raises(ModelError, match="not valid UTF-8"):
+        compile_model(p, tmp_path / "a")
+
+
+def test_negative_dim_from_shape_inference_is_a_model_error(tmp_path):
+    """Expand to a constant shape with a negative entry: ONNX infers the dim -2; never an internal error."""
+    model = make_model([helper.make_node("Expand", ["x", "s"], ["y"], name="e")], [("x", T.FLOAT, ["N", 1])],
+                       [("y", T.FLOAT, None)], [const("s", np.array([3, -2], np.int64))])
+    with pytest.raises(ModelError, match="node 'e' \\(Expand\\): 'y' has dim -2 after shape inference"):
+        compile_model(model, tmp_path / "a")
+
+
 def test_old_opset_refused(static_model):
     static_model.opset_import[0].version = 12
     with pytest.raises(ModelError, match="opset 12.*opset 13"):

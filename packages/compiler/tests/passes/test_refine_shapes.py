@@ -207,3 +207,15 @@ func.func @main(%arg0: tensor<?x4xf32>) -> tensor<?x?xf32> {
     assert check.holds({"d0_0": 2})
     assert check.message({"d0_0": 0}) == ("node 'r': target shape [0, -1] has a -1 but its other dims multiply to 0, "
                                            "so the -1 cannot be inferred")
+
+
+def test_concat_inputs_that_disagree_at_run_time_are_refused_even_when_unused():
+    relations = _relations('''
+func.func @main(%arg0: tensor<?x4xf32>, %arg1: tensor<?x?xf32>) -> tensor<?x4xf32> {
+  %0 = "hipdnn.concat"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'c'"} : (tensor<?x4xf32>, tensor<?x?xf32>) -> tensor<?x4xf32>
+  return %arg0 : tensor<?x4xf32>
+}''')
+    assert all(c.holds({"d0_0": 2, "d1_0": 3, "d1_1": 4}) for c in relations)
+    env = {"d0_0": 2, "d1_0": 3, "d1_1": 5}
+    failed = next(c for c in relations if not c.holds(env))
+    assert failed.message(env) == "node 'c': input 1 has shape [3, 5], input 0 has [2, 4]; they must agree outside axis 0"

@@ -84,7 +84,17 @@ class _Importer:
             )
         if not tt.HasField("shape"):
             return tt.elem_type, None
-        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim]
+        dims = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value"):
+                if d.dim_value < 0:
+                    raise ModelError(f"{where}: '{name}' has dim {d.dim_value} after shape inference (from the "
+                                     "model's constants or declared shapes); dims must be >= 0")
+                dims.append(d.dim_value)
+            elif not isinstance(d.dim_param, str):  # protobuf hands undecodable text over as bytes
+                raise ModelError(f"{where}: a dim name of '{name}' is not valid UTF-8 (the model is damaged)")
+            else:
+                dims.append(d.dim_param or None)
         return tt.elem_type, dims
 
     def operand(self, name: str, where: str) -> str:

@@ -396,6 +396,10 @@ def _concat(o: _Op) -> None:
             if j != axis and isinstance(a, int) and isinstance(b, int) and a != b:
                 raise ModelError(f"{o.where}: input {k} has shape {_show(dk)}, input 0 has {_show(ds[0])}; "
                                  f"they must agree outside axis {axis}")
+            if j != axis and a != b:  # checked even when the result goes unused, as ORT does
+                text = checks.Text(a, b)
+                o.require("eq", text.values, f"input {k} has shape {text.dims(dk)}, input 0 has "
+                                             f"{text.dims(ds[0])}; they must agree outside axis {axis}")
     out = list(ds[0])
     out[axis] = sym.add(*(d[axis] for d in ds))
     _replace(o, "hipdnn.concat", ins, {"axis": axis}, [out])
