@@ -12,8 +12,8 @@ from hipdnn_ep_compiler.protocol import PROTOCOL, handle
 
 
 def test_capabilities():
-    r = handle({"protocol": 1, "action": "capabilities"})
-    assert r["ok"] and r["protocol"] == PROTOCOL
+    r = handle({"protocol": PROTOCOL, "action": "capabilities"})
+    assert r["ok"] and r["protocol"] == PROTOCOL == 2 and r["protocols"] == [1, 2]
     assert r["abi"] == {"major": 1, "minors": [0, 1]}
     assert "MatMul" in r["ops"]["ai.onnx"] and r["backends"] == ["cpu", "cuda", "hip"]
 

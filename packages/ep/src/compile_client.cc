@@ -260,4 +260,33 @@ CompileResult CompileClient::Compile(const std::string& model_path, const std::s
   return result;
 }
 
+std::vector<std::vector<NodeVerdict>> CompileClient::Support(const std::vector<std::string>& model_paths,
+                                                             const std::string& backend,
+                                                             const std::string& abi,
+                                                             const std::string& manifest) const {
+  std::string models;
+  for (const std::string& m : model_paths) models += (models.empty() ? "" : ",") + json::Quote(m);
+  std::string req = "{\"protocol\":" + std::to_string(kCompilerProtocolVersion) +
+                    ",\"action\":\"support\",\"models\":[" + models + "],\"backend\":" + json::Quote(backend) +
+                    (abi.empty() ? std::string() : ",\"abi\":" + json::Quote(abi)) +
+                    (manifest.empty() ? std::string() : ",\"manifest\":" + json::Quote(manifest)) + "}";
+  json::Value resp = Call(req);
+  const json::Value& answers = resp["models"];
+  if (!answers.is_array() || answers.array.size() != model_paths.size()) {
+    throw EpError("hipdnn-ep: the compiler's support answer does not have one entry per model");
+  }
+  std::vector<std::vector<NodeVerdict>> out;
+  for (const json::Value& a : answers.array) {
+    out.emplace_back();
+    for (const json::Value& n : a["nodes"].array) {
+      NodeVerdict v;
+      v.index = n["index"].is_number() ? static_cast<int64_t>(n["index"].number) : -1;
+      v.supported = n["supported"].boolean;
+      v.reason = n["reason"].is_string() ? n["reason"].string : "refused by the compiler";
+      out.back().push_back(v);
+    }
+  }
+  return out;
+}
+
 }  // namespace hipdnn_ep

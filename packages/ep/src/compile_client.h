@@ -13,7 +13,7 @@
 
 namespace hipdnn_ep {
 
-constexpr int kCompilerProtocolVersion = 1;
+constexpr int kCompilerProtocolVersion = 2;  // 2: the support action
 
 struct CompilerCapabilities {
   std::string name;
@@ -31,6 +31,13 @@ struct CompileResult {
   json::Value metadata;   // the artifact's metadata as the compiler reports it
 };
 
+// The compiler's verdict on node `index` (its position in the model's graph).
+struct NodeVerdict {
+  int64_t index = -1;
+  bool supported = false;
+  std::string reason;  // why not, when not supported
+};
+
 class CompileClient {
  public:
   // `python_option`: the EP option compiler_python ("" when not given).
@@ -44,6 +51,12 @@ class CompileClient {
   // `manifest`: path of the runtime ABI manifest JSON to compile against ("": the compiler's own).
   CompileResult Compile(const std::string& model_path, const std::string& out_dir, const std::string& backend,
                         const std::string& abi, const std::string& manifest = "") const;
+
+  // Per model (paths of subgraph models), the verdict on each of its nodes.
+  // `abi` and `manifest` as for Compile ("": the compiler's defaults).
+  std::vector<std::vector<NodeVerdict>> Support(const std::vector<std::string>& model_paths,
+                                                const std::string& backend, const std::string& abi,
+                                                const std::string& manifest) const;
 
  private:
   json::Value Call(const std::string& request) const;

@@ -66,14 +66,6 @@ uint64_t ParseBytes(const std::string& key, const std::string& v) {
                     v + "'", ORT_INVALID_ARGUMENT);
 }
 
-const std::map<int32_t, const char*>& RuntimeDtypes() {
-  static const std::map<int32_t, const char*> kDtypes = {
-      {HIPDNN_EP_DTYPE_FLOAT32, "float32"}, {HIPDNN_EP_DTYPE_UINT8, "uint8"}, {HIPDNN_EP_DTYPE_INT8, "int8"},
-      {HIPDNN_EP_DTYPE_INT32, "int32"},     {HIPDNN_EP_DTYPE_INT64, "int64"}, {HIPDNN_EP_DTYPE_BOOL, "bool"},
-      {HIPDNN_EP_DTYPE_FLOAT16, "float16"}, {HIPDNN_EP_DTYPE_FLOAT64, "float64"}};
-  return kDtypes;
-}
-
 // Identifies a node across the OrtGraph views of GetCapability and Compile:
 // its first output name, unique in a graph.
 std::string NodeKey(const OrtApi& ort, const OrtNode* node) {
@@ -238,6 +230,9 @@ const char* ORT_API_CALL HipdnnEp::GetNameImpl(const OrtEp*) noexcept { return k
 
 std::string HipdnnEp::Unsupported(const OrtNode* node, const CompilerCapabilities* caps,
                                   const std::string& caps_error) {
+  // Only what keeps a node from reaching the compiler is decided here (the
+  // compiler's announced op list, a cheap first filter, and what the EP
+  // cannot hand over); the compiler decides the rest (SupportVerdicts).
   const char *op = nullptr, *domain = nullptr;
   ThrowIfError(ort, ort.Node_GetOperatorType(node, &op));
   ThrowIfError(ort, ort.Node_GetDomain(node, &domain));
@@ -250,6 +245,19 @@ std::string HipdnnEp::Unsupported(const OrtNode* node, const CompilerCapabilitie
   size_t num_subgraphs = 0;
   ThrowIfError(ort, ort.Node_GetNumSubgraphs(node, &num_subgraphs));
   if (num_subgraphs > 0) return "nodes with subgraphs are not supported";
+  size_t num_attrs = 0;
+  ThrowIfError(ort, ort.Node_GetNumAttributes(node, &num_attrs));
+  std::vector<const OrtOpAttr*> attrs(num_attrs);
+  if (num_attrs) ThrowIfError(ort, ort.Node_GetAttributes(node, attrs.data(), num_attrs));
+  for (const OrtOpAttr* attr : attrs) {
+    OrtOpAttrType type;
+    ThrowIfError(ort, ort.OpAttr_GetType(attr, &type));
+    if (type == ORT_OP_ATTR_STRINGS || type == ORT_OP_ATTR_GRAPH || type == ORT_OP_ATTR_UNDEFINED) {
+      const char* name = nullptr;
+      ThrowIfError(ort, ort.OpAttr_GetName(attr, &name));
+      return std::string("attribute '") + (name ? name : "") + "' has a type the EP cannot pass to the compiler";
+    }
+  }
   for (int side = 0; side < 2; ++side) {
     size_t n = 0;
     ThrowIfError(ort, side == 0 ? ort.Node_GetNumInputs(node, &n) : ort.Node_GetNumOutputs(node, &n));
@@ -268,13 +276,196 @@ std::string HipdnnEp::Unsupported(const OrtNode* node, const CompilerCapabilitie
       ThrowIfError(ort, ort.CastTypeInfoToTensorInfo(type_info, &tinfo));
       ONNXTensorElementDataType et;
       ThrowIfError(ort, ort.GetTensorElementType(tinfo, &et));
-      if (RuntimeDtypes().count(static_cast<int32_t>(et)) == 0) {
-        return std::string("value '") + name + "' has element type " + std::to_string(et) +
-               ", which the runtime does not support";
-      }
+      if (et == ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING) return std::string("value '") + name + "' is a string tensor";
     }
   }
   return {};
+}
+
+std::string HipdnnEp::SupportTargetAbi() {
+  // The ABI a compile would target; "" (the compiler's newest) when the
+  // runtime or the compiler cannot say yet: Compile then reports why.
+  try {
+    LoadRuntime();
+    return AbiText(TargetAbi(runtime_->abi_version(), factory_.Capabilities(client_)));
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+void HipdnnEp::LoadRuntime() {
+  if (!runtime_) runtime_ = factory_.Runtime(config_.runtime_library);
+}
+
+void HipdnnEp::EnsureRuntime() {
+  if (states_) return;
+  LoadRuntime();
+  states_ = std::make_shared<StatePool>(runtime_, StateConfig{config_.backend, config_.device_id, config_.memory_limit},
+                                         config_.max_states);
+  // The device is opened now, so a wrong backend or device_id fails
+  // session creation instead of the first Run (the state stays pooled).
+  try {
+    states_->Acquire();
+  } catch (const std::exception& e) {
+    states_.reset();
+    throw EpError("hipdnn-ep: the EP options ask for backend '" + config_.backend_name + "' device " +
+                      std::to_string(config_.device_id) + ", which the runtime cannot open: " + e.what() +
+                      ". Choose an available device with the EP options " + options::kBackend + " and " +
+                      options::kDeviceId + " (hipdnn-ep doctor lists them)",
+                  ORT_INVALID_ARGUMENT);
+  }
+}
+
+std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vector<SubgraphModel>& models,
+                                                                const std::string& target_abi) {
+  // Verdicts are kept per subgraph (content hash, compiler, target, backend):
+  // in memory for the process, and in the cache folder for later processes.
+  static std::mutex mu;
+  static std::map<std::string, std::vector<NodeVerdict>> memory;
+  const CompilerCapabilities caps = factory_.Capabilities(client_);
+  std::vector<std::string> keys;
+  std::vector<std::vector<NodeVerdict>> out(models.size());
+  std::vector<size_t> missing;
+  const fs::path dir = fs::path(cache_->dir()) / "support";
+  for (size_t i = 0; i < models.size(); ++i) {
+    keys.push_back(Sha256Hex("support 1\n" + models[i].hash + "\n" + caps.name + " " + caps.version + "\n" +
+                             (runtime_ ? AbiText(runtime_->abi_version()) : std::string("-")) + "\n" +
+                             target_abi + "\n" + config_.backend_name));
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = memory.find(keys[i]);
+      if (it != memory.end()) { out[i] = it->second; continue; }
+    }
+    if (config_.cache_enable) {
+      std::ifstream f(dir / (keys[i] + ".json"));
+      if (f) {
+        try {
+          json::Value v = json::Parse(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()));
+          for (const json::Value& n : v["nodes"].array) {
+            out[i].push_back({static_cast<int64_t>(n["index"].number), n["supported"].boolean, n["reason"].string});
+          }
+          if (v["key"].is_string() && v["key"].string == keys[i]) continue;
+        } catch (const std::exception&) {
+        }
+        out[i].clear();  // unreadable: ask again
+      }
+    }
+    missing.push_back(i);
+  }
+  if (missing.empty()) return out;
+  const std::string tmp = cache_->MakeTempDir("support");
+  std::vector<std::string> paths;
+  for (size_t i : missing) {
+    fs::path folder = fs::path(tmp) / std::to_string(i);
+    fs::create_directories(folder);
+    std::ofstream(folder / "model.onnx", std::ios::binary) << models[i].model_bytes;
+    if (!models[i].weights_bytes.empty()) {
+      std::ofstream(folder / kWeightsFileName, std::ios::binary) << models[i].weights_bytes;
+    }
+    paths.push_back((folder / "model.onnx").string());
+  }
+  std::string manifest;
+  if (runtime_ && !target_abi.empty()) {  // decide against the runtime that will run the code, as Compile does
+    manifest = (fs::path(tmp) / "runtime_abi_manifest.json").string();
+    std::ofstream(manifest, std::ios::binary) << runtime_->hipdnn_ep_abi_manifest();
+  }
+  std::vector<std::vector<NodeVerdict>> answers;
+  try {
+    answers = client_.Support(paths, config_.backend_name, target_abi, manifest);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  for (size_t k = 0; k < missing.size(); ++k) {
+    const size_t i = missing[k];
+    out[i] = answers[k];
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      memory[keys[i]] = answers[k];
+    }
+    if (!config_.cache_enable) continue;
+    std::string text = "{\"key\":" + json::Quote(keys[i]) + ",\"nodes\":[";
+    for (size_t j = 0; j < answers[k].size(); ++j) {
+      const NodeVerdict& v = answers[k][j];
+      text += std::string(j ? "," : "") + "{\"index\":" + std::to_string(v.index) + ",\"supported\":" +
+              (v.supported ? "true" : "false") + ",\"reason\":" + json::Quote(v.reason) + "}";
+    }
+    text += "]}";
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    fs::path part = fs::path(tmp) / (keys[i] + ".json");
+    std::ofstream(part, std::ios::binary) << text;
+    fs::rename(part, dir / (keys[i] + ".json"), ec);  // atomic; a concurrent writer wrote the same
+  }
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  return out;
+}
+
+void HipdnnEp::AskCompiler(const OrtGraph* graph, const std::vector<const OrtNode*>& nodes,
+                           const std::vector<std::vector<size_t>>& producers, std::vector<bool>& supported,
+                           std::vector<std::pair<std::string, std::string>>& rejected_lines) {
+  std::map<std::string, size_t> by_key;
+  for (size_t i = 0; i < nodes.size(); ++i) by_key[NodeKey(ort, nodes[i])] = i;
+  auto reject = [&](size_t i, const std::string& why) {
+    supported[i] = false;
+    const char *name = nullptr, *op = nullptr;
+    ThrowIfError(ort, ort.Node_GetName(nodes[i], &name));
+    ThrowIfError(ort, ort.Node_GetOperatorType(nodes[i], &op));
+    rejected_lines.emplace_back(NodeKey(ort, nodes[i]),
+                                std::string("\n  - node '") + (name ? name : "") + "' (" + op + "): " + why);
+  };
+  const std::string target_abi = SupportTargetAbi();
+  // Each candidate partition is checked as the subgraph Compile will write;
+  // a refused node splits its partition, and the parts are checked again.
+  for (size_t round = 0; round <= nodes.size(); ++round) {
+    std::vector<std::vector<size_t>> groups = GroupSupportedNodes(producers, supported);
+    if (groups.empty()) return;
+    std::vector<SubgraphModel> models;
+    std::vector<std::vector<std::string>> model_nodes;  // node keys in the order the model lists them
+    for (const std::vector<size_t>& group : groups) {
+      std::vector<const OrtNode*> members;
+      for (size_t i : group) members.push_back(nodes[i]);
+      OrtGraph* view = nullptr;
+      ThrowIfError(ort, ort.Graph_GetGraphView(graph, members.data(), members.size(), &view));
+      try {
+        models.push_back(WriteSubgraphModel(*this, view));
+        size_t n = 0;
+        ThrowIfError(ort, ort.Graph_GetNumNodes(view, &n));
+        std::vector<const OrtNode*> listed(n);
+        if (n) ThrowIfError(ort, ort.Graph_GetNodes(view, listed.data(), n));
+        model_nodes.emplace_back();
+        for (const OrtNode* node : listed) model_nodes.back().push_back(NodeKey(ort, node));
+      } catch (...) {
+        ort.ReleaseGraph(view);
+        throw;
+      }
+      ort.ReleaseGraph(view);
+    }
+    std::vector<std::vector<NodeVerdict>> verdicts;
+    try {
+      verdicts = SupportVerdicts(models, target_abi);
+    } catch (const std::exception& e) {
+      for (const std::vector<size_t>& group : groups) {
+        for (size_t i : group) reject(i, std::string("the compiler could not check it: ") + e.what());
+      }
+      return;
+    }
+    bool changed = false;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (const NodeVerdict& v : verdicts[g]) {
+        if (v.supported) continue;
+        auto it = v.index >= 0 && static_cast<size_t>(v.index) < model_nodes[g].size()
+                      ? by_key.find(model_nodes[g][v.index])
+                      : by_key.end();
+        if (it == by_key.end() || !supported[it->second]) continue;
+        reject(it->second, v.reason);
+        changed = true;
+      }
+    }
+    if (!changed) return;
+  }
 }
 
 void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
@@ -332,6 +523,7 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
       if (it != index.end()) producers[i].push_back(it->second);
     }
   }
+  if (caps) AskCompiler(graph, nodes, producers, supported, rejected_lines);
   OrtNodeFusionOptions fusion{};
   fusion.ort_version_supported = ORT_API_VERSION;
   fusion.drop_constant_initializers = false;
@@ -431,23 +623,7 @@ void HipdnnEp::RefuseRejectedNodes(const OrtGraph* graph) {
 std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, const OrtNode* fused_node,
                                                       OrtNode** ep_context_node) {
   RefuseRejectedNodes(graph);
-  if (!runtime_) {
-    runtime_ = factory_.Runtime(config_.runtime_library);
-    states_ = std::make_shared<StatePool>(runtime_, StateConfig{config_.backend, config_.device_id, config_.memory_limit},
-                                           config_.max_states);
-    // The device is opened now, so a wrong backend or device_id fails
-    // session creation instead of the first Run (the state stays pooled).
-    try {
-      states_->Acquire();
-    } catch (const std::exception& e) {
-      states_.reset();
-      throw EpError("hipdnn-ep: the EP options ask for backend '" + config_.backend_name + "' device " +
-                        std::to_string(config_.device_id) + ", which the runtime cannot open: " + e.what() +
-                        ". Choose an available device with the EP options " + options::kBackend + " and " +
-                        options::kDeviceId + " (hipdnn-ep doctor lists them)",
-                    ORT_INVALID_ARGUMENT);
-    }
-  }
+  EnsureRuntime();
   const char* node_name = nullptr;
   ThrowIfError(ort, ort.Node_GetName(fused_node, &node_name));
   const std::string name = node_name ? node_name : "";

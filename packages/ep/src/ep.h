@@ -64,8 +64,22 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
   void ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info);
   std::unique_ptr<CompiledProgram> CompileOne(const OrtGraph* graph, const OrtNode* fused_node,
                                               OrtNode** ep_context_node);
-  // Why `node` cannot run on this EP ("" when it can).
+  // Why `node` cannot be handed to the compiler ("" when it can).
   std::string Unsupported(const OrtNode* node, const CompilerCapabilities* caps, const std::string& caps_error);
+  // Asks the compiler about each candidate partition (as the subgraph Compile
+  // would write) and drops the nodes it refuses, re-partitioning until every
+  // partition is accepted; each refusal becomes a (node key, message) line.
+  void AskCompiler(const OrtGraph* graph, const std::vector<const OrtNode*>& nodes,
+                   const std::vector<std::vector<size_t>>& producers, std::vector<bool>& supported,
+                   std::vector<std::pair<std::string, std::string>>& rejected_lines);
+  // The compiler's verdicts on the nodes of each model (cached per subgraph).
+  std::vector<std::vector<NodeVerdict>> SupportVerdicts(const std::vector<struct SubgraphModel>& models,
+                                                        const std::string& target_abi);
+  std::string SupportTargetAbi();
+  // The runtime library (LoadRuntime), and with it the state pool on the
+  // configured device (EnsureRuntime; fails when the device cannot be opened).
+  void LoadRuntime();
+  void EnsureRuntime();
   OrtNode* MakeEpContextNode(const OrtGraph* graph, const std::string& name, const LoadedArtifact& artifact,
                              const struct SubgraphModel& model);
   std::unique_ptr<CompiledProgram> LoadEpContext(const OrtGraph* graph, const OrtNode* node, const std::string& name);

@@ -96,7 +96,7 @@ def test_unsupported_dtype_is_listed(tmp_path: Path, ep_devices, env: Env) -> No
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["z"], name="relu_bf16")], "bf",
                           [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [4])],
                           [helper.make_tensor_value_info("z", TensorProto.BFLOAT16, [4])])
-    with pytest.raises(Exception, match=r"node 'relu_bf16' \(Relu\): value 'x' has element type 16, which the runtime"):
+    with pytest.raises(Exception, match=r"node 'relu_bf16' \(Relu\): 'x' has element type BFLOAT16, which hipdnn-ep"):
         make_session(save(g, tmp_path / "bf.onnx"), ep_devices, env.options, NO_FALLBACK)
 
 
@@ -354,15 +354,28 @@ def test_corrupt_model_is_a_clear_error(tmp_path: Path, ep_devices, env: Env) ->
     assert env.compiles() == []
 
 
-def test_compiler_error_reaches_the_user(tmp_path: Path, ep_devices, env: Env) -> None:
-    # The EP claims Add on float64 (the runtime has the dtype); the compiler refuses it.
-    w = helper.make_tensor("w", TensorProto.DOUBLE, [4], [1.0, 2.0, 3.0, 4.0])
-    g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["z"], name="add_f64")], "b",
-                          [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [4])],
-                          [helper.make_tensor_value_info("z", TensorProto.DOUBLE, [4])], initializer=[w])
-    model = save(g, tmp_path / "d.onnx")
-    with pytest.raises(Exception, match=r"compiler .* reported an error: UnsupportedError: .*float64"):
-        make_session(model, ep_devices, env.options)
+def _add_relu(path: Path, dtype: int) -> Path:
+    g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["c"], name="add"),
+                           helper.make_node("Relu", ["c"], ["d"], name="relu")], "g",
+                          [helper.make_tensor_value_info(n, dtype, [4]) for n in ("a", "b")],
+                          [helper.make_tensor_value_info("d", dtype, [4])])
+    return save(g, path)
+
+
+@pytest.mark.parametrize("dtype", [TensorProto.DOUBLE, TensorProto.INT8], ids=["float64", "int8"])
+def test_nodes_the_compiler_refuses_fall_back_to_cpu(tmp_path: Path, ep_devices, env: Env, dtype: int) -> None:
+    """The compiler decides support: what it refuses (here: element types its kernels lack) runs
+    on ORT's CPU EP with fallback on, and is named with the compiler's reason with fallback off."""
+    model = _add_relu(tmp_path / "m.onnx", dtype)
+    np_type = helper.tensor_dtype_to_np_dtype(dtype)
+    feeds = {"a": np.array([-3, 1, 2, -1], np_type), "b": np.array([1, 1, -5, 4], np_type)}
+    np.testing.assert_array_equal(make_session(model, ep_devices, env.options).run(None, feeds)[0],
+                                  np.maximum(feeds["a"] + feeds["b"], 0))
+    assert env.compiles() == []
+    name = helper.tensor_dtype_to_np_dtype(dtype).name
+    with pytest.raises(Exception, match=rf"(?s)fallback is disabled.*node 'add' \(Add\): binary ADD does not support "
+                                        rf"element type {name}.*node 'relu' \(Relu\): unary RELU does not support"):
+        make_session(model, ep_devices, env.options, NO_FALLBACK)
 
 
 def test_missing_runtime_is_a_clear_error(tmp_path: Path, ep_devices, env: Env) -> None:

@@ -17,6 +17,7 @@ from .errors import ArtifactError
 
 SECTION = ".hipdnn_ep_meta"
 PROGRAM = "program.so"
+BACKENDS = ("cpu", "cuda", "hip")  # the runtime backends an artifact may be compiled for
 FORMAT = 1
 
 

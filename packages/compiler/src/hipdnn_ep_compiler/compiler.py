@@ -15,7 +15,7 @@ from . import symbolic as sym
 from . import weights as wmod
 from ._version import __version__
 from .abi import RuntimeAbi, load_abi
-from .artifact import FORMAT, PROGRAM, ArtifactInfo
+from .artifact import BACKENDS, FORMAT, PROGRAM, ArtifactInfo
 from .errors import CompileError
 from .frontend import load_model
 from .frontend.importer import import_model
@@ -25,8 +25,6 @@ from .lowering.to_llvm import metadata_global
 from .passes import run_pipeline
 from .passes.plan_memory import ALIGNMENT as PLAN_ALIGNMENT
 from .passes.plan_memory import size_bytes
-
-BACKENDS = ("cpu", "cuda", "hip")
 
 
 def _weight_types(module) -> dict[str, tuple[int, list[int]]]:

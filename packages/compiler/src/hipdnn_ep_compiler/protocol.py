@@ -1,14 +1,20 @@
 """Versioned JSON protocol for hosts that call the compiler as a subprocess (the EP does).
 
-  python -m hipdnn_ep_compiler.protocol < request.json > response.json
+  python -m hipdnn_ep_compiler.protocol < request.json > response.json      (one request)
 
-Request:  {"protocol": 1, "action": "capabilities"}
-          {"protocol": 1, "action": "compile", "model": PATH, "output": DIR,
+Request:  {"protocol": 2, "action": "capabilities"}
+          {"protocol": 2, "action": "compile", "model": PATH, "output": DIR,
            "backend": "cpu"|"cuda"|"hip" (optional), "abi": "MAJOR.MINOR" (optional),
            "manifest": PATH of a runtime ABI manifest JSON (optional; default: the bundled one)}
-Response: {"protocol": 1, "ok": true, ...} or {"protocol": 1, "ok": false, "error": {"kind", "message"}}
-  capabilities -> "compiler_version", "abi": {"major", "minors": [..]}, "backends", "ops"
+          {"protocol": 2, "action": "support", "models": [PATH, ...],
+           "backend", "abi", "manifest" (optional, as for compile)}
+Response: {"protocol": 2, "ok": true, ...} or {"protocol": 2, "ok": false, "error": {"kind", "message"}}
+  capabilities -> "compiler_version", "abi": {"major", "minors": [..]}, "backends", "ops", "protocols"
   compile      -> "artifact": DIR, "metadata": {...}
+  support      -> "models": [{"nodes": [{"index", "name", "op_type", "domain", "supported",
+                                        "reason" (when not supported)}, ...]}, ...]
+Protocol 1 requests (capabilities and compile, which are unchanged) are still answered, as
+protocol 1; support needs protocol 2.
 The exit status is 0 whenever a response was written (check "ok"); 2 if the request is unreadable.
 """
 
@@ -18,11 +24,12 @@ import json
 import sys
 from typing import Any
 
-PROTOCOL = 1
+PROTOCOL = 2
+PROTOCOLS = (1, 2)  # answered; 1 lacks "support"
 
 
-def _error(kind: str, message: str) -> dict[str, Any]:
-    return {"protocol": PROTOCOL, "ok": False, "error": {"kind": kind, "message": message}}
+def _error(kind: str, message: str, protocol: int = PROTOCOL) -> dict[str, Any]:
+    return {"protocol": protocol, "ok": False, "error": {"kind": kind, "message": message}}
 
 
 def handle(request: Any) -> dict[str, Any]:
@@ -31,33 +38,52 @@ def handle(request: Any) -> dict[str, Any]:
 
     if not isinstance(request, dict):
         return _error("BadRequest", "the request must be a JSON object")
-    if request.get("protocol") != PROTOCOL:
-        return _error("BadRequest",
-                      f"unsupported protocol {request.get('protocol')!r}; this compiler speaks {PROTOCOL}")
+    version = request.get("protocol")
+    if version not in PROTOCOLS:
+        return _error("BadRequest", f"unsupported protocol {version!r}; this compiler speaks "
+                      f"{', '.join(map(str, PROTOCOLS))} (upgrade the older of hipdnn-ep and hipdnn-ep-compiler)")
     action = request.get("action")
     if action == "capabilities":
         from ._version import __version__
         from .abi import load_abi
-        from .compiler import BACKENDS
-        from .frontend import supported_ops
+        from .artifact import BACKENDS
+        from .frontend.op_table import supported_ops
 
         abi = load_abi()
-        return {"protocol": PROTOCOL, "ok": True, "compiler_version": __version__,
+        return {"protocol": version, "ok": True, "compiler_version": __version__,
                 "abi": {"major": abi.major, "minors": list(range(abi.minor + 1))},
-                "backends": list(BACKENDS), "ops": supported_ops()}
+                "backends": list(BACKENDS), "ops": supported_ops(), "protocols": list(PROTOCOLS)}
     if action == "compile":
         missing = [k for k in ("model", "output") if not isinstance(request.get(k), str)]
         if missing:
-            return _error("BadRequest", f"compile needs string fields: {', '.join(missing)}")
+            return _error("BadRequest", f"compile needs string fields: {', '.join(missing)}", version)
         from .compiler import compile_model
 
         try:
             info = compile_model(request["model"], request["output"], backend=request.get("backend", "cpu"),
                                  abi=request.get("abi"), manifest=request.get("manifest"))
         except errors.CompileError as exc:
-            return _error(type(exc).__name__, str(exc))
-        return {"protocol": PROTOCOL, "ok": True, "artifact": str(info.path), "metadata": info.metadata}
-    return _error("BadRequest", f"unknown action {action!r} (expected 'compile' or 'capabilities')")
+            return _error(type(exc).__name__, str(exc), version)
+        return {"protocol": version, "ok": True, "artifact": str(info.path), "metadata": info.metadata}
+    if action == "support":
+        if version < 2:
+            return _error("BadRequest", "support needs protocol 2", version)
+        models = request.get("models")
+        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+            return _error("BadRequest", "support needs 'models': a list of model paths", version)
+        from .support import check_support
+
+        answers = []
+        try:
+            for path in models:
+                verdicts = check_support(path, backend=request.get("backend", "cpu"), abi=request.get("abi"),
+                                         manifest=request.get("manifest"))
+                answers.append({"nodes": [v.to_json() for v in verdicts]})
+        except errors.CompileError as exc:
+            return _error(type(exc).__name__, str(exc), version)
+        return {"protocol": version, "ok": True, "models": answers}
+    return _error("BadRequest", f"unknown action {action!r} (expected 'capabilities', 'compile' or 'support')",
+                  version)
 
 
 def main() -> int:

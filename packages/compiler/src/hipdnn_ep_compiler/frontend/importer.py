@@ -42,7 +42,7 @@ def _attr_text(attr: onnx.AttributeProto, where: str) -> str:
     raise UnsupportedError(f"{where}: attribute '{attr.name}' of type {A.AttributeType.Name(t)} is not supported")
 
 
-def _node_label(node: onnx.NodeProto, index: int) -> str:
+def node_label(node: onnx.NodeProto, index: int) -> str:
     """How messages name a node: by its name, or (unnamed) by position and first output."""
     dom = f"{node.domain}::" if node.domain not in ("", "ai.onnx") else ""
     if node.name:
@@ -162,7 +162,7 @@ class _Importer:
             inputs_meta.append({"name": vi.name, "dtype": dtype,
                                 "dims": [f"{vi.name}_d{k}" if d is None else d for k, d in enumerate(dims)]})
         for index, node in enumerate(g.node):
-            where = _node_label(node, index)
+            where = node_label(node, index)
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 self.constant_node(node, where)
                 continue

@@ -1,0 +1,73 @@
+"""The support query: the compiler's verdict on each node, from the same checks a compile runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from conftest import const, make_model
+from onnx import TensorProto, helper
+
+from hipdnn_ep_compiler.protocol import handle
+from hipdnn_ep_compiler.support import check_support
+
+
+def _chain(dtype: int, middle: str = "Relu") -> onnx.ModelProto:
+    nodes = [helper.make_node("Add", ["a", "b"], ["c"], name="add"), helper.make_node(middle, ["c"], ["d"], name="mid"),
+             helper.make_node("Mul", ["d", "d"], ["e"], name="mul")]
+    return make_model(nodes, [("a", dtype, [4]), ("b", dtype, [4])], [("e", dtype, [4])])
+
+
+def _verdicts(model: onnx.ModelProto) -> list[tuple[str, bool, str]]:
+    return [(v.name, v.supported, v.reason) for v in check_support(model)]
+
+
+def test_a_graph_that_compiles_is_supported_entirely():
+    assert _verdicts(_chain(TensorProto.FLOAT)) == [("add", True, ""), ("mid", True, ""), ("mul", True, "")]
+
+
+def test_element_types_the_kernels_lack_are_refused_per_node():
+    assert _verdicts(_chain(TensorProto.INT8)) == [
+        ("add", False, "binary ADD does not support element type int8"),
+        ("mid", False, "unary RELU does not support element type int8"),
+        ("mul", False, "binary MUL does not support element type int8")]
+
+
+def test_a_refused_node_leaves_the_rest_supported():
+    # Cos is not in the op table; the rest compiles once its output is a graph input.
+    assert _verdicts(_chain(TensorProto.FLOAT, "Cos")) == [
+        ("add", True, ""), ("mid", False, "op Cos of domain ai.onnx is not supported"), ("mul", True, "")]
+
+
+def test_a_refused_graph_input_refuses_the_nodes_reading_it():
+    verdicts = _verdicts(_chain(TensorProto.BFLOAT16))
+    assert [v[:2] for v in verdicts] == [("add", False), ("mid", False), ("mul", False)]
+    assert verdicts[0][2] == "'a' has element type BFLOAT16, which hipdnn-ep does not support"
+
+
+def test_a_parameter_computed_by_a_refused_node_is_refused_too():
+    # Cos is refused, so the Reshape target (Cast of its output) is a run-time value for the
+    # compiler: Reshape is refused for that, Cast alone still compiles.
+    nodes = [helper.make_node("Cos", ["s"], ["c"], name="cos"), helper.make_node("Cast", ["c"], ["shape"], to=7,
+                                                                                  name="cast"),
+             helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")]
+    model = make_model(nodes, [("x", TensorProto.FLOAT, [2, 3])], [("y", TensorProto.FLOAT, [3, 2])],
+                       [const("s", np.array([3, 2], np.float32))])
+    assert _verdicts(model) == [
+        ("cos", False, "op Cos of domain ai.onnx is not supported"), ("cast", True, ""),
+        ("reshape", False, "the target shape must be computable from input shapes and constants")]
+
+
+def test_support_over_the_protocol(tmp_path):
+    onnx.save(_chain(TensorProto.DOUBLE), tmp_path / "m.onnx")
+    onnx.save(_chain(TensorProto.FLOAT), tmp_path / "f.onnx")
+    r = handle({"protocol": 2, "action": "support", "models": [str(tmp_path / "m.onnx"), str(tmp_path / "f.onnx")]})
+    assert r["ok"] and r["protocol"] == 2
+    first, second = r["models"]
+    assert first["nodes"][0] == {"index": 0, "name": "add", "op_type": "Add", "domain": "", "supported": False,
+                                 "reason": "binary ADD does not support element type float64"}
+    assert all(n["supported"] and "reason" not in n for n in second["nodes"])
+    # protocol 1 clients get capabilities and compile as before, but no support
+    assert handle({"protocol": 1, "action": "capabilities"})["protocol"] == 1
+    refused = handle({"protocol": 1, "action": "support", "models": []})
+    assert refused["error"] == {"kind": "BadRequest", "message": "support needs protocol 2"}
+    assert "list of model paths" in handle({"protocol": 2, "action": "support"})["error"]["message"]
