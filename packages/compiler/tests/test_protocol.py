@@ -44,3 +44,19 @@ def test_subprocess_round_trip(static_model, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "hipdnn_ep_compiler.protocol"], input="{not json",
                           capture_output=True, text=True)
     assert proc.returncode == 2 and json.loads(proc.stdout)["ok"] is False
+
+
+def test_serve_answers_one_line_per_request_until_stdin_closes(static_model, tmp_path):
+    onnx.save(static_model, tmp_path / "m.onnx")
+    requests = [{"protocol": 2, "action": "capabilities"}, "{not json",
+                {"protocol": 2, "action": "support", "models": [str(tmp_path / "m.onnx")]},
+                {"protocol": 2, "action": "compile", "model": str(tmp_path / "m.onnx"), "output": str(tmp_path / "a")}]
+    text = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in requests)
+    proc = subprocess.run([sys.executable, "-m", "hipdnn_ep_compiler.protocol", "--serve"], input=text,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    caps, bad, support, compiled = (json.loads(line) for line in proc.stdout.splitlines())
+    assert caps["ok"] and caps["install_files"]
+    assert bad["error"]["kind"] == "BadRequest"
+    assert [n["supported"] for n in support["models"][0]["nodes"]] == [True, True]
+    assert compiled["ok"] and compiled["artifact"] == str(tmp_path / "a")

@@ -1,6 +1,7 @@
-// Client of the compiler protocol (docs/compiler_protocol.md): runs
-// `PYTHON -m hipdnn_ep_compiler.protocol` with one JSON request on stdin and
-// reads one JSON response from stdout.
+// Client of the compiler protocol (docs/compiler_protocol.md): keeps one
+// `PYTHON -m hipdnn_ep_compiler.protocol --serve` process per interpreter
+// for the life of the process (restarted when it dies) and exchanges one
+// JSON line per request and response with it.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,9 @@ struct CompilerCapabilities {
   // (abi_major < 0: not stated, i.e. the compiler targets what it is asked).
   int64_t abi_major = -1;
   std::vector<int64_t> abi_minors;
+  // Files whose change means another compiler install (the answer may be
+  // kept on disk while none of them changes); empty: never kept.
+  std::vector<std::string> install_files;
 };
 
 struct CompileResult {
@@ -40,14 +44,17 @@ struct NodeVerdict {
 
 class CompileClient {
  public:
-  // `python_option`: the EP option compiler_python ("" when not given).
-  explicit CompileClient(std::string python_option);
+  // `python_option`: the EP option compiler_python ("" when not given);
+  // `timeout_s`: how long one request may take before the process is killed.
+  CompileClient(std::string python_option, int64_t timeout_s);
 
   // The interpreter that runs the compiler, and why it was chosen.
   const std::string& python() const { return python_; }
   const std::string& python_reason() const { return python_reason_; }
 
-  CompilerCapabilities Capabilities() const;
+  // `raw`, when given, receives the answer as the compiler wrote it.
+  CompilerCapabilities Capabilities(std::string* raw = nullptr) const;
+  static CompilerCapabilities ParseCapabilities(const json::Value& response);
   // `manifest`: path of the runtime ABI manifest JSON to compile against ("": the compiler's own).
   CompileResult Compile(const std::string& model_path, const std::string& out_dir, const std::string& backend,
                         const std::string& abi, const std::string& manifest = "") const;
@@ -59,9 +66,10 @@ class CompileClient {
                                                 const std::string& manifest) const;
 
  private:
-  json::Value Call(const std::string& request) const;
+  json::Value Call(const std::string& request, std::string* raw = nullptr) const;
   std::string python_;
   std::string python_reason_;
+  int64_t timeout_s_;
 };
 
 }  // namespace hipdnn_ep

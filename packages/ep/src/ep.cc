@@ -195,6 +195,7 @@ EpConfig EpConfig::FromSession(const OrtApi& ort, const OrtSessionOptions* so, c
   c.memory_limit = ParseBytes(prefix + options::kMemoryLimit, get(options::kMemoryLimit, "0"));
   c.trust_ep_context_code =
       ParseBool(prefix + options::kTrustEpContextCode, get(options::kTrustEpContextCode, "0"));
+  c.compile_timeout_s = ParseInt(prefix + options::kCompileTimeout, get(options::kCompileTimeout, "600"), 1);
   c.context_enable = ParseBool(options::kOrtContextEnable, GetSessionConfig(ort, so, options::kOrtContextEnable, "0"));
   c.context_file_path = GetSessionConfig(ort, so, options::kOrtContextFilePath, "");
   c.context_embed = ParseBool(options::kOrtContextEmbedMode, GetSessionConfig(ort, so, options::kOrtContextEmbedMode, "0"));
@@ -205,7 +206,7 @@ EpConfig EpConfig::FromSession(const OrtApi& ort, const OrtSessionOptions* so, c
 
 HipdnnEp::HipdnnEp(HipdnnEpFactory& factory, EpConfig config, const OrtLogger& logger)
     : OrtEp{}, ApiPtrs(factory), factory_(factory), config_(std::move(config)), logger_(logger),
-      client_(config_.compiler_python) {
+      client_(config_.compiler_python, config_.compile_timeout_s) {
   ort_version_supported = ORT_API_VERSION;
   GetName = GetNameImpl;
   GetCapability = GetCapabilityImpl;
@@ -282,12 +283,16 @@ std::string HipdnnEp::Unsupported(const OrtNode* node, const CompilerCapabilitie
   return {};
 }
 
+CompilerCapabilities HipdnnEp::Caps() {
+  return factory_.Capabilities(client_, cache_ ? cache_->dir() : std::string());
+}
+
 std::string HipdnnEp::SupportTargetAbi() {
   // The ABI a compile would target; "" (the compiler's newest) when the
   // runtime or the compiler cannot say yet: Compile then reports why.
   try {
     LoadRuntime();
-    return AbiText(TargetAbi(runtime_->abi_version(), factory_.Capabilities(client_)));
+    return AbiText(TargetAbi(runtime_->abi_version(), Caps()));
   } catch (const std::exception&) {
     return {};
   }
@@ -322,11 +327,11 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
   // in memory for the process, and in the cache folder for later processes.
   static std::mutex mu;
   static std::map<std::string, std::vector<NodeVerdict>> memory;
-  const CompilerCapabilities caps = factory_.Capabilities(client_);
+  const CompilerCapabilities caps = Caps();
   std::vector<std::string> keys;
   std::vector<std::vector<NodeVerdict>> out(models.size());
   std::vector<size_t> missing;
-  const fs::path dir = fs::path(cache_->dir()) / "support";
+  const fs::path dir = cache_ ? fs::path(cache_->dir()) / "support" : fs::path();
   for (size_t i = 0; i < models.size(); ++i) {
     keys.push_back(Sha256Hex("support 1\n" + models[i].hash + "\n" + caps.name + " " + caps.version + "\n" +
                              (runtime_ ? AbiText(runtime_->abi_version()) : std::string("-")) + "\n" +
@@ -336,7 +341,7 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
       auto it = memory.find(keys[i]);
       if (it != memory.end()) { out[i] = it->second; continue; }
     }
-    if (config_.cache_enable) {
+    if (cache_) {
       std::ifstream f(dir / (keys[i] + ".json"));
       if (f) {
         try {
@@ -353,7 +358,8 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
     missing.push_back(i);
   }
   if (missing.empty()) return out;
-  const std::string tmp = cache_->MakeTempDir("support");
+  const std::string tmp = cache_ ? cache_->MakeTempDir("support")
+                                 : MakePrivateTempDir(fs::temp_directory_path().string(), "hipdnn-ep-support");
   std::vector<std::string> paths;
   for (size_t i : missing) {
     fs::path folder = fs::path(tmp) / std::to_string(i);
@@ -384,7 +390,7 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
       std::lock_guard<std::mutex> lock(mu);
       memory[keys[i]] = answers[k];
     }
-    if (!config_.cache_enable) continue;
+    if (!cache_) continue;
     std::string text = "{\"key\":" + json::Quote(keys[i]) + ",\"nodes\":[";
     for (size_t j = 0; j < answers[k].size(); ++j) {
       const NodeVerdict& v = answers[k][j];
@@ -485,7 +491,7 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
   std::unique_ptr<CompilerCapabilities> caps;
   std::string caps_error;
   try {
-    caps = std::make_unique<CompilerCapabilities>(factory_.Capabilities(client_));
+    caps = std::make_unique<CompilerCapabilities>(Caps());
   } catch (const std::exception& e) {
     caps_error = e.what();
   }
@@ -559,7 +565,7 @@ OrtStatus* ORT_API_CALL HipdnnEp::GetCapabilityImpl(OrtEp* this_ptr, const OrtGr
 
 std::unique_ptr<LoadedArtifact> HipdnnEp::CompileArtifact(const SubgraphModel& model, const std::string& runtime_abi,
                                                           const std::string& target_abi, bool refresh, bool* cached) {
-  CompilerCapabilities caps = factory_.Capabilities(client_);
+  CompilerCapabilities caps = Caps();
   *cached = false;
   auto build = [&](const std::string& dir) {
     fs::path model_path = fs::path(dir) / "model.onnx";
@@ -637,7 +643,7 @@ std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, con
   }
 
   const uint32_t runtime_abi = runtime_->abi_version();
-  CompilerCapabilities caps = factory_.Capabilities(client_);
+  CompilerCapabilities caps = Caps();
   const uint32_t target_abi = TargetAbi(runtime_abi, caps);
   SubgraphModel model = WriteSubgraphModel(*this, graph);
   bool cached = false;

@@ -32,6 +32,7 @@ struct EpConfig {
   size_t max_states = 4;
   uint64_t memory_limit = 0;  // bytes per runtime state; 0: no limit
   bool trust_ep_context_code = false;
+  int64_t compile_timeout_s = 600;
   bool context_enable = false;
   std::string context_file_path;
   bool context_embed = false;
@@ -79,6 +80,8 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
   // The runtime library (LoadRuntime), and with it the state pool on the
   // configured device (EnsureRuntime; fails when the device cannot be opened).
   void LoadRuntime();
+  // The compiler's capabilities (kept beside the compile cache when it is on).
+  CompilerCapabilities Caps();
   void EnsureRuntime();
   OrtNode* MakeEpContextNode(const OrtGraph* graph, const std::string& name, const LoadedArtifact& artifact,
                              const struct SubgraphModel& model);

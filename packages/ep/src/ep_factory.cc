@@ -1,12 +1,19 @@
 #include "ep_factory.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "ep.h"
 #include "ep_allocator.h"
 #include "ep_context.h"
 #include "ep_data_transfer.h"
 #include "ep_options.h"
+#include "sha256.h"
 
 #ifndef HIPDNN_EP_VERSION
 #error "HIPDNN_EP_VERSION must be defined by the build"
@@ -71,17 +78,76 @@ std::shared_ptr<RuntimeApi> HipdnnEpFactory::Runtime(const std::string& library_
   }
 }
 
-CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client) {
-  // Not held while the subprocess runs would allow duplicate queries; the
+namespace {
+
+// "size mtime_ns" of a file, or "" when it cannot be read.
+std::string FileStamp(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return {};
+  return std::to_string(st.st_size) + " " +
+         std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+}
+
+// The files a kept capabilities answer depends on: the compiler's own list
+// and the interpreter (or wrapper) the EP runs.
+std::vector<std::string> StampedFiles(const CompileClient& client, const CompilerCapabilities& caps) {
+  std::vector<std::string> files = caps.install_files;
+  if (client.python().find('/') != std::string::npos) files.push_back(client.python());
+  return files;
+}
+
+}  // namespace
+
+CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, const std::string& cache_dir) {
+  // Not held while the compiler answers would allow duplicate queries; the
   // query is short and happens once, so holding the lock is simpler.
   std::lock_guard<std::mutex> lock(mu_);
   auto it = capabilities_.find(client.python());
   if (it != capabilities_.end()) return it->second;
   auto err = capability_errors_.find(client.python());
   if (err != capability_errors_.end()) throw EpError(err->second);
+  namespace fs = std::filesystem;
+  const fs::path kept = cache_dir.empty() ? fs::path()
+                                          : fs::path(cache_dir) / "compilers" / (Sha256Hex(client.python()) + ".json");
+  if (!kept.empty()) {
+    try {
+      std::ifstream f(kept, std::ios::binary);
+      if (f) {
+        json::Value saved = json::Parse(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()));
+        CompilerCapabilities caps = CompileClient::ParseCapabilities(saved["capabilities"]);
+        bool fresh = saved["python"].is_string() && saved["python"].string == client.python() &&
+                     !caps.install_files.empty() && !caps.version.empty();
+        const std::vector<std::string> files = StampedFiles(client, caps);
+        fresh = fresh && saved["stamps"].array.size() == files.size();
+        for (size_t i = 0; fresh && i < files.size(); ++i) {
+          const std::string now = FileStamp(files[i]);
+          fresh = !now.empty() && saved["stamps"].array[i].string == now;
+        }
+        if (fresh) {
+          capabilities_[client.python()] = caps;
+          return caps;
+        }
+      }
+    } catch (const std::exception&) {  // unreadable: ask the compiler
+    }
+  }
   try {
-    CompilerCapabilities caps = client.Capabilities();
+    std::string raw;
+    CompilerCapabilities caps = client.Capabilities(&raw);
     capabilities_[client.python()] = caps;
+    if (!kept.empty() && !caps.install_files.empty()) {
+      std::string stamps;
+      for (const std::string& file : StampedFiles(client, caps)) {
+        stamps += (stamps.empty() ? "" : ",") + json::Quote(FileStamp(file));
+      }
+      std::error_code ec;
+      fs::create_directories(kept.parent_path(), ec);
+      const fs::path part = kept.string() + "." + std::to_string(getpid()) + ".part";
+      std::ofstream(part, std::ios::binary) << "{\"python\":" << json::Quote(client.python()) << ",\"stamps\":["
+                                            << stamps << "],\"capabilities\":" << raw << "}";
+      fs::rename(part, kept, ec);
+      if (ec) fs::remove(part, ec);
+    }
     return caps;
   } catch (const std::exception& e) {
     capability_errors_[client.python()] = e.what();

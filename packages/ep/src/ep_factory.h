@@ -27,8 +27,11 @@ class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
   // The runtime library, loaded on first use (thread-safe).  A failure is
   // remembered per path and thrown again with the same message.
   std::shared_ptr<RuntimeApi> Runtime(const std::string& library_path);
-  // The compiler's capabilities for one interpreter, queried once (thread-safe).
-  CompilerCapabilities Capabilities(const CompileClient& client);
+  // The compiler's capabilities for one interpreter, queried once per process
+  // (thread-safe).  With `cache_dir`, the answer is also kept there for later
+  // processes, for as long as the compiler's install files are unchanged, so a
+  // process whose graphs are all in the compile cache starts no compiler.
+  CompilerCapabilities Capabilities(const CompileClient& client, const std::string& cache_dir = "");
 
   const std::string& registered_name() const { return registered_name_; }
 

@@ -38,10 +38,14 @@ constexpr const char* kMemoryLimit = "memory_limit";
 // "1": an EPContext model may carry native code this install did not produce
 // (artifacts outside the compile cache).  Default "0": such models are refused.
 constexpr const char* kTrustEpContextCode = "trust_ep_context_code";
+// Seconds one compiler request (a compile or a support check) may take before
+// the compiler process is killed and session creation fails (default 600).
+constexpr const char* kCompileTimeout = "compile_timeout";
 
 // Every EP option key above; any other "ep.hipdnnep.*" key is refused.
-constexpr const char* kAllKeys[] = {kBackend,        kDeviceId,      kCompilerPython, kCacheDir,    kCacheEnable,
-                                    kCacheMaxBytes,  kRuntimeLibrary, kMaxStates,      kMemoryLimit, kTrustEpContextCode};
+constexpr const char* kAllKeys[] = {kBackend,        kDeviceId,       kCompilerPython, kCacheDir,    kCacheEnable,
+                                    kCacheMaxBytes,  kRuntimeLibrary, kMaxStates,      kMemoryLimit, kTrustEpContextCode,
+                                    kCompileTimeout};
 
 // ORT's own session keys the EP reads.
 constexpr const char* kOrtContextEnable = "ep.context_enable";

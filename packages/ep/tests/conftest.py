@@ -10,11 +10,12 @@ garbage (tiny scripts, see `broken_compiler`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import stat
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +27,20 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 SPY = TESTS / "support" / "spy_compiler.py"
-LOG_VARIABLE = "HIPDNN_EP_TEST_COMPILE_LOG"
 NO_FALLBACK = {"session.disable_cpu_ep_fallback": "1"}
+# The spy compilers record into the folder named in this file (one compiler process serves
+# many tests: it reads the file on every request).
+LOG_POINTER = Path(tempfile.mkdtemp(prefix="hipdnn-ep-test-log-")) / "log-dir"
+
+
+@contextlib.contextmanager
+def compile_log(folder: Path):
+    """Spy compilers record into `folder` while the context is open."""
+    LOG_POINTER.write_text(str(folder))
+    try:
+        yield folder
+    finally:
+        LOG_POINTER.write_text("")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -47,7 +60,8 @@ def _script(path: Path, body: str) -> Path:
 def _spy_python(folder: Path, capabilities: dict | None = None) -> Path:
     """An 'interpreter' for the option compiler_python: the spy under the real Python,
     with `capabilities` replacing fields of the compiler's capabilities answer."""
-    prefix = f"HIPDNN_EP_TEST_CAPABILITIES='{json.dumps(capabilities)}' " if capabilities else ""
+    prefix = f"HIPDNN_EP_TEST_COMPILE_LOG_POINTER='{LOG_POINTER}' "
+    prefix += f"HIPDNN_EP_TEST_CAPABILITIES='{json.dumps(capabilities)}' " if capabilities else ""
     return _script(folder / "python-spy", f'{prefix}exec "{sys.executable}" "{SPY}" "$@"')
 
 
@@ -110,22 +124,21 @@ class Env:
         return sorted(p for p in self.cache_dir.iterdir() if (p / "entry.json").is_file())
 
 
-def _env(tmp_path: Path, spy_python: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
-    log = tmp_path / "compiler-log"
-    monkeypatch.setenv(LOG_VARIABLE, str(log))
-    return Env({"compiler_python": str(spy_python), "cache_dir": str(cache)}, log, cache)
+def _env(tmp_path: Path, spy_python: Path, cache: Path):
+    with compile_log(tmp_path / "compiler-log") as log:
+        yield Env({"compiler_python": str(spy_python), "cache_dir": str(cache)}, log, cache)
 
 
 @pytest.fixture
-def env(tmp_path: Path, spy_python: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+def env(tmp_path: Path, spy_python: Path):
     """A private compile cache: every graph of the test compiles on first use."""
-    return _env(tmp_path, spy_python, tmp_path / "cache", monkeypatch)
+    yield from _env(tmp_path, spy_python, tmp_path / "cache")
 
 
 @pytest.fixture
-def shared_env(tmp_path: Path, spy_python: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+def shared_env(tmp_path: Path, spy_python: Path, shared_cache: Path):
     """The session-wide compile cache (for tests that do not count compiles)."""
-    return _env(tmp_path, spy_python, shared_cache, monkeypatch)
+    yield from _env(tmp_path, spy_python, shared_cache)
 
 
 @pytest.fixture(scope="session")
@@ -156,10 +169,11 @@ def runtime_reporting_abi(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def broken_compiler(tmp_path: Path):
     """An 'interpreter' for compiler_python whose compiler misbehaves in the named way."""
-    bodies = {
-        "garbage": "cat >/dev/null; echo 'this is not JSON'",
-        "crash": "cat >/dev/null; echo 'Segmentation fault in the compiler' >&2; kill -SEGV $$",
-        "not-ok": "cat >/dev/null; echo '{\"protocol\": 1, \"ok\": false}'",
+    bodies = {  # each reads one request, as a compiler serving requests would, and misbehaves
+        "garbage": "read -r line; echo 'this is not JSON'; sleep 60",
+        "crash": "read -r line; echo 'Segmentation fault in the compiler' >&2; kill -SEGV $$",
+        "not-ok": "read -r line; echo '{\"protocol\": 2, \"ok\": false}'",
+        "hang": "read -r line; sleep 60",
     }
 
     def make(kind: str) -> Path:
@@ -184,4 +198,3 @@ def cpu_session(model: str | Path) -> ort.InferenceSession:
     return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
 
 
-os.environ.pop(LOG_VARIABLE, None)  # a stray setting must not make every test session record

@@ -18,7 +18,7 @@ import hipdnn_ep_compiler
 import numpy as np
 import onnx
 import pytest
-from conftest import LOG_VARIABLE, NO_FALLBACK, SPY, Env, _spy_python, cpu_session, make_session
+from conftest import NO_FALLBACK, SPY, Env, _spy_python, compile_log, cpu_session, make_session
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
@@ -202,8 +202,7 @@ def runner(tmp_path_factory: pytest.TempPathFactory, ep_devices) -> GroupRunner:
     work = tmp_path_factory.mktemp("ops")
     spy = _spy_python(work)
     env = Env({"compiler_python": str(spy), "cache_dir": str(work / "cache")}, work / "log", work / "cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(LOG_VARIABLE, str(env.log_dir))
+    with compile_log(env.log_dir):
         yield GroupRunner(work, env, ep_devices)
 
 

@@ -5,9 +5,12 @@ concurrency, and every error a user can reach."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import hipdnn_ep_compiler
@@ -405,7 +408,7 @@ def test_missing_compiler(tmp_path: Path, ep_devices, env: Env) -> None:
 
 
 @pytest.mark.parametrize(("kind", "message"), [
-    ("garbage", r"exited with code 0 without a valid JSON response.*stdout:\nthis is not JSON"),
+    ("garbage", r"answered without a valid JSON response.*stdout:\nthis is not JSON"),
     ("crash", r"exited with code .* without a valid JSON response.*stderr:\nSegmentation fault in the compiler"),
     ("not-ok", r"reported an error: no error message"),
 ])
@@ -416,13 +419,40 @@ def test_misbehaving_compiler_is_a_clear_error(tmp_path: Path, ep_devices, env: 
         make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
 
 
+def _server_pids(env: Env) -> list[int]:
+    """The process id of the compiler that answered each compile request (from the spy's copies)."""
+    return [int(Path(r["model_copy"]).parent.name.split("-")[1]) for r in env.compiles()]
+
+
+def test_one_compiler_process_serves_every_session_and_is_restarted_when_it_dies(tmp_path: Path, ep_devices,
+                                                                                   env: Env) -> None:
+    for k, middle in enumerate(("Mul", "Add")):
+        _check(make_session(elementwise(tmp_path / f"m{k}.onnx", ["n", 4], middle), ep_devices, env.options,
+                            NO_FALLBACK), _feeds((2, 4)), middle)
+    first, second = _server_pids(env)
+    assert first == second, "the second session's compile went to the same compiler process"
+    os.kill(first, signal.SIGKILL)
+    _check(make_session(elementwise(tmp_path / "m2.onnx", [3, 4]), ep_devices, env.options, NO_FALLBACK),
+           _feeds((3, 4)))
+    assert _server_pids(env)[-1] != first, "a new compiler process took over"
+
+
+def test_compile_timeout_stops_a_hung_compiler(tmp_path: Path, ep_devices, env: Env, broken_compiler) -> None:
+    options = dict(env.options, compiler_python=str(broken_compiler("hang")), compile_timeout="1")
+    start = time.monotonic()
+    with pytest.raises(Exception, match=r"did not answer within 1 s and was stopped\. Raise the EP option "
+                                        r"compile_timeout"):
+        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
+    assert time.monotonic() - start < 30
+
+
 def test_unknown_option_is_refused(tmp_path: Path, ep_devices, env: Env) -> None:
     with pytest.raises(Exception, match=r"unknown option\(s\) ep.hipdnnep.cache_dri; the options are: backend"):
         make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, dict(env.options, cache_dri="x"))
 
 
 @pytest.mark.parametrize(("key", "value"), [("backend", "tpu"), ("device_id", "-1"), ("cache_enable", "maybe"),
-                                            ("max_states", "0")])
+                                            ("max_states", "0"), ("compile_timeout", "0")])
 def test_bad_option_values_are_refused(tmp_path: Path, ep_devices, env: Env, key: str, value: str) -> None:
     with pytest.raises(Exception, match=f"option ep.hipdnnep.{key}"):
         make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, dict(env.options, **{key: value}))

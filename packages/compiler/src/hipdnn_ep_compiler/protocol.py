@@ -1,6 +1,8 @@
 """Versioned JSON protocol for hosts that call the compiler as a subprocess (the EP does).
 
   python -m hipdnn_ep_compiler.protocol < request.json > response.json      (one request)
+  python -m hipdnn_ep_compiler.protocol --serve     (many: one JSON request per line in, one response
+                                                    per line out, until stdin closes; see serve())
 
 Request:  {"protocol": 2, "action": "capabilities"}
           {"protocol": 2, "action": "compile", "model": PATH, "output": DIR,
@@ -9,7 +11,8 @@ Request:  {"protocol": 2, "action": "capabilities"}
           {"protocol": 2, "action": "support", "models": [PATH, ...],
            "backend", "abi", "manifest" (optional, as for compile)}
 Response: {"protocol": 2, "ok": true, ...} or {"protocol": 2, "ok": false, "error": {"kind", "message"}}
-  capabilities -> "compiler_version", "abi": {"major", "minors": [..]}, "backends", "ops", "protocols"
+  capabilities -> "compiler_version", "abi": {"major", "minors": [..]}, "backends", "ops", "protocols",
+                  "install_files" (a host may reuse this answer while none of these files changes)
   compile      -> "artifact": DIR, "metadata": {...}
   support      -> "models": [{"nodes": [{"index", "name", "op_type", "domain", "supported",
                                         "reason" (when not supported)}, ...]}, ...]
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 PROTOCOL = 2
@@ -30,6 +34,22 @@ PROTOCOLS = (1, 2)  # answered; 1 lacks "support"
 
 def _error(kind: str, message: str, protocol: int = PROTOCOL) -> dict[str, Any]:
     return {"protocol": protocol, "ok": False, "error": {"kind": kind, "message": message}}
+
+
+def _install_files() -> list[str]:
+    """Files that change whenever this compiler is installed anew or its interpreter is replaced:
+    a host may keep this capabilities answer for as long as none of them changes."""
+    import os
+    from importlib import metadata
+    from pathlib import Path
+
+    files = [os.path.realpath(sys.executable), str(Path(__file__).with_name("_version.py"))]
+    try:
+        record = [f for f in metadata.distribution("hipdnn-ep-compiler").files or [] if f.name == "RECORD"]
+        files += [str(Path(f.locate()).resolve()) for f in record]
+    except metadata.PackageNotFoundError:  # running from a source tree
+        pass
+    return files
 
 
 def handle(request: Any) -> dict[str, Any]:
@@ -52,7 +72,8 @@ def handle(request: Any) -> dict[str, Any]:
         abi = load_abi()
         return {"protocol": version, "ok": True, "compiler_version": __version__,
                 "abi": {"major": abi.major, "minors": list(range(abi.minor + 1))},
-                "backends": list(BACKENDS), "ops": supported_ops(), "protocols": list(PROTOCOLS)}
+                "backends": list(BACKENDS), "ops": supported_ops(), "protocols": list(PROTOCOLS),
+                "install_files": _install_files()}
     if action == "compile":
         missing = [k for k in ("model", "output") if not isinstance(request.get(k), str)]
         if missing:
@@ -86,7 +107,42 @@ def handle(request: Any) -> dict[str, Any]:
                   version)
 
 
-def main() -> int:
+def serve(stdin=None, stdout=None, handler: Callable[[Any], dict[str, Any]] = handle) -> int:
+    """Answers requests until stdin closes: one JSON request per line in, one JSON response per
+    line out, in order (JSON text has no raw newlines). Anything else the compiler or its
+    libraries print goes to stderr, so stdout carries responses only. `handler` answers one
+    parsed request (default: handle)."""
+    import os
+
+    if stdout is None:  # keep the real stdout for responses; fd 1 (print, native code) goes to stderr
+        sys.stdout.flush()
+        stdout = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        os.dup2(2, 1)
+    stdin = stdin or sys.stdin
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            response = handler(json.loads(line))
+        except json.JSONDecodeError as exc:
+            response = _error("BadRequest", f"request is not JSON: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a compiler bug fails this request, not the server
+            import traceback
+
+            traceback.print_exc()
+            response = _error("InternalError", f"{type(exc).__name__}: {exc}")
+        stdout.write(json.dumps(response) + "\n")
+        stdout.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--serve"]:
+        return serve()
+    if argv:
+        print(f"usage: python -m hipdnn_ep_compiler.protocol [--serve] (got {' '.join(argv)})", file=sys.stderr)
+        return 2
     try:
         request = json.loads(sys.stdin.read())
     except json.JSONDecodeError as exc:

@@ -1,58 +1,82 @@
 """Runs the real compiler and records what the EP asked of it.
 
-The EP starts `COMPILER_PYTHON -m hipdnn_ep_compiler.protocol` with one JSON
-request on stdin.  The tests point the option compiler_python at a wrapper
-script that runs this file with the real interpreter; it
+The EP keeps `COMPILER_PYTHON -m hipdnn_ep_compiler.protocol --serve` running and sends it
+one JSON request per line.  The tests point the option compiler_python at a wrapper script
+that runs this file with the real interpreter; it
 
-* appends each request to $HIPDNN_EP_TEST_COMPILE_LOG/requests.jsonl, with a
-  copy of the model the EP wrote (the EP deletes its own copy afterwards);
-* forwards the request to the real compiler and returns its answer; when the
-  wrapper sets $HIPDNN_EP_TEST_CAPABILITIES (a JSON object), its fields
-  replace those of the capabilities answer (to simulate another compiler
-  release, or one for another runtime ABI).
+* appends each request to <log dir>/requests.jsonl, with a copy of the model the EP wrote
+  (the EP deletes its own copy afterwards).  The log dir is read, for every request, from the
+  file named by $HIPDNN_EP_TEST_COMPILE_LOG_POINTER (the wrapper sets it): one compiler
+  process serves many tests, each recording into its own folder;
+* answers with the real compiler (in this process); when the wrapper sets
+  $HIPDNN_EP_TEST_CAPABILITIES (a JSON object), its fields replace those of the
+  capabilities answer (to simulate another compiler release, or one for another runtime ABI).
 
-Without a log folder it is a transparent pass-through."""
+Without a log folder it is a transparent pass-through.  Without --serve it answers one
+request from stdin, as `python -m hipdnn_ep_compiler.protocol` does."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 
-def _record(request_text: str) -> None:
-    log = os.environ.get("HIPDNN_EP_TEST_COMPILE_LOG")
-    if not log:
+def _log_dir() -> Path | None:
+    pointer = os.environ.get("HIPDNN_EP_TEST_COMPILE_LOG_POINTER")
+    if not pointer or not Path(pointer).is_file():
+        return None
+    text = Path(pointer).read_text().strip()
+    return Path(text) if text else None
+
+
+def _record(request) -> None:
+    log_dir = _log_dir()
+    if log_dir is None:
         return
-    log_dir = Path(log)
     log_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        request = json.loads(request_text)
-    except json.JSONDecodeError:
-        request = {"unparsable": request_text}
-    if isinstance(request, dict) and isinstance(request.get("model"), str):
-        src = Path(request["model"]).parent
-        copy = log_dir / f"model-{os.getpid()}-{len(list(log_dir.glob('model-*')))}"
-        shutil.copytree(src, copy, ignore=shutil.ignore_patterns("out"))
-        request["model_copy"] = str(copy / Path(request["model"]).name)
+    if isinstance(request, dict):
+        request = dict(request)
+        paths = [request["model"]] if isinstance(request.get("model"), str) else []
+        paths += [m for m in request.get("models", []) if isinstance(m, str)]
+        copies = []
+        for path in paths:
+            copy = log_dir / f"model-{os.getpid()}-{len(list(log_dir.glob('model-*')))}"
+            shutil.copytree(Path(path).parent, copy, ignore=shutil.ignore_patterns("out"))
+            copies.append(str(copy / Path(path).name))
+        if "model" in request and copies:
+            request["model_copy"] = copies[0]
+        elif copies:
+            request["model_copies"] = copies
     with open(log_dir / "requests.jsonl", "a") as f:
         f.write(json.dumps(request) + "\n")
 
 
-def main() -> int:
-    request_text = sys.stdin.read()
-    _record(request_text)
-    r = subprocess.run([sys.executable, *sys.argv[1:]], input=request_text, capture_output=True, text=True)
-    sys.stderr.write(r.stderr)
-    out = r.stdout
+def answer(request):
+    from hipdnn_ep_compiler.protocol import handle
+
+    _record(request)
+    response = handle(request)
     replace = os.environ.get("HIPDNN_EP_TEST_CAPABILITIES")
-    if replace and json.loads(request_text).get("action") == "capabilities":
-        out = json.dumps(dict(json.loads(out), **json.loads(replace)))
-    sys.stdout.write(out)
-    return r.returncode
+    if replace and isinstance(request, dict) and request.get("action") == "capabilities":
+        response = dict(response, **json.loads(replace))
+    return response
+
+
+def main() -> int:
+    from hipdnn_ep_compiler.protocol import serve
+
+    if sys.argv[1:] == ["-m", "hipdnn_ep_compiler.protocol", "--serve"]:
+        return serve(handler=answer)
+    try:
+        request = json.loads(sys.stdin.read())
+    except json.JSONDecodeError as exc:
+        print(json.dumps({"protocol": 2, "ok": False, "error": {"kind": "BadRequest", "message": str(exc)}}))
+        return 2
+    print(json.dumps(answer(request)))
+    return 0
 
 
 if __name__ == "__main__":
