@@ -83,6 +83,16 @@ CASES = {
     "reshape_fed_target_0_beyond_the_input_rank": Case(_reshape_relu(["N"], [0, 0], fed_target=True),
                                                        {"x": _f32(0), "s": np.array([-1, 0], np.int64)},
                                                        "has 0 at index 1, which copies the input's dim 1"),
+    "expand_to_fed_shape_that_overflows": Case(
+        _model([helper.make_node("Expand", ["x", "s"], ["y"], name="e")], [_x([1, 1]), _x([2], TensorProto.INT64, "s")],
+               out_rank=2),
+        {"x": _f32(1, 1), "s": np.array([2**32, 2**32], np.int64)},
+        "node 'e' (Expand): the byte size of the output shape [4294967296, 4294967296] overflows int64"),
+    "expand_to_fed_negative_dim": Case(
+        _model([helper.make_node("Expand", ["x", "s"], ["y"], name="e")], [_x([1, 1]), _x([2], TensorProto.INT64, "s")],
+               out_rank=2),
+        {"x": _f32(1, 1), "s": np.array([3, -1], np.int64)},
+        "node 'e' (Expand): output dim 1 of shape [3, -1] is -1; dims must be >= 0"),
     # sizes beyond int64: a compile-time refusal, never an internal error
     "expand_to_2^40x2^40": Case(_model([helper.make_node("Expand", ["x", "s"], ["y"], name="e")], [_x([1, 1])],
                                        [_i64("s", [BIG, BIG])], out_rank=2), {"x": _f32(1, 1)},

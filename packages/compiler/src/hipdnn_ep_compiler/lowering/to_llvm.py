@@ -280,11 +280,12 @@ class _Lowering:
         for op in ops:
             if hir.get_str(op, "hipdnn.storage") == "output":
                 value = op.results[0]
-                self.checks.append(chk.Check(hir.get_str(op, "onnx.node", op.name), "fits", (size_bytes(value),),
-                                             "the output size ({0} bytes) overflows int64"))
+                t = chk.Text(size_bytes(value))
+                text = f"the byte size of the output shape {t.dims(hir.dims_of(value))} overflows int64"
+                self.checks.append(chk.Check(hir.get_str(op, "onnx.node", op.name), "fits", tuple(t.values), text))
         if self.pool_size is not None:
             self.checks.append(chk.Check("the memory plan", "fits", (sym.parse(self.pool_size),),
-                                         "the pool size ({0} bytes) overflows int64"))
+                                         "the pool size overflows int64"))
         distinct = {c.relation(): c for c in reversed(self.checks) if not c.is_static()}
         self.checks = [c for c in self.checks if distinct.get(c.relation()) is c]
         for check in self.checks:

@@ -118,7 +118,8 @@ def _check_dims(o: _Op, dims: list[sym.Expr], dtype: int | None) -> None:
     for i, d in enumerate(dims):
         if not sym.nonnegative(d):
             t = checks.Text(d)
-            o.require("nonneg", [d], f"output dim {i} of shape {t.dims(dims)} is {{0}}; dims must be >= 0")
+            msg = f"output dim {i} of shape {t.dims(dims)} is {{0}}; dims must be >= 0"
+            o.require("nonneg", t.values, msg)
     if dtype is None or dtype not in hir.DTYPES:
         return
     static = hir.DTYPES[dtype][1]
