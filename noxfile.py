@@ -14,6 +14,7 @@ from source once per session into dist/ and installed from there.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nox
@@ -73,15 +74,25 @@ def abi(session: nox.Session) -> None:
     session.run("pytest", str(ROOT / "integration"), "-m", "abi")
 
 
+def _oldest_onnxruntime() -> str:
+    """The oldest onnxruntime the EP supports (MIN_ONNXRUNTIME_VERSION, which it checks at registration)."""
+    text = (ROOT / "packages/ep/python/hipdnn_ep/_registration.py").read_text()
+    return re.search(r'MIN_ONNXRUNTIME_VERSION = "([^"]+)"', text)[1]
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Every suite on the CPU backend (GPU tests skip unless --gpu is given to pytest)."""
+    """Every suite on the CPU backend (GPU tests skip unless --gpu is given to pytest), then the EP's
+    suite again on the oldest onnxruntime the EP supports: the range it declares is the range CI runs."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
     _install(session, "runtime", "compiler", "ep")
     suites = [ABI_DIR, *(ROOT / "packages" / n / "tests" for n in PACKAGES), ROOT / "integration"]
     for suite in suites:
         if suite.exists():
             session.run("pytest", str(suite), *session.posargs)
+    if not session.posargs:
+        session.install(f"onnxruntime~={_oldest_onnxruntime()}")
+        session.run("pytest", str(ROOT / "packages/ep/tests"))
 
 
 @nox.session

@@ -78,6 +78,54 @@ def test_shape_inference_failure_is_reported():
         load_model(model)
 
 
+def _bert_mask_expand(declared_rank: int | None, output_rank: int | None = 4) -> onnx.ModelProto:
+    """The extended attention mask of a BERT encoder as torch's legacy exporter writes it: the mask
+    [batch, seq] expanded to [batch, 1, 1, seq] by a shape computed from the input's Shape."""
+    nodes = [
+        helper.make_node("Shape", ["ids"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0, name="g0"),
+        helper.make_node("Gather", ["s", "one"], ["q"], axis=0, name="g1"),
+        helper.make_node("Unsqueeze", ["b", "ax0"], ["bu"], name="u0"),
+        helper.make_node("Unsqueeze", ["q", "ax0"], ["qu"], name="u1"),
+        helper.make_node("Concat", ["bu", "ones2", "qu"], ["shape4"], axis=0, name="cat"),
+        helper.make_node("Unsqueeze", ["mask", "ax12"], ["m4"], name="u2"),
+        helper.make_node("Expand", ["m4", "shape4"], ["me"], name="expand"),
+        helper.make_node("Mul", ["me", "big"], ["out"], name="mul"),
+    ]
+    inits = [const("zero", np.int64(0)), const("one", np.int64(1)), const("ax0", np.array([0], np.int64)),
+             const("ax12", np.array([1, 2], np.int64)), const("ones2", np.array([1, 1], np.int64)),
+             const("big", np.float32(-10000.0))]
+    out_dims = None if output_rank is None else ["batch", 1, 1, "seq"][:output_rank] if output_rank else []
+    model = make_model(nodes, [("ids", T.INT64, ["batch", "seq"]), ("mask", T.FLOAT, ["batch", "seq"])],
+                       [("out", T.FLOAT, out_dims)], inits)
+    if declared_rank is not None:
+        # What onnxruntime 1.23's graph API reports for a value it has no shape for (rank 0), as the EP
+        # wrote it into the subgraph: a scalar claim that inference contradicts.
+        del model.graph.value_info[:]
+        model.graph.value_info.append(helper.make_tensor_value_info("me", T.FLOAT, [None] * declared_rank))
+    return model
+
+
+def test_contradictory_value_info_is_not_trusted(tmp_path):
+    """Inference is the source of truth: a value_info (or output shape) that contradicts it is dropped,
+    not reported as a broken model ('Inferred shape and existing shape differ in rank: (4) vs (0)')."""
+    model, _ = load_model(_bert_mask_expand(declared_rank=0))
+    shapes = {v.name: [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in [*model.graph.value_info, *model.graph.output]}
+    assert shapes["me"] == ["batch", 1, 1, "seq"]
+    info = compile_model(_bert_mask_expand(declared_rank=0, output_rank=0), tmp_path / "a")
+    assert info.metadata["outputs"][0]["dims"] == ["batch", 1, 1, "seq"]
+
+
+def test_a_model_wrong_without_its_value_info_is_still_refused():
+    model = make_model([helper.make_node("MatMul", ["x", "y"], ["p"], name="mm"),
+                        helper.make_node("Relu", ["p"], ["out"], name="relu")],
+                       [("x", T.FLOAT, [2, 3]), ("y", T.FLOAT, [4, 5])], [("out", T.FLOAT, [2, 5])])
+    model.graph.value_info.append(helper.make_tensor_value_info("p", T.FLOAT, []))
+    with pytest.raises(ModelError, match="shape inference failed.*MatMul"):
+        load_model(model)
+
+
 def test_unsupported_op_names_node_and_op(tmp_path):
     model = make_model([helper.make_node("Relu", ["x"], ["r"], name="first"),
                         helper.make_node("Conv", ["r", "w"], ["out"], name="my_conv")],

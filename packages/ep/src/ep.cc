@@ -145,6 +145,51 @@ uint32_t TargetAbi(uint32_t runtime_abi, const CompilerCapabilities& caps) {
   return static_cast<uint32_t>((major << 16) | best);
 }
 
+// Whether `vi` is a rank-0 tensor of element type `type`.
+bool IsScalar(const OrtApi& ort, const OrtValueInfo* vi, ONNXTensorElementDataType type) {
+  const OrtTypeInfo* type_info = nullptr;
+  ThrowIfError(ort, ort.GetValueInfoTypeInfo(vi, &type_info));
+  const OrtTensorTypeAndShapeInfo* tensor = nullptr;
+  ThrowIfError(ort, ort.CastTypeInfoToTensorInfo(type_info, &tensor));
+  if (tensor == nullptr) return false;
+  ONNXTensorElementDataType et;
+  ThrowIfError(ort, ort.GetTensorElementType(tensor, &et));
+  size_t rank = 0;
+  ThrowIfError(ort, ort.GetDimensionsCount(tensor, &rank));
+  return et == type && rank == 0;
+}
+
+bool ReadsOuterScope(const OrtApi& ort, const std::vector<const OrtNode*>& nodes) {
+  for (const OrtNode* node : nodes) {
+    size_t n = 0;
+    ThrowIfError(ort, ort.Node_GetNumInputs(node, &n));
+    std::vector<const OrtValueInfo*> inputs(n);
+    if (n) ThrowIfError(ort, ort.Node_GetInputs(node, inputs.data(), n));
+    for (const OrtValueInfo* vi : inputs) {
+      bool outer = false;
+      if (vi != nullptr) ThrowIfError(ort, ort.ValueInfo_IsFromOuterScope(vi, &outer));
+      if (outer) return true;
+    }
+  }
+  return false;
+}
+
+// A graph without a parent node that is a control-flow body nonetheless (see ClaimNodes).
+bool LooksLikeBody(const OrtApi& ort, const OrtGraph* graph, const std::vector<const OrtNode*>& nodes) {
+  if (ReadsOuterScope(ort, nodes)) return true;
+  size_t n_in = 0, n_out = 0;
+  ThrowIfError(ort, ort.Graph_GetNumInputs(graph, &n_in));
+  ThrowIfError(ort, ort.Graph_GetNumOutputs(graph, &n_out));
+  if (n_in == 0) return true;
+  if (n_in < 2 || n_out < 1) return false;
+  std::vector<const OrtValueInfo*> in(n_in), out(n_out);
+  ThrowIfError(ort, ort.Graph_GetInputs(graph, in.data(), n_in));
+  ThrowIfError(ort, ort.Graph_GetOutputs(graph, out.data(), n_out));
+  return IsScalar(ort, in[0], ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) &&
+         IsScalar(ort, in[1], ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL) &&
+         IsScalar(ort, out[0], ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL);
+}
+
 }  // namespace
 
 EpConfig EpConfig::FromSession(const OrtApi& ort, const OrtSessionOptions* so, const std::string& device_backend,
@@ -487,6 +532,10 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
   ThrowIfError(ort, ort.Graph_GetNumNodes(graph, &num_nodes));
   std::vector<const OrtNode*> nodes(num_nodes);
   if (num_nodes) ThrowIfError(ort, ort.Graph_GetNodes(graph, nodes.data(), num_nodes));
+  // onnxruntime 1.23 hands a body over without its parent node: a graph that
+  // reads a value of an enclosing scope, has a Loop body's signature, or has
+  // no inputs (an If branch) is taken for a body all the same.
+  if (LooksLikeBody(ort, graph, nodes)) return;
 
   std::unique_ptr<CompilerCapabilities> caps;
   std::string caps_error;

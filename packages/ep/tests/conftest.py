@@ -191,7 +191,9 @@ def make_session(model: str | Path, devices: list, options: dict[str, str],
     for k, v in (config or {}).items():
         so.add_session_config_entry(k, v)
     so.add_provider_for_devices(devices, options)
-    return ort.InferenceSession(str(model), sess_options=so)
+    # enable_fallback=0: onnxruntime 1.23's Python wrapper otherwise answers an EP that refuses the
+    # session by retrying on the CPU EP alone, hiding the refusal under test.
+    return ort.InferenceSession(str(model), sess_options=so, enable_fallback=0)
 
 
 def cpu_session(model: str | Path) -> ort.InferenceSession:

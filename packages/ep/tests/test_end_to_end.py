@@ -38,7 +38,7 @@ def test_dynamic_model_without_fallback_matches_cpu(tmp_path: Path, ep_devices,
     for k, v in NO_FALLBACK.items():
         so.add_session_config_entry(k, v)
     so.add_provider_for_devices(ep_devices, {})
-    sess = ort.InferenceSession(str(model), sess_options=so)
+    sess = ort.InferenceSession(str(model), sess_options=so, enable_fallback=0)
     cpu = cpu_session(model)
     rng = np.random.default_rng(1)
     for shape in [(1, 1, 16), (2, 5, 16), (3, 7, 16), (4, 128, 16)]:

@@ -96,6 +96,13 @@ def test_missing_artifact_file_is_a_clear_error(tmp_path: Path, ep_devices, env:
         make_session(ctx, ep_devices, env.options, NO_FALLBACK)
 
 
+# onnxruntime 1.23 (the oldest the EP supports) has no Python binding to read a model's compatibility info.
+needs_compatibility_api = pytest.mark.skipif(
+    not hasattr(ort.capi.onnxruntime_pybind11_state, "get_compatibility_info_from_model"),
+    reason=f"onnxruntime {ort.__version__} has no get_compatibility_info_from_model binding")
+
+
+@needs_compatibility_api
 def test_compatibility_info_and_verdicts(tmp_path: Path, ep_devices, env: Env) -> None:
     """Verdicts of the installed runtime (ABI 1.1) on code for other ABIs."""
     model = elementwise(tmp_path / "m.onnx", ["n", 4])
@@ -111,6 +118,7 @@ def test_compatibility_info_and_verdicts(tmp_path: Path, ep_devices, env: Env) -
     assert verdict(ep_devices, "someone-else;v=3") == Compat.EP_NOT_APPLICABLE
 
 
+@needs_compatibility_api
 def test_code_for_an_older_runtime_states_the_abi_it_needs(tmp_path: Path, ep_devices, env: Env,
                                                            runtime_reporting_abi) -> None:
     """Compiled while a runtime of ABI 1.7 was loaded, the code targets 1.1

@@ -58,11 +58,32 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
     except UnicodeDecodeError as exc:  # the checker's message quotes a damaged (non-UTF-8) name or string
         raise ModelError("model fails the ONNX checker: a name or string in the model is not valid UTF-8 "
                          "(the file is damaged)") from exc
+
+    def infer(m: onnx.ModelProto) -> onnx.ModelProto:
+        return onnx.shape_inference.infer_shapes(m, strict_mode=not uses_contrib, data_prop=True)
+
     try:
-        model = onnx.shape_inference.infer_shapes(model, strict_mode=not uses_contrib, data_prop=True)
+        model = infer(model)
     except Exception as exc:  # InferenceError, or a checker error raised through inference
-        raise ModelError(f"ONNX shape inference failed: {_first_line(exc)}") from exc
+        # Declared shapes are hints that inference checks; a producer may have declared wrong ones
+        # (onnxruntime 1.23's graph API reports a value it has no shape for as rank 0, a scalar).
+        # Inference is the source of truth: retry without the intermediates' and outputs' shapes.
+        try:
+            model = infer(_without_declared_shapes(model))
+        except Exception:
+            raise ModelError(f"ONNX shape inference failed: {_first_line(exc)}") from exc
     return model, base_dir
+
+
+def _without_declared_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy without value_info and without the graph outputs' shapes (element types stay)."""
+    stripped = onnx.ModelProto()
+    stripped.CopyFrom(model)
+    del stripped.graph.value_info[:]
+    for out in stripped.graph.output:
+        if out.type.HasField("tensor_type"):
+            out.type.tensor_type.ClearField("shape")
+    return stripped
 
 
 def _first_line(exc: BaseException) -> str:
