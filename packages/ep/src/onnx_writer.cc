@@ -289,8 +289,10 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph) {
   // the model lists them by name (the program finds its arguments by name).
   for (const OrtValueInfo* vi : gin) out.kernel_inputs.push_back(ValueName(ort, vi));
   SortByName(ort, gin);
+  std::set<std::string> listed;  // onnxruntime 1.23 lists a graph view's input once per consumer
   for (const OrtValueInfo* vi : gin) {
     std::string name = ValueName(ort, vi);
+    if (!listed.insert(name).second) continue;
     typed.insert(name);
     if (init_names.count(name) == 0) g.Msg(graph_f::kInput, ValueInfoProto(ort, vi));
   }
