@@ -4,12 +4,13 @@
 # ///
 """hipdnn-ep automation: every job CI and developers run.
 
-Sessions (``nox -l``): ``abi`` (ABI gates), ``tests`` (every suite on the CPU backend),
-``lint``, ``wheels`` (build the three wheels into dist/), ``demo`` (the main job: compile a
-dynamic- and a fixed-shape model and run them on the EP), ``gpu`` (on a GPU machine: the cuda
-runtime, its GPU suite and compute-sanitizer), ``hip_check`` (the GPU kernels compiled for AMD
-gfx1100/gfx1151 with Debian's clang-19; fetches what it needs with apt). The runtime and the EP are built
-from source once per session into dist/ and installed from there.
+Sessions (``nox -l``): ``abi`` (ABI gates), ``tests`` (every suite on the CPU backend, then the EP
+suite on the oldest supported onnxruntime), ``lint``, ``wheels`` (build the three wheels into
+dist/), ``release`` (bump rules; cut a release), ``demo`` (the main job: compile a dynamic- and a
+fixed-shape model and run them on the EP), ``gpu`` (on a GPU machine: the cuda runtime, its GPU
+suite and compute-sanitizer), ``hip_check`` (the GPU kernels compiled for AMD gfx1100/gfx1151 with
+Debian's clang-19; fetches what it needs with apt). The runtime and the EP are built from source
+once per session into dist/ and installed from there.
 """
 
 from __future__ import annotations
@@ -82,8 +83,10 @@ def _oldest_onnxruntime() -> str:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Every suite on the CPU backend (GPU tests skip unless --gpu is given to pytest), then the EP's
-    suite again on the oldest onnxruntime the EP supports: the range it declares is the range CI runs."""
+    """Every suite on the CPU backend, then the EP suite on the oldest onnxruntime it supports (1.23).
+
+    GPU tests skip unless --gpu is given to pytest. The range of onnxruntime the EP declares is the
+    range CI runs."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
     _install(session, "runtime", "compiler", "ep")
     suites = [ABI_DIR, *(ROOT / "packages" / n / "tests" for n in PACKAGES), ROOT / "integration"]
@@ -106,6 +109,12 @@ def lint(session: nox.Session) -> None:
 def wheels(session: nox.Session) -> None:
     """Builds the three wheels into dist/."""
     _build_wheels(session, "runtime", "compiler", "ep")
+
+
+@nox.session(default=False, venv_backend="none")
+def release(session: nox.Session) -> None:
+    """Bump rules of the three wheels (`-- check`, the default), or release one (`-- cut runtime|compiler|ep`)."""
+    session.run("python3", str(ROOT / "tools/release.py"), *(session.posargs or ["check"]))
 
 
 @nox.session(default=False)

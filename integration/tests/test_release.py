@@ -1,0 +1,132 @@
+"""tools/release.py: the bump rules, the ABI snapshot, the changelog and the tag, on a copy of the
+files a release reads and writes, in a git repository of its own."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import release
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = ["packages/runtime/pyproject.toml", "packages/compiler/pyproject.toml", "packages/ep/pyproject.toml",
+         "packages/runtime/CHANGELOG.md", "packages/compiler/CHANGELOG.md", "packages/ep/CHANGELOG.md",
+         "packages/compiler/abi-lock.toml", "packages/compiler/src/hipdnn_ep_compiler/_version.py",
+         "packages/compiler/src/hipdnn_ep_compiler/abi/runtime_abi_v1.json"]
+
+NEW_FUNCTION = '''
+[[functions]]
+name = "hipdnn_ep_trim_cache"
+returns = "int32_t"
+params = ["hipdnn_ep_state_t* state", "uint64_t keep_bytes"]
+since = 2
+status = "active"
+callers = ["host"]
+doc = "Releases cached blocks until at most keep_bytes stay reserved."
+'''
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> release.Repo:
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "packages/runtime/abi", root / "packages/runtime/abi",
+                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    for f in FILES:
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / f, root / f)
+    _git(root, "init", "-q")
+    _git(root, "config", "user.email", "release@test")
+    _git(root, "config", "user.name", "release test")
+    _git(root, "add", ".")
+    _git(root, "commit", "-q", "-m", "start")
+    return release.Repo(root)
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_the_checkout_is_releasable():
+    assert release.main(["check"]) == 0
+
+
+def test_cut_dates_the_changelog_snapshots_and_tags(repo: release.Repo):
+    version = repo.version("runtime")
+    assert release.cut(repo, "runtime", "2026-12-03") == f"runtime-v{version}"
+    assert f"## {version} (2026-12-03)" in repo.changelog("runtime").read_text()
+    assert _git(repo.root, "log", "-1", "--format=%s") == f"Release runtime {version}"
+    assert repo.tags("runtime") == [version]
+    assert _git(repo.root, "status", "--porcelain") == ""
+    # the same version again: refused, with the fix
+    with pytest.raises(SystemExit, match=rf"runtime {version} is already released \(tag runtime-v{version}\)\. "
+                                         r"Fix: bump its version"):
+        release.cut(repo, "runtime", "2026-12-04")
+
+
+def test_a_new_abi_minor_needs_the_runtime_minor_and_gets_its_snapshot(repo: release.Repo):
+    """Runtime 1.2: a function added in ABI 1.2 is released with its own snapshot."""
+    manifest = repo.root / "packages/runtime/abi/manifest.toml"
+    _edit(manifest, "minor = 1\n", "minor = 2\n")
+    manifest.write_text(manifest.read_text() + NEW_FUNCTION)
+    _git(repo.root, "commit", "-q", "-am", "ABI 1.2")
+    problems = release.check(repo, "runtime")
+    assert any("version 1.1.0 must be 1.2.x" in p for p in problems)
+    # the compiler's copy of the manifest must follow, with a new compiler version (check-pins)
+    assert any("hipdnn-ep-runtime>=1.1,<2, the ABI says hipdnn-ep-runtime>=1.2,<2" in p for p in problems)
+
+    _edit(repo.root / "packages/runtime/pyproject.toml", 'version = "1.1.0"', 'version = "1.2.0"')
+    _edit(repo.changelog("runtime"), "## 1.1.0 (unreleased)", "## 1.2.0 (unreleased)\n\n- hipdnn_ep_trim_cache.\n\n"
+                                                            "## 1.1.0 (2026-12-01)")
+    # what a developer runs: the compiler's copy of the JSON, a new compiler version, the pins
+    cli, _, load, pins = release._abi(repo.root)
+    m = load(manifest)
+    (repo.root / pins.COMPILER_JSON).write_text(cli.generate.manifest_json_text(m))
+    _edit(repo.root / pins.COMPILER_VERSION, f'"{repo.version("compiler")}"', '"0.99.0"')
+    pins.fix(m, pins.Repo(repo.root))
+    _git(repo.root, "commit", "-q", "-am", "runtime 1.2.0")
+    assert release.check(repo, "runtime") == []
+    assert release.cut(repo, "runtime", "2026-12-03") == "runtime-v1.2.0"
+    snapshot = repo.root / "packages/runtime/abi/released/1.2.toml"
+    assert snapshot.read_text() == manifest.read_text()
+    assert _git(repo.root, "show", "--name-only", "--format=", "HEAD").splitlines() == \
+        ["packages/runtime/CHANGELOG.md", "packages/runtime/abi/released/1.2.toml"]
+
+
+def test_a_break_without_a_major_bump_is_not_released(repo: release.Repo):
+    manifest = repo.root / "packages/runtime/abi/manifest.toml"
+    text = manifest.read_text()
+    manifest.write_text(re.sub(r'(?ms)^\[\[functions\]\]\nname = "hipdnn_ep_get_host_scratch_base"\n.*?(?=^\[\[)',
+                               "", text, count=1))
+    _git(repo.root, "commit", "-q", "-am", "drop a function")
+    with pytest.raises(SystemExit, match=r"hipdnn_ep_get_host_scratch_base: removed.*\(against 1\.1\.toml\)"):
+        release.cut(repo, "runtime", "2026-12-03")
+    assert repo.tags("runtime") == []
+
+
+def test_changelog_and_clean_tree_are_required(repo: release.Repo):
+    _edit(repo.changelog("ep"), f"## {repo.version('ep')} (unreleased)", "## Next")
+    _git(repo.root, "commit", "-q", "-am", "no section")
+    with pytest.raises(SystemExit, match=r"packages/ep/CHANGELOG.md has no '## .* \(unreleased\)' section"):
+        release.cut(repo, "ep", "2026-12-03")
+    (repo.root / "packages/ep/pyproject.toml").write_text("changed")
+    with pytest.raises(SystemExit, match="uncommitted changes. Fix: commit or stash them"):
+        release.cut(repo, "ep", "2026-12-03")
+
+
+def test_versions_only_go_up(repo: release.Repo):
+    assert release.cut(repo, "compiler", "2026-12-03") == f"compiler-v{repo.version('compiler')}"
+    version_file = repo.root / "packages/compiler/src/hipdnn_ep_compiler/_version.py"
+    _edit(version_file, f'"{repo.version("compiler")}"', '"0.0.9"')
+    _git(repo.root, "commit", "-q", "-am", "downgrade")
+    assert any("is not newer than the last release" in p for p in release.check(repo, "compiler"))

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Release a wheel of this repository: check the bump rules, snapshot the ABI, date the changelog, tag.
+
+    python tools/release.py check [runtime|compiler|ep ...]
+    python tools/release.py cut runtime|compiler|ep [--date YYYY-MM-DD] [--no-tag]
+
+Each wheel is versioned and released on its own; a release is the commit tagged
+``<package>-v<version>`` (``runtime-v1.1.0``, ``compiler-v0.2.0``, ``ep-v0.1.0``), from which
+the wheel builds again. ``check`` refuses, naming the fix:
+
+* a version that is not newer than the package's last release tag (or is already tagged);
+* a changelog without a ``## <version> (unreleased)`` section with at least one entry;
+* runtime: a version whose MAJOR.MINOR is not the ABI's, or a manifest that breaks the bump
+  rules against a released snapshot (``hipdnn_ep_abi check-compat``);
+* every package: a pin between the wheels that does not follow the manifest, or a compiler whose
+  bundled manifest is not recorded for its version (``hipdnn_ep_abi check-pins``).
+
+``cut`` runs ``check`` on a clean working tree, then snapshots the manifest as
+``packages/runtime/abi/released/MAJOR.MINOR.toml`` (runtime; a released snapshot is never
+rewritten), dates the changelog section, commits ``Release <package> <version>`` and tags it.
+Push the commit and the tag yourself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("runtime", "compiler", "ep")
+
+
+def _abi(root: Path):
+    """The ABI tooling of this checkout (standard library only)."""
+    sys.path.insert(0, str(root / "packages/runtime/abi"))
+    try:
+        import hipdnn_ep_abi.__main__ as cli
+        from hipdnn_ep_abi import compat, load, pins
+    finally:
+        sys.path.pop(0)
+    return cli, compat, load, pins
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
+
+@dataclass(frozen=True)
+class Repo:
+    root: Path
+
+    def git(self, *args: str, check: bool = True) -> str:
+        proc = subprocess.run(["git", "-C", str(self.root), *args], capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise SystemExit(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
+        return proc.stdout.strip()
+
+    def version(self, package: str) -> str:
+        _, _, _, pins = _abi(self.root)
+        return pins.Repo(self.root).version(package)
+
+    def tags(self, package: str) -> list[str]:
+        """Released versions of `package`, oldest first."""
+        out = self.git("tag", "--list", f"{package}-v*")
+        versions = [t.removeprefix(f"{package}-v") for t in out.splitlines() if t]
+        return sorted(versions, key=_version_key)
+
+    def changelog(self, package: str) -> Path:
+        return self.root / "packages" / package / "CHANGELOG.md"
+
+
+def _unreleased_section(text: str, version: str) -> re.Match | None:
+    return re.search(rf"(?m)^## {re.escape(version)} \(unreleased\)\n(?P<body>(?:(?!^## ).*\n?)*)", text)
+
+
+def check(repo: Repo, package: str) -> list[str]:
+    """Every reason `package` cannot be released at its current version, each with its fix."""
+    cli, compat, load, pins = _abi(repo.root)
+    manifest_path = repo.root / "packages/runtime/abi/manifest.toml"
+    m = load(manifest_path)
+    problems: list[str] = []
+    version = repo.version(package)
+    released = repo.tags(package)
+    if version in released:
+        problems.append(f"{package} {version} is already released (tag {package}-v{version}). Fix: bump its "
+                        f"version and add a '## <new version> (unreleased)' section to its changelog")
+    elif released and _version_key(version) <= _version_key(released[-1]):
+        problems.append(f"{package} {version} is not newer than the last release {released[-1]}. Fix: bump its "
+                        f"version above {released[-1]}")
+    section = _unreleased_section(repo.changelog(package).read_text(), version)
+    if section is None or not section["body"].strip():
+        problems.append(f"packages/{package}/CHANGELOG.md has no '## {version} (unreleased)' section with "
+                        f"entries. Fix: add one listing what changed since the last release")
+    problems += [f"{v}" for v in pins.check(m, pins.Repo(repo.root))]
+    bundled = repo.root / pins.COMPILER_JSON
+    if package == "compiler" and bundled.read_text() != cli.generate.manifest_json_text(m):
+        problems.append(f"{pins.COMPILER_JSON} is not the current manifest. Fix: python -m hipdnn_ep_abi json "
+                        f"--out {pins.COMPILER_JSON}, then bump the compiler version and run check-pins --fix")
+    if package == "runtime":
+        released_dir = manifest_path.parent / "released"
+        for snapshot in cli.released_snapshots(released_dir):
+            old = load(snapshot)
+            if old.major == m.major:
+                problems += [f"{v} (against {snapshot.name})" for v in compat.check(old, m)]
+    return problems
+
+
+def cut(repo: Repo, package: str, date: str, tag: bool = True) -> str:
+    """Releases `package` at its current version; returns the tag (or the commit when not tagging)."""
+    if repo.git("status", "--porcelain", "--untracked-files=no"):
+        raise SystemExit("the working tree has uncommitted changes. Fix: commit or stash them, then cut again")
+    problems = check(repo, package)
+    if problems:
+        raise SystemExit(f"cannot release {package}:\n" + "\n".join(f"  - {p}" for p in problems))
+    version = repo.version(package)
+    changed = []
+    if package == "runtime":
+        _, _, load, _ = _abi(repo.root)
+        manifest = repo.root / "packages/runtime/abi/manifest.toml"
+        m = load(manifest)
+        snapshot = manifest.parent / "released" / f"{m.major}.{m.minor}.toml"
+        if snapshot.exists() and load(snapshot) != m:
+            raise SystemExit(f"cannot release runtime: ABI {m.major}.{m.minor} was released as {snapshot.name} and "
+                             f"the manifest differs. Fix: bump the ABI minor (or major)")
+        if not snapshot.exists():  # a patch release of a released minor keeps its snapshot
+            snapshot.write_text(manifest.read_text())
+            changed.append(str(snapshot.relative_to(repo.root)))
+    log = repo.changelog(package)
+    text = log.read_text()
+    log.write_text(text.replace(f"## {version} (unreleased)", f"## {version} ({date})", 1))
+    changed.append(str(log.relative_to(repo.root)))
+    repo.git("add", *changed)
+    repo.git("commit", "-q", "-m", f"Release {package} {version}")
+    if not tag:
+        return repo.git("rev-parse", "HEAD")
+    name = f"{package}-v{version}"
+    repo.git("tag", "-a", name, "-m", f"hipdnn-ep {package} {version}")
+    return name
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="tools/release.py", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--root", type=Path, default=ROOT, help="repository root")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check", help="the bump rules for each package's current version")
+    c.add_argument("packages", nargs="*", metavar="PACKAGE", help="runtime, compiler, ep (default: all)")
+    k = sub.add_parser("cut", help="release one package: snapshot, changelog, commit, tag")
+    k.add_argument("package", choices=PACKAGES)
+    k.add_argument("--date", default=datetime.date.today().isoformat())
+    k.add_argument("--no-tag", action="store_true", help="commit without tagging")
+    args = ap.parse_args(argv)
+    repo = Repo(args.root)
+    if args.cmd == "check":
+        unknown = [p for p in args.packages if p not in PACKAGES]
+        if unknown:
+            ap.error(f"unknown package(s) {', '.join(unknown)}; choose from {', '.join(PACKAGES)}")
+        rc = 0
+        for package in args.packages or PACKAGES:
+            problems = check(repo, package)
+            print(f"{package} {repo.version(package)}: " + ("releasable" if not problems else "not releasable"))
+            for p in problems:
+                print(f"  - {p}")
+            rc |= bool(problems)
+        return rc
+    print(cut(repo, args.package, args.date, tag=not args.no_tag))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
