@@ -75,6 +75,20 @@ def base_models() -> dict[str, onnx.ModelProto]:
                           [_vi("x", ["B", "S", 4])], [_vi("y", ["B"])],
                           [helper.make_tensor("k", I64, [], [0]), _c("z0", [0]),
                            _c("m1", [-1]), _c("ax", [1])]),
+        "where_broadcast": _m([n("Greater", ["x", "z"], ["c"]), n("Where", ["c", "x", "z"], ["y"])],
+                              [_vi("x", ["N", 1]), _vi("z", [1, "M"])], [_vi("y", ["N", "M"])]),
+        "matmul_batched": _m([n("MatMul", ["x", "z"], ["y"])], [_vi("x", ["B", "N", "K"]), _vi("z", ["K", "M"])],
+                             [_vi("y", ["B", "N", "M"])]),
+        "gemm_layernorm": _m([n("Gemm", ["x", "w", "b"], ["g"], transB=1),
+                              n("LayerNormalization", ["g", "sc", "bi"], ["y"], axis=-1, epsilon=1e-5)],
+                             [_vi("x", ["N", 4])], [_vi("y", ["N", 3])],
+                             [helper.make_tensor("w", F, [3, 4], np.linspace(-1, 1, 12).tolist()),
+                              helper.make_tensor("b", F, [3], [0.1, 0.2, 0.3]),
+                              helper.make_tensor("sc", F, [3], [1.0, 0.5, 2.0]),
+                              helper.make_tensor("bi", F, [3], [0.0, 0.1, -0.1])]),
+        "cast_reduce": _m([n("Cast", ["x"], ["c"], to=F), n("ReduceMax", ["c", "ax"], ["r"], keepdims=1),
+                           n("Sub", ["c", "r"], ["y"])],
+                          [_vi("x", ["N", "M"], TensorProto.INT32)], [_vi("y", ["N", "M"])], [_c("ax", [1])]),
         "matmul_bias": _m([n("MatMul", ["x", "w"], ["m"]), n("Add", ["m", "b"], ["y"])],
                           [_vi("x", ["N", 4])], [_vi("y", ["N", 3])],
                           [helper.make_tensor("w", F, [4, 3], np.linspace(-1, 1, 12).tolist()),
@@ -278,6 +292,7 @@ def test_fuzz_models_and_feeds(request, tmp_path):
     worker = Worker(timeout=60)
     problems: list[Outcome] = []
     cases = 0
+    tally: dict[str, int] = {}
     start = time.perf_counter()
     try:
         for m_index, (label, model, declared) in enumerate(models):
@@ -298,6 +313,8 @@ def test_fuzz_models_and_feeds(request, tmp_path):
                 ref = worker.run({**req, "action": "ort", "out": str(cdir / "ort.npz")})
                 ours = worker.run({**req, "action": "artifact", "out": str(cdir / "artifact.npz")})
                 cases += 1
+                outcome = "ran" if ours["ok"] else f"refused at {ours.get('stage', '?')}"
+                tally[outcome] = tally.get(outcome, 0) + 1
                 problem = _judge(ours, ref, cdir)
                 if problem:
                     problems.append(Outcome(f"{label}, feeds {kind} {({k: v.shape for k, v in feeds.items()})}",
@@ -305,7 +322,7 @@ def test_fuzz_models_and_feeds(request, tmp_path):
     finally:
         worker.close()
     elapsed = time.perf_counter() - start
-    print(f"fuzz: seed {seed}, {len(models)} models, {cases} cases in {elapsed:.1f} s")
+    print(f"fuzz: seed {seed}, {len(models)} models, {cases} cases in {elapsed:.1f} s: {tally}")
     assert cases >= len(models), "too few cases ran"
     report = "\n".join(f"  {p.case}: {p.problem}" for p in problems[:15])
     assert not problems, (f"seed {seed}: {len(problems)} of {cases} cases went wrong (replay with "

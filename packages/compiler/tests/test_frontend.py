@@ -9,7 +9,7 @@ from conftest import const, make_model
 from onnx import TensorProto as T
 from onnx import helper
 
-from hipdnn_ep_compiler import ModelError, UnsupportedError, compile_model, supported_ops
+from hipdnn_ep_compiler import CompileError, ModelError, UnsupportedError, compile_model, supported_ops
 from hipdnn_ep_compiler.frontend import load_model
 from hipdnn_ep_compiler.frontend.importer import import_model
 
@@ -49,6 +49,21 @@ def test_negative_dim_from_shape_inference_is_a_model_error(tmp_path):
                        [("y", T.FLOAT, None)], [const("s", np.array([3, -2], np.int64))])
     with pytest.raises(ModelError, match="node 'e' \\(Expand\\): 'y' has dim -2 after shape inference"):
         compile_model(model, tmp_path / "a")
+
+
+def test_element_type_code_onnx_does_not_define_is_named_by_number(tmp_path):
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", T.FLOAT, [2])], [("y", T.FLOAT, [2])])
+    model.graph.input[0].type.tensor_type.elem_type = 46
+    model.graph.output[0].type.tensor_type.elem_type = 46
+    with pytest.raises(CompileError, match="46 \\(not an ONNX element type\\)"):
+        compile_model(model, tmp_path / "a")
+
+
+def test_graph_without_outputs_is_a_model_error():
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", T.FLOAT, [2])], [("y", T.FLOAT, [2])])
+    del model.graph.output[:]
+    with pytest.raises(ModelError, match="no outputs"):
+        load_model(model)
 
 
 def test_old_opset_refused(static_model):

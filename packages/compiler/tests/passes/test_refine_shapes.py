@@ -219,3 +219,16 @@ func.func @main(%arg0: tensor<?x4xf32>, %arg1: tensor<?x?xf32>) -> tensor<?x4xf3
     env = {"d0_0": 2, "d1_0": 3, "d1_1": 5}
     failed = next(c for c in relations if not c.holds(env))
     assert failed.message(env) == "node 'c': input 1 has shape [3, 5], input 0 has [2, 4]; they must agree outside axis 0"
+
+
+def test_layer_norm_over_no_elements_is_refused_like_onnx_runtime():
+    relations = _relations('''
+func.func @main(%arg0: tensor<?x3xf32>, %arg1: tensor<3xf32>) -> tensor<?x3xf32> {
+  %0 = "hipdnn.layer_norm"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'n'"} : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}''')
+    assert all(c.holds({"d0_0": 2}) for c in relations)
+    env = {"d0_0": 0}  # ORT: "Size of X.shape[axis:] must be at least 1, got 0"
+    failed = next(c for c in relations if not c.holds(env))
+    assert failed.message(env) == ("node 'n': input shape [0, 3] has 0 elements from axis 0 on; "
+                                   "LayerNormalization needs at least 1")

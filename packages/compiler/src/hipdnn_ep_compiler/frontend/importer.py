@@ -42,6 +42,14 @@ def _attr_text(attr: onnx.AttributeProto, where: str) -> str:
     raise UnsupportedError(f"{where}: attribute '{attr.name}' of type {A.AttributeType.Name(t)} is not supported")
 
 
+def _dtype_name(code: int) -> str:
+    """ONNX's name of an element type code; a code ONNX does not define (a damaged model) by number."""
+    try:
+        return onnx.TensorProto.DataType.Name(code)
+    except ValueError:
+        return f"{code} (not an ONNX element type)"
+
+
 def node_label(node: onnx.NodeProto, index: int) -> str:
     """How messages name a node: by its name, or (unnamed) by position and first output."""
     dom = f"{node.domain}::" if node.domain not in ("", "ai.onnx") else ""
@@ -79,7 +87,7 @@ class _Importer:
         tt = tp.tensor_type
         if tt.elem_type not in hir.DTYPES:
             raise UnsupportedError(
-                f"{where}: '{name}' has element type {onnx.TensorProto.DataType.Name(tt.elem_type)}, "
+                f"{where}: '{name}' has element type {_dtype_name(tt.elem_type)}, "
                 f"which hipdnn-ep does not support"
             )
         if not tt.HasField("shape"):
@@ -107,7 +115,7 @@ class _Importer:
         dtype = tensor.data_type
         if dtype not in hir.DTYPES:
             raise UnsupportedError(f"{where}: constant '{name}' has unsupported element type "
-                                   f"{onnx.TensorProto.DataType.Name(dtype)}")
+                                   f"{_dtype_name(dtype)}")
         dims = list(tensor.dims)
         ttype = hir.tensor_type_str(dtype, dims)
         n = int(np.prod(dims)) if dims else 1

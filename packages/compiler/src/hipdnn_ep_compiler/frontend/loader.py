@@ -47,6 +47,8 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
         raise ModelError(f"model uses ai.onnx opset {opset}, newer than this onnx package knows ({newest})")
     if len(model.graph.node) == 0:
         raise ModelError("model graph has no nodes")
+    if len(model.graph.output) == 0:
+        raise ModelError("model graph has no outputs (a model computes at least one)")
 
     uses_contrib = any(n.domain not in ("", "ai.onnx") for n in model.graph.node)
     try:

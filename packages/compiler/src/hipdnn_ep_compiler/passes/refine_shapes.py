@@ -229,6 +229,10 @@ def _softmax(o: _Op) -> None:
 
 def _layer_norm(o: _Op) -> None:
     d = o.dims(0)
+    axis = _norm_axis(o, o.attr_int("axis", -1), len(d))
+    text = checks.Text(1, sym.product(d[axis:]))
+    o.require("le", text.values, f"input shape {text.dims(d)} has {{1}} elements from axis {axis} on; "
+                                 "LayerNormalization needs at least 1")
     operands = [o.input(0), o.input(1)] + ([o.input(2)] if o.input(2) is not None else [])
     _replace(o, "hipdnn.layer_norm", operands,
              {"axis": _norm_axis(o, o.attr_int("axis", -1), len(d)), "epsilon": o.attr_float("epsilon", 1e-5)},
