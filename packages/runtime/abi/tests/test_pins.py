@@ -44,22 +44,26 @@ def test_an_ep_built_for_a_newer_minor_keeps_no_stale_runtime_pin(repo, manifest
 
 
 def test_a_changed_bundled_manifest_needs_a_new_compiler_version(repo, manifest):
+    version = repo.version("compiler")
+    major, minor, patch = (int(p) for p in version.split(".")[:3])
     path = repo.root / pins.COMPILER_JSON
     data = json.loads(path.read_text())
     data["functions"][0]["doc"] += " Changed."
     path.write_text(json.dumps(data))
     found = pins.check(manifest, repo)
     assert [v.name for v in found] == ["hipdnn-ep-compiler"]
-    assert "its bundled ABI manifest changed since version 0.1.0 recorded it" in found[0].message
-    assert "Fix: bump packages/compiler/src/hipdnn_ep_compiler/_version.py (e.g. to 0.1.1)" in found[0].message
-    pins.fix(manifest, repo)  # records nothing: 0.1.0 is taken
+    assert f"its bundled ABI manifest changed since version {version} recorded it" in found[0].message
+    assert (f"Fix: bump packages/compiler/src/hipdnn_ep_compiler/_version.py (e.g. to {major}.{minor}.{patch + 1})"
+            in found[0].message)
+    pins.fix(manifest, repo)  # records nothing: the version is taken
     assert pins.check(manifest, repo) == found
-    version = repo.root / pins.COMPILER_VERSION
-    version.write_text(version.read_text().replace('"0.1.0"', '"0.1.1"'))
+    newer = f"{major}.{minor}.{patch + 1}"
+    version_file = repo.root / pins.COMPILER_VERSION
+    version_file.write_text(version_file.read_text().replace(f'"{version}"', f'"{newer}"'))
     pins.fix(manifest, repo)
     assert pins.check(manifest, repo) == []
-    assert '["0.1.1"]' in (repo.root / pins.LOCK).read_text()
-    # the EP still accepts every compiler of the ABI major
+    assert f'["{newer}"]' in (repo.root / pins.LOCK).read_text()
+    # the EP still accepts every compiler of the ABI major, from the oldest recorded one
     assert '"hipdnn-ep-compiler[runtime]>=0.1.0,<1"' in repo.pyproject("ep").read_text()
 
 
