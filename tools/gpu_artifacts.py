@@ -54,6 +54,9 @@ def cases() -> dict[str, tuple[onnx.ModelProto, dict[str, dict[str, np.ndarray]]
                              _feeds_attention([(1, 128)])),
         "shape_chain_dynamic": (models.shape_chain_model(hidden=8), chain_feeds),
         "three_node": (three_node_model(), {"w64": {"x": rng.standard_normal((1, 64)).astype(np.float32)}}),
+        # One BERT-base-shaped encoder layer (hidden 768, 12 heads, seq 128), for tools/gpu_bench.py.
+        "bert_layer_seq128": (models.attention_model(batch=1, seq=128, hidden=768, heads=12),
+                              {"b1s128": models.attention_feeds(1, 128, hidden=768, seed=5)}),
     }
 
 
@@ -75,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         arrays = {f"{label}/{k}": v for label, f in feeds.items() for k, v in f.items()}
         arrays |= {f"weight/{i}": np.array(w, order="C") for i, w in enumerate(weights)}  # keeps 0-d
         np.savez(directory / "feeds.npz", **arrays)
+        model_path.unlink()  # the weights travel in feeds.npz
         print(f"{name}: {len(info.metadata['imports'])} imports, {len(weights)} weights, "
               f"shapes {', '.join(feeds)} -> {directory}")
     return 0

@@ -12,6 +12,10 @@
    on [1, 64]): hipdnn_ep_artifact_run called through ctypes with device inputs, the output
    freed each time; host time per run without waiting, and per run once the device is done;
    PyTorch eager issuing the same three ops as the reference.
+3. One BERT-base-shaped encoder layer (tools/models.py attention_model: hidden 768, 12 heads,
+   seq 128, float32, batch 1) as a compiled program with device-resident weights, against the
+   same layer in PyTorch eager and as a replayed CUDA graph, on the same weights and inputs
+   (their outputs are compared first).
 Prints one table; needs a GPU build of the runtime, and torch/cupy for the peers.
 """
 
@@ -178,6 +182,115 @@ def bench_run_overhead(artifacts: Path, backend: str, rows: list, runs: int = 50
         pass
 
 
+def open_artifact(lib, path: Path) -> ctypes.c_void_p:
+    lib.hipdnn_ep_artifact_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.hipdnn_ep_artifact_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(TensorRef),
+                                           ctypes.POINTER(TensorRef)]
+    lib.hipdnn_ep_artifact_close.argtypes = [ctypes.c_void_p]
+    lib.hipdnn_ep_free.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    handle = ctypes.c_void_p()
+    if lib.hipdnn_ep_artifact_open(str(path).encode(), ctypes.byref(handle)) != 0:
+        raise RuntimeError(lib.hipdnn_ep_last_error())
+    return handle
+
+
+def bench_bert_layer(artifacts: Path, backend: str, rows: list, runs: int = 200) -> None:
+    directory = artifacts / "bert_layer_seq128"
+    if not (directory / "program.so").exists():
+        rows.append(("BERT-base layer, seq 128", "n/a", "", f"no {directory}"))
+        return
+    import torch
+
+    lib = ctypes.CDLL(rt.library_path())
+    lib.hipdnn_ep_last_error.restype = ctypes.c_char_p
+    feeds = np.load(directory / "feeds.npz")
+    n_weights = sum(k.startswith("weight/") for k in feeds.files)
+    arrays = [feeds["b1s128/x"], feeds["b1s128/attention_mask"]] + [feeds[f"weight/{i}"] for i in range(n_weights)]
+    with rt.Artifact(directory) as artifact:
+        names = [w["name"] for w in artifact.metadata["weights"]]
+    handle = open_artifact(lib, directory / "program.so")
+    with rt.State(backend=backend) as st:
+        state_ptr = ctypes.c_void_p(st._handle())
+        refs = (TensorRef * len(arrays))()
+        keep, ptrs = [], []
+        for i, a in enumerate(arrays):
+            p = st.malloc(max(a.nbytes, 1))
+            st.memcpy(p, a.ctypes.data, a.nbytes, 1)
+            d = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+            keep.append(d)
+            ptrs.append(p)
+            refs[i] = TensorRef(p, d, a.ndim, {np.dtype(np.float32): 1, np.dtype(np.int64): 7}[a.dtype])
+        out = (TensorRef * 1)()
+        assert lib.hipdnn_ep_artifact_run(handle, state_ptr, refs, out) == 0, lib.hipdnn_ep_last_error()
+        ours = np.empty((1, 128, 768), np.float32)
+        st.memcpy(ours.ctypes.data, out[0].data, ours.nbytes, 2)
+        lib.hipdnn_ep_free(state_ptr, out[0].data)
+        for _ in range(10):
+            lib.hipdnn_ep_artifact_run(handle, state_ptr, refs, out)
+            lib.hipdnn_ep_free(state_ptr, out[0].data)
+        st.synchronize()
+        start = time.perf_counter()
+        for _ in range(runs):
+            lib.hipdnn_ep_artifact_run(handle, state_ptr, refs, out)
+            lib.hipdnn_ep_free(state_ptr, out[0].data)
+        st.synchronize()
+        t_ours = (time.perf_counter() - start) / runs * 1e3
+        for p in ptrs:
+            st.free(p)
+    lib.hipdnn_ep_artifact_close(handle)
+
+    w = {n: torch.from_numpy(feeds[f"weight/{i}"]).cuda() for i, n in enumerate(names)}
+    x = torch.from_numpy(arrays[0]).cuda()
+    mask = torch.from_numpy(arrays[1]).cuda()
+
+    def layer():
+        b, s, h, heads = 1, 128, 768, 12
+        qkv = x @ w["wqkv"] + w["bqkv"]
+        q, k, v = qkv.split(h, dim=-1)
+        q = q.view(b, s, heads, h // heads).transpose(1, 2)
+        k = k.view(b, s, heads, h // heads).permute(0, 2, 3, 1)
+        v = v.view(b, s, heads, h // heads).transpose(1, 2)
+        scores = (q @ k) * w["scale"] + (w["one"] - mask[:, None, None, :].float()) * w["big_neg"]
+        ctx = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, s, h)
+        ln = torch.nn.functional.layer_norm(x + ctx @ w["wo"], (h,), w["ln_s"], w["ln_b"])
+        h0 = ln @ w["w1"]
+        g = h0 * (torch.erf(h0 / w["sqrt2"]) + w["one"]) * w["half"]
+        return ln + g @ w["w2"]
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    with torch.no_grad():
+        ref = layer().cpu().numpy()
+        diff = float(np.max(np.abs(ref - ours)))
+        for _ in range(10):
+            layer()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(runs):
+            layer()
+        torch.cuda.synchronize()
+        t_eager = (time.perf_counter() - start) / runs * 1e3
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            layer()
+            with torch.cuda.graph(graph):
+                layer()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph.replay()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(runs):
+            graph.replay()
+        torch.cuda.synchronize()
+        t_graph = (time.perf_counter() - start) / runs * 1e3
+    rows.append(("BERT-base layer fp32 seq128: hipdnn", f"{t_ours * 1e3:.0f} us", "1.00",
+                 f"max|diff| vs torch {diff:.1e}; x12 layers ~{12 * t_ours:.2f} ms"))
+    rows.append(("  PyTorch eager, same weights", f"{t_eager * 1e3:.0f} us", f"{t_ours / t_eager:.2f}x ours/torch", ""))
+    rows.append(("  PyTorch eager as one CUDA graph", f"{t_graph * 1e3:.0f} us", f"{t_ours / t_graph:.2f}x ours/graph",
+                 ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artifacts", default=str(Path(__file__).resolve().parents[1] / "build/gpu-artifacts"))
@@ -186,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[str, str, str, str]] = []
     bench_allocators(args.backend, rows)
     bench_run_overhead(Path(args.artifacts), args.backend, rows)
+    try:
+        bench_bert_layer(Path(args.artifacts), args.backend, rows)
+    except ImportError as e:
+        rows.append(("BERT-base layer, seq 128", "n/a", "", str(e)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))

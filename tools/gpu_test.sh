@@ -4,7 +4,9 @@
 # package index. It builds the runtime with the cuda backend, runs the runtime suite with
 # --gpu=cuda (GPU kernels against the CPU backend, fixed and varying shapes, and the compiled
 # artifacts under tools/gpu_artifacts/ when present), runs the GPU kernels again under
-# `compute-sanitizer --tool memcheck` (with the artifacts), and prints a summary table.
+# `compute-sanitizer --tool memcheck` (with the artifacts), builds the EP and runs EPContext
+# models on the GPU through ONNX Runtime (tools/gpu_ep_check.py, when its models and the ORT
+# headers travelled with the tree), and prints a summary table.
 #
 #   tools/gpu_test.sh [LOG_DIR]      (default: build/gpu-test)
 #
@@ -65,8 +67,36 @@ if [ "${SANITIZER:-1}" != 0 ]; then
       "${errors:-no summary}; $(summary "$LOGS/memcheck.log") ($(( $(date +%s) - start )) s)"
 fi
 
+# The EP on the GPU: built when the ORT headers travelled with the tree (tools/fetch_ort_headers.sh),
+# run on the EPContext models of tools/gpu_ep_check.py --make when they did.
+cd "$ROOT"
+if [ -f "$ROOT/third_party/ort-headers/onnxruntime_ep_c_api.h" ]; then
+  start=$(date +%s)
+  if $PYTHON -m pip wheel --no-build-isolation --no-deps --no-index -w "$BUILD/wheels" -Cbuild-dir="$BUILD/ep" \
+       "$ROOT/packages/ep" > "$LOGS/ep_build.log" 2>&1 &&
+     $PYTHON -m pip install -q --no-deps --no-index --target "$BUILD/site" "$BUILD"/wheels/hipdnn_ep-*.whl \
+       >> "$LOGS/ep_build.log" 2>&1; then
+    row "build EP" "ok" "$(( $(date +%s) - start )) s"
+    if [ -d "$ROOT/build/gpu-ep" ]; then
+      $PYTHON tools/gpu_ep_check.py build/gpu-ep > "$LOGS/ep_check.log" 2>&1
+      rc=$?
+      [ $rc -eq 0 ] || status=1
+      row "EP on the GPU (EPContext models)" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
+          "$(grep -c ' ok$' "$LOGS/ep_check.log") shapes match ORT's CPU EP; see ep_check.log"
+    else
+      row "EP on the GPU (EPContext models)" "skip" "no build/gpu-ep (tools/gpu_ep_check.py --make)"
+    fi
+  else
+    status=1
+    row "build EP" "FAIL" "see ep_build.log"
+  fi
+else
+  row "build EP" "skip" "no third_party/ort-headers (tools/fetch_ort_headers.sh)"
+fi
+
 echo
 printf '%-34s %-6s %s\n' "step" "result" "details"
 printf '%s\n' "${ROWS[@]}"
 grep -E '^(FAILED|ERROR) ' "$LOGS/tests.log" | head -20
+[ -f "$LOGS/ep_check.log" ] && tail -12 "$LOGS/ep_check.log"
 exit $status

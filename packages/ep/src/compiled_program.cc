@@ -1,5 +1,6 @@
 #include "compiled_program.h"
 
+#include <atomic>
 #include <cstring>
 #include <utility>
 
@@ -46,6 +47,8 @@ CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi>
                                  std::unique_ptr<LoadedArtifact> code, const SubgraphModel& model)
     : OrtNodeComputeInfo{}, api_(api), rt_(std::move(rt)), states_(std::move(states)), backend_(backend),
       node_name_(node_name), code_(std::move(code)), path_(code_->origin()) {
+  static std::atomic<uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1);
   ort_version_supported = ORT_API_VERSION;
   CreateState = CreateStateImpl;
   Compute = ComputeImpl;
@@ -159,6 +162,13 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
     } else {
       dims[i] = a.host_dims;
       data = a.host_copy.data();
+      if (device_backend && !a.host_copy.empty()) {
+        // A weight: uploaded once per state, then used in place.
+        void* device = nullptr;
+        CheckRun("uploading a weight", state->DeviceCopy(id_, i, data, a.host_copy.size(), &device));
+        data = device;
+        on_host = false;
+      }
     }
     // ORT checks the model's inputs; these checks catch a model whose
     // types changed after compilation (e.g. a stale EPContext artifact).

@@ -56,6 +56,7 @@ class CompiledProgram : public OrtNodeComputeInfo {
   hipdnn_ep_artifact_t* artifact_ = nullptr;
   std::vector<ArgSpec> args_;    // graph inputs, then weights
   std::vector<std::string> outputs_;
+  uint64_t id_;  // unique per program in the process: keys its weights' device copies in a state
 };
 
 }  // namespace hipdnn_ep

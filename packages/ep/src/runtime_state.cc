@@ -13,7 +13,29 @@ RuntimeState::RuntimeState(std::shared_ptr<RuntimeApi> rt, const StateConfig& co
   rt_->Check("hipdnn_ep_state_create", rt_->hipdnn_ep_state_create(&opts, &state_));
 }
 
+int32_t RuntimeState::DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out) {
+  auto it = device_copies_.find({program, arg});
+  if (it != device_copies_.end()) {
+    *out = it->second;
+    return HIPDNN_EP_STATUS_OK;
+  }
+  void* ptr = nullptr;
+  int32_t rc = rt_->hipdnn_ep_malloc(state_, bytes, &ptr);
+  if (rc != HIPDNN_EP_STATUS_OK) return rc;
+  rc = rt_->hipdnn_ep_memcpy(state_, ptr, host, bytes, HIPDNN_EP_MEMCPY_KIND_HOST_TO_DEVICE);
+  if (rc != HIPDNN_EP_STATUS_OK) {
+    rt_->hipdnn_ep_free(state_, ptr);
+    return rc;
+  }
+  device_copies_[{program, arg}] = ptr;
+  *out = ptr;
+  return HIPDNN_EP_STATUS_OK;
+}
+
 RuntimeState::~RuntimeState() {
+  for (const auto& entry : device_copies_) {
+    if (state_) rt_->hipdnn_ep_free(state_, entry.second);
+  }
   // A destructor cannot return LEAK_DETECTED; Compute frees every output even
   // when a run fails, so a leak is a bug of the EP or the program: say so.
   if (state_ && rt_->hipdnn_ep_state_destroy(state_) == HIPDNN_EP_STATUS_LEAK_DETECTED) {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <utility>
 #include <mutex>
 #include <vector>
 
@@ -25,9 +27,16 @@ class RuntimeState {
   RuntimeState& operator=(const RuntimeState&) = delete;
   hipdnn_ep_state_t* get() const { return state_; }
 
+  // The device copy of constant host data of a program (initializers ORT
+  // does not pass), uploaded on the first call for (program, arg) and kept
+  // until the state is destroyed, so GPU runs do not copy weights per Run.
+  // Returns the runtime status (OUT_OF_MEMORY counts against the limit).
+  int32_t DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out);
+
  private:
   std::shared_ptr<RuntimeApi> rt_;
   hipdnn_ep_state_t* state_ = nullptr;
+  std::map<std::pair<uint64_t, size_t>, void*> device_copies_;
 };
 
 class StatePool {

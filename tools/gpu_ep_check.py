@@ -1,0 +1,86 @@
+"""End-to-end: EPContext models (compiled ahead of time) run by the EP on the GPU through ONNX
+Runtime, compared with ORT's CPU EP on the source models, fixed and dynamic shapes.
+
+    python tools/gpu_ep_check.py --make DIR   where the compiler is: NAME.onnx + NAME_ctx.onnx pairs
+    python tools/gpu_ep_check.py DIR          on the GPU machine: run and compare them
+
+--make writes the models with IR version 10 (older ORT reads them) and compiles each into an
+EPContext model with the artifact embedded (`hipdnn-ep compile --embed`). The check needs the GPU
+device that ORT discovered and the EP offered (the runtime can drive it), and the option
+trust_ep_context_code=1 (the artifacts were compiled elsewhere). It prints one line per model and
+shape, then per-Run latencies against ORT's CPU EP, and exits 1 on a mismatch.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import hipdnn_ep
+import numpy as np
+import onnxruntime as ort
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import models  # noqa: E402
+
+SHAPES = {"attention_dynamic": [(1, 1), (2, 7), (1, 128), (3, 33)], "attention_seq128": [(1, 128)]}
+
+
+def make(folder: Path) -> int:
+    import subprocess
+
+    import onnx
+
+    folder.mkdir(parents=True, exist_ok=True)
+    sources = {"attention_dynamic": models.attention_model(hidden=64, heads=4),
+               "attention_seq128": models.attention_model(batch=1, seq=128, hidden=64, heads=4)}
+    for name, model in sources.items():
+        model.ir_version = 10
+        onnx.save(model, folder / f"{name}.onnx")
+        subprocess.run([sys.executable, "-m", "hipdnn_ep.cli", "compile", str(folder / f"{name}.onnx"), "--embed",
+                        "-o", str(folder / f"{name}_ctx.onnx")], check=True)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--make"]:
+        return make(Path(argv[1]))
+    folder = Path(argv[0])
+    devices = hipdnn_ep.register(ort)
+    gpus = [d for d in devices if d.device.type == ort.OrtHardwareDeviceType.GPU]
+    print("EP devices:", [(d.device.type.name, dict(d.ep_metadata)) for d in devices])
+    if not gpus:
+        print("no GPU device offered by the EP")
+        return 1
+    failed = False
+    for name, shapes in SHAPES.items():
+        ctx = folder / f"{name}_ctx.onnx"
+        if not ctx.exists():
+            continue
+        so = ort.SessionOptions()
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        so.add_provider_for_devices(gpus[:1], {"trust_ep_context_code": "1"})
+        session = ort.InferenceSession(str(ctx), sess_options=so)
+        reference = ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
+        for batch, seq in shapes:
+            feeds = models.attention_feeds(batch, seq, hidden=64, seed=batch + seq)
+            got = session.run(None, feeds)[0]
+            want = reference.run(None, feeds)[0]
+            err = float(np.max(np.abs(got - want)))
+            ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4)
+            failed |= not ok
+            print(f"{name:20} batch={batch} seq={seq:<4} max|diff|={err:.2e} {'ok' if ok else 'MISMATCH'}")
+        feeds = models.attention_feeds(*shapes[-1], hidden=64)
+        for label, sess in (("hipdnn-ep GPU", session), ("ORT CPU EP", reference)):
+            for _ in range(20):
+                sess.run(None, feeds)
+            start = time.perf_counter()
+            for _ in range(200):
+                sess.run(None, feeds)
+            print(f"{name:20} {label:14} {(time.perf_counter() - start) / 200 * 1e6:8.1f} us/Run {shapes[-1]}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
