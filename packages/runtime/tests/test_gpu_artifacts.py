@@ -2,8 +2,10 @@
 
 The artifacts are compiled ahead of time (the compiler needs MLIR bindings the GPU machine may
 lack) into the folder --gpu-artifacts names. Each runs at every shape its feeds.npz holds:
-dynamic-shape programs at several (batch, seq), fixed-shape ones at theirs. Tolerance: float32
-rtol 1e-4, atol 1e-4 (different summation orders in GEMMs and reductions, no TF32).
+dynamic-shape programs at several (batch, seq), fixed-shape ones at theirs. Tolerance (float32,
+different summation orders in GEMMs and reductions, no TF32): rtol 1e-4 and atol 2e-5 times the
+largest |value| of the output (sums over K up to 3072 of terms near 10 in the BERT-base layer),
+and a relative Frobenius error under 1e-5.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ def test_artifact_on_gpu_matches_cpu(artifact_dir: Path | None, gpu_backend: str
                 assert len(actual) == len(expected)
                 for a, e in zip(actual, expected, strict=True):
                     assert a.shape == e.shape and a.dtype == e.dtype, label
-                    np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4, err_msg=f"{artifact_dir.name} {label}")
+                    scale = float(np.max(np.abs(e))) if e.size else 0.0
+                    np.testing.assert_allclose(a, e, rtol=1e-4, atol=max(1e-6, 2e-5 * scale),
+                                               err_msg=f"{artifact_dir.name} {label}")
+                    if e.size:
+                        assert np.linalg.norm(a - e) <= 1e-5 * np.linalg.norm(e), f"{artifact_dir.name} {label}"
                 gpu.synchronize()
         # Leaving the with-block closes both states: a leaked block raises LeakError there.
