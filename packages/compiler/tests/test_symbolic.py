@@ -25,7 +25,11 @@ def test_evaluate():
 
 def test_broadcast():
     assert s.broadcast(["a", 1, 4], [3, 1]) == ["a", 3, 4]
-    assert s.broadcast(["a"], ["b"]) == [s.maximum("a", "b")]
+    [ab] = s.broadcast(["a"], ["b"])
+    # every valid pair (equal, or one of them 1), including 0 against 1, which broadcasts to 0
+    for a, b, want in [(3, 3, 3), (1, 5, 5), (5, 1, 5), (0, 1, 0), (1, 0, 0), (1, 1, 1), (0, 0, 0)]:
+        assert s.evaluate(ab, {"a": a, "b": b}) == want
+    assert s.nonnegative(ab)
     with pytest.raises(ValueError, match="3 and 4"):
         s.broadcast([3], [4])
 

@@ -163,6 +163,8 @@ def nonnegative(e: Expr) -> bool:
         return nonnegative(args[0]) and isinstance(args[1], int) and args[1] > 0
     if op == "max":
         return any(nonnegative(a) for a in args)
+    if op in ("selneg", "selzero"):
+        return nonnegative(args[1]) and nonnegative(args[2])
     return False
 
 
@@ -304,8 +306,8 @@ def broadcast(a: list[Expr], b: list[Expr]) -> list[Expr]:
             out.append(x)  # the other must be x or 1 at run time
         elif isinstance(y, int):
             out.append(y)
-        else:
-            out.append(maximum(x, y))
+        else:  # valid only when equal or one is 1: then "x == 1 ? y : x" is the result (0 against 1 is 0)
+            out.append(select_zero(add(x, -1), y, x))
     return out
 
 

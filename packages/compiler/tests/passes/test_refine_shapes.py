@@ -232,3 +232,12 @@ func.func @main(%arg0: tensor<?x3xf32>, %arg1: tensor<3xf32>) -> tensor<?x3xf32>
     failed = next(c for c in relations if not c.holds(env))
     assert failed.message(env) == ("node 'n': input shape [0, 3] has 0 elements from axis 0 on; "
                                    "LayerNormalization needs at least 1")
+
+
+def test_gemm_transposes_for_any_nonzero_trans_b():
+    out = _run('''
+func.func @main(%arg0: tensor<2x4xf32>, %arg1: tensor<3x4xf32>) -> tensor<2x3xf32> {
+  %0 = "hipdnn.gemm"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.transB" = -2 : i64} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}''')
+    assert "trans_b = 1" in out and 'hipdnn.dims = [["2", "3"]]' in out

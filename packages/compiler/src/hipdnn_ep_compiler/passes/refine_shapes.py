@@ -210,7 +210,8 @@ def _matmul(o: _Op) -> None:
 
 
 def _gemm(o: _Op) -> None:
-    ta, tb = o.attr_int("transA", 0), o.attr_int("transB", 0)
+    # any nonzero transA/transB transposes, as in ONNX shape inference and ORT
+    ta, tb = int(o.attr_int("transA", 0) != 0), int(o.attr_int("transB", 0) != 0)
     a, b = o.dims(0), o.dims(1)
     if len(a) != 2 or len(b) != 2:
         raise ModelError(f"{o.where}: Gemm operands must be 2-D")
