@@ -203,7 +203,9 @@ std::string first_failed_check(const json::Value& metadata, hipdnn_ep_state_t* s
     if (holds && k == "nonneg") holds = values[0].value >= 0;
     if (holds) continue;
     std::string message = where->as_string() + ": " + format(text->as_string(), values);
-    if (!operands_ok) message += " (the shape arithmetic overflows int64)";
+    if (!operands_ok && message.find("overflows int64") == std::string::npos) {
+      message += " (the shape arithmetic overflows int64)";
+    }
     return message;
   }
   return "";
