@@ -362,6 +362,39 @@ def test_dynamic_shapes_reuse_the_caching_allocator(cpu, gpu, dev):
     assert stats["bytes_reserved"] > 0  # layer_norm's broadcast scale went through the allocator
 
 
+def test_device_memory_views_are_zero_copy_both_ways(gpu, dev):
+    """State.view exports device memory through DLPack: torch and cupy alias it (same address),
+    and what they write is what the runtime reads; call_kernel imported their arrays above."""
+    data = np.arange(24, dtype=F32).reshape(4, 6)
+    ptr = gpu.malloc(data.nbytes)
+    gpu.memcpy(ptr, data.ctypes.data, data.nbytes, 1)  # HOST_TO_DEVICE
+    consumers = []
+    if dev.torch is not None:
+        t = dev.torch.from_dlpack(gpu.view(ptr, [4, 6], "float32"))
+        assert t.is_cuda and t.data_ptr() == ptr
+        consumers.append(("torch", t, lambda a: a.cpu().numpy(), dev.torch.cuda.synchronize))
+    try:
+        import cupy
+
+        c = cupy.from_dlpack(gpu.view(ptr, [4, 6], "float32"))
+        assert c.data.ptr == ptr
+        consumers.append(("cupy", c, cupy.asnumpy, cupy.cuda.runtime.deviceSynchronize))
+    except ImportError:
+        pass
+    assert consumers, "neither torch nor cupy"
+    expected = data.copy()
+    for name, array, to_host, sync in consumers:
+        np.testing.assert_array_equal(to_host(array), expected, err_msg=name)
+        array *= 2  # written in place by the consumer
+        sync()
+        expected *= 2
+        back = np.empty_like(data)
+        gpu.memcpy(back.ctypes.data, ptr, data.nbytes, 2)  # DEVICE_TO_HOST
+        np.testing.assert_array_equal(back, expected, err_msg=name)
+    del consumers, array
+    gpu.free(ptr)
+
+
 def test_memory_manager_on_the_device(gpu, dev):
     """malloc/free/memcpy/limit on device memory: stream-ordered reuse, statistics, OOM message."""
     a = gpu.malloc(1 << 20)
@@ -370,9 +403,10 @@ def test_memory_manager_on_the_device(gpu, dev):
     back = np.empty_like(data)
     gpu.memcpy(back.ctypes.data, a, data.nbytes, 2)  # DEVICE_TO_HOST
     np.testing.assert_array_equal(back, data)
+    reserved = gpu.memory_stats()["bytes_reserved"]
     gpu.free(a)
-    b = gpu.malloc(1 << 20)
-    assert b == a  # reused on the same stream without a synchronize
+    b = gpu.malloc(1 << 20)  # served from the cache on the same stream, without a synchronize
+    assert gpu.memory_stats()["bytes_reserved"] == reserved
     gpu.free(b)
     scratch = gpu.host_scratch(64)
     assert scratch != 0

@@ -6,6 +6,7 @@ import ctypes
 import re
 
 import hipdnn_ep_runtime as rt
+import numpy as np
 import pytest
 
 STATUS = rt.abi_manifest()["enums"][0]["values"]
@@ -269,3 +270,21 @@ def test_null_arguments_are_rejected(runtime_lib: ctypes.CDLL) -> None:
     assert "must not be NULL" in _last_error(runtime_lib)
     assert runtime_lib.hipdnn_ep_state_create(None, None) == STATUS["INVALID_ARGUMENT"]
     assert runtime_lib.hipdnn_ep_state_destroy(None) == 0
+
+
+def test_view_shares_state_memory_through_dlpack(state: rt.State) -> None:
+    """A DLPack view of runtime memory is zero-copy: numpy sees what memcpy writes, also afterwards."""
+    data = np.arange(12, dtype=np.float32)
+    ptr = state.malloc(data.nbytes)
+    state.memcpy(ptr, data.ctypes.data, data.nbytes, 0)
+    view = np.from_dlpack(state.view(ptr, [3, 4], "float32"))
+    assert view.shape == (3, 4) and view.dtype == np.float32
+    assert view.ctypes.data == ptr
+    np.testing.assert_array_equal(view.ravel(), data)
+    later = np.full(12, 42.0, np.float32)
+    state.memcpy(ptr, later.ctypes.data, later.nbytes, 0)
+    assert view[0, 0] == 42.0  # the same memory, not a copy
+    with pytest.raises(rt.InvalidArgumentError, match="unknown dtype 'float8'"):
+        state.view(ptr, [1], "float8")
+    del view
+    state.free(ptr)

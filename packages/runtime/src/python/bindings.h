@@ -27,11 +27,14 @@ int32_t dtype_code(const nb::dlpack::dtype& dtype);
 const char* numpy_dtype_name(int32_t code);
 // Bytes per element of an ONNX dtype code.
 size_t dtype_size(int32_t code);
+// The DLPack element type of a numpy dtype name ("float32", ...); raises if unknown.
+nb::dlpack::dtype dlpack_dtype(const std::string& numpy_name);
 
 // Python-side owner of a runtime state.
 struct PyState {
   hipdnn_ep_state_t* raw = nullptr;
   int32_t backend = HIPDNN_EP_BACKEND_CPU;
+  int32_t device = 0;  // the device ordinal
   PyState() = default;
   PyState(const PyState&) = delete;
   PyState& operator=(const PyState&) = delete;
@@ -42,6 +45,7 @@ struct PyState {
 void bind_errors(nb::module_& m);
 nb::class_<PyState> bind_state(nb::module_& m);
 void bind_memory(nb::class_<PyState>& state);
+void bind_tensor_view(nb::module_& m);
 void bind_artifact(nb::module_& m);
 void bind_kernel(nb::module_& m);
 

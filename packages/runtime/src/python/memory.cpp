@@ -1,7 +1,46 @@
-// State memory methods: malloc/free, statistics, cache, host scratch, pool.
+// State memory methods: malloc/free, statistics, cache, host scratch, pool,
+// and DLPack views of the state's memory.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <vector>
+
 #include "bindings.h"
 
 namespace hipdnn_ep::python {
+namespace {
+
+// What State.view returns: memory of a state described for DLPack consumers.
+// Each __dlpack__ call hands out a new capsule (a capsule is consumed once).
+struct TensorView {
+  nb::object owner;  // the State: alive while the view is
+  void* data;
+  std::vector<size_t> shape;
+  nb::dlpack::dtype dtype;
+  int32_t device_type;
+  int32_t device_id;
+};
+
+}  // namespace
+
+void bind_tensor_view(nb::module_& m) {
+  nb::class_<TensorView>(m, "TensorView",
+                         "A view of a State's memory for DLPack consumers (torch/cupy/numpy .from_dlpack).")
+      .def(
+          "__dlpack__",
+          [](const TensorView& v, nb::kwargs) {
+            return nb::ndarray<>(v.data, v.shape.size(), v.shape.data(), v.owner, nullptr, v.dtype, v.device_type,
+                                 v.device_id);
+          },
+          "A DLPack capsule of the memory (the stream argument is ignored: synchronize the State first).")
+      .def("__dlpack_device__", [](const TensorView& v) { return nb::make_tuple(v.device_type, v.device_id); })
+      .def_prop_ro("shape", [](const TensorView& v) {
+        nb::list out;
+        for (size_t d : v.shape) out.append(d);
+        return nb::tuple(out);
+      })
+      .def_prop_ro("ptr", [](const TensorView& v) { return reinterpret_cast<uintptr_t>(v.data); });
+}
 
 void bind_memory(nb::class_<PyState>& cls) {
   // The GIL is released around the allocator calls so that threads really run them concurrently.
@@ -73,6 +112,25 @@ void bind_memory(nb::class_<PyState>& cls) {
             return reinterpret_cast<uintptr_t>(base);
           },
           nb::arg("size"), "Base address of the device pool of at least size bytes (see pointer rules).")
+      .def(
+          "view",
+          [](nb::handle self_obj, uintptr_t ptr, const std::vector<size_t>& shape, const std::string& dtype) {
+            PyState& self = nb::cast<PyState&>(self_obj);
+            self.get();  // raises if closed
+            const nb::dlpack::dtype dt = dlpack_dtype(dtype);
+            const int32_t device_type = self.backend == HIPDNN_EP_BACKEND_CPU    ? nb::device::cpu::value
+                                        : self.backend == HIPDNN_EP_BACKEND_CUDA ? nb::device::cuda::value
+                                                                                  : nb::device::rocm::value;
+            const int32_t device_id = self.backend == HIPDNN_EP_BACKEND_CPU ? 0 : self.device;
+            // The State is the view's owner: it stays alive while a view does (the block does not).
+            return TensorView{nb::borrow<nb::object>(self_obj), reinterpret_cast<void*>(ptr), shape, dt, device_type,
+                              device_id};
+          },
+          nb::arg("ptr"), nb::arg("shape"), nb::arg("dtype"),
+          "A C-contiguous view of `shape` elements of `dtype` (numpy name) at ptr in this state's memory\n"
+          "(device memory on a GPU state), exported through DLPack: torch.from_dlpack, cupy.from_dlpack and\n"
+          "numpy.from_dlpack (cpu states) share the memory without a copy. The view keeps the State alive but\n"
+          "not the block: free it only once the consumer is done; synchronize() before reading what kernels wrote.")
       .def(
           "memcpy",
           [](PyState& self, uintptr_t dst, uintptr_t src, uint64_t size, int32_t kind) {

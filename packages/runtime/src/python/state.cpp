@@ -53,6 +53,7 @@ nb::class_<PyState> bind_state(nb::module_& m) {
            auto* state = new (self) PyState();
            state->raw = raw;
            state->backend = options.backend;
+           state->device = options.device_ordinal;
          },
          nb::arg("backend") = "cpu", nb::arg("device") = 0, nb::arg("memory_limit") = nb::none(),
          nb::arg("alignment") = 256)

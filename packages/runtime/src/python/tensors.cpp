@@ -40,6 +40,15 @@ const char* numpy_dtype_name(int32_t code) {
   raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "unknown dtype code " + std::to_string(code));
 }
 
+nb::dlpack::dtype dlpack_dtype(const std::string& numpy_name) {
+  std::string known;
+  for (const DtypeEntry& e : kDtypes) {
+    if (numpy_name == e.numpy_name) return nb::dlpack::dtype{e.dlpack_code, e.bits, 1};
+    known += (known.empty() ? "" : ", ") + std::string(e.numpy_name);
+  }
+  raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "unknown dtype '" + numpy_name + "' (expected one of " + known + ")");
+}
+
 size_t dtype_size(int32_t code) {
   for (const DtypeEntry& e : kDtypes) {
     if (e.code == code) return e.bits / 8;
