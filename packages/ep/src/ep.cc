@@ -481,7 +481,8 @@ void HipdnnEp::AskCompiler(const OrtGraph* graph, const std::vector<const OrtNod
       OrtGraph* view = nullptr;
       ThrowIfError(ort, ort.Graph_GetGraphView(graph, members.data(), members.size(), &view));
       try {
-        models.push_back(WriteSubgraphModel(*this, view));
+        std::lock_guard<std::mutex> lock(rejected_mu_);
+        models.push_back(WriteSubgraphModel(*this, view, &shapeless_));
         size_t n = 0;
         ThrowIfError(ort, ort.Graph_GetNumNodes(view, &n));
         std::vector<const OrtNode*> listed(n);
@@ -545,6 +546,30 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
     caps_error = e.what();
   }
 
+  {
+    std::lock_guard<std::mutex> lock(rejected_mu_);
+    for (const OrtNode* node : nodes) {
+      size_t n = 0;
+      ThrowIfError(ort, ort.Node_GetNumOutputs(node, &n));
+      std::vector<const OrtValueInfo*> outs(n);
+      if (n) ThrowIfError(ort, ort.Node_GetOutputs(node, outs.data(), n));
+      for (const OrtValueInfo* vi : outs) {
+        if (vi == nullptr) continue;
+        const OrtTypeInfo* type_info = nullptr;
+        ONNXType onnx_type;
+        ThrowIfError(ort, ort.GetValueInfoTypeInfo(vi, &type_info));
+        ThrowIfError(ort, ort.GetOnnxTypeFromTypeInfo(type_info, &onnx_type));
+        const OrtTensorTypeAndShapeInfo* tinfo = nullptr;
+        size_t rank = 0;
+        if (onnx_type != ONNX_TYPE_TENSOR) continue;
+        ThrowIfError(ort, ort.CastTypeInfoToTensorInfo(type_info, &tinfo));
+        ThrowIfError(ort, ort.GetDimensionsCount(tinfo, &rank));
+        const char* name = nullptr;
+        ThrowIfError(ort, ort.GetValueInfoName(vi, &name));
+        if (rank == 0 && name) shapeless_.insert(name);
+      }
+    }
+  }
   std::map<const OrtNode*, size_t> index;
   for (size_t i = 0; i < num_nodes; ++i) index[nodes[i]] = i;
   std::vector<bool> supported(num_nodes);
@@ -694,7 +719,10 @@ std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, con
   const uint32_t runtime_abi = runtime_->abi_version();
   CompilerCapabilities caps = Caps();
   const uint32_t target_abi = TargetAbi(runtime_abi, caps);
-  SubgraphModel model = WriteSubgraphModel(*this, graph);
+  SubgraphModel model = [&] {
+    std::lock_guard<std::mutex> lock(rejected_mu_);
+    return WriteSubgraphModel(*this, graph, &shapeless_);
+  }();
   bool cached = false;
   std::unique_ptr<LoadedArtifact> artifact =
       CompileArtifact(model, AbiText(runtime_abi), AbiText(target_abi), false, &cached);

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,9 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
   std::shared_ptr<StatePool> states_;
   std::string compatibility_info_;
   std::mutex rejected_mu_;
+  // Node outputs ORT reports as rank 0: scalars, or values of unknown shape
+  // (the API does not tell them apart), written without a shape.
+  std::set<std::string> shapeless_;
   std::map<std::string, std::string> rejected_;  // node key -> why it cannot run here
 };
 

@@ -91,10 +91,11 @@ void SortByName(const OrtApi& ort, std::vector<const OrtValueInfo*>& values) {
   for (size_t i = 0; i < named.size(); ++i) values[i] = named[i].second;
 }
 
-ProtoWriter ValueInfoProto(const OrtApi& ort, const OrtValueInfo* vi) {
+ProtoWriter ValueInfoProto(const OrtApi& ort, const OrtValueInfo* vi, const std::set<std::string>* shapeless) {
   const OrtTypeInfo* type_info = nullptr;
   ThrowIfError(ort, ort.GetValueInfoTypeInfo(vi, &type_info));
   TensorInfo t = ReadTensorInfo(ort, type_info);
+  if (t.dims.empty() && shapeless != nullptr && shapeless->count(ValueName(ort, vi))) t.has_shape = false;
   ProtoWriter shape;
   for (size_t i = 0; i < t.dims.size(); ++i) {
     ProtoWriter dim;
@@ -203,7 +204,7 @@ ProtoWriter AttributeProto(const ApiPtrs& api, const std::string& node_name, con
 
 }  // namespace
 
-SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph) {
+SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, const std::set<std::string>* shapeless) {
   const OrtApi& ort = api.ort;
   SubgraphModel out;
   ProtoWriter g;
@@ -294,7 +295,7 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph) {
     std::string name = ValueName(ort, vi);
     if (!listed.insert(name).second) continue;
     typed.insert(name);
-    if (init_names.count(name) == 0) g.Msg(graph_f::kInput, ValueInfoProto(ort, vi));
+    if (init_names.count(name) == 0) g.Msg(graph_f::kInput, ValueInfoProto(ort, vi, shapeless));
   }
   ThrowIfError(ort, ort.Graph_GetNumOutputs(graph, &num_out));
   std::vector<const OrtValueInfo*> gout(num_out);
@@ -303,12 +304,12 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph) {
     std::string name = ValueName(ort, vi);
     out.outputs.push_back(name);
     typed.insert(name);
-    g.Msg(graph_f::kOutput, ValueInfoProto(ort, vi));
+    g.Msg(graph_f::kOutput, ValueInfoProto(ort, vi, shapeless));
   }
   SortByName(ort, intermediates);
   for (const OrtValueInfo* vi : intermediates) {
     std::string name = ValueName(ort, vi);
-    if (typed.insert(name).second) g.Msg(graph_f::kValueInfo, ValueInfoProto(ort, vi));
+    if (typed.insert(name).second) g.Msg(graph_f::kValueInfo, ValueInfoProto(ort, vi, shapeless));
   }
 
   ProtoWriter m;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,12 @@ struct SubgraphModel {
 
 // Builds the model for `graph`.  Throws EpError naming the node and attribute
 // for anything it cannot represent (graph attributes, string tensors).
-SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph);
+// ORT reports rank 0 both for scalars and for values whose shape it does not
+// know; values named in `shapeless` (node outputs ORT reports as rank 0) are
+// written without a shape, so the compiler infers it or refuses, instead of
+// compiling for a scalar.
+SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph,
+                                 const std::set<std::string>* shapeless = nullptr);
 
 // Only the interface of `graph` (kernel inputs, outputs, initializers),
 // without serializing it; for EPContext nodes whose code already exists.

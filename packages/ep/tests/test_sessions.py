@@ -159,6 +159,22 @@ def test_nodes_inside_a_function_body_are_left_to_other_eps(tmp_path: Path, ep_d
         np.testing.assert_allclose(g, np.maximum(e + e, 0), rtol=1e-6)
 
 
+def test_a_value_of_unknown_shape_from_another_ep_is_not_taken_for_a_scalar(tmp_path: Path, ep_devices,
+                                                                             env: Env) -> None:
+    """ORT reports rank 0 for a value whose shape it cannot infer (here: ReduceSumSquare with
+    run-time axes, run on the CPU EP); the partition after it must not be compiled for a scalar."""
+    g = helper.make_graph(
+        [helper.make_node("ReduceSumSquare", ["x", "axes"], ["s"], name="rss"),
+         helper.make_node("Sqrt", ["s"], ["z"], name="sqrt")], "l2",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2]),
+         helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    model = save(g, tmp_path / "l2.onnx", opset=18)
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    (got,) = make_session(model, ep_devices, env.options).run(None, {"x": x, "axes": np.array([1], np.int64)})
+    np.testing.assert_allclose(got, np.sqrt((x * x).sum(axis=1, keepdims=True)), rtol=1e-6)
+
+
 @pytest.mark.parametrize("n", [16, 512], ids=["inline-weights", "external-weights"])
 def test_initializers_reach_the_program(tmp_path: Path, ep_devices, env: Env, n: int) -> None:
     model = with_weights(tmp_path / "w.onnx", n)
