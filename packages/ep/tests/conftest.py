@@ -10,8 +10,10 @@ garbage (tiny scripts, see `broken_compiler`)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
+import shutil
 import stat
 import subprocess
 import sys
@@ -31,6 +33,7 @@ NO_FALLBACK = {"session.disable_cpu_ep_fallback": "1"}
 # The spy compilers record into the folder named in this file (one compiler process serves
 # many tests: it reads the file on every request).
 LOG_POINTER = Path(tempfile.mkdtemp(prefix="hipdnn-ep-test-log-")) / "log-dir"
+atexit.register(shutil.rmtree, LOG_POINTER.parent, True)
 
 
 @contextlib.contextmanager
@@ -170,10 +173,10 @@ def runtime_reporting_abi(tmp_path_factory: pytest.TempPathFactory):
 def broken_compiler(tmp_path: Path):
     """An 'interpreter' for compiler_python whose compiler misbehaves in the named way."""
     bodies = {  # each reads one request, as a compiler serving requests would, and misbehaves
-        "garbage": "read -r line; echo 'this is not JSON'; sleep 60",
+        "garbage": "read -r line; echo 'this is not JSON'; exec sleep 60",
         "crash": "read -r line; echo 'Segmentation fault in the compiler' >&2; kill -SEGV $$",
         "not-ok": "read -r line; echo '{\"protocol\": 2, \"ok\": false}'",
-        "hang": "read -r line; sleep 60",
+        "hang": "read -r line; exec sleep 60",
     }
 
     def make(kind: str) -> Path:
