@@ -140,7 +140,8 @@ uint32_t TargetAbi(uint32_t runtime_abi, const CompilerCapabilities& caps) {
   if (best < 0) {
     throw EpError("hipdnn-ep: " + caps.name + " " + caps.version + " cannot compile for the runtime's ABI " +
                   AbiText(runtime_abi) + " (it targets ABI " + (known.empty() ? std::string("none") : known) +
-                  "); install a compiler for runtime ABI major " + std::to_string(major));
+                  "). Fix: install a hipdnn-ep-compiler for runtime ABI major " + std::to_string(major) +
+                  " (pip install 'hipdnn-ep-compiler[runtime]' with hipdnn-ep's pins: pip install -U hipdnn-ep)");
   }
   return static_cast<uint32_t>((major << 16) | best);
 }

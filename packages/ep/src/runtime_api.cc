@@ -88,9 +88,14 @@ std::shared_ptr<RuntimeApi> RuntimeApi::Load(const std::string& library_path) {
     problem += std::string(problem.empty() ? "" : "; ") + "missing functions: [" + missing + "]";
   }
   if (!problem.empty()) {
+    // A runtime of the needed ABI that lacks functions is a broken install, not the wrong version.
+    const bool right_version = api->hipdnn_ep_abi_version != nullptr && (have >> 16) == (need >> 16) &&
+                               (have & 0xffff) >= (need & 0xffff);
+    const std::string pin = "'hipdnn-ep-runtime>=" + VersionString(need) + ",<" + std::to_string((need >> 16) + 1) + "'";
     throw EpError("hipdnn-ep: the runtime at " + api->path_ + " has ABI " + VersionString(have) +
                   ", this EP needs ABI " + VersionString(need) + " (same major, minor >= " +
-                  std::to_string(need & 0xffff) + "): " + problem);
+                  std::to_string(need & 0xffff) + "): " + problem + ". Fix: pip install " +
+                  (right_version ? "--force-reinstall " : "") + pin);
   }
   return api;
 }

@@ -280,8 +280,8 @@ def test_a_runtime_manifest_mismatch_is_found_at_compile_time(tmp_path: Path, ep
 def test_compiler_for_another_abi_major_is_refused(tmp_path: Path, ep_devices, env: Env,
                                                    spy_python_abi2: Path) -> None:
     options = dict(env.options, compiler_python=str(spy_python_abi2))
-    expected = (rf"{COMPILER} cannot compile for the runtime's ABI 1\.1 \(it targets ABI 2\.0, 2\.1\); "
-                r"install a compiler for runtime ABI major 1")
+    expected = (rf"{COMPILER} cannot compile for the runtime's ABI 1\.1 \(it targets ABI 2\.0, 2\.1\)\. "
+                r"Fix: install a hipdnn-ep-compiler for runtime ABI major 1")
     with pytest.raises(Exception, match=expected):
         make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
     assert env.compiles() == []
@@ -414,9 +414,24 @@ def test_missing_runtime_is_a_clear_error(tmp_path: Path, ep_devices, env: Env) 
 def test_runtime_of_another_abi_is_refused(tmp_path: Path, ep_devices, env: Env, runtime_reporting_abi,
                                            abi: tuple[int, int], problem: str) -> None:
     options = dict(env.options, runtime_library=str(runtime_reporting_abi(*abi)))
-    with pytest.raises(Exception, match=rf"has ABI {abi[0]}\.{abi[1]}, this EP needs ABI 1\.1.*{problem}"):
+    with pytest.raises(Exception, match=rf"has ABI {abi[0]}\.{abi[1]}, this EP needs ABI 1\.1.*{problem}\. "
+                                         r"Fix: pip install 'hipdnn-ep-runtime>=1\.1,<2'"):
         make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, options, NO_FALLBACK)
     assert env.compiles() == []
+
+
+def test_runtime_of_the_right_abi_lacking_functions_is_a_broken_install(tmp_path: Path, ep_devices,
+                                                                      env: Env) -> None:
+    """ABI 1.1 as needed, but functions the EP calls are missing: reinstalling is the fix, not upgrading."""
+    src = tmp_path / "lonely.c"
+    src.write_text("#include <stdint.h>\nuint32_t hipdnn_ep_abi_version(void) { return (1u << 16) | 1u; }\n")
+    lib = tmp_path / "libruntime_lonely.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    options = dict(env.options, runtime_library=str(lib))
+    with pytest.raises(Exception, match=r"has ABI 1\.1, this EP needs ABI 1\.1 .*missing functions: "
+                                         r"\[hipdnn_ep_abi_manifest, .*Fix: pip install --force-reinstall "
+                                         r"'hipdnn-ep-runtime>=1\.1,<2'"):
+        make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, options, NO_FALLBACK)
 
 
 def test_missing_compiler(tmp_path: Path, ep_devices, env: Env) -> None:
