@@ -12,6 +12,7 @@ import onnx.shape_inference
 from ..errors import ModelError
 
 MIN_OPSET = 13
+MISSING_SHAPE = "Field 'shape' of 'type' is required but missing"
 
 
 def ai_onnx_opset(model: onnx.ModelProto) -> int:
@@ -55,7 +56,12 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
         # from a path, the checker resolves external data next to the model file
         onnx.checker.check_model(str(path) if base_dir is not None else model)
     except onnx.checker.ValidationError as exc:
-        if not uses_contrib:
+        # A graph input or output without a shape is what the EP writes for a value whose shape
+        # onnxruntime does not know (its API reports rank 0 for it, as for a scalar); the checker
+        # demands a shape there, shape inference and the importer decide what such a value allows.
+        shapeless_io = any(v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")
+                           for v in [*model.graph.input, *model.graph.output])
+        if not uses_contrib and not (shapeless_io and MISSING_SHAPE in str(exc)):
             raise ModelError(f"model fails the ONNX checker: {_first_line(exc)}") from exc
     except UnicodeDecodeError as exc:  # the checker's message quotes a damaged (non-UTF-8) name or string
         raise ModelError("model fails the ONNX checker: a name or string in the model is not valid UTF-8 "
