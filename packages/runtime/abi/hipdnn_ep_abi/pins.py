@@ -4,15 +4,15 @@ pip only refuses what the wheels' metadata refuses, so every version constraint 
 wheels is a function of the manifest, checked here (or rewritten with ``--fix``):
 
 * runtime: version MAJOR.MINOR equals the ABI MAJOR.MINOR (a runtime wheel *is* an ABI minor);
-* compiler: its bundled manifest JSON is recorded, by hash, against the compiler version in
-  ``packages/compiler/abi-lock.toml``; a changed manifest with the same compiler version is
-  refused (two different compilers would share a version, and the EP's compile cache keys on
-  it). Its ``runtime`` extra is ``hipdnn-ep-runtime>=MAJOR.0,<MAJOR+1``: it emits code for
-  every minor of its ABI major;
+* compiler: its bundled manifest JSON and the protocol versions it answers are recorded, by
+  hash and list, against the compiler version in ``packages/compiler/abi-lock.toml``; a changed
+  manifest or protocol list with the same compiler version is refused (two different compilers
+  would share a version, and the EP's compile cache keys on it). Its ``runtime`` extra is
+  ``hipdnn-ep-runtime>=MAJOR.0,<MAJOR+1``: it emits code for every minor of its ABI major;
 * EP: ``hipdnn-ep-runtime>=MAJOR.MINOR,<MAJOR+1`` (it is built against this minor's header) and
   ``hipdnn-ep-compiler[runtime]>=LOW,<HIGH`` where LOW is the oldest recorded compiler of the
-  ABI major and HIGH the next compiler major (a compiler that drops an ABI major bumps its
-  first version component).
+  ABI major that answers the protocol version the EP speaks, and HIGH the next compiler major
+  (a compiler that drops an ABI major bumps its first version component).
 Standard library only, like the rest of this package.
 """
 
@@ -31,11 +31,15 @@ RUNTIME, COMPILER, EP = "hipdnn-ep-runtime", "hipdnn-ep-compiler", "hipdnn-ep"
 COMPILER_JSON = "packages/compiler/src/hipdnn_ep_compiler/abi/runtime_abi_v1.json"
 COMPILER_VERSION = "packages/compiler/src/hipdnn_ep_compiler/_version.py"
 LOCK = "packages/compiler/abi-lock.toml"
+# The compiler protocol: the versions the compiler answers, and the one the EP speaks.
+COMPILER_PROTOCOLS = "packages/compiler/src/hipdnn_ep_compiler/protocol.py"
+EP_PROTOCOL = "packages/ep/src/compile_client.h"
 LOCK_HEADER = """\
 # Compiler version -> the runtime ABI manifest it bundles (written by
 # `python -m hipdnn_ep_abi check-pins --fix`; never edit an existing entry).
 # A changed bundled manifest needs a new compiler version: the EP's compile
 # cache and every artifact's metadata identify the compiler by its version.
+# `protocols` lists the compiler protocol versions that compiler answers.
 """
 
 
@@ -58,6 +62,20 @@ class Repo:
             return m[1]
         return tomllib.loads(self.pyproject(package).read_text())["project"]["version"]
 
+    def compiler_protocols(self) -> list[int]:
+        """The protocol versions the compiler at this checkout answers (``PROTOCOLS = (1, 2)``)."""
+        m = re.search(r"^PROTOCOLS\s*=\s*\(([^)]*)\)", (self.root / COMPILER_PROTOCOLS).read_text(), re.M)
+        if m is None:
+            raise ValueError(f"no PROTOCOLS tuple in {COMPILER_PROTOCOLS}")
+        return sorted(int(v) for v in re.findall(r"\d+", m[1]))
+
+    def ep_protocol(self) -> int:
+        """The protocol version the EP at this checkout speaks (``kCompilerProtocolVersion``)."""
+        m = re.search(r"kCompilerProtocolVersion\s*=\s*(\d+)", (self.root / EP_PROTOCOL).read_text())
+        if m is None:
+            raise ValueError(f"no kCompilerProtocolVersion in {EP_PROTOCOL}")
+        return int(m[1])
+
     def bundled_hash(self) -> str:
         return hashlib.sha256((self.root / COMPILER_JSON).read_bytes()).hexdigest()
 
@@ -69,8 +87,10 @@ class Repo:
 def expected_pins(m: Manifest, repo: Repo) -> dict[str, str]:
     """The requirement each pin must read, keyed by where it lives."""
     lock = repo.lock()
-    same_major = sorted((v for v, e in lock.items() if e.get("abi_major") == m.major), key=_version_tuple)
-    low = same_major[0] if same_major else repo.version("compiler")
+    speaks = repo.ep_protocol()
+    usable = sorted((v for v, e in lock.items() if e.get("abi_major") == m.major and speaks in e.get("protocols", [])),
+                    key=_version_tuple)
+    low = usable[0] if usable else repo.version("compiler")
     high = str(_version_tuple(low)[0] + 1)
     return {
         "compiler:runtime": f"{RUNTIME}>={m.major}.0,<{m.major + 1}",
@@ -109,11 +129,20 @@ def check(m: Manifest, repo: Repo) -> list[Violation]:
                                        f"version did not: two different compilers would both be {compiler_version}. "
                                        f"Fix: bump {COMPILER_VERSION} (e.g. to {newer}), then run "
                                        f"`python -m hipdnn_ep_abi check-pins --fix`"))
+    elif entry.get("protocols") != repo.compiler_protocols():
+        out.append(Violation(COMPILER, f"it answers compiler protocols {repo.compiler_protocols()} but {LOCK} "
+                                       f"records {entry.get('protocols')} for version {compiler_version}: an EP "
+                                       f"would pick it by a protocol it does not answer. Fix: bump "
+                                       f"{COMPILER_VERSION}, then run `python -m hipdnn_ep_abi check-pins --fix`"))
     elif (entry.get("abi_major"), entry.get("abi_minor")) != (m.major, m.minor):
         out.append(Violation(COMPILER, f"{LOCK} records ABI {entry.get('abi_major')}.{entry.get('abi_minor')} for "
                                        f"{compiler_version}, the manifest is {m.major}.{m.minor}"))
 
     want = expected_pins(m, repo)
+    if repo.ep_protocol() not in repo.compiler_protocols():
+        out.append(Violation(EP, f"speaks compiler protocol {repo.ep_protocol()} ({EP_PROTOCOL}), which this "
+                                 f"checkout's compiler does not answer ({repo.compiler_protocols()}). Fix: teach "
+                                 f"{COMPILER_PROTOCOLS} that protocol and bump the compiler's version"))
     compiler_extras = tomllib.loads(repo.pyproject("compiler").read_text())["project"].get("optional-dependencies", {})
     have = _requirement(compiler_extras.get("runtime", []), RUNTIME)
     if have != want["compiler:runtime"]:
@@ -136,12 +165,14 @@ def fix(m: Manifest, repo: Repo) -> list[Path]:
     version = repo.version("compiler")
     digest = repo.bundled_hash()
     if version not in lock:
-        lock[version] = {"manifest_sha256": digest, "abi_major": m.major, "abi_minor": m.minor}
+        lock[version] = {"manifest_sha256": digest, "abi_major": m.major, "abi_minor": m.minor,
+                         "protocols": repo.compiler_protocols()}
         lines = [LOCK_HEADER]
         for v in sorted(lock, key=_version_tuple):
             e = lock[v]
             lines.append(f'\n["{v}"]\nmanifest_sha256 = "{e["manifest_sha256"]}"\n'
-                         f'abi_major = {e["abi_major"]}\nabi_minor = {e["abi_minor"]}\n')
+                         f'abi_major = {e["abi_major"]}\nabi_minor = {e["abi_minor"]}\n'
+                         f'protocols = {e.get("protocols", [])}\n')
         (repo.root / LOCK).write_text("".join(lines))
         changed.append(repo.root / LOCK)
     want = expected_pins(m, repo)
