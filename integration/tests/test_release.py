@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 FILES = ["packages/runtime/pyproject.toml", "packages/compiler/pyproject.toml", "packages/ep/pyproject.toml",
          "packages/runtime/CHANGELOG.md", "packages/compiler/CHANGELOG.md", "packages/ep/CHANGELOG.md",
          "packages/compiler/abi-lock.toml", "packages/compiler/src/hipdnn_ep_compiler/_version.py",
-         "packages/compiler/src/hipdnn_ep_compiler/abi/runtime_abi_v1.json"]
+         "packages/compiler/src/hipdnn_ep_compiler/abi/runtime_abi_v1.json",
+         # the compiler protocol versions check-pins reads, from where check-pins reads them
+         release._abi(ROOT)[3].COMPILER_PROTOCOLS, release._abi(ROOT)[3].EP_PROTOCOL]
 
 NEW_FUNCTION = '''
 [[functions]]
