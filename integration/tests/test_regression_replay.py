@@ -24,6 +24,7 @@ or dynamic symbol table is edited in place (load-time gate). The whole file take
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import json
 import re
@@ -241,6 +242,16 @@ print(json.dumps({"status": status, "message": (lib.hipdnn_ep_last_error() or b"
 ABI_MISMATCH = 7
 
 
+@pytest.fixture(scope="module")
+def runtime_from_this_tree(runtime):
+    """The loader replays edit the installed library's embedded manifest, so it must be this tree's."""
+    lib = ctypes.CDLL(runtime.library_path())
+    lib.hipdnn_ep_abi_manifest.restype = ctypes.c_char_p
+    if lib.hipdnn_ep_abi_manifest().decode().rstrip() != _compact_json(DEFAULT_MANIFEST.read_text()):
+        pytest.skip("the installed hipdnn-ep-runtime was not built from this tree's manifest")
+    return runtime
+
+
 def _changed_runtime(runtime, directory: Path, *, manifest_text: str | None = None,
                      hide_export: str | None = None) -> Path:
     """A copy of the installed runtime library with its embedded manifest replaced (padded with JSON
@@ -272,9 +283,10 @@ def _open(library: Path, artifact: Path) -> dict:
     return result
 
 
-def test_gate_loader_refuses_a_runtime_that_stopped_exporting_the_function(runtime, dynamic_artifact, tmp_path):
+def test_gate_loader_refuses_a_runtime_that_stopped_exporting_the_function(runtime_from_this_tree, dynamic_artifact,
+                                                                          tmp_path):
     """The historical form: the definition deleted, the manifest, header and version script unchanged."""
-    library = _changed_runtime(runtime, tmp_path, hide_export=SCRATCH)
+    library = _changed_runtime(runtime_from_this_tree, tmp_path, hide_export=SCRATCH)
     result = _open(library, dynamic_artifact.path)
     assert result["status"] == ABI_MISMATCH, result
     assert "undefined symbol" not in result["message"]
@@ -284,10 +296,10 @@ def test_gate_loader_refuses_a_runtime_that_stopped_exporting_the_function(runti
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_gate_loader_refuses_a_runtime_whose_manifest_changed(case, runtime, dynamic_artifact, tmp_path):
+def test_gate_loader_refuses_a_runtime_whose_manifest_changed(case, runtime_from_this_tree, dynamic_artifact, tmp_path):
     """The change made consistently (manifest and library agree), without the major bump: an artifact
     built before it is refused by name before its code is loaded."""
-    library = _changed_runtime(runtime, tmp_path, manifest_text=REGRESSIONS[case].manifest_text,
+    library = _changed_runtime(runtime_from_this_tree, tmp_path, manifest_text=REGRESSIONS[case].manifest_text,
                                hide_export=SCRATCH if case == "removed" else None)
     result = _open(library, dynamic_artifact.path)
     assert result["status"] == ABI_MISMATCH, result
@@ -301,8 +313,8 @@ def test_gate_loader_refuses_a_runtime_whose_manifest_changed(case, runtime, dyn
     assert "Fix: " in message
 
 
-def test_gate_loader_accepts_the_unchanged_copy(runtime, dynamic_artifact, tmp_path):
+def test_gate_loader_accepts_the_unchanged_copy(runtime_from_this_tree, dynamic_artifact, tmp_path):
     """The copying itself changes nothing: the same artifact opens on an unedited copy."""
-    library = _changed_runtime(runtime, tmp_path, manifest_text=DEFAULT_MANIFEST.read_text())
+    library = _changed_runtime(runtime_from_this_tree, tmp_path, manifest_text=DEFAULT_MANIFEST.read_text())
     result = _open(library, dynamic_artifact.path)
     assert result["status"] == 0, result
