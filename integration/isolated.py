@@ -175,11 +175,7 @@ class _Child:
             sess = ort.InferenceSession(req["model"], sess_options=so)
         except Exception as exc:  # noqa: BLE001
             return self.fail("session", exc)
-        try:
-            outputs = sess.run(None, self.feeds(req["feeds"]))
-        except Exception as exc:  # noqa: BLE001
-            return self.fail("run", exc)
-        return self.save(outputs, req["out"])
+        return self.run_session(sess, req)
 
     def ort(self, req: dict) -> dict:
         import onnxruntime as ort
@@ -188,6 +184,10 @@ class _Child:
             sess = ort.InferenceSession(req["model"], providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001
             return self.fail("session", exc)
+        return self.run_session(sess, req)
+
+    def run_session(self, sess, req: dict) -> dict:
+        """Runs a created session on the request's feeds and saves the outputs."""
         try:
             outputs = sess.run(None, self.feeds(req["feeds"]))
         except Exception as exc:  # noqa: BLE001

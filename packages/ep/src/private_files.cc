@@ -23,17 +23,18 @@ std::string Octal(mode_t mode) {
   return buf;
 }
 
-bool WriteAll(int fd, const std::string& content) {
+}  // namespace
+
+bool WriteAll(int fd, const std::string& bytes) {
   size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = write(fd, content.data() + done, content.size() - done);
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
   }
   return true;
 }
-}  // namespace
 
 void EnsurePrivateDir(const std::string& dir, const std::string& what) {
   const fs::path path(dir);

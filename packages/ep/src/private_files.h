@@ -26,6 +26,9 @@ std::string PerUserTempDir(const std::string& stem);
 // `size` bytes from the kernel's random generator (getrandom(2)).
 std::string RandomBytes(size_t size);
 
+// Writes all of `bytes` to `fd`, retrying short writes and EINTR; false on any error.
+bool WriteAll(int fd, const std::string& bytes);
+
 // Publishes `content` as `path` if no file exists there yet, atomically: it
 // is written to a private temporary file in the same folder and linked into
 // place with link(2), so a reader sees either no file or the whole content.

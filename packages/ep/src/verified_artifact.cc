@@ -22,17 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool WriteAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 int LoadedObjectNamed(struct dl_phdr_info* info, size_t, void* data) {
   const auto* name = static_cast<const std::string*>(data);
   return info->dlpi_name != nullptr && *name == info->dlpi_name;
