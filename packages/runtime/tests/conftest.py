@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import hipdnn_ep_runtime as rt
+import numpy as np
 import pytest
 
 
@@ -187,3 +188,15 @@ def make_artifact(tmp_path: Path) -> ArtifactFactory:
         return FakeArtifact(directory, marker)
 
     return build
+
+
+def rand(shape, dtype=np.float32, seed=0, low=-3.0, high=3.0) -> np.ndarray:
+    """Seeded test data of any kernel dtype: bools 0/1, integers in [low, high] clipped to the
+    type, floats uniform in [low, high)."""
+    r = np.random.default_rng(seed)
+    if np.dtype(dtype) == np.bool_:
+        return r.integers(0, 2, size=shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        lo = max(int(low), np.iinfo(dtype).min)
+        return r.integers(lo, int(high) + 1, size=shape).astype(dtype)
+    return r.uniform(low, high, size=shape).astype(dtype)

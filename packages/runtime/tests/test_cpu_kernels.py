@@ -14,6 +14,7 @@ import ctypes
 import math
 
 import pytest
+from conftest import rand
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -54,16 +55,6 @@ def run(state, kernel, inputs, out_shapes, out_dtype=None, ints=(), floats=()):
 
 def rng(seed=0):
     return np.random.default_rng(seed)
-
-
-def rand(shape, dtype=F32, seed=0, low=-3.0, high=3.0):
-    r = rng(seed)
-    if np.dtype(dtype) == np.bool_:
-        return r.integers(0, 2, size=shape).astype(np.bool_)
-    if np.issubdtype(dtype, np.integer):
-        lo = max(int(low), np.iinfo(dtype).min)
-        return r.integers(lo, int(high) + 1, size=shape).astype(dtype)
-    return r.uniform(low, high, size=shape).astype(dtype)
 
 
 def assert_close(actual, expected, dtype):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from conftest import rand
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -86,16 +87,6 @@ def gpu(gpu_backend: str) -> rt.State:
     s = rt.State(backend=gpu_backend)
     yield s
     s.close()  # raises LeakError if a kernel leaked a temporary
-
-
-def rand(shape, dtype, seed, low=-3.0, high=3.0) -> np.ndarray:
-    r = np.random.default_rng(seed)
-    if np.dtype(dtype) == np.bool_:
-        return r.integers(0, 2, size=shape).astype(np.bool_)
-    if np.issubdtype(dtype, np.integer):
-        lo = max(int(low), np.iinfo(dtype).min)
-        return r.integers(lo, int(high) + 1, size=shape).astype(dtype)
-    return r.uniform(low, high, size=shape).astype(dtype)
 
 
 def i64(values) -> np.ndarray:
