@@ -4,9 +4,16 @@
     python tools/release.py check [runtime|compiler|ep ...]
     python tools/release.py cut runtime|compiler|ep [--date YYYY-MM-DD] [--no-tag]
 
-Each wheel is versioned and released on its own; a release is the commit tagged
-``<package>-v<version>`` (``runtime-v1.1.0``, ``compiler-v0.2.0``, ``ep-v0.1.0``), from which
-the wheel builds again. ``check`` refuses, naming the fix:
+    python tools/release.py list [runtime|compiler|ep ...]
+
+Each wheel is versioned and released on its own; a release is the commit whose subject is
+``Release <package> <version>``, tagged ``<package>-v<version>`` (``runtime-v1.1.0``,
+``compiler-v0.2.0``, ``ep-v0.1.0``), from which the wheel builds again. A release is found by its
+tag or, where the tag did not travel with the history (a clone without tags, a mirror), by that
+commit subject in HEAD's history (``git log --grep``); ``list`` prints what was found and how.
+
+``check`` passes for a package whose version is already released (nothing to release; its pins are
+still checked) and otherwise refuses, naming the fix:
 
 * a version that is not newer than the package's last release tag (or is already tagged);
 * a changelog without a ``## <version> (unreleased)`` section with at least one entry;
@@ -50,6 +57,22 @@ def _version_key(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
 
 
+RELEASE_SUBJECT = "Release {package} {version}"
+VERSION_RE = r"(?P<version>\d+\.\d+\.\d+(?:[.-]?[0-9A-Za-z.]+)?)"
+
+
+@dataclass(frozen=True)
+class Release:
+    package: str
+    version: str
+    commit: str
+    found_by: str  # "tag", or "log" when only the release commit's subject names it
+
+    @property
+    def tag(self) -> str:
+        return f"{self.package}-v{self.version}"
+
+
 @dataclass(frozen=True)
 class Repo:
     root: Path
@@ -64,11 +87,26 @@ class Repo:
         _, _, _, pins = _abi(self.root)
         return pins.Repo(self.root).version(package)
 
+    def releases(self, package: str) -> list[Release]:
+        """Every release of `package` reachable from HEAD, oldest first: by tag, else by commit subject."""
+        found: dict[str, Release] = {}
+        subject = re.compile(rf"^{RELEASE_SUBJECT.format(package=re.escape(package), version=VERSION_RE)}$")
+        log = self.git("log", "--format=%H %s", "-E", f"--grep=^Release {package} [0-9]", "HEAD", check=False)
+        for line in log.splitlines():
+            commit, _, text = line.partition(" ")
+            m = subject.match(text)
+            if m and m["version"] not in found:  # newest first: a re-cut version keeps its latest commit
+                found[m["version"]] = Release(package, m["version"], commit, "log")
+        for tag in self.git("tag", "--list", f"{package}-v*").splitlines():
+            version = tag.removeprefix(f"{package}-v")
+            if tag and re.fullmatch(VERSION_RE, version):
+                commit = self.git("rev-parse", f"{tag}^{{commit}}")
+                found[version] = Release(package, version, commit, "tag")
+        return sorted(found.values(), key=lambda r: _version_key(r.version))
+
     def tags(self, package: str) -> list[str]:
-        """Released versions of `package`, oldest first."""
-        out = self.git("tag", "--list", f"{package}-v*")
-        versions = [t.removeprefix(f"{package}-v") for t in out.splitlines() if t]
-        return sorted(versions, key=_version_key)
+        """Released versions of `package`, oldest first (tagged or found by their release commit)."""
+        return [r.version for r in self.releases(package)]
 
     def changelog(self, package: str) -> Path:
         return self.root / "packages" / package / "CHANGELOG.md"
@@ -78,22 +116,34 @@ def _unreleased_section(text: str, version: str) -> re.Match | None:
     return re.search(rf"(?m)^## {re.escape(version)} \(unreleased\)\n(?P<body>(?:(?!^## ).*\n?)*)", text)
 
 
-def check(repo: Repo, package: str) -> list[str]:
-    """Every reason `package` cannot be released at its current version, each with its fix."""
+def released_as(repo: Repo, package: str) -> Release | None:
+    """The release of `package` at its current version, if it was released."""
+    version = repo.version(package)
+    return next((r for r in repo.releases(package) if r.version == version), None)
+
+
+def check(repo: Repo, package: str, *, to_cut: bool = True) -> list[str]:
+    """Every reason `package` cannot be released at its current version, each with its fix.
+
+    With ``to_cut=False`` (the CI gate) a version that is already released is not a problem: the
+    package simply has nothing to release; its pins and the ABI rules are still checked."""
     cli, compat, load, pins = _abi(repo.root)
     manifest_path = repo.root / "packages/runtime/abi/manifest.toml"
     m = load(manifest_path)
     problems: list[str] = []
     version = repo.version(package)
     released = repo.tags(package)
-    if version in released:
-        problems.append(f"{package} {version} is already released (tag {package}-v{version}). Fix: bump its "
-                        f"version and add a '## <new version> (unreleased)' section to its changelog")
+    done = released_as(repo, package)
+    if done is not None:
+        if to_cut:
+            problems.append(f"{package} {version} is already released ({done.tag}, commit {done.commit[:12]}). "
+                            f"Fix: bump its version and add a '## <new version> (unreleased)' section to its "
+                            f"changelog")
     elif released and _version_key(version) <= _version_key(released[-1]):
         problems.append(f"{package} {version} is not newer than the last release {released[-1]}. Fix: bump its "
                         f"version above {released[-1]}")
     section = _unreleased_section(repo.changelog(package).read_text(), version)
-    if section is None or not section["body"].strip():
+    if done is None and (section is None or not section["body"].strip()):
         problems.append(f"packages/{package}/CHANGELOG.md has no '## {version} (unreleased)' section with "
                         f"entries. Fix: add one listing what changed since the last release")
     problems += [f"{v}" for v in pins.check(m, pins.Repo(repo.root))]
@@ -150,20 +200,31 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check", help="the bump rules for each package's current version")
     c.add_argument("packages", nargs="*", metavar="PACKAGE", help="runtime, compiler, ep (default: all)")
+    li = sub.add_parser("list", help="every release found in HEAD's history, with its commit and how it was found")
+    li.add_argument("packages", nargs="*", metavar="PACKAGE", help="runtime, compiler, ep (default: all)")
     k = sub.add_parser("cut", help="release one package: snapshot, changelog, commit, tag")
     k.add_argument("package", choices=PACKAGES)
     k.add_argument("--date", default=datetime.date.today().isoformat())
     k.add_argument("--no-tag", action="store_true", help="commit without tagging")
     args = ap.parse_args(argv)
     repo = Repo(args.root)
-    if args.cmd == "check":
+    if args.cmd in ("check", "list"):
         unknown = [p for p in args.packages if p not in PACKAGES]
         if unknown:
             ap.error(f"unknown package(s) {', '.join(unknown)}; choose from {', '.join(PACKAGES)}")
+    if args.cmd == "list":
+        for package in args.packages or PACKAGES:
+            for r in repo.releases(package):
+                print(f"{r.package} {r.version} {r.commit} (by {r.found_by})")
+        return 0
+    if args.cmd == "check":
         rc = 0
         for package in args.packages or PACKAGES:
-            problems = check(repo, package)
-            print(f"{package} {repo.version(package)}: " + ("releasable" if not problems else "not releasable"))
+            problems = check(repo, package, to_cut=False)
+            done = released_as(repo, package)
+            verdict = ("not releasable" if problems else
+                       f"released ({done.tag}, commit {done.commit[:12]})" if done else "releasable")
+            print(f"{package} {repo.version(package)}: {verdict}")
             for p in problems:
                 print(f"  - {p}")
             rc |= bool(problems)

@@ -71,9 +71,36 @@ def test_cut_dates_the_changelog_snapshots_and_tags(repo: release.Repo):
     assert repo.tags("runtime") == [version]
     assert _git(repo.root, "status", "--porcelain") == ""
     # the same version again: refused, with the fix
-    with pytest.raises(SystemExit, match=rf"runtime {version} is already released \(tag runtime-v{version}\)\. "
-                                         r"Fix: bump its version"):
+    with pytest.raises(SystemExit, match=rf"runtime {version} is already released \(runtime-v{version}, commit "
+                                         r"[0-9a-f]{12}\)\. Fix: bump its version"):
         release.cut(repo, "runtime", "2026-12-04")
+    # the CI gate: a released version has nothing to release, which is not a failure
+    assert release.check(repo, "runtime", to_cut=False) == []
+    assert release.main(["--root", str(repo.root), "check", "runtime"]) == 0
+
+
+def test_a_release_is_found_without_its_tag(repo: release.Repo, capsys: pytest.CaptureFixture[str]):
+    """Tags may not travel with the history: the release commit's subject alone identifies a release."""
+    compiler = repo.version("compiler")
+    tagged = _git(repo.root, "rev-parse", "HEAD")
+    assert release.cut(repo, "ep", "2026-12-03") == f"ep-v{repo.version('ep')}"
+    ep_commit = _git(repo.root, "rev-parse", "HEAD")
+    commit = release.cut(repo, "compiler", "2026-12-03", tag=False)
+    assert _git(repo.root, "tag", "--list", "compiler-v*") == ""
+    _git(repo.root, "tag", "-d", f"ep-v{repo.version('ep')}")
+    # look-alike subjects are not releases
+    _git(repo.root, "commit", "-q", "--allow-empty", "-m", f"Release compiler {compiler} notes")
+    _git(repo.root, "commit", "-q", "--allow-empty", "-m", "Release runtime soon")
+    assert repo.releases("compiler") == [release.Release("compiler", compiler, commit, "log")]
+    assert repo.releases("ep") == [release.Release("ep", repo.version("ep"), ep_commit, "log")]
+    assert repo.releases("runtime") == []
+    with pytest.raises(SystemExit, match=rf"compiler {compiler} is already released"):
+        release.cut(repo, "compiler", "2026-12-04")
+    # a tag, where present, names the release even when its commit's subject does not
+    _git(repo.root, "tag", "runtime-v1.0.0", tagged)
+    assert repo.releases("runtime") == [release.Release("runtime", "1.0.0", tagged, "tag")]
+    assert release.main(["--root", str(repo.root), "list", "compiler"]) == 0
+    assert capsys.readouterr().out == f"compiler {compiler} {commit} (by log)\n"
 
 
 def test_a_new_abi_minor_needs_the_runtime_minor_and_gets_its_snapshot(repo: release.Repo):
