@@ -24,7 +24,7 @@ NEW_FUNCTION = '''
 name = "hipdnn_ep_trim_cache"
 returns = "int32_t"
 params = ["hipdnn_ep_state_t* state", "uint64_t keep_bytes"]
-since = 2
+since = {minor}
 status = "active"
 callers = ["host"]
 doc = "Releases cached blocks until at most keep_bytes stay reserved."
@@ -45,6 +45,12 @@ def repo(tmp_path: Path) -> release.Repo:
     for f in FILES:
         (root / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / f, root / f)
+    # the fixture starts before a release of the checkout's versions, whether or not they are released
+    for package in release.PACKAGES:
+        version = release.Repo(root).version(package)
+        log = root / "packages" / package / "CHANGELOG.md"
+        log.write_text(re.sub(rf"(?m)^## {re.escape(version)} \(.*\)$", f"## {version} (unreleased)", log.read_text(),
+                              count=1))
     _git(root, "init", "-q")
     _git(root, "config", "user.email", "release@test")
     _git(root, "config", "user.name", "release test")
@@ -104,32 +110,35 @@ def test_a_release_is_found_without_its_tag(repo: release.Repo, capsys: pytest.C
 
 
 def test_a_new_abi_minor_needs_the_runtime_minor_and_gets_its_snapshot(repo: release.Repo):
-    """Runtime 1.2: a function added in ABI 1.2 is released with its own snapshot."""
+    """Runtime 1.(N+1): a function added in ABI 1.(N+1) is released with its own snapshot."""
     manifest = repo.root / "packages/runtime/abi/manifest.toml"
-    _edit(manifest, "minor = 1\n", "minor = 2\n")
-    manifest.write_text(manifest.read_text() + NEW_FUNCTION)
-    _git(repo.root, "commit", "-q", "-am", "ABI 1.2")
-    problems = release.check(repo, "runtime")
-    assert any("version 1.1.0 must be 1.2.x" in p for p in problems)
-    # the compiler's copy of the manifest must follow, with a new compiler version (check-pins)
-    assert any("hipdnn-ep-runtime>=1.1,<2, the ABI says hipdnn-ep-runtime>=1.2,<2" in p for p in problems)
-
-    _edit(repo.root / "packages/runtime/pyproject.toml", 'version = "1.1.0"', 'version = "1.2.0"')
-    _edit(repo.changelog("runtime"), "## 1.1.0 (unreleased)", "## 1.2.0 (unreleased)\n\n- hipdnn_ep_trim_cache.\n\n"
-                                                            "## 1.1.0 (2026-12-01)")
-    # what a developer runs: the compiler's copy of the JSON, a new compiler version, the pins
     cli, _, load, pins = release._abi(repo.root)
+    major, minor = load(manifest).major, load(manifest).minor
+    old, new = f"{major}.{minor}", f"{major}.{minor + 1}"
+    _edit(manifest, f"minor = {minor}\n", f"minor = {minor + 1}\n")
+    manifest.write_text(manifest.read_text() + NEW_FUNCTION.format(minor=minor + 1))
+    _git(repo.root, "commit", "-q", "-am", f"ABI {new}")
+    problems = release.check(repo, "runtime")
+    assert any(f"version {old}.0 must be {new}.x" in p for p in problems)
+    # the compiler's copy of the manifest must follow, with a new compiler version (check-pins)
+    assert any(f"hipdnn-ep-runtime>={old},<{major + 1}, the ABI says hipdnn-ep-runtime>={new},<{major + 1}" in p
+               for p in problems)
+
+    _edit(repo.root / "packages/runtime/pyproject.toml", f'version = "{old}.0"', f'version = "{new}.0"')
+    _edit(repo.changelog("runtime"), f"## {old}.0 (unreleased)", f"## {new}.0 (unreleased)\n\n- hipdnn_ep_trim_cache."
+                                                                f"\n\n## {old}.0 (2026-12-01)")
+    # what a developer runs: the compiler's copy of the JSON, a new compiler version, the pins
     m = load(manifest)
     (repo.root / pins.COMPILER_JSON).write_text(cli.generate.manifest_json_text(m))
     _edit(repo.root / pins.COMPILER_VERSION, f'"{repo.version("compiler")}"', '"0.99.0"')
     pins.fix(m, pins.Repo(repo.root))
-    _git(repo.root, "commit", "-q", "-am", "runtime 1.2.0")
+    _git(repo.root, "commit", "-q", "-am", f"runtime {new}.0")
     assert release.check(repo, "runtime") == []
-    assert release.cut(repo, "runtime", "2026-12-03") == "runtime-v1.2.0"
-    snapshot = repo.root / "packages/runtime/abi/released/1.2.toml"
+    assert release.cut(repo, "runtime", "2026-12-03") == f"runtime-v{new}.0"
+    snapshot = repo.root / f"packages/runtime/abi/released/{new}.toml"
     assert snapshot.read_text() == manifest.read_text()
     assert _git(repo.root, "show", "--name-only", "--format=", "HEAD").splitlines() == \
-        ["packages/runtime/CHANGELOG.md", "packages/runtime/abi/released/1.2.toml"]
+        ["packages/runtime/CHANGELOG.md", f"packages/runtime/abi/released/{new}.toml"]
 
 
 def test_a_break_without_a_major_bump_is_not_released(repo: release.Repo):
