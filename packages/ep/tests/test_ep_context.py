@@ -12,6 +12,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from conftest import NO_FALLBACK, Env, make_session
+from hipdnn_ep_compiler.abi import load_abi
 from models import elementwise, reference, with_weights
 
 Compat = ort.capi.onnxruntime_pybind11_state.OrtCompiledModelCompatibility
@@ -97,6 +98,9 @@ def test_missing_artifact_file_is_a_clear_error(tmp_path: Path, ep_devices, env:
 
 
 # onnxruntime 1.23 (the oldest the EP supports) has no Python binding to read a model's compatibility info.
+# the newest runtime ABI the installed compiler targets (the installed runtime's, in these tests)
+COMPILER_ABI = f"{load_abi().major}.{load_abi().minor}"
+
 needs_compatibility_api = pytest.mark.skipif(
     not hasattr(ort.capi.onnxruntime_pybind11_state, "get_compatibility_info_from_model"),
     reason=f"onnxruntime {ort.__version__} has no get_compatibility_info_from_model binding")
@@ -104,30 +108,31 @@ needs_compatibility_api = pytest.mark.skipif(
 
 @needs_compatibility_api
 def test_compatibility_info_and_verdicts(tmp_path: Path, ep_devices, env: Env) -> None:
-    """Verdicts of the installed runtime (ABI 1.1) on code for other ABIs."""
+    """Verdicts of the installed runtime (ABI 1.m, which the compiler targets too) on code for other ABIs."""
     model = elementwise(tmp_path / "m.onnx", ["n", 4])
     ctx = _compile(model, tmp_path / "m_ctx.onnx", ep_devices, env, embed=True)
     info = ort.capi.onnxruntime_pybind11_state.get_compatibility_info_from_model(str(ctx), "HipdnnEp")
-    assert info == f"hipdnn-ep;abi=1.1;backend=cpu;compiler=hipdnn-ep-compiler {hipdnn_ep_compiler.__version__}"
+    abi = f"abi={COMPILER_ABI}"
+    assert info == f"hipdnn-ep;{abi};backend=cpu;compiler=hipdnn-ep-compiler {hipdnn_ep_compiler.__version__}"
     verdict = ort.capi.onnxruntime_pybind11_state.get_model_compatibility_for_ep_devices
     assert verdict(ep_devices, info) == Compat.EP_SUPPORTED_OPTIMAL
-    assert verdict(ep_devices, info.replace("abi=1.1", "abi=1.0")) == Compat.EP_SUPPORTED_PREFER_RECOMPILATION
-    assert verdict(ep_devices, info.replace("abi=1.1", "abi=2.1")) == Compat.EP_UNSUPPORTED
-    assert verdict(ep_devices, info.replace("abi=1.1", "abi=1.9")) == Compat.EP_UNSUPPORTED
-    assert verdict(ep_devices, info.replace("abi=1.1", "abi=x")) == Compat.EP_UNSUPPORTED
+    assert verdict(ep_devices, info.replace(abi, "abi=1.0")) == Compat.EP_SUPPORTED_PREFER_RECOMPILATION
+    assert verdict(ep_devices, info.replace(abi, "abi=2.1")) == Compat.EP_UNSUPPORTED
+    assert verdict(ep_devices, info.replace(abi, "abi=1.9")) == Compat.EP_UNSUPPORTED
+    assert verdict(ep_devices, info.replace(abi, "abi=x")) == Compat.EP_UNSUPPORTED
     assert verdict(ep_devices, "someone-else;v=3") == Compat.EP_NOT_APPLICABLE
 
 
 @needs_compatibility_api
 def test_code_for_an_older_runtime_states_the_abi_it_needs(tmp_path: Path, ep_devices, env: Env,
                                                            runtime_reporting_abi) -> None:
-    """Compiled while a runtime of ABI 1.7 was loaded, the code targets 1.1
-    (what the compiler knows): the model says so, and ABI 1.1 runs it optimally."""
+    """Compiled while a runtime of ABI 1.7 was loaded, the code targets the newest ABI the compiler
+    knows: the model says so, and a runtime of that ABI runs it optimally."""
     options = dict(env.options, runtime_library=str(runtime_reporting_abi(1, 7)))
     out = tmp_path / "m_ctx.onnx"
     make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options,
                  dict(NO_FALLBACK, **{"ep.context_enable": "1", "ep.context_file_path": str(out)}))
     info = ort.capi.onnxruntime_pybind11_state.get_compatibility_info_from_model(str(out), "HipdnnEp")
-    assert info.startswith("hipdnn-ep;abi=1.1;")
+    assert info.startswith(f"hipdnn-ep;abi={COMPILER_ABI};")
     assert ort.capi.onnxruntime_pybind11_state.get_model_compatibility_for_ep_devices(ep_devices, info) == \
         Compat.EP_SUPPORTED_OPTIMAL

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,10 +20,16 @@ import onnx
 import onnxruntime as ort
 import pytest
 from conftest import NO_FALLBACK, Env, cpu_session, make_session
+from hipdnn_ep._abi_info import REQUIRED_RUNTIME_ABI
+from hipdnn_ep_compiler.abi import load_abi
 from models import elementwise, many_initializers, reference, save, with_weights
 from onnx import TensorProto, helper
 
 COMPILER = f"hipdnn-ep-compiler {hipdnn_ep_compiler.__version__}"
+# the newest runtime ABI the installed compiler targets, and the one this EP was built for
+COMPILER_ABI = f"{load_abi().major}.{load_abi().minor}"
+EP_ABI = REQUIRED_RUNTIME_ABI
+EP_PIN = rf"'hipdnn-ep-runtime>={EP_ABI[0]}\.{EP_ABI[1]},<{EP_ABI[0] + 1}'"
 
 
 def _feeds(shape: tuple[int, ...], seed: int = 0) -> dict[str, np.ndarray]:
@@ -236,10 +243,13 @@ def test_runtime_abi_is_part_of_the_cache_key(tmp_path: Path, ep_devices, env: E
     newer = dict(env.options, runtime_library=str(runtime_reporting_abi(1, 7)))
     _check(make_session(model, ep_devices, newer, NO_FALLBACK), feeds)
     _check(make_session(model, ep_devices, newer, NO_FALLBACK), feeds)
-    assert [r["abi"] for r in env.compiles()] == ["1.1", "1.1"]
+    import hipdnn_ep_runtime
+
+    runtime_abi = "{}.{}".format(*hipdnn_ep_runtime.abi_version())
+    assert [r["abi"] for r in env.compiles()] == [COMPILER_ABI, COMPILER_ABI]
     described = sorted((json.loads((e / "entry.json").read_text()) for e in env.cache_entries()),
                        key=lambda d: d["abi"])
-    assert [(d["abi"], d["target_abi"]) for d in described] == [("1.1", "1.1"), ("1.7", "1.1")]
+    assert [(d["abi"], d["target_abi"]) for d in described] == [(runtime_abi, COMPILER_ABI), ("1.7", COMPILER_ABI)]
 
 
 def test_compiles_against_the_installed_runtime_manifest(tmp_path: Path, ep_devices, env: Env) -> None:
@@ -272,7 +282,7 @@ def test_a_runtime_manifest_mismatch_is_found_at_compile_time(tmp_path: Path, ep
                    check=True)
     options = dict(env.options, runtime_library=str(shim))
     expected = (r"'hipdnn_ep_get_host_scratch_base', which the runtime ABI manifest "
-                r"\(runtime_abi_manifest\.json, ABI 1\.1\) does not declare")
+                rf"\(runtime_abi_manifest\.json, ABI {re.escape(COMPILER_ABI)}\) does not declare")
     with pytest.raises(Exception, match=expected):
         make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
 
@@ -280,7 +290,8 @@ def test_a_runtime_manifest_mismatch_is_found_at_compile_time(tmp_path: Path, ep
 def test_compiler_for_another_abi_major_is_refused(tmp_path: Path, ep_devices, env: Env,
                                                    spy_python_abi2: Path) -> None:
     options = dict(env.options, compiler_python=str(spy_python_abi2))
-    expected = (rf"{COMPILER} cannot compile for the runtime's ABI 1\.1 \(it targets ABI 2\.0, 2\.1\)\. "
+    expected = (rf"{COMPILER} cannot compile for the runtime's ABI {re.escape(COMPILER_ABI)} \(it targets ABI 2\.0, "
+                r"2\.1\)\. "
                 r"Fix: install a hipdnn-ep-compiler for runtime ABI major 1")
     with pytest.raises(Exception, match=expected):
         make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
@@ -414,23 +425,24 @@ def test_missing_runtime_is_a_clear_error(tmp_path: Path, ep_devices, env: Env) 
 def test_runtime_of_another_abi_is_refused(tmp_path: Path, ep_devices, env: Env, runtime_reporting_abi,
                                            abi: tuple[int, int], problem: str) -> None:
     options = dict(env.options, runtime_library=str(runtime_reporting_abi(*abi)))
-    with pytest.raises(Exception, match=rf"has ABI {abi[0]}\.{abi[1]}, this EP needs ABI 1\.1.*{problem}\. "
-                                         r"Fix: pip install 'hipdnn-ep-runtime>=1\.1,<2'"):
+    with pytest.raises(Exception, match=rf"has ABI {abi[0]}\.{abi[1]}, this EP needs ABI {EP_ABI[0]}\.{EP_ABI[1]}"
+                                         rf".*{problem}\. Fix: pip install {EP_PIN}"):
         make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, options, NO_FALLBACK)
     assert env.compiles() == []
 
 
 def test_runtime_of_the_right_abi_lacking_functions_is_a_broken_install(tmp_path: Path, ep_devices,
                                                                       env: Env) -> None:
-    """ABI 1.1 as needed, but functions the EP calls are missing: reinstalling is the fix, not upgrading."""
+    """The ABI the EP needs, but functions the EP calls are missing: reinstalling is the fix, not upgrading."""
     src = tmp_path / "lonely.c"
-    src.write_text("#include <stdint.h>\nuint32_t hipdnn_ep_abi_version(void) { return (1u << 16) | 1u; }\n")
+    src.write_text("#include <stdint.h>\nuint32_t hipdnn_ep_abi_version(void) { return "
+                   f"({EP_ABI[0]}u << 16) | {EP_ABI[1]}u; }}\n")
     lib = tmp_path / "libruntime_lonely.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
     options = dict(env.options, runtime_library=str(lib))
-    with pytest.raises(Exception, match=r"has ABI 1\.1, this EP needs ABI 1\.1 .*missing functions: "
-                                         r"\[hipdnn_ep_abi_manifest, .*Fix: pip install --force-reinstall "
-                                         r"'hipdnn-ep-runtime>=1\.1,<2'"):
+    abi = rf"{EP_ABI[0]}\.{EP_ABI[1]}"
+    with pytest.raises(Exception, match=rf"has ABI {abi}, this EP needs ABI {abi} .*missing functions: "
+                                         rf"\[hipdnn_ep_abi_manifest, .*Fix: pip install --force-reinstall {EP_PIN}"):
         make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, options, NO_FALLBACK)
 
 
