@@ -6,7 +6,10 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "artifact_check.h"
 #include "elf_section.h"
@@ -184,8 +187,13 @@ extern "C" int32_t hipdnn_ep_artifact_run(hipdnn_ep_artifact_t* artifact, hipdnn
   hipdnn_ep::RunGuard guard{&state->running};
   for (size_t i = 0; i < artifact->outputs.size(); ++i) outputs[i] = hipdnn_ep_tensor_ref_t{nullptr, nullptr, -1, 0};
   set_error(HIPDNN_EP_STATUS_OK, "");  // so that a failure below reports this run's cause, not an older one
+  state->program_error.clear();
   if (int32_t status = artifact->entry(state, inputs, outputs); status != HIPDNN_EP_STATUS_OK) {
     std::string why = hipdnn_ep_last_error();
+    if (!state->program_error.empty() && status == HIPDNN_EP_STATUS_INVALID_ARGUMENT) {
+      // The program said which of its checks refused the inputs (ABI 1.2 artifacts).
+      return set_error(status, "program " + artifact->path + " refused its inputs: " + state->program_error);
+    }
     if (why.empty() && status == HIPDNN_EP_STATUS_INVALID_ARGUMENT) {
       // No runtime call failed: the program's own shape checks refused the inputs.
       why = hipdnn_ep::first_failed_check(artifact->metadata, state, inputs, artifact->inputs.size());
@@ -202,6 +210,29 @@ extern "C" int32_t hipdnn_ep_artifact_run(hipdnn_ep_artifact_t* artifact, hipdnn
     }
   }
   return HIPDNN_EP_STATUS_OK;
+}
+
+extern "C" void hipdnn_ep_set_error_message(hipdnn_ep_state_t* state, const char* text, const int64_t* values,
+                                            int32_t n_values) {
+  if (state == nullptr || text == nullptr) return;
+  std::string out;
+  for (const char* c = text; *c != '\0'; ++c) {
+    if ((c[0] == '{' && c[1] == '{') || (c[0] == '}' && c[1] == '}')) {
+      out += *c++;
+      continue;
+    }
+    if (*c == '{') {
+      char* end = nullptr;
+      const long k = std::strtol(c + 1, &end, 10);
+      if (end != c + 1 && *end == '}' && k >= 0 && k < n_values && values != nullptr) {
+        out += std::to_string(values[k]);
+        c = end;
+        continue;
+      }
+    }
+    out += *c;
+  }
+  state->program_error = std::move(out);
 }
 
 extern "C" void hipdnn_ep_artifact_close(hipdnn_ep_artifact_t* artifact) {

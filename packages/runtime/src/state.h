@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "caching_allocator.h"
 #include "device.h"
@@ -26,6 +27,8 @@ struct hipdnn_ep_state {
   std::unique_ptr<hipdnn_ep::GrowOnDemandBlock> pool;
   std::atomic<uint64_t> stream{0};
   std::atomic<bool> running{false};
+  // Why the running program is about to fail (hipdnn_ep_set_error_message); cleared per run.
+  std::string program_error;
 };
 
 namespace hipdnn_ep {

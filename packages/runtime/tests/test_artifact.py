@@ -206,3 +206,19 @@ def test_a_state_runs_one_program_at_a_time(make_artifact: ArtifactFactory, stat
     refused = [o for o in outcomes if isinstance(o, rt.InvalidArgumentError)]
     assert len(refused) == 1 and "already running a program" in str(refused[0])
     assert state.memory_stats()["live_allocations"] == 0
+
+
+def test_a_program_says_why_it_refuses_its_inputs(make_artifact: ArtifactFactory, state: rt.State) -> None:
+    """ABI 1.2: the text a program hands hipdnn_ep_set_error_message ({k} -> values[k]) is the run's message."""
+    metadata = good_metadata()
+    metadata["imports"].append({"name": "hipdnn_ep_set_error_message",
+                                "hash": manifest_hash("hipdnn_ep_set_error_message")})
+    refuse = ('if (inputs[0].dims[0] == 3) { int64_t v[2] = {6, -9000000000LL}; hipdnn_ep_set_error_message(state, '
+              '"node {{r}}: {0} vs {1}; {2} and {x} stay", v, 2); return HIPDNN_EP_STATUS_INVALID_ARGUMENT; }')
+    artifact = rt.Artifact(make_artifact(metadata, extra_call=refuse).directory)
+    with pytest.raises(rt.InvalidArgumentError,
+                       match=r"program .*program\.so refused its inputs: node \{r\}: 6 vs -9000000000; "
+                             r"\{2\} and \{x\} stay$"):
+        artifact.run(state, [np.zeros(3, np.float32), np.zeros(1, np.float32)])
+    x, w = _inputs()
+    np.testing.assert_array_equal(artifact.run(state, [x, w])[0], 2 * x + w[0])  # the message went with its run

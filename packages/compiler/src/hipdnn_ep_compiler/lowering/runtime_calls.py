@@ -18,6 +18,8 @@ MEMCPY = "memcpy"
 HOST_SCRATCH = "get_host_scratch_base"
 POOL = "get_pool_base"
 SERVICE_CALLS = (MALLOC, FREE, MEMCPY, HOST_SCRATCH, POOL)
+# Called only when the target ABI has it (1.2+); older targets get the same program without it.
+SET_ERROR_MESSAGE = "set_error_message"
 
 TENSOR_REF = "tensor_ref_t"
 KERNEL_ARGS = "kernel_args_t"

@@ -195,7 +195,47 @@ class _Lowering:
             ok = e.const(1, "i1")
         self.guard_overflow()
         invalid = e.const(self.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
-        e.branch_unless(ok, FAIL, invalid)
+        if check.kind != "fits" and self.can_call(rc.SET_ERROR_MESSAGE):
+            self.explain_unless(ok, check, invalid)
+        else:  # ABI 1.1: the runtime re-derives the failing check from the metadata
+            e.branch_unless(ok, FAIL, invalid)
+
+    def can_call(self, suffix: str) -> bool:
+        """Whether the target ABI has the runtime function (an optional call is left out, not refused)."""
+        fn = self.abi.functions.get(self.abi.name(suffix))
+        return fn is not None and fn.since <= self.abi.target_minor
+
+    def explain_unless(self, ok: str, check: chk.Check, status: str) -> None:
+        """Continue when `ok` holds; else tell the runtime which check failed, with its values, and fail."""
+        e = self.e
+        e.block_counter += 2
+        explain, nxt = f"^bb{e.block_counter - 1}", f"^bb{e.block_counter}"
+        e.lines.append(f"llvm.cond_br {ok}, {nxt}, {explain}")
+        e.lines.append(f"{explain}:")
+        # values only shown are evaluated here, without touching the overflow flag or the cache of the
+        # main path (this block does not dominate it)
+        cache, poison = dict(self.expr_cache), self.poison
+        values = [self.expr(x) for x in check.values]
+        self.expr_cache, self.poison = cache, poison
+        array = e.alloca(8 * max(len(values), 1))
+        for k, v in enumerate(values):
+            e.store(v, e.gep(array, 8 * k), "i64")
+        where = check.where.replace("{", "{{").replace("}", "}}")
+        self.call(rc.SET_ERROR_MESSAGE, [self.state, self.string(f"{where}: {check.text}"), array,
+                                         e.const(len(values), "i32")], check=False)
+        e.lines.append(f"llvm.br {FAIL}({status} : i32)")
+        e.lines.append(f"{nxt}:")
+
+    def string(self, text: str) -> str:
+        """Pointer to a NUL-terminated constant string."""
+        key = f"str:{text}"
+        if key not in self.global_cache:
+            data = text.encode() + b"\0"
+            name = f"__hipdnn_str_{len(self.global_cache)}"
+            self.globals.append(f"llvm.mlir.global private constant @{name}({hir.mlir_string(data.decode())}) "
+                                f"{{addr_space = 0 : i32}} : !llvm.array<{len(data)} x i8>")
+            self.global_cache[key] = name
+        return self.e.addressof(self.global_cache[key])
 
     def int_array(self, exprs: list[sym.Expr], slot: int, elem: str = "i64") -> str:
         """Pointer to the array of `exprs`: constant data when static, else written to the host scratch."""
