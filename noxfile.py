@@ -5,7 +5,8 @@
 """hipdnn-ep automation: every job CI and developers run.
 
 Sessions (``nox -l``): ``abi`` (ABI gates), ``tests`` (every suite on the CPU backend, then the EP
-suite on the oldest supported onnxruntime), ``lint``, ``wheels`` (build the three wheels into
+suite on the oldest supported onnxruntime), ``matrix`` (every combination of released and HEAD
+wheels, each installed in a fresh environment and run end to end), ``lint``, ``wheels`` (build the three wheels into
 dist/), ``release`` (bump rules; cut a release), ``demo`` (the main job: compile a dynamic- and a
 fixed-shape model and run them on the EP), ``gpu`` (on a GPU machine: the cuda runtime, its GPU
 suite and compute-sanitizer), ``hip_check`` (the GPU kernels compiled for AMD gfx1100/gfx1151 with
@@ -22,7 +23,7 @@ import nox
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "abi", "tests"]
+nox.options.sessions = ["lint", "abi", "tests", "matrix"]
 
 ROOT = Path(__file__).resolve().parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
@@ -115,6 +116,16 @@ def wheels(session: nox.Session) -> None:
 def release(session: nox.Session) -> None:
     """Bump rules of the three wheels (`-- check`, the default), or release one (`-- cut runtime|compiler|ep`)."""
     session.run("python3", str(ROOT / "tools/release.py"), *(session.posargs or ["check"]))
+
+
+@nox.session
+def matrix(session: nox.Session) -> None:
+    """Every (compiler, runtime, ep) combination of the releases and HEAD, installed and run end to end.
+
+    Wheels are built once per content into build/matrix/wheels; the table goes to stdout and
+    build/matrix/matrix.md. Options after `--`: `--gpu auto|cuda|none`, `--no-replay`, `--cache DIR`."""
+    session.install("packaging", "uv")  # uv on the session's PATH: it builds the wheels and makes each cell's venv
+    session.run("python", str(ROOT / "integration/matrix.py"), *session.posargs)
 
 
 @nox.session(default=False)

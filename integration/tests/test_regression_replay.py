@@ -320,3 +320,37 @@ def test_gate_loader_accepts_the_unchanged_copy(runtime_from_this_tree, dynamic_
     library = _changed_runtime(runtime_from_this_tree, tmp_path, manifest_text=DEFAULT_MANIFEST.read_text())
     result = _open(library, dynamic_artifact.path)
     assert result["status"] == 0, result
+
+
+# ---------------------------------------------------------------- gate 5: the matrix
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gate_matrix_reports_the_changed_runtime_as_caught(case, runtime_from_this_tree, tmp_path):
+    """The matrix's cell for a runtime changed this way (integration/matrix.py builds it from HEAD's
+    wheel and installs it as an ordinary runtime): its end-to-end tests through onnxruntime must not
+    pass, and what stops them is a refusal of ours, never an undefined symbol or a crash."""
+    pytest.importorskip("hipdnn_ep", reason="needs the hipdnn-ep wheel")
+    pytest.importorskip("onnxruntime")
+    sys.path.insert(0, str(ROOT / "integration"))
+    try:
+        import matrix
+    finally:
+        sys.path.pop(0)
+    library = tmp_path / Path(runtime_from_this_tree.library_path()).name
+    library.write_bytes(matrix._edit_library(Path(runtime_from_this_tree.library_path()).read_bytes(), case))
+    results = matrix.run_cell_script(Path(sys.executable), "run", "--out", str(tmp_path / "cell"),
+                                     "--runtime-library", str(library), timeout=600)
+    print(json.dumps(results, indent=1)[:6000])
+    dynamic = {k: r for k, r in results.items() if k in ("dynamic:dynamic_encoder", "dynamic:dynamic_shape_chain")}
+    assert len(dynamic) == 2 and all(r["outcome"] == "refused" for r in dynamic.values()), results
+    assert not any(r["outcome"] == "fail" for r in results.values()), results
+    if case == "removed":
+        assert any(f"{SCRATCH}@HIPDNN_EP_1.0" in r["message"] for r in dynamic.values())
+    else:
+        assert any(POOL in r["message"] for r in dynamic.values())
+    cell = matrix.Cell(*(matrix.Wheel(p, "HEAD", Path("-"), "0", (), (1, MINOR)) for p in ("compiler", "runtime",
+                                                                                          "ep")),
+                       "cpu", matrix.Expected("pass", ""), replay=True, install="ok", results=results)
+    caught, actual = matrix.cell_verdict(cell)
+    assert caught and actual != "passed"

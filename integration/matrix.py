@@ -1,0 +1,527 @@
+"""The compatibility matrix: every (compiler, runtime, ep) combination of released wheels and HEAD.
+
+    python integration/matrix.py [--cache build/matrix] [--gpu auto|cuda|none] [--no-replay]
+
+1. Finds every release of each wheel in HEAD's history (``tools/release.py``: by tag, else by the
+   ``Release <package> <version>`` commit) plus HEAD itself (the working tree), and builds each
+   wheel once: from the working tree, or from a ``git archive`` of the release commit. Wheels are
+   cached under ``<cache>/wheels`` by package and content (the git tree of what the wheel is built
+   from), so a release is built once per cache and HEAD again only when its sources change.
+2. Works out each combination's expected outcome from the wheels' own metadata: whether pip can
+   install them together (the EP's and the compiler's ``Requires-Dist`` pins), whether the ABIs
+   agree (the runtime's ABI from its manifest, the ABI the EP was built for, the ABI major and
+   newest minor the compiler targets), and so which ABI minor the code will target.
+3. Installs each combination into a fresh virtual environment (uv; our wheels with ``--no-index
+   --find-links``, onnxruntime, onnx, numpy and the compiler's dependencies from the registry,
+   cached by uv) and runs ``matrix_cell.py`` there: dynamic- and fixed-shape models through
+   onnxruntime against its CPU EP, a refused feed, and EPContext models written by this cell; then
+   every cell loads the EPContext models every other cell wrote.
+4. Replays the original regression (unless ``--no-replay``): HEAD's runtime wheel with
+   ``hipdnn_ep_get_host_scratch_base`` no longer exported, and with ``hipdnn_ep_get_pool_base``'s
+   size parameter dropped from its manifest, each claiming to be an ordinary runtime; the matrix
+   must report their cells as refused or failed, never as passed.
+
+Compatible cells must pass every test; incompatible ones must be refused by pip or by our own
+check with its documented message (a clear error naming the fix). A link error, an undefined
+symbol, a crash or a wrong result fails the matrix. The table (markdown) goes to stdout and to
+``<cache>/matrix.md``; the exit status is 1 when any cell differs from its expectation. With a
+GPU (``nvidia-smi`` answers, or ``--gpu cuda``) the same cells run again on the cuda backend,
+with runtime wheels built with ``HIPDNN_EP_BACKENDS="cpu;cuda"``; without one that leg is skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from base64 import urlsafe_b64encode
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import release  # noqa: E402
+
+NAMES = {"runtime": "hipdnn-ep-runtime", "compiler": "hipdnn-ep-compiler", "ep": "hipdnn-ep"}
+# What each wheel is built from: its content key is the git tree of these paths.
+BUILT_FROM = {"runtime": ["packages/runtime"], "compiler": ["packages/compiler"],
+              "ep": ["packages/ep", "packages/runtime/abi", "tools/fetch_ort_headers.sh"]}
+TEST_DEPS = ["onnxruntime>=1.23", "onnx>=1.16", "numpy>=1.26"]
+CELL = Path(__file__).resolve().parent / "matrix_cell.py"
+
+
+# ------------------------------------------------------------------ sources and wheels
+
+@dataclass(frozen=True)
+class Source:
+    package: str
+    label: str  # the release version, or "HEAD"
+    commit: str | None  # None: the working tree
+    key: str  # content key: git tree ids of BUILT_FROM
+    in_worktree: bool = False  # the working tree holds the same content (built there: incremental)
+
+
+def _git(*args: str, env: dict | None = None) -> str:
+    proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"matrix: git {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout.strip()
+
+
+def _key(package: str, tree: str) -> str:
+    ids = [_git("rev-parse", f"{tree}:{path}") for path in BUILT_FROM[package]]
+    return hashlib.sha256(" ".join(ids).encode()).hexdigest()[:20]
+
+
+def working_tree() -> str:
+    """A git tree of the working tree as it is (tracked and untracked, ignored files left out)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _git("read-tree", "HEAD", env=env)
+        _git("add", "-A", "--", *sorted({p for paths in BUILT_FROM.values() for p in paths}), env=env)
+        return _git("write-tree", env=env)
+
+
+def sources() -> dict[str, list[Source]]:
+    """Every release of each package reachable from HEAD, oldest first, then HEAD unless it is the
+    newest release's content."""
+    repo = release.Repo(ROOT)
+    head_tree = working_tree()
+    out: dict[str, list[Source]] = {}
+    for package in NAMES:
+        head = Source(package, "HEAD", None, _key(package, head_tree), in_worktree=True)
+        found = [Source(package, r.version, r.commit, key, in_worktree=key == head.key)
+                 for r in repo.releases(package) for key in [_key(package, r.commit)]]
+        if not any(s.key == head.key for s in found):
+            found.append(head)
+        out[package] = found
+    return out
+
+
+@dataclass(frozen=True)
+class Wheel:
+    package: str
+    label: str
+    path: Path
+    version: str
+    requires: tuple[str, ...]  # Requires-Dist
+    abi: tuple[int, int]  # runtime: its ABI; compiler: (major, newest minor); ep: the ABI it needs
+    note: str = ""  # what was done to it (the regression replay)
+
+    @property
+    def name(self) -> str:
+        return NAMES[self.package]
+
+    @property
+    def title(self) -> str:
+        text = self.version if self.label == self.version else f"{self.version} ({self.label})"
+        return f"{text} [{self.note}]" if self.note else text
+
+
+def read_wheel(package: str, label: str, path: Path, note: str = "") -> Wheel:
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        if package == "runtime":
+            abi = json.loads(z.read(next(n for n in names if n.endswith("hipdnn_ep_runtime/abi_manifest.json"))))
+            pair = (abi["abi"]["major"], abi["abi"]["minor"])
+        elif package == "compiler":
+            abi = json.loads(z.read(next(n for n in names if n.endswith("hipdnn_ep_compiler/abi/runtime_abi_v1.json"))))
+            pair = (abi["abi"]["major"], abi["abi"]["minor"])
+        else:
+            info = z.read(next(n for n in names if n.endswith("hipdnn_ep/_abi_info.py"))).decode()
+            pair = tuple(int(v) for v in re.search(r"REQUIRED_RUNTIME_ABI = \((\d+), (\d+)\)", info).groups())
+    version = re.search(r"(?m)^Version: (\S+)$", meta)[1]
+    requires = tuple(re.findall(r"(?m)^Requires-Dist: (.+)$", meta))
+    return Wheel(package, label, path, version, requires, pair, note)
+
+
+class Builder:
+    """Builds (once per content key) and caches the wheels."""
+
+    def __init__(self, cache: Path, backends: str = "cpu"):
+        self.cache = cache
+        self.backends = backends
+        self.headers = ROOT / "third_party/ort-headers"
+
+    def wheel(self, source: Source) -> Path:
+        suffix = "" if source.package != "runtime" or self.backends == "cpu" else "-" + self.backends.replace(";", "+")
+        dest = self.cache / "wheels" / f"{source.package}-{source.key}{suffix}"
+        found = sorted(dest.glob("*.whl"))
+        if found:
+            return found[0]
+        root = ROOT if source.in_worktree else self._export(source.commit)
+        cmd = ["uv", "build", "--wheel", "--quiet", "--out-dir", str(dest.with_suffix(".tmp")),
+               str(root / "packages" / source.package)]
+        if source.package == "ep":
+            self._headers()
+            cmd += ["-C", f"cmake.define.HIPDNN_EP_ORT_INCLUDE_DIR={self.headers}"]
+        env = {**os.environ, "HIPDNN_EP_BACKENDS": self.backends}
+        print(f"matrix: building {NAMES[source.package]} {source.label} ({source.key})", flush=True)
+        t0 = time.monotonic()
+        shutil.rmtree(dest.with_suffix(".tmp"), ignore_errors=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise SystemExit(f"matrix: building {NAMES[source.package]} {source.label} failed:\n"
+                             f"{(proc.stdout + proc.stderr)[-4000:]}")
+        dest.with_suffix(".tmp").rename(dest)
+        print(f"matrix: built {NAMES[source.package]} {source.label} in {time.monotonic() - t0:.0f} s", flush=True)
+        return sorted(dest.glob("*.whl"))[0]
+
+    def _export(self, commit: str) -> Path:
+        out = self.cache / "src" / commit[:12]
+        if not (out / ".complete").exists():
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir(parents=True)
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit],
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+            (out / ".complete").write_text(commit)
+        return out
+
+    def _headers(self) -> None:
+        if not (self.headers / "onnxruntime_ep_c_api.h").exists():
+            subprocess.run(["bash", str(ROOT / "tools/fetch_ort_headers.sh"), str(self.headers)], check=True)
+
+
+# ------------------------------------------------------------------ the regression, replayed
+
+SCRATCH = "hipdnn_ep_get_host_scratch_base"
+POOL_PARAMS = 'params = ["hipdnn_ep_state_t* state", "uint64_t needed_size", "void** out_base"]'
+POOL_PARAMS_NARROWED = 'params = ["hipdnn_ep_state_t* state", "void** out_base"]'
+
+
+def _manifest_json(text: str) -> bytes:
+    sys.path.insert(0, str(ROOT / "packages/runtime/abi"))
+    try:
+        from hipdnn_ep_abi import generate, parse
+    finally:
+        sys.path.pop(0)
+    return json.dumps(generate.manifest_json(parse(text)), separators=(",", ":")).encode()
+
+
+def replayed_runtime(wheel: Wheel, case: str, out: Path) -> Wheel:
+    """A copy of a runtime wheel changed the way the original regression changed the runtime, still
+    claiming to be that version: "removed" stops exporting hipdnn_ep_get_host_scratch_base (the
+    definition deleted, manifest and version script unchanged); "narrowed" ships a manifest in which
+    hipdnn_ep_get_pool_base lost its size parameter (a signature change without a major bump)."""
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / wheel.path.name
+    with zipfile.ZipFile(wheel.path) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as dst:
+        record_name = next(n for n in src.namelist() if n.endswith(".dist-info/RECORD"))
+        records = []
+        for info in src.infolist():
+            if info.filename == record_name:
+                continue
+            data = src.read(info)
+            if re.search(r"libhipdnn_ep_runtime\.so[.\d]*$", info.filename) and not info.is_dir():
+                data = _edit_library(data, case)
+            dst.writestr(info, data)
+            digest = urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            records.append(f"{info.filename},sha256={digest},{len(data)}")
+        records.append(f"{record_name},,")
+        dst.writestr(record_name, "\n".join(records) + "\n")
+    return read_wheel("runtime", wheel.label, target, note=f"replay: {case}")
+
+
+def _edit_library(data: bytes, case: str) -> bytes:
+    data = bytearray(data)
+
+    def replace(old: bytes, new: bytes) -> None:
+        at = data.find(old)
+        if at < 0 or len(new) > len(old):
+            return
+        data[at:at + len(old)] = new.ljust(len(old), b" ")
+
+    text = (ROOT / "packages/runtime/abi/manifest.toml").read_text()
+    if case == "removed":
+        name = b"\0" + SCRATCH.encode() + b"\0"
+        replace(name, name[:-2] + b"X\0")  # the dynamic symbol renamed away: no longer exported
+    else:
+        replace(_manifest_json(text), _manifest_json(text.replace(POOL_PARAMS, POOL_PARAMS_NARROWED)))
+    return bytes(data)
+
+
+# ------------------------------------------------------------------ expectations
+
+@dataclass(frozen=True)
+class Expected:
+    outcome: str  # "pass", "pip" (pip refuses the set), "abi" (our ABI check refuses it)
+    why: str
+    target: tuple[int, int] | None = None  # the ABI the code is compiled for
+
+
+def _requirement(wheel: Wheel, name: str, extras: set[str]) -> Requirement | None:
+    for text in wheel.requires:
+        req = Requirement(text)
+        if canonicalize_name(req.name) != canonicalize_name(name):
+            continue
+        if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras or {""}):
+            return req
+    return None
+
+
+def expect(compiler: Wheel, runtime: Wheel, ep: Wheel) -> Expected:
+    """What installing and running this combination must give, from the wheels' metadata alone."""
+    wanted = [(ep, compiler, {""}), (ep, runtime, {""})]
+    creq = _requirement(ep, compiler.name, {""})
+    wanted.append((compiler, runtime, set(creq.extras) if creq else set()))
+    for who, dep, extras in wanted:
+        req = _requirement(who, dep.name, extras)
+        if req is not None and not req.specifier.contains(Version(dep.version), prereleases=True):
+            return Expected("pip", f"{who.name} {who.version} requires {req}")
+    (rmaj, rmin), (emaj, emin), (cmaj, cmin) = runtime.abi, ep.abi, compiler.abi
+    if rmaj != emaj or rmin < emin:
+        return Expected("abi", f"the EP needs runtime ABI {emaj}.{emin}, the runtime has {rmaj}.{rmin}")
+    if cmaj != rmaj:
+        return Expected("abi", f"the compiler targets ABI major {cmaj}, the runtime has {rmaj}.{rmin}")
+    return Expected("pass", "", (rmaj, min(rmin, cmin)))
+
+
+# ------------------------------------------------------------------ running cells
+
+@dataclass
+class Cell:
+    compiler: Wheel
+    runtime: Wheel
+    ep: Wheel
+    backend: str
+    expected: Expected
+    replay: bool = False  # a replayed regression: must not pass
+    install: str = ""  # "" until tried, "ok", or pip's refusal
+    results: dict[str, dict] = field(default_factory=dict)  # test -> {"outcome", "message", ...}
+    loads: dict[str, dict] = field(default_factory=dict)
+    load_expected: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"c{self.compiler.title}-r{self.runtime.title}-e{self.ep.title}-{self.backend}".replace(" ", "_")
+
+
+def _uv(*args: str, python: Path | None = None) -> subprocess.CompletedProcess:
+    cmd = ["uv", "pip", *args] + (["--python", str(python)] if python else [])
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def install(cell: Cell, work: Path) -> Path | None:
+    """A fresh virtual environment with the cell's three wheels; None (and cell.install says why) when
+    pip refuses them."""
+    venv = work / "venv"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    subprocess.run(["uv", "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
+    python = venv / "bin/python"
+    # third-party dependencies from the registry (uv's cache makes this a link, not a download)
+    ours = {canonicalize_name(n) for n in NAMES.values()}
+    third = [r for w in (cell.compiler, cell.ep, cell.runtime) for r in w.requires
+             if canonicalize_name(Requirement(r).name) not in ours]
+    third = [r for r in third if Requirement(r).marker is None or Requirement(r).marker.evaluate({"extra": "runtime"})]
+    proc = _uv("install", "--quiet", *TEST_DEPS, *third, python=python)
+    if proc.returncode != 0:
+        raise SystemExit(f"matrix: installing the test dependencies failed: {proc.stderr[-3000:]}")
+    links = work / "wheels"
+    links.mkdir()
+    for w in (cell.compiler, cell.runtime, cell.ep):
+        (links / w.path.name).symlink_to(w.path)
+    proc = _uv("install", "--quiet", "--no-index", "--find-links", str(links), f"{cell.ep.name}=={cell.ep.version}",
+               f"{cell.compiler.name}[runtime]=={cell.compiler.version}",
+               f"{cell.runtime.name}=={cell.runtime.version}", python=python)
+    if proc.returncode != 0:
+        cell.install = " ".join(proc.stderr.split())[-600:]
+        return None
+    cell.install = "ok"
+    return python
+
+
+def run_cell_script(python: Path, *args: str, timeout: float = 900) -> dict[str, dict]:
+    try:
+        proc = subprocess.run([str(python), str(CELL), *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"process": {"outcome": "fail", "message": f"hung: no answer in {timeout:.0f} s"}}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
+        return {"process": {"outcome": "fail", "message": f"crashed ({how}): {proc.stderr[-1500:]}"}}
+    return json.loads(lines[-1])
+
+
+def cell_verdict(cell: Cell) -> tuple[bool, str]:
+    """Whether the cell behaved as expected, and the cell's outcome in words."""
+    outcomes = [r["outcome"] for r in cell.results.values()]
+    if cell.install and cell.install != "ok":
+        actual = "refused by pip"
+    elif outcomes and all(o == "pass" for o in outcomes):
+        actual = "passed"
+    elif outcomes and all(o in ("pass", "refused") for o in outcomes):
+        actual = "refused" if all(o == "refused" for o in outcomes) else "partly refused"
+    else:
+        actual = "FAILED"
+    if cell.replay:
+        return actual != "passed", actual
+    loads_ok = all(cell.loads.get(k, {}).get("outcome") == v for k, v in cell.load_expected.items())
+    want = {"pass": "passed", "pip": "refused by pip", "abi": "refused"}[cell.expected.outcome]
+    return actual == want and loads_ok, actual
+
+
+def _dynamic_fixed(cell: Cell, kind: str) -> str:
+    rs = [r["outcome"] for k, r in cell.results.items() if k.startswith(kind + ":")]
+    if not rs:
+        return "-"
+    text = f"{rs.count('pass')}/{len(rs)} pass"
+    others = sorted(set(rs) - {"pass"})
+    return text + (f", {len(rs) - rs.count('pass')} {'/'.join(others)}" if others else "")
+
+
+def table(cells: list[Cell]) -> str:
+    head = ["compiler", "runtime", "ep", "backend", "expected (from metadata)", "install", "dynamic", "fixed",
+            "EPContext of every cell loaded (as expected)", "verdict"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in cells:
+        ok, actual = cell_verdict(c)
+        if c.replay:
+            expected = "caught (refused or failed)"
+        elif c.expected.outcome == "pass":
+            expected = "pass" + (f", code for ABI {c.expected.target[0]}.{c.expected.target[1]}"
+                                 if c.expected.target else "")
+        else:
+            expected = f"refused: {c.expected.why}"
+        install_text = "ok" if c.install == "ok" else ("pip refused" if c.install else "-")
+        n_as_expected = sum(c.loads.get(k, {}).get("outcome") == v for k, v in c.load_expected.items())
+        n_refused = sum(v == "refused" for v in c.load_expected.values())
+        loads = (f"{n_as_expected}/{len(c.load_expected)}" + (f" ({n_refused} refused: newer ABI)" if n_refused else "")
+                 if c.load_expected else "-")
+        verdict = ("as expected" if ok else "**UNEXPECTED**") + f": {actual}"
+        rows.append("| " + " | ".join([c.compiler.title, c.runtime.title, c.ep.title, c.backend, expected, install_text,
+                                       _dynamic_fixed(c, "dynamic"), _dynamic_fixed(c, "fixed"), loads,
+                                       verdict]) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def details(cells: list[Cell]) -> str:
+    """What each unexpected cell said."""
+    out = []
+    for c in cells:
+        ok, actual = cell_verdict(c)
+        if ok and not c.replay:
+            continue
+        out.append(f"### {c.name}: {actual}")
+        if c.install and c.install != "ok":
+            out.append(f"- pip: {c.install}")
+        for k, r in {**c.results, **c.loads}.items():
+            if r["outcome"] != "pass":
+                out.append(f"- {k}: {r['outcome']}: {r['message'][:400]}")
+        for k, v in c.load_expected.items():
+            got = c.loads.get(k, {}).get("outcome")
+            if got != v:
+                out.append(f"- {k}: expected {v}, got {got}")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def _context_abi(producer: Path, model: str) -> tuple[int, int] | None:
+    """The ABI an EPContext model's embedded code needs (its metadata's abi.min_minor)."""
+    ctx = producer / f"{model}_ctx.onnx"
+    if not ctx.exists():
+        return None
+    found = re.findall(rb'"abi":\{"major":(\d+),"min_minor":(\d+)\}', ctx.read_bytes())
+    return max((int(a), int(b)) for a, b in found) if found else None
+
+
+def run_matrix(cells: list[Cell], work: Path) -> None:
+    pythons: dict[str, Path] = {}
+    for cell in cells:
+        t0 = time.monotonic()
+        python = install(cell, work / cell.name)
+        if python is not None:
+            pythons[cell.name] = python
+            cell.results = run_cell_script(python, "run", "--out", str(work / "ctx" / cell.name),
+                                           "--backend", cell.backend)
+        cell.seconds = time.monotonic() - t0
+        _, actual = cell_verdict(cell)
+        print(f"matrix: {cell.name}: {actual} ({cell.seconds:.0f} s)", flush=True)
+    # EPContext models from every cell that wrote them, loaded by every cell that installed
+    producers = [c for c in cells if c.name in pythons and not c.replay
+                 and any(k.startswith("epcontext-write:") and r["outcome"] == "pass" for k, r in c.results.items())]
+    for consumer in cells:
+        if consumer.name not in pythons or consumer.replay:
+            continue
+        for producer in producers:
+            out = work / "ctx" / producer.name
+            for key, r in producer.results.items():
+                if not key.startswith("epcontext-write:") or r["outcome"] != "pass":
+                    continue
+                model = key.split(":", 1)[1]
+                abi = _context_abi(out, model)
+                ok = abi is not None and abi[0] == consumer.runtime.abi[0] and abi[1] <= consumer.runtime.abi[1]
+                consumer.load_expected[f"epcontext-load:{out.name}:{model}"] = "pass" if ok else "refused"
+        t0 = time.monotonic()
+        loads = run_cell_script(pythons[consumer.name], "load", "--out", str(work / consumer.name / "loads"),
+                                "--backend", consumer.backend, *(str(work / "ctx" / p.name) for p in producers))
+        consumer.loads = loads
+        consumer.seconds += time.monotonic() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cache", type=Path, default=ROOT / "build/matrix", help="wheel cache and cell folders")
+    ap.add_argument("--gpu", choices=("auto", "cuda", "none"), default="auto",
+                    help="the GPU leg: auto runs it when nvidia-smi answers, cuda requires it, none skips it")
+    ap.add_argument("--no-replay", action="store_true", help="leave out the replayed regression runtimes")
+    args = ap.parse_args(argv)
+    t_start = time.monotonic()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    found = sources()
+    for package, items in found.items():
+        print(f"matrix: {NAMES[package]}: " + ", ".join(f"{s.label}" + (f" ({s.commit[:10]})" if s.commit else "")
+                                                          for s in items), flush=True)
+    legs = [("cpu", "cpu")]
+    gpu = args.gpu == "cuda" or (args.gpu == "auto" and _nvidia_gpu())
+    if gpu:
+        legs.append(("cuda", "cpu;cuda"))
+    else:
+        print("matrix: GPU leg skipped: " + ("--gpu none" if args.gpu == "none" else "no NVIDIA GPU answers "
+                                              "(nvidia-smi)"), flush=True)
+    report = []
+    failed = False
+    for backend, backends in legs:
+        builder = Builder(args.cache, backends)
+        wheels = {p: [read_wheel(p, s.label, builder.wheel(s)) for s in items] for p, items in found.items()}
+        cells = [Cell(c, r, e, backend, expect(c, r, e))
+                 for e in wheels["ep"] for c in wheels["compiler"] for r in wheels["runtime"]]
+        if not args.no_replay:
+            head_r, head_c, head_e = wheels["runtime"][-1], wheels["compiler"][-1], wheels["ep"][-1]
+            for case in ("removed", "narrowed"):
+                r = replayed_runtime(head_r, case, args.cache / "replay" / f"{backend}-{case}")
+                cells.append(Cell(head_c, r, head_e, backend, expect(head_c, r, head_e), replay=True))
+        run_matrix(cells, args.cache / "cells" / backend)
+        text = table(cells)
+        report += [f"## {backend} backend\n", text, details(cells)]
+        failed |= not all(cell_verdict(c)[0] for c in cells)
+    elapsed = time.monotonic() - t_start
+    report.append(f"\n{'FAILED' if failed else 'OK'}: matrix in {elapsed:.0f} s\n")
+    text = "# Compatibility matrix\n\n" + "\n".join(report)
+    (args.cache / "matrix.md").write_text(text)
+    print(text, flush=True)
+    print(f"matrix: table written to {args.cache / 'matrix.md'}")
+    return 1 if failed else 0
+
+
+def _nvidia_gpu() -> bool:
+    smi = shutil.which("nvidia-smi")
+    return smi is not None and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
