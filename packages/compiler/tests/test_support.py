@@ -33,7 +33,7 @@ def test_element_types_the_kernels_lack_are_refused_per_node():
 
 
 def test_a_refused_node_leaves_the_rest_supported():
-    # Cos is not in the op table; the rest compiles once its output is a graph input.
+    # Cos is not in the op registry; the rest compiles once its output is a graph input.
     assert _verdicts(_chain(TensorProto.FLOAT, "Cos")) == [
         ("add", True, ""), ("mid", False, "op Cos of domain ai.onnx is not supported"), ("mul", True, "")]
 

@@ -31,7 +31,7 @@ def _weight_types(module) -> dict[str, tuple[int, list[int]]]:
     out = {}
     for op in hir.ops(module):
         if op.name == "hipdnn.weight":
-            out[hir.get_str(op, "name")] = (hir.element_dtype_from_text(str(op.results[0].type)),
+            out[hir.get_str(op, "name")] = (hir.element_dtype(op.results[0]),
                                             [int(d) for d in hir.dims_of(op.results[0])])
     return out
 

@@ -123,12 +123,18 @@ def to_attr(value: Any) -> ir.Attribute:
     raise TypeError(f"cannot turn {value!r} into an attribute")
 
 
-def element_dtype(value: ir.Value) -> int:
-    elem = str(ir.RankedTensorType(value.type).element_type)
+def type_dtype(t: ir.Type) -> int:
+    """The ONNX element type code of a tensor type's (or a scalar type's) MLIR element type."""
+    elem = t.element_type if isinstance(t, ir.ShapedType) else t
     for code, (name, _) in DTYPES.items():
-        if name == elem:
+        if ir.Type.parse(name, elem.context) == elem:
             return code
     raise ValueError(f"unsupported element type {elem}")
+
+
+def element_dtype(value: ir.Value) -> int:
+    """The ONNX element type code of a tensor value."""
+    return type_dtype(value.type)
 
 
 def rank(value: ir.Value) -> int:
@@ -197,21 +203,13 @@ def users(value: ir.Value) -> list[ir.Operation]:
     return [u.owner for u in value.uses]
 
 
-def create(name: str, operands: list[ir.Value], result_types: list[str], attrs: dict[str, Any],
+def create(name: str, operands: list[ir.Value], result_types: list[str | ir.Type], attrs: dict[str, Any],
            before: ir.Operation) -> ir.Operation:
     with before.context, before.location:
         return ir.Operation.create(
             name,
-            results=[ir.Type.parse(t) for t in result_types],
+            results=[ir.Type.parse(t) if isinstance(t, str) else t for t in result_types],
             operands=operands,
             attributes={k: to_attr(v) for k, v in attrs.items()},
             ip=ir.InsertionPoint(before),
         )
-
-
-def element_dtype_from_text(type_text: str) -> int:
-    elem = type_text.rstrip(">").split("x")[-1].split("<")[-1]
-    for code, (name, _) in DTYPES.items():
-        if name == elem:
-            return code
-    raise ValueError(f"unsupported element type in {type_text}")

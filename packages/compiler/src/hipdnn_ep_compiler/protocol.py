@@ -67,7 +67,7 @@ def handle(request: Any) -> dict[str, Any]:
         from ._version import __version__
         from .abi import load_abi
         from .artifact import BACKENDS
-        from .frontend.op_table import supported_ops
+        from .ops import supported_ops
 
         abi = load_abi()
         return {"protocol": version, "ok": True, "compiler_version": __version__,

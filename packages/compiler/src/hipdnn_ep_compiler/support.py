@@ -2,7 +2,7 @@
 
 The answer comes from the compiler itself, not from a table kept beside it: the graph goes
 through the same frontend, passes and lowering that `compile_model` runs (everything but writing
-the object and linking it), so every rule (op table, element-type tables of the ABI manifest,
+the object and linking it), so every rule (op registry, element-type tables of the ABI manifest,
 constant-parameter requirements, shape checks) decides support exactly as it decides a compile.
 
 A refusal names the node it is about; that node is taken out (its outputs become graph inputs,
@@ -21,7 +21,7 @@ import onnx
 
 from .errors import CompileError
 from .frontend.importer import node_label
-from .frontend.op_table import lookup
+from .ops import lookup
 
 
 @dataclass(frozen=True)

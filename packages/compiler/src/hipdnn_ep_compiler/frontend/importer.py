@@ -17,7 +17,7 @@ from onnx import numpy_helper
 
 from .. import ir as hir
 from ..errors import ModelError, UnsupportedError
-from .op_table import lookup
+from ..ops import lookup
 
 SMALL_INT_CONSTANT = 1024  # int32/int64 tensors up to this many elements are embedded host values
 
@@ -70,6 +70,7 @@ class _Importer:
         self.constants: dict[str, onnx.TensorProto] = {}  # Constant node outputs
         self.names: dict[str, str] = {}  # onnx value name -> SSA name
         self.value_types: dict[str, str] = {}
+        self.value_dtypes: dict[str, int] = {}  # SSA name -> element type code
         self.lines: list[str] = []
         self.weights: list[dict] = []
         self.counter = 0
@@ -132,6 +133,7 @@ class _Importer:
             self.lines.append(f'{ssa} = "hipdnn.weight"() {{name = {hir.mlir_string(name)}}} : () -> {ttype}')
         self.names[name] = ssa
         self.value_types[ssa] = ttype
+        self.value_dtypes[ssa] = dtype
         return ssa
 
     def constant_node(self, node: onnx.NodeProto, where: str) -> None:
@@ -166,6 +168,7 @@ class _Importer:
             args.append(f"{ssa}: {ttype}")
             self.names[vi.name] = ssa
             self.value_types[ssa] = ttype
+            self.value_dtypes[ssa] = dtype
             # a dynamic dim without a name gets one (unique to this input and axis) for the metadata
             inputs_meta.append({"name": vi.name, "dtype": dtype,
                                 "dims": [f"{vi.name}_d{k}" if d is None else d for k, d in enumerate(dims)]})
@@ -174,8 +177,8 @@ class _Importer:
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 self.constant_node(node, where)
                 continue
-            op = lookup(node.domain, node.op_type)
-            if op is None:
+            entry = lookup(node.domain, node.op_type)
+            if entry is None:
                 dom = node.domain or "ai.onnx"
                 raise UnsupportedError(f"{where}: op {node.op_type} of domain {dom} is not supported "
                                        f"(see hipdnn_ep_compiler.supported_ops())")
@@ -185,7 +188,7 @@ class _Importer:
             results, result_types = [], []
             fallback = None
             if operands:
-                fallback = hir.element_dtype_from_text(operand_types[0])
+                fallback = self.value_dtypes[operands[0]]
             for k, out in enumerate(node.output):
                 if not out:
                     continue
@@ -202,6 +205,7 @@ class _Importer:
                 ssa = self.fresh()
                 self.names[out] = ssa
                 self.value_types[ssa] = ttype
+                self.value_dtypes[ssa] = dtype
                 results.append(ssa)
                 result_types.append(ttype)
             attr_items = [f"operand_roles = [{', '.join(f'{r} : i64' for r in roles)}]",
@@ -210,7 +214,7 @@ class _Importer:
                 attr_items.append(f"{hir.mlir_string('onnx.' + a.name)} = {_attr_text(a, where)}")
             lhs = (", ".join(results) + " = ") if results else ""
             self.lines.append(
-                f'{lhs}"hipdnn.{op}"({", ".join(operands)}) {{{", ".join(attr_items)}}} : '
+                f'{lhs}"{entry.op_name}"({", ".join(operands)}) {{{", ".join(attr_items)}}} : '
                 f'({", ".join(operand_types)}) -> ({", ".join(result_types)})'
             )
         outs, out_types, outputs_meta = [], [], []
@@ -219,7 +223,7 @@ class _Importer:
             ssa = self.operand(vi.name, where) if vi.name not in self.names else self.names[vi.name]
             outs.append(ssa)
             out_types.append(self.value_types[ssa])
-            fallback = hir.element_dtype_from_text(self.value_types[ssa])
+            fallback = self.value_dtypes[ssa]
             dtype, dims = self.tensor_type(vi.name, where, fallback_dtype=fallback)
             outputs_meta.append({"name": vi.name, "dtype": dtype, "dims": dims})
         signature = {"inputs": inputs_meta, "outputs": outputs_meta}

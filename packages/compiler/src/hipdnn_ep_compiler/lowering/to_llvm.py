@@ -20,6 +20,7 @@ from .. import ir as hir
 from .. import symbolic as sym
 from ..abi import RuntimeAbi
 from ..errors import AbiTargetError, UnsupportedError
+from ..ops import kernel
 from ..passes.plan_memory import size_bytes
 from . import runtime_calls as rc
 from .emitter import FunctionEmitter, llvm_type
@@ -263,7 +264,7 @@ class _Lowering:
 
     def ref_of(self, value: ir.Value) -> tuple[str, str, int, int]:
         return (self.data[value], self.dims_ptr[value], len(hir.dims_of(value)),
-                hir.element_dtype_from_text(str(value.type)))
+                hir.element_dtype(value))
 
     def param_ref(self, array_ptr: str, n: int) -> tuple[str, str, int, int]:
         return (array_ptr, self.const_array([n]), 1, hir.INT64)
@@ -367,7 +368,7 @@ class _Lowering:
             ref = e.gep(self.output_base, k * self.ref.size)
             self.store_field(self.ref, ref, "dims", self.dims_ptr[value])
             self.store_field(self.ref, ref, "rank", e.const(len(hir.dims_of(value)), "i32"))
-            self.store_field(self.ref, ref, "dtype", e.const(hir.element_dtype_from_text(str(value.type)), "i32"))
+            self.store_field(self.ref, ref, "dtype", e.const(hir.element_dtype(value), "i32"))
         self.guard_overflow()
         e.lines.append(f"llvm.return {e.const(0, 'i32')} : i32")
 
@@ -398,7 +399,7 @@ class _Lowering:
             return  # unused by device code (materialize-host-scalars rewrote the used ones)
         value = op.results[0]
         if name == "hipdnn.materialize":
-            dtype = hir.element_dtype_from_text(str(value.type))
+            dtype = hir.element_dtype(value)
             elem = "i64" if dtype == hir.INT64 else "i32"
             vals = [sym.parse(s) for s in hir.get_strs(op, "values")]
             src = self.int_array(vals, hir.get_int(op, "hipdnn.values_slot"), elem)
@@ -411,24 +412,21 @@ class _Lowering:
             self.call(rc.MEMCPY, [self.state, self.data[value], self.data[op.operands[0]],
                                   self.expr(size_bytes(value)), e.const(kind, "i32")])
             return
-        entry = rc.KERNELS.get(name)
+        entry = kernel(name)
         if entry is None:
             raise UnsupportedError(f"{hir.get_str(op, 'onnx.node', name)}: no kernel for {name}")
         inputs = [self.ref_of(v) for v in op.operands]
-        if name == "hipdnn.reduce":
-            axes = hir.get_ints(op, "axes")
-            inputs.append(self.param_ref(self.const_array(axes), len(axes)))
-        elif name == "hipdnn.transpose":
-            perm = hir.get_ints(op, "perm")
-            inputs.append(self.param_ref(self.const_array(perm), len(perm)))
-        elif name == "hipdnn.slice":
-            starts = [sym.parse(s) for s in hir.get_strs(op, "starts")]
-            steps = hir.get_ints(op, "steps")
-            inputs.append(self.param_ref(self.int_array(starts, hir.get_int(op, "hipdnn.starts_slot")), len(starts)))
-            inputs.append(self.param_ref(self.const_array(steps), len(steps)))
+        for p in entry.params:  # parameter arrays (axes, perm, starts, steps): int64 in host memory
+            if p.symbolic:
+                vals = [sym.parse(x) for x in hir.get_strs(op, p.attr)]
+                ptr = self.int_array(vals, hir.get_int(op, p.slot_attr))
+            else:
+                vals = hir.get_ints(op, p.attr)
+                ptr = self.const_array(vals)
+            inputs.append(self.param_ref(ptr, len(vals)))
         outputs = [self.ref_of(value)]
         fn = self.abi.function(self.abi.name(entry.kernel))
-        codes = [hir.element_dtype_from_text(str(v.type)) for v in op.operands]
+        codes = [hir.element_dtype(v) for v in op.operands]
         kind = hir.get_str(op, "op") if entry.op_enum else None
         for i, code in enumerate(codes):
             since = fn.input0_since(kind, code) if i == 0 else fn.later_input_since(i, code)

@@ -6,9 +6,10 @@ IR out:
     program result) becomes `hipdnn.materialize`: a device int tensor filled from the host
     (memcpy HOST_TO_DEVICE), the only way host values reach device data;
   * every integer array the program hands the runtime (dims of tensors, materialized values,
-    slice starts) whose entries are not all compile-time constants gets a slot range in the
-    host scratch: `hipdnn.dims_slot` (per result, -1 = static or caller-owned),
-    `hipdnn.values_slot`, `hipdnn.starts_slot`;
+    the symbolic parameter arrays of kernels, e.g. slice starts) whose entries are not all
+    compile-time constants gets a slot range in the host scratch: `hipdnn.dims_slot` (per result,
+    -1 = static or caller-owned), `hipdnn.values_slot`, and for a kernel's symbolic `Param`
+    its `slot_attr` (`hipdnn.starts_slot`);
   * program inputs whose elements are used on the host (a Reshape target or Slice starts fed
     as a graph input: "v" symbols) get `hipdnn.input_value_slots` = [[input, first slot], ...]:
     the program copies them DEVICE_TO_HOST into the scratch before computing anything;
@@ -23,10 +24,16 @@ from torch_mlir import ir
 from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
+from ..ops import Param, kernel
 
 NAME = "materialize-host-scalars"
 
 HOST_OPS = ("hipdnn.host_tensor", "hipdnn.constant")
+
+
+def _symbolic_params(op: ir.Operation) -> list[Param]:
+    entry = kernel(op.name)
+    return [p for p in entry.params if p.symbolic] if entry else []
 
 
 def _static(exprs: list[sym.Expr]) -> bool:
@@ -81,13 +88,13 @@ def run(module: ir.Module) -> ir.Module:
         if op.name == "hipdnn.materialize":
             vals = [sym.parse(s) for s in hir.get_strs(op, "values")]
             hir.set_attr(op, "hipdnn.values_slot", -1 if _static(vals) else take(vals, str(op.results[0].type)))
-        if op.name == "hipdnn.slice":
-            starts = [sym.parse(s) for s in hir.get_strs(op, "starts")]
-            hir.set_attr(op, "hipdnn.starts_slot", -1 if _static(starts) else take(starts))
+        for param in _symbolic_params(op):
+            vals = [sym.parse(s) for s in hir.get_strs(op, param.attr)]
+            hir.set_attr(op, param.slot_attr, -1 if _static(vals) else take(vals))
     # program inputs whose elements the host reads ("v" symbols) get a copy in the host scratch
     read_inputs: set[int] = set()
     for op in hir.ops(module):
-        for name in ("hipdnn.dims", "values", "starts"):
+        for name in ("hipdnn.dims", "values", *(p.attr for p in _symbolic_params(op))):
             if name in op.attributes:
                 read_inputs |= {sym.parse_symbol(v)[0] for v in _symbols_of(op, name) if sym.is_value_symbol(v)}
     for check in checks.read(hir.main_func(module)):

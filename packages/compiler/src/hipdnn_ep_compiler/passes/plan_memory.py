@@ -48,7 +48,7 @@ def _owns_buffer(value: ir.Value) -> bool:
 
 
 def size_bytes(value: ir.Value) -> sym.Expr:
-    return sym.mul(hir.DTYPES[hir.element_dtype_from_text(str(value.type))][1], sym.product(hir.dims_of(value)))
+    return sym.mul(hir.DTYPES[hir.element_dtype(value)][1], sym.product(hir.dims_of(value)))
 
 
 def _align(e: sym.Expr) -> sym.Expr:

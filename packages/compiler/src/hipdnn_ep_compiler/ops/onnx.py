@@ -1,0 +1,426 @@
+"""The ONNX ops (ai.onnx and com.microsoft) the compiler supports: their kernels and entries.
+
+Each op is one `OpDef` (ops/registry.py) next to its shape rule; each kernel-level op one `Kernel`.
+To add an op, see "Adding an op" in the package README.
+"""
+
+from __future__ import annotations
+
+from .. import checks
+from .. import ir as hir
+from .. import symbolic as sym
+from ..errors import ModelError
+from .node import HOST_INT_TYPES, Node, all_host, broadcast, host_elementwise, host_tensor, norm_axis, replace, show
+from .registry import Kernel, OpDef, Param, register, register_kernel
+
+# ---------------------------------------------------------------- kernel-level ops
+
+BINARY = register_kernel(Kernel("binary", "kernel_binary", ("op",), op_enum="binary_op", same_type=None))
+UNARY = register_kernel(Kernel("unary", "kernel_unary", ("op",), op_enum="unary_op"))
+CAST = register_kernel(Kernel("cast", "kernel_cast"))
+WHERE = register_kernel(Kernel("where", "kernel_where", same_type=(1, 2), labels={0: "the condition"}))
+MATMUL = register_kernel(Kernel("matmul", "kernel_matmul", same_type=None))
+GEMM = register_kernel(Kernel("gemm", "kernel_gemm", ("trans_a", "trans_b"), ("alpha", "beta"), same_type=None))
+SOFTMAX = register_kernel(Kernel("softmax", "kernel_softmax", ("axis",)))
+LAYER_NORM = register_kernel(Kernel("layer_norm", "kernel_layer_norm", ("axis",), ("epsilon",), same_type=None))
+REDUCE = register_kernel(Kernel("reduce", "kernel_reduce", ("op",), op_enum="reduce_op",
+                                params=(Param("axes", 1),)))
+TRANSPOSE = register_kernel(Kernel("transpose", "kernel_transpose", params=(Param("perm", 1),)))
+CONCAT = register_kernel(Kernel("concat", "kernel_concat", ("axis",), same_type=None))
+SLICE = register_kernel(Kernel("slice", "kernel_slice", params=(Param("starts", 1, symbolic=True), Param("steps", 2))))
+GATHER = register_kernel(Kernel("gather", "kernel_gather", ("axis",), labels={1: "indices"}))
+EXPAND = register_kernel(Kernel("expand", "kernel_expand"))
+
+# ---------------------------------------------------------------- ONNX ops, each with its shape rule
+
+def _binary(o: Node) -> None:
+    if o.kind in ("add", "sub", "mul", "div") and all_host(o) and o.result_dtype() in HOST_INT_TYPES:
+        fn = {"add": sym.add, "sub": sym.sub, "mul": sym.mul, "div": sym.div}[o.kind]
+        if host_elementwise(o, fn):
+            return
+    replace(o, BINARY, [o.input(0), o.input(1)], {"op": o.entry.enum_key},
+             [broadcast(o, o.dims(0), o.dims(1))])
+
+
+for _op_type, _key in (("Add", "ADD"), ("Sub", "SUB"), ("Mul", "MUL"), ("Div", "DIV"), ("Pow", "POW"),
+                      ("Equal", "EQUAL"), ("Less", "LESS"), ("Greater", "GREATER")):
+    register(OpDef(_op_type, _key.lower(), _binary, (BINARY,), enum_key=_key))
+
+
+def _unary(o: Node) -> None:
+    replace(o, UNARY, [o.input(0)], {"op": o.entry.enum_key}, [o.dims(0)])
+
+
+for _op_type, _key in (("Relu", "RELU"), ("Sigmoid", "SIGMOID"), ("Tanh", "TANH"), ("Exp", "EXP"),
+                      ("Log", "LOG"), ("Sqrt", "SQRT"), ("Neg", "NEG"), ("Erf", "ERF")):
+    register(OpDef(_op_type, _key.lower(), _unary, (UNARY,), enum_key=_key))
+
+
+def _gelu(o: Node) -> None:
+    approx = hir.get_str(o.op, "onnx.approximate", "none")
+    if approx not in ("none", "tanh"):
+        o.fail(f"Gelu approximate='{approx}' is not supported")
+    op = "GELU_TANH" if approx == "tanh" else "GELU_ERF"
+    replace(o, UNARY, [o.input(0)], {"op": op}, [o.dims(0)])
+
+
+register(OpDef("Gelu", "gelu", _gelu, (UNARY,), domains=("ai.onnx", "com.microsoft")))
+
+
+def _matmul(o: Node) -> None:
+    a, b = o.dims(0), o.dims(1)
+    if not a or not b:
+        raise ModelError(f"{o.where}: MatMul operands must have rank >= 1")
+    a2 = [1] + a if len(a) == 1 else a
+    b2 = b + [1] if len(b) == 1 else b
+    batch = broadcast(o, a2[:-2], b2[:-2])
+    out = batch + [a2[-2], b2[-1]]
+    if len(a) == 1:
+        out.pop(-2)
+    if len(b) == 1:
+        out.pop(-1)
+    replace(o, MATMUL, [o.input(0), o.input(1)], {}, [out])
+
+
+register(OpDef("MatMul", "matmul", _matmul, (MATMUL,)))
+
+
+def _gemm(o: Node) -> None:
+    # any nonzero transA/transB transposes, as in ONNX shape inference and ORT
+    ta, tb = int(o.attr_int("transA", 0) != 0), int(o.attr_int("transB", 0) != 0)
+    a, b = o.dims(0), o.dims(1)
+    if len(a) != 2 or len(b) != 2:
+        raise ModelError(f"{o.where}: Gemm operands must be 2-D")
+    m = a[1] if ta else a[0]
+    n = b[0] if tb else b[1]
+    operands = [o.input(0), o.input(1)] + ([o.input(2)] if o.input(2) is not None else [])
+    replace(o, GEMM, operands,
+             {"trans_a": ta, "trans_b": tb, "alpha": o.attr_float("alpha", 1.0), "beta": o.attr_float("beta", 1.0)},
+             [[m, n]])
+
+
+register(OpDef("Gemm", "gemm", _gemm, (GEMM,)))
+
+
+def _softmax(o: Node) -> None:
+    d = o.dims(0)
+    replace(o, SOFTMAX, [o.input(0)], {"axis": norm_axis(o, o.attr_int("axis", -1), len(d))}, [d])
+
+
+register(OpDef("Softmax", "softmax", _softmax, (SOFTMAX,)))
+
+
+def _layer_norm(o: Node) -> None:
+    d = o.dims(0)
+    axis = norm_axis(o, o.attr_int("axis", -1), len(d))
+    text = checks.Text(1, sym.product(d[axis:]))
+    o.require("le", text.values, f"input shape {text.dims(d)} has {{1}} elements from axis {axis} on; "
+                                 "LayerNormalization needs at least 1")
+    operands = [o.input(0), o.input(1)] + ([o.input(2)] if o.input(2) is not None else [])
+    replace(o, LAYER_NORM, operands,
+             {"axis": norm_axis(o, o.attr_int("axis", -1), len(d)), "epsilon": o.attr_float("epsilon", 1e-5)},
+             [d])
+
+
+register(OpDef("LayerNormalization", "layer_norm", _layer_norm, (LAYER_NORM,)))
+
+
+def _reduce(o: Node) -> None:
+    d = o.dims(0)
+    axes = o.const_ints(1, "the reduction axes")
+    if axes is not None and len(o.dims(1)) != 1:
+        raise ModelError(f"{o.where}: the axes input has rank {len(o.dims(1))}; it must be 1-D")
+    if axes is None:
+        axes = o.attr_ints("axes")  # opsets before 18 (ReduceMean/Max) carry axes as an attribute
+    keep = o.attr_int("keepdims", 1) == 1  # like ONNX shape inference and ORT: any other value drops the axes
+    if not axes:
+        if o.attr_int("noop_with_empty_axes", 0):
+            replace(o, "hipdnn.alias", [o.input(0)], {}, [d])
+            return
+        axes = list(range(len(d)))
+    axes = sorted({norm_axis(o, a, len(d)) for a in axes})
+    out = [1 if i in axes else x for i, x in enumerate(d)] if keep else [x for i, x in enumerate(d) if i not in axes]
+    replace(o, REDUCE, [o.input(0)], {"op": o.entry.enum_key, "axes": axes}, [out])
+
+
+for _op_type, _key in (("ReduceSum", "SUM"), ("ReduceMean", "MEAN"), ("ReduceMax", "MAX")):
+    register(OpDef(_op_type, "reduce_" + _key.lower(), _reduce, (REDUCE,), enum_key=_key))
+
+
+def _runtime_reshape_dims(o: Node, src: list[sym.Expr], target: list[sym.Expr]) -> list[sym.Expr]:
+    """Target entries only known at run time may be 0 (copy the input dim) or -1 (infer): resolve both
+    with host selects.  An entry is -1 for at most one axis in a valid model."""
+    allow_zero = o.attr_int("allowzero", 0)
+    for i, t in enumerate(target):
+        if not sym.nonnegative(t):
+            text = checks.Text(-1, t)
+            msg = f"target shape {text.dims(target)} has {{1}} at index {i}; entries must be >= -1"
+            o.require("le", text.values, msg)
+    n_infer = sym.add(*(sym.select_negative(t, 1, 0) for t in target))
+    text = checks.Text(n_infer, 1)
+    msg = f"target shape {text.dims(target)} has {{0}} entries equal to -1; at most one may be -1"
+    o.require("le", text.values, msg)
+    for i, t in enumerate(target[len(src):], len(src)):
+        if not allow_zero and not sym.nonnegative(sym.add(t, -1)):
+            text = checks.Text(sym.select_zero(t, 1, 0), 0)
+            msg = f"target shape {text.dims(target)} has 0 at index {i}, which copies the input's dim {i}, but " \
+                  f"the input has rank {len(src)}"
+            o.require("eq", text.values, msg)
+    resolved = []
+    for i, t in enumerate(target):
+        copy = src[i] if i < len(src) and not allow_zero else t
+        resolved.append(sym.select_negative(t, 1, sym.select_zero(t, copy, t)))
+    total = sym.product(src)
+    out = []
+    for i, t in enumerate(target):
+        others = sym.product(r for j, r in enumerate(resolved) if j != i)
+        if not sym.nonnegative(t):
+            text = checks.Text(1, sym.select_negative(t, others, 1))
+            o.require("le", text.values, f"target shape {text.dims(target)} has a -1 but its other dims multiply "
+                                         "to {1}, so the -1 cannot be inferred")
+        inferred = sym.div(total, others)
+        out.append(sym.select_negative(t, inferred, resolved[i]))
+    return out
+
+
+def _reshape_dims(o: Node, src: list[sym.Expr], target: list[sym.Expr]) -> list[sym.Expr]:
+    if any(not sym.nonnegative(t) and not isinstance(t, int) for t in target):
+        return _runtime_reshape_dims(o, src, target)
+    allow_zero = o.attr_int("allowzero", 0)
+    out: list[sym.Expr] = []
+    infer_at = None
+    for i, t in enumerate(target):
+        if t == 0 and not allow_zero:
+            if i >= len(src):
+                raise ModelError(f"{o.where}: shape entry {i} is 0 but the input has rank {len(src)}")
+            out.append(src[i])
+        elif t == -1:
+            if infer_at is not None:
+                raise ModelError(f"{o.where}: more than one -1 in the target shape")
+            infer_at = i
+            out.append(-1)
+        elif isinstance(t, int) and t < -1:
+            raise ModelError(f"{o.where}: invalid target dimension {t}")
+        else:
+            out.append(t)
+    if infer_at is not None:
+        known = sym.product(x for i, x in enumerate(out) if i != infer_at)
+        text = checks.Text(1, known)
+        o.require("le", text.values, f"target shape {text.dims(target)} has a -1 but its other dims multiply to "
+                                     "{1}, so the -1 cannot be inferred")
+        out[infer_at] = sym.div(sym.product(src), known)
+    return out
+
+
+def _require_same_size(o: Node, src: list[sym.Expr], target: list[sym.Expr], dims: list[sym.Expr]) -> None:
+    """A Reshape keeps the element count (a -1 that does not divide evenly breaks it too)."""
+    before, after = sym.product(src), sym.product(dims)
+    if before == after:
+        return
+    text = checks.Text(before, after)
+    resolved = text.dims(dims)
+    shown = text.dims(target)
+    msg = f"input shape {text.dims(src)} has {{0}} elements but target shape {shown}"
+    msg += " has {1}" if shown == resolved else f" (resolved to {resolved}) has {{1}}"
+    o.require("eq", text.values, msg)
+
+
+def _alias_like(o: Node) -> None:
+    src = o.dims(0)
+    if o.kind == "identity":
+        dims = src
+    elif o.kind == "reshape":
+        target = o.host(1)
+        if target is None:
+            o.fail("the target shape must be computable from input shapes and constants")
+        dims = _reshape_dims(o, src, target)
+        _require_same_size(o, src, target, dims)
+    elif o.kind == "unsqueeze":
+        axes = o.const_ints(1, "the axes") if o.input(1) is not None else o.attr_ints("axes")
+        if not axes:
+            raise ModelError(f"{o.where}: Unsqueeze needs axes")
+        r = len(src) + len(axes)
+        axes = sorted(norm_axis(o, a, r) for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ModelError(f"{o.where}: Unsqueeze axes {o.const_ints(1, 'the axes') or o.attr_ints('axes')} "
+                             "repeat an axis")
+        it = iter(src)
+        dims = [1 if i in axes else next(it) for i in range(r)]
+    else:  # squeeze
+        axes = o.const_ints(1, "the axes") if o.input(1) is not None else o.attr_ints("axes")
+        if axes is None:
+            axes = [i for i, x in enumerate(src) if x == 1]
+            if any(not isinstance(x, int) for x in src):
+                o.fail("Squeeze without axes on dynamic dims is not supported")
+        axes = {norm_axis(o, a, len(src)) for a in axes}
+        for a in sorted(axes):
+            if src[a] != 1:
+                text = checks.Text(src[a], 1)
+                o.require("eq", text.values, f"axis {a} of input shape {text.dims(src)} has size {{0}}; "
+                                             "Squeeze removes only axes of size 1")
+        dims = [x for i, x in enumerate(src) if i not in axes]
+    vals = o.host(0)
+    if vals is not None:
+        host_tensor(o, vals, dims)
+        return
+    replace(o, "hipdnn.alias", [o.input(0)], {}, [dims])
+
+
+for _op_type in ("Reshape", "Squeeze", "Unsqueeze", "Identity"):
+    register(OpDef(_op_type, _op_type.lower(), _alias_like))
+
+
+def _transpose(o: Node) -> None:
+    d = o.dims(0)
+    perm = o.attr_ints("perm") or list(reversed(range(len(d))))
+    if sorted(perm) != list(range(len(d))):
+        raise ModelError(f"{o.where}: perm {perm} is not a permutation of rank {len(d)}")
+    replace(o, TRANSPOSE, [o.input(0)], {"perm": perm}, [[d[p] for p in perm]])
+
+
+register(OpDef("Transpose", "transpose", _transpose, (TRANSPOSE,)))
+
+
+def _concat(o: Node) -> None:
+    ins = [o.inputs[k] for k in sorted(o.inputs)]
+    ds = [hir.dims_of(v) for v in ins]
+    axis = norm_axis(o, o.attr_int("axis"), len(ds[0]))
+    if len(ds[0]) == 1 and all_host(o):
+        vals: list[sym.Expr] = []
+        for v in ins:
+            vals.extend(hir.host_values(v))
+        host_tensor(o, vals, [len(vals)])
+        return
+    for k, dk in enumerate(ds[1:], 1):
+        if len(dk) != len(ds[0]):
+            raise ModelError(f"{o.where}: input {k} has rank {len(dk)}, input 0 has rank {len(ds[0])}")
+        for j, (a, b) in enumerate(zip(ds[0], dk, strict=True)):
+            if j != axis and isinstance(a, int) and isinstance(b, int) and a != b:
+                raise ModelError(f"{o.where}: input {k} has shape {show(dk)}, input 0 has {show(ds[0])}; "
+                                 f"they must agree outside axis {axis}")
+            if j != axis and a != b:  # checked even when the result goes unused, as ORT does
+                text = checks.Text(a, b)
+                o.require("eq", text.values, f"input {k} has shape {text.dims(dk)}, input 0 has "
+                                             f"{text.dims(ds[0])}; they must agree outside axis {axis}")
+    out = list(ds[0])
+    out[axis] = sym.add(*(d[axis] for d in ds))
+    replace(o, CONCAT, ins, {"axis": axis}, [out])
+
+
+register(OpDef("Concat", "concat", _concat, (CONCAT,)))
+
+
+def _slice_params(o: Node, d: list[sym.Expr]) -> tuple[list[sym.Expr], list[int], list[sym.Expr]]:
+    starts, ends = o.host(1), o.host(2)
+    if starts is None or ends is None:
+        o.fail("starts and ends must be computable from input shapes and constants")
+    axes = o.const_ints(3, "axes")
+    steps = o.const_ints(4, "steps")
+    axes = list(range(len(starts))) if axes is None else [norm_axis(o, a, len(d)) for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    n_starts, n_steps, counts = [0] * len(d), [1] * len(d), list(d)
+    for ax, s, e, st in zip(axes, starts, ends, steps, strict=False):
+        dim = d[ax]
+        if st == 0:
+            raise ModelError(f"{o.where}: slice step 0")
+        if st > 0:
+            s = sym.minimum(sym.maximum(sym.select_negative(s, sym.add(s, dim), s), 0), dim)
+            e = sym.minimum(sym.maximum(sym.select_negative(e, sym.add(e, dim), e), 0), dim)
+            count = sym.maximum(sym.ceildiv(sym.sub(e, s), st), 0)
+        else:
+            s = sym.minimum(sym.maximum(sym.select_negative(s, sym.add(s, dim), s), -1), sym.add(dim, -1))
+            e = sym.minimum(sym.maximum(sym.select_negative(e, sym.add(e, dim), e), -1), sym.add(dim, -1))
+            count = sym.maximum(sym.ceildiv(sym.sub(s, e), -st), 0)
+        n_starts[ax], n_steps[ax], counts[ax] = s, st, count
+    return n_starts, n_steps, counts
+
+
+def _slice(o: Node) -> None:
+    d = o.dims(0)
+    starts, steps, counts = _slice_params(o, d)
+    vals = o.host(0)
+    if vals is not None and len(d) == 1 and all(isinstance(x, int) for x in (starts[0], counts[0])):
+        picked = [vals[starts[0] + i * steps[0]] for i in range(counts[0])]
+        host_tensor(o, picked, [len(picked)])
+        return
+    replace(o, SLICE, [o.input(0)],
+             {"starts": [sym.to_str(s) for s in starts], "steps": steps}, [counts])
+
+
+register(OpDef("Slice", "slice", _slice, (SLICE,)))
+
+
+def _gather(o: Node) -> None:
+    d, di = o.dims(0), o.dims(1)
+    axis = norm_axis(o, o.attr_int("axis", 0), len(d))
+    vals, idx = o.host(0), o.host(1)
+    if idx is not None and isinstance(d[axis], int) and all(isinstance(i, int) for i in idx):
+        for i in idx:
+            if not -d[axis] <= i < d[axis]:
+                raise ModelError(f"{o.where}: index {i} is out of range for axis {axis} of size {d[axis]}")
+    if vals is not None and idx is not None and len(d) == 1 and all(isinstance(i, int) for i in idx):
+        n = len(vals)
+        for i in idx:
+            if not -n <= i < n:
+                raise ModelError(f"{o.where}: index {i} out of range for {n} elements")
+        host_tensor(o, [vals[i] for i in idx], di)
+        return
+    replace(o, GATHER, [o.input(0), o.input(1)], {"axis": axis}, [d[:axis] + di + d[axis + 1:]])
+
+
+register(OpDef("Gather", "gather", _gather, (GATHER,)))
+
+
+def _shape(o: Node) -> None:
+    d = o.dims(0)
+    start = o.attr_int("start", 0)
+    end = o.attr_int("end", len(d))
+    vals = d[slice(start, end)]
+    host_tensor(o, vals, [len(vals)], dtype=7)
+
+
+register(OpDef("Shape", "shape", _shape))
+
+
+def _expand(o: Node) -> None:
+    shape = o.host(1)
+    if shape is None:
+        o.fail("the target shape must be computable from input shapes and constants")
+    dims = o.dims(0)
+    n = max(len(dims), len(shape))
+    padded_x, padded_s = [1] * (n - len(dims)) + list(dims), [1] * (n - len(shape)) + list(shape)
+    for i, (a, b) in enumerate(zip(padded_x, padded_s, strict=True)):
+        if a == 1 or b == 1 or a == b or (isinstance(a, int) and isinstance(b, int)):
+            continue  # static pairs: broadcast refuses the bad ones
+        # a and b broadcast iff a == b, a == 1 or b == 1: then `fold` below equals b
+        fold = sym.select_zero(sym.add(a, -1), b, sym.select_zero(sym.add(b, -1), b, a))
+        text = checks.Text(fold, b, a)
+        o.require("eq", text.values, f"input shape {text.dims(dims)} does not broadcast to the target shape "
+                                     f"{text.dims(shape)}: at axis {i} (aligned right) {{2}} and {{1}} must be equal "
+                                     "or 1")
+    replace(o, EXPAND, [o.input(0)], {}, [broadcast(o, dims, shape)])
+
+
+register(OpDef("Expand", "expand", _expand, (EXPAND,)))
+
+
+def _cast(o: Node) -> None:
+    to = o.attr_int("to")
+    if to not in hir.DTYPES:
+        o.fail(f"Cast to element type {to} is not supported")
+    vals = o.host(0)
+    if vals is not None and to in HOST_INT_TYPES:
+        host_tensor(o, vals, o.dims(0), dtype=to)
+        return
+    replace(o, CAST, [o.input(0)], {"to": to}, [o.dims(0)])
+
+
+register(OpDef("Cast", "cast", _cast, (CAST,)))
+
+
+def _where(o: Node) -> None:
+    replace(o, WHERE, [o.input(0), o.input(1), o.input(2)], {},
+             [broadcast(o, o.dims(0), o.dims(1), o.dims(2))])
+
+
+register(OpDef("Where", "where", _where, (WHERE,)))
