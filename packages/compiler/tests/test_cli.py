@@ -81,3 +81,39 @@ def test_inspect_into_a_closed_pipe_exits_quietly(static_model, tmp_path):
         os.close(write_end)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_opt_runs_upstream_passes_and_prints_the_module(tmp_path, capsys):
+    src = tmp_path / "in.mlir"
+    src.write_text('''
+func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = "hipdnn.relu"(%arg0) {operand_roles = [0 : i64], "onnx.node" = "node 'r'"} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}''')
+    assert main(["opt", str(src), "--pass-pipeline=builtin.module(refine-shapes,canonicalize)"]) == 0
+    assert '"hipdnn.unary"(%arg0)' in capsys.readouterr().out
+
+
+def test_opt_imports_an_onnx_model(static_model, tmp_path, capsys):
+    onnx.save(static_model, tmp_path / "m.onnx")
+    assert main(["opt", str(tmp_path / "m.onnx")]) == 0
+    out = capsys.readouterr().out
+    assert '"hipdnn.add"(%arg0, %0)' in out and '"hipdnn.tanh"' in out
+
+
+@pytest.mark.parametrize("pipeline,message", [
+    ("no-such-pass", "unknown pass 'no-such-pass': neither one of this compiler's (refine-shapes, "),
+    ("lower-to-llvm,refine-shapes", "lower-to-llvm must be the last pass of the pipeline"),
+])
+def test_opt_refuses_a_bad_pipeline_naming_it(pipeline, message, tmp_path, capsys):
+    src = tmp_path / "in.mlir"
+    src.write_text("func.func @main() {\n  return\n}\n")
+    assert main(["opt", str(src), f"--pass-pipeline={pipeline}"]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_opt_names_input_that_does_not_parse(tmp_path, capsys):
+    src = tmp_path / "in.mlir"
+    src.write_text("func.func @main( {")
+    assert main(["opt", str(src)]) == 1
+    assert "hipdnn-ep-compile: error: the input does not parse" in capsys.readouterr().err

@@ -1,0 +1,116 @@
+"""hipdnn-ep-compile opt: run passes on IR read from a file and print the result (mlir-opt's role).
+
+  hipdnn-ep-compile opt IN.mlir|IN.onnx|- [--pass-pipeline=P] [--split-input-file] [--abi M.N] [-o OUT]
+
+The pipeline is a comma-separated list of pass names, optionally wrapped as
+`builtin.module(...)`: this compiler's passes (refine-shapes, check-dtypes, eliminate-dead-ops,
+materialize-host-scalars, plan-memory), `lower-to-llvm` (last: prints the LLVM-dialect host
+program), or any upstream MLIR pass, which runs through MLIR's PassManager.  Without a pipeline
+the input is parsed, verified and printed.  An ONNX model as input is imported first, so
+`opt model.onnx` prints the IR the passes start from.  With --split-input-file the input is cut at
+lines `// -----`, each part handled on its own and the outputs joined by the same marker; a part
+that fails prints `// error: <message>` in its place (the exit status is then 1).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from . import ir as hir
+from .errors import CompileError
+
+SPLIT = "// -----"
+LOWER = "lower-to-llvm"
+
+
+def parse_pipeline(text: str | None) -> list[str]:
+    """Pass names from `a,b` or `builtin.module(a,b)` (nested options in parentheses kept whole)."""
+    if not text:
+        return []
+    text = text.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module("):-1]
+    names, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            names.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "(" or ch == "{"
+        depth -= ch == ")" or ch == "}"
+        cur += ch
+    if cur.strip():
+        names.append(cur.strip())
+    return names
+
+
+def run_passes(module, names: list[str], abi=None) -> str:
+    """Run `names` on `module` in order; the printed result."""
+    from .passes import PASSES
+
+    for k, name in enumerate(names):
+        if name == LOWER:
+            if k != len(names) - 1:
+                raise CompileError(f"{LOWER} must be the last pass of the pipeline")
+            from .abi import load_abi
+            from .lowering import lower_to_llvm
+
+            return lower_to_llvm(module, abi or load_abi()).text
+        p = PASSES.get(name)
+        if p is not None:
+            module = p.run(module, abi) if getattr(p, "USES_ABI", False) else p.run(module)
+        else:
+            from torch_mlir.passmanager import PassManager
+
+            with module.context:
+                try:
+                    pm = PassManager.parse(f"builtin.module({name})")
+                except ValueError:
+                    known = ", ".join([*PASSES, LOWER])
+                    raise CompileError(f"unknown pass '{name}': neither one of this compiler's ({known}) nor an "
+                                       "MLIR pass") from None
+                pm.run(module.operation)
+        if not module.operation.verify():
+            raise CompileError(f"the IR fails verification after {name}")
+    return str(module)
+
+
+def _one(text: str, names: list[str], abi) -> str:
+    ctx = hir.new_context()
+    try:
+        module = hir.ir.Module.parse(text, ctx)
+    except hir.ir.MLIRError as exc:
+        raise CompileError(f"the input does not parse: {exc}") from None
+    return run_passes(module, names, abi)
+
+
+def main(args) -> int:
+    """args: the parsed `opt` arguments (see cli.py)."""
+    from .abi import load_abi
+
+    abi = load_abi(args.manifest, args.abi) if (args.abi or args.manifest) else None
+    names = parse_pipeline(args.pass_pipeline)
+    if args.input.endswith(".onnx"):
+        from .frontend import load_model
+        from .frontend.importer import import_model
+
+        text = str(import_model(load_model(args.input)[0]))
+    else:
+        text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text()
+    parts = text.split(f"\n{SPLIT}\n") if args.split_input_file else [text]
+    outputs, status = [], 0
+    for part in parts:
+        try:
+            outputs.append(_one(part, names, abi).rstrip("\n"))
+        except CompileError as exc:
+            if not args.split_input_file:
+                raise
+            outputs.append(f"// error: {exc}")
+            status = 1
+    out = f"\n{SPLIT}\n".join(outputs) + "\n"
+    if args.output:
+        Path(args.output).write_text(out)
+    else:
+        sys.stdout.write(out)
+    return status
