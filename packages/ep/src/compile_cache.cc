@@ -76,7 +76,8 @@ std::string DefaultCacheDir() {
 
 std::string CacheKey::Describe() const {
   return "{\"format\":" + std::to_string(kFormat) + ",\"graph_hash\":" + json::Quote(graph_hash) +
-         ",\"compiler\":" + json::Quote(compiler) + ",\"abi\":" + json::Quote(abi) +
+         ",\"compiler\":" + json::Quote(compiler) +
+         ",\"compiler_build\":" + json::Quote(compiler_build) + ",\"abi\":" + json::Quote(abi) +
          ",\"target_abi\":" + json::Quote(target_abi) + ",\"backend\":" + json::Quote(backend) + "}";
 }
 

@@ -2,8 +2,8 @@
 //
 // An entry is the directory <cache_dir>/<key>/ with artifact/program.so and
 // entry.json; the key is the SHA-256 of everything that determines the
-// artifact: the subgraph (model and weight bytes), the compiler's name and
-// version, the runtime ABI the code targets, the backend and the entry
+// artifact: the subgraph (model and weight bytes), the compiler's name,
+// version and build id (a digest of its sources), the runtime ABI the code targets, the backend and the entry
 // format.  A change of any of them gives another key, so a stale entry is
 // never found; entry.json repeats the inputs and holds an HMAC-SHA256, under
 // the per-install key, over them and the code.  A hit is verified over the
@@ -30,6 +30,7 @@ namespace hipdnn_ep {
 struct CacheKey {
   std::string graph_hash;
   std::string compiler;  // "name version"
+  std::string compiler_build;  // the compiler's build id (its content)
   std::string abi;       // the runtime's ABI, "MAJOR.MINOR"
   std::string target_abi;  // the ABI the code is compiled for (<= abi)
   std::string backend;

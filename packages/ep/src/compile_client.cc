@@ -385,6 +385,7 @@ CompilerCapabilities CompileClient::ParseCapabilities(const json::Value& resp) {
   caps.version = resp["compiler"]["version"].is_string() ? resp["compiler"]["version"].string
                                                         : resp["compiler_version"].string;
   if (caps.version.empty()) throw EpError("hipdnn-ep: the compiler's capabilities state no compiler version");
+  if (resp["build_id"].is_string()) caps.build_id = resp["build_id"].string;
   auto domain = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
   const json::Value& ops = resp["ops"];
   if (ops.is_object()) {

@@ -19,6 +19,10 @@ constexpr int kCompilerProtocolVersion = 2;  // 2: the support action
 struct CompilerCapabilities {
   std::string name;
   std::string version;
+  // A digest of the compiler's content (its sources and bundled manifest):
+  // another build id means other code, even at the same version.  "" when
+  // the compiler does not state one (compilers up to 0.3.0).
+  std::string build_id;
   // (domain, op_type) pairs the compiler lowers; "" is the ONNX domain.
   std::set<std::pair<std::string, std::string>> ops;
   // The runtime ABI the compiler can target: one major and its minors

@@ -379,7 +379,8 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
   std::vector<size_t> missing;
   const fs::path dir = cache_ ? fs::path(cache_->dir()) / "support" : fs::path();
   for (size_t i = 0; i < models.size(); ++i) {
-    keys.push_back(Sha256Hex("support 1\n" + models[i].hash + "\n" + caps.name + " " + caps.version + "\n" +
+    keys.push_back(Sha256Hex("support 1\n" + models[i].hash + "\n" + caps.name + " " + caps.version + " " +
+                             caps.build_id + "\n" +
                              (runtime_ ? AbiText(runtime_->abi_version()) : std::string("-")) + "\n" +
                              target_abi + "\n" + config_.backend_name));
     {
@@ -658,7 +659,8 @@ std::unique_ptr<LoadedArtifact> HipdnnEp::CompileArtifact(const SubgraphModel& m
         .artifact;
   };
   if (cache_) {
-    CacheKey key{model.hash, caps.name + " " + caps.version, runtime_abi, target_abi, config_.backend_name};
+    CacheKey key{model.hash, caps.name + " " + caps.version, caps.build_id, runtime_abi, target_abi,
+                 config_.backend_name};
     if (refresh) cache_->Evict(key);
     std::string problem;
     if (std::unique_ptr<LoadedArtifact> hit = cache_->Lookup(key, &problem)) {

@@ -96,7 +96,8 @@ def format_metadata(meta: dict[str, Any]) -> str:
     abi = meta["abi"]
     plan = meta["memory_plan"]
     lines = [
-        f"compiler: {meta['compiler']['name']} {meta['compiler']['version']}",
+        f"compiler: {meta['compiler']['name']} {meta['compiler']['version']}"
+        + (f" (build {meta['compiler']['build_id']})" if "build_id" in meta["compiler"] else ""),
         f"backend:  {meta['backend']}",
         f"abi:      {abi['major']}.{abi['min_minor']} "
         f"(needs runtime ABI {abi['major']}.x with x >= {abi['min_minor']})",

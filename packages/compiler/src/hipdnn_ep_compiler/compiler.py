@@ -16,6 +16,7 @@ from . import weights as wmod
 from ._version import __version__
 from .abi import RuntimeAbi, load_abi
 from .artifact import BACKENDS, FORMAT, PROGRAM, ArtifactInfo
+from .build_id import build_id
 from .errors import CompileError
 from .frontend import load_model
 from .frontend.importer import import_model
@@ -66,7 +67,7 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
         outputs.append({"name": o["name"], "dtype": o["dtype"], "dims": dims})
     return {
         "format": FORMAT,
-        "compiler": {"name": "hipdnn-ep-compiler", "version": __version__},
+        "compiler": {"name": "hipdnn-ep-compiler", "version": __version__, "build_id": build_id()},
         "backend": backend,
         # every function, element type and enum value the program uses exists from min_minor on
         "abi": {"major": abi.major, "min_minor": max([f.since for f in imports] + [lowered.min_minor])},

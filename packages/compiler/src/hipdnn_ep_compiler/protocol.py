@@ -11,7 +11,8 @@ Request:  {"protocol": 2, "action": "capabilities"}
           {"protocol": 2, "action": "support", "models": [PATH, ...],
            "backend", "abi", "manifest" (optional, as for compile)}
 Response: {"protocol": 2, "ok": true, ...} or {"protocol": 2, "ok": false, "error": {"kind", "message"}}
-  capabilities -> "compiler_version", "abi": {"major", "minors": [..]}, "backends", "ops", "protocols",
+  capabilities -> "compiler_version", "build_id" (a digest of the compiler's content, see build_id.py),
+                  "abi": {"major", "minors": [..]}, "backends", "ops", "protocols",
                   "install_files" (a host may reuse this answer while none of these files changes)
   compile      -> "artifact": DIR, "metadata": {...}
   support      -> "models": [{"nodes": [{"index", "name", "op_type", "domain", "supported",
@@ -37,13 +38,16 @@ def _error(kind: str, message: str, protocol: int = PROTOCOL) -> dict[str, Any]:
 
 
 def _install_files() -> list[str]:
-    """Files that change whenever this compiler is installed anew or its interpreter is replaced:
-    a host may keep this capabilities answer for as long as none of them changes."""
+    """Files that change whenever this compiler is installed anew, its sources are edited or its
+    interpreter is replaced: a host may keep this capabilities answer while none of them changes."""
     import os
     from importlib import metadata
     from pathlib import Path
 
-    files = [os.path.realpath(sys.executable), str(Path(__file__).with_name("_version.py"))]
+    from .build_id import source_files
+
+    # The sources cover an edited checkout (an editable install): the build id changes with them.
+    files = [os.path.realpath(sys.executable), *map(str, source_files())]
     try:
         record = [f for f in metadata.distribution("hipdnn-ep-compiler").files or [] if f.name == "RECORD"]
         files += [str(Path(f.locate()).resolve()) for f in record]
@@ -67,11 +71,12 @@ def handle(request: Any) -> dict[str, Any]:
         from ._version import __version__
         from .abi import load_abi
         from .artifact import BACKENDS
+        from .build_id import build_id
         from .ops import supported_ops
 
         abi = load_abi()
         return {"protocol": version, "ok": True, "compiler_version": __version__,
-                "abi": {"major": abi.major, "minors": list(range(abi.minor + 1))},
+                "build_id": build_id(), "abi": {"major": abi.major, "minors": list(range(abi.minor + 1))},
                 "backends": list(BACKENDS), "ops": supported_ops(), "protocols": list(PROTOCOLS),
                 "install_files": _install_files()}
     if action == "compile":
