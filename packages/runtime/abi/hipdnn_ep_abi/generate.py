@@ -239,6 +239,32 @@ def kernel_dtypes(m: Manifest) -> str:
     return "".join(out)
 
 
+# ---------------------------------------------------------------- kernel list (runtime-internal)
+
+KERNEL_LIST_HEADER = "internal/kernel_list.h"
+
+
+def kernel_list(m: Manifest) -> str:
+    """Every [[kernels]] entry as an X-macro, so that nothing in the runtime lists kernels by hand.
+
+    `{P}_KERNELS(X)` expands `X(suffix)` once per kernel in manifest order (suffix: the name without
+    `{prefix}_kernel_`). The runtime expands it into the backend table's slots, each backend's
+    declarations and table, the validators' declarations and the extern "C" entry points.
+    """
+    P = m.prefix.upper()
+    guard = f"{P}_ABI_KERNEL_LIST_H_"
+    kernels = list(m.kernels())
+    body = "".join(f"  X({kernel_suffix(m, fn)}) \\\n" for fn in kernels)
+    return (f"// {BANNER}\n"
+            "// Every kernel of the manifest ([[kernels]]), as an X-macro (internal to the runtime):\n"
+            f"// {P}_KERNELS(X) expands X(suffix) once per kernel, in manifest order, where the\n"
+            f"// kernel's C symbol is {m.prefix}_kernel_<suffix>.\n"
+            f"#ifndef {guard}\n#define {guard}\n\n"
+            f"#define {P}_KERNELS(X) \\\n{body}\n"
+            f"#define {P}_KERNEL_COUNT {len(kernels)}\n\n"
+            f"#endif  // {guard}\n")
+
+
 # ---------------------------------------------------------------- all at once
 
 def write_all(m: Manifest, out_dir: Path) -> list[Path]:
@@ -250,6 +276,7 @@ def write_all(m: Manifest, out_dir: Path) -> list[Path]:
         "abi_manifest.json": manifest_json_text(m),
         "abi_manifest_data.cpp": manifest_data_cpp(m),
         KERNEL_DTYPES_HEADER: kernel_dtypes(m),
+        KERNEL_LIST_HEADER: kernel_list(m),
     }
     written = []
     for rel, text in files.items():

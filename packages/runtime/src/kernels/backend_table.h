@@ -12,26 +12,17 @@
 #define HIPDNN_EP_KERNELS_BACKEND_TABLE_H_
 
 #include "hipdnn_ep/runtime_abi.h"
+#include "kernel_list.h"  // generated from the manifest's [[kernels]]
 
 namespace hipdnn_ep::kernels {
 
 using KernelFn = void (*)(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
 
+// One slot per [[kernels]] entry of the manifest (kernel_list.h, generated).
 struct KernelTable {
-  KernelFn binary;
-  KernelFn unary;
-  KernelFn cast;
-  KernelFn where;
-  KernelFn matmul;
-  KernelFn gemm;
-  KernelFn softmax;
-  KernelFn layer_norm;
-  KernelFn reduce;
-  KernelFn transpose;
-  KernelFn concat;
-  KernelFn slice;
-  KernelFn gather;
-  KernelFn expand;
+#define HIPDNN_EP_KERNEL_SLOT(op) KernelFn op;
+  HIPDNN_EP_KERNELS(HIPDNN_EP_KERNEL_SLOT)
+#undef HIPDNN_EP_KERNEL_SLOT
 };
 
 // The kernels of one backend (HIPDNN_EP_BACKEND_*); null if this build has

@@ -54,26 +54,13 @@ int32_t run_kernel(const char* name, Validator validate, KernelFn KernelTable::*
 }  // namespace
 }  // namespace hipdnn_ep::kernels
 
-// One definition per [[kernels]] entry of the manifest.
+// One definition per [[kernels]] entry of the manifest (kernel_list.h, generated).
 #define HIPDNN_EP_DEFINE_KERNEL(op)                                                                          \
   extern "C" int32_t hipdnn_ep_kernel_##op(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t* args) { \
     using namespace hipdnn_ep::kernels;                                                                     \
     return run_kernel("hipdnn_ep_kernel_" #op, validate_##op, &KernelTable::op, state, args);             \
   }
 
-HIPDNN_EP_DEFINE_KERNEL(binary)
-HIPDNN_EP_DEFINE_KERNEL(unary)
-HIPDNN_EP_DEFINE_KERNEL(cast)
-HIPDNN_EP_DEFINE_KERNEL(where)
-HIPDNN_EP_DEFINE_KERNEL(matmul)
-HIPDNN_EP_DEFINE_KERNEL(gemm)
-HIPDNN_EP_DEFINE_KERNEL(softmax)
-HIPDNN_EP_DEFINE_KERNEL(layer_norm)
-HIPDNN_EP_DEFINE_KERNEL(reduce)
-HIPDNN_EP_DEFINE_KERNEL(transpose)
-HIPDNN_EP_DEFINE_KERNEL(concat)
-HIPDNN_EP_DEFINE_KERNEL(slice)
-HIPDNN_EP_DEFINE_KERNEL(gather)
-HIPDNN_EP_DEFINE_KERNEL(expand)
+HIPDNN_EP_KERNELS(HIPDNN_EP_DEFINE_KERNEL)
 
 #undef HIPDNN_EP_DEFINE_KERNEL

@@ -16,24 +16,15 @@
 #include <vector>
 
 #include "hipdnn_ep/runtime_abi.h"
+#include "kernel_list.h"  // generated from the manifest's [[kernels]]
 #include "kernels/tensor_util.h"
 
 namespace hipdnn_ep::kernels {
 
-void validate_binary(const hipdnn_ep_kernel_args_t* args);
-void validate_unary(const hipdnn_ep_kernel_args_t* args);
-void validate_cast(const hipdnn_ep_kernel_args_t* args);
-void validate_where(const hipdnn_ep_kernel_args_t* args);
-void validate_matmul(const hipdnn_ep_kernel_args_t* args);
-void validate_gemm(const hipdnn_ep_kernel_args_t* args);
-void validate_softmax(const hipdnn_ep_kernel_args_t* args);
-void validate_layer_norm(const hipdnn_ep_kernel_args_t* args);
-void validate_reduce(const hipdnn_ep_kernel_args_t* args);
-void validate_transpose(const hipdnn_ep_kernel_args_t* args);
-void validate_concat(const hipdnn_ep_kernel_args_t* args);
-void validate_slice(const hipdnn_ep_kernel_args_t* args);
-void validate_gather(const hipdnn_ep_kernel_args_t* args);
-void validate_expand(const hipdnn_ep_kernel_args_t* args);
+// validate_<kernel> for every kernel of the manifest (kernel_list.h).
+#define HIPDNN_EP_DECLARE_VALIDATOR(op) void validate_##op(const hipdnn_ep_kernel_args_t* args);
+HIPDNN_EP_KERNELS(HIPDNN_EP_DECLARE_VALIDATOR)
+#undef HIPDNN_EP_DECLARE_VALIDATOR
 
 // False for an absent optional tensor (data == NULL, rank == -1).
 bool is_present(const hipdnn_ep_tensor_ref_t& tensor);

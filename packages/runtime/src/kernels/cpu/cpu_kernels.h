@@ -5,23 +5,14 @@
 #define HIPDNN_EP_KERNELS_CPU_CPU_KERNELS_H_
 
 #include "hipdnn_ep/runtime_abi.h"
+#include "kernel_list.h"  // generated from the manifest's [[kernels]]
 
 namespace hipdnn_ep::kernels::cpu {
 
-void binary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void unary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void cast(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void where(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void matmul(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void gemm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void softmax(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void layer_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void reduce(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void transpose(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void concat(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void slice(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void gather(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
-void expand(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
+// One function per kernel of the manifest (kernel_list.h); every backend defines all of them.
+#define HIPDNN_EP_DECLARE_KERNEL(op) void op(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args);
+HIPDNN_EP_KERNELS(HIPDNN_EP_DECLARE_KERNEL)
+#undef HIPDNN_EP_DECLARE_KERNEL
 
 }  // namespace hipdnn_ep::kernels::cpu
 

@@ -6,20 +6,9 @@ namespace hipdnn_ep::kernels {
 const KernelTable& cpu_kernel_table() {
   static const KernelTable table = [] {
     KernelTable t{};
-    t.binary = cpu::binary;
-    t.unary = cpu::unary;
-    t.cast = cpu::cast;
-    t.where = cpu::where;
-    t.matmul = cpu::matmul;
-    t.gemm = cpu::gemm;
-    t.softmax = cpu::softmax;
-    t.layer_norm = cpu::layer_norm;
-    t.reduce = cpu::reduce;
-    t.transpose = cpu::transpose;
-    t.concat = cpu::concat;
-    t.slice = cpu::slice;
-    t.gather = cpu::gather;
-    t.expand = cpu::expand;
+#define HIPDNN_EP_KERNEL_SLOT(op) t.op = cpu::op;
+    HIPDNN_EP_KERNELS(HIPDNN_EP_KERNEL_SLOT)
+#undef HIPDNN_EP_KERNEL_SLOT
     return t;
   }();
   return table;

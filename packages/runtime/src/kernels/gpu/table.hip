@@ -8,20 +8,9 @@ namespace hipdnn_ep::kernels {
 const KernelTable& gpu_kernel_table() {
   static const KernelTable table = [] {
     KernelTable t{};
-    t.binary = gpu::binary;
-    t.unary = gpu::unary;
-    t.cast = gpu::cast;
-    t.where = gpu::where;
-    t.matmul = gpu::matmul;
-    t.gemm = gpu::gemm;
-    t.softmax = gpu::softmax;
-    t.layer_norm = gpu::layer_norm;
-    t.reduce = gpu::reduce;
-    t.transpose = gpu::transpose;
-    t.concat = gpu::concat;
-    t.slice = gpu::slice;
-    t.gather = gpu::gather;
-    t.expand = gpu::expand;
+#define HIPDNN_EP_KERNEL_SLOT(op) t.op = gpu::op;
+    HIPDNN_EP_KERNELS(HIPDNN_EP_KERNEL_SLOT)
+#undef HIPDNN_EP_KERNEL_SLOT
     return t;
   }();
   return table;
