@@ -122,6 +122,12 @@ def released_as(repo: Repo, package: str) -> Release | None:
     return next((r for r in repo.releases(package) if r.version == version), None)
 
 
+def changed_since(repo: Repo, package: str, done: Release) -> int:
+    """Commits after the release `done` that change the package's folder (0 when HEAD still is that release)."""
+    out = repo.git("rev-list", "--count", f"{done.commit}..HEAD", "--", f"packages/{package}", check=False)
+    return int(out) if out.isdigit() else 0
+
+
 def check(repo: Repo, package: str, *, to_cut: bool = True) -> list[str]:
     """Every reason `package` cannot be released at its current version, each with its fix.
 
@@ -224,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
             done = released_as(repo, package)
             verdict = ("not releasable" if problems else
                        f"released ({done.tag}, commit {done.commit[:12]})" if done else "releasable")
+            changed = changed_since(repo, package, done) if done else 0
+            if changed:
+                verdict += (f"; {changed} commit(s) since changed packages/{package}: the next release needs a new "
+                            f"version and a '## <version> (unreleased)' changelog section")
             print(f"{package} {repo.version(package)}: {verdict}")
             for p in problems:
                 print(f"  - {p}")

@@ -85,6 +85,21 @@ def test_cut_dates_the_changelog_snapshots_and_tags(repo: release.Repo):
     assert release.main(["--root", str(repo.root), "check", "runtime"]) == 0
 
 
+def test_check_says_when_a_released_package_changed_since(repo: release.Repo, capsys: pytest.CaptureFixture[str]):
+    version = repo.version("runtime")
+    release.cut(repo, "runtime", "2026-12-03")
+    assert release.main(["--root", str(repo.root), "check", "runtime"]) == 0
+    assert capsys.readouterr().out == f"runtime {version}: released (runtime-v{version}, commit " \
+        f"{_git(repo.root, 'rev-parse', 'HEAD')[:12]})\n"
+    log = repo.changelog("runtime")
+    dated = f"## {version} (2026-12-03)"
+    log.write_text(log.read_text().replace(dated, f"## Unreleased\n\n- x\n\n{dated}"))
+    _git(repo.root, "commit", "-q", "-am", "a change after the release")
+    assert release.main(["--root", str(repo.root), "check", "runtime"]) == 0
+    assert "; 1 commit(s) since changed packages/runtime: the next release needs a new version" in \
+        capsys.readouterr().out
+
+
 def test_a_release_is_found_without_its_tag(repo: release.Repo, capsys: pytest.CaptureFixture[str]):
     """Tags may not travel with the history: the release commit's subject alone identifies a release."""
     compiler = repo.version("compiler")
