@@ -87,7 +87,7 @@ def test_opt_runs_upstream_passes_and_prints_the_module(tmp_path, capsys):
     src = tmp_path / "in.mlir"
     src.write_text('''
 func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
-  %0 = "hipdnn.relu"(%arg0) {operand_roles = [0 : i64], "onnx.node" = "node 'r'"} : (tensor<2xf32>) -> tensor<2xf32>
+  %0 = "onnx.relu"(%arg0) {operand_roles = [0 : i64], "onnx.node" = "node 'r'"} : (tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }''')
     assert main(["opt", str(src), "--pass-pipeline=builtin.module(refine-shapes,canonicalize)"]) == 0
@@ -98,7 +98,7 @@ def test_opt_imports_an_onnx_model(static_model, tmp_path, capsys):
     onnx.save(static_model, tmp_path / "m.onnx")
     assert main(["opt", str(tmp_path / "m.onnx")]) == 0
     out = capsys.readouterr().out
-    assert '"hipdnn.add"(%arg0, %0)' in out and '"hipdnn.tanh"' in out
+    assert '"onnx.add"(%arg0, %0)' in out and '"onnx.tanh"' in out
 
 
 @pytest.mark.parametrize("pipeline,message", [

@@ -196,10 +196,11 @@ def test_layer_norm_statistics_outputs_refused(tmp_path):
         compile_model(model, tmp_path / "a")
 
 
-def test_import_produces_generic_hipdnn_ops(dynamic_reshape_model):
+def test_import_produces_onnx_level_ops(dynamic_reshape_model):
     model, _ = load_model(dynamic_reshape_model)
     text = str(import_model(model))
-    assert '"hipdnn.matmul"(%arg0, %0)' in text
+    assert '"onnx.matmul"(%arg0, %0) {onnx.node = "node \'mm\' (MatMul)", operand_roles = [0, 1]}' in text
+    assert '"onnx.reshape"' in text and '"hipdnn.reshape"' not in text
     assert '"hipdnn.weight"() {name = "w"}' in text
     assert "tensor<?x?x8xf32>" in text
     assert '"hipdnn.constant"()' in text  # small int64 initializers are host values

@@ -1,4 +1,5 @@
-"""Our op-level IR: generic `hipdnn.*` operations in an MLIR module (unregistered dialect).
+"""Our op-level IR: `onnx.*` (import level) and `hipdnn.*` (program level) operations, declared
+and verified by dialect.py, in an MLIR module.
 
 The program is `func.func @main`; its arguments are the graph inputs, its results the graph
 outputs.  Weights are `hipdnn.weight` ops, small integer constants `hipdnn.constant`.
@@ -17,9 +18,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from torch_mlir import ir
+from torch_mlir._mlir_libs import _mlir
 
 from . import symbolic as sym
 from .dtypes import DTYPE_NAMES, DTYPES, INT64  # noqa: F401  (re-exported for the passes)
+
+# The bindings look up Python op classes per dialect namespace by import and retry a failed import
+# on every op access: give our namespaces (onnx, hipdnn) modules to find, once.
+if __package__ + "._dialect_modules" not in _mlir.globals.dialect_search_modules:
+    _mlir.globals.append_dialect_search_prefix(__package__ + "._dialect_modules")
 
 
 def mlir_string(text: str) -> str:
@@ -34,6 +41,7 @@ def mlir_string(text: str) -> str:
 
 
 def new_context() -> ir.Context:
+    """A context for our IR: the onnx and hipdnn ops are generic ops that dialect.py verifies."""
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True
     return ctx
@@ -43,6 +51,16 @@ def tensor_type_str(dtype: int, dims: Iterable[Any]) -> str:
     shape = "x".join(str(d) if isinstance(d, int) else "?" for d in dims)
     elem = DTYPES[dtype][0]
     return f"tensor<{shape}x{elem}>" if shape else f"tensor<{elem}>"
+
+
+def tensor_type(dtype: int, dims: Iterable[Any] | None) -> ir.Type:
+    """The tensor type of an element type code and dims (ints static, anything else dynamic;
+    None: unranked), in the current context."""
+    elem = ir.Type.parse(DTYPES[dtype][0])
+    if dims is None:
+        return ir.UnrankedTensorType.get(elem)
+    shape = [d if isinstance(d, int) else ir.ShapedType.get_dynamic_size() for d in dims]
+    return ir.RankedTensorType.get(shape, elem)
 
 
 def main_func(module: ir.Module) -> ir.Operation:

@@ -71,9 +71,17 @@ def run_passes(module, names: list[str], abi=None) -> str:
                     raise CompileError(f"unknown pass '{name}': neither one of this compiler's ({known}) nor an "
                                        "MLIR pass") from None
                 pm.run(module.operation)
-        if not module.operation.verify():
-            raise CompileError(f"the IR fails verification after {name}")
+        _verify(module, f"after {name}")
     return str(module)
+
+
+def _verify(module, when: str) -> None:
+    from . import dialect
+
+    try:
+        dialect.verify(module)
+    except ValueError as exc:
+        raise CompileError(f"the IR fails verification {when}: {exc}") from None
 
 
 def _one(text: str, names: list[str], abi) -> str:
@@ -82,6 +90,7 @@ def _one(text: str, names: list[str], abi) -> str:
         module = hir.ir.Module.parse(text, ctx)
     except hir.ir.MLIRError as exc:
         raise CompileError(f"the input does not parse: {exc}") from None
+    _verify(module, "as read")
     return run_passes(module, names, abi)
 
 

@@ -11,14 +11,14 @@ from hipdnn_ep_compiler.passes import refine_shapes
 
 SHAPE_CHAIN = '''
 func.func @main(%arg0: tensor<?x?x8xf32>) -> tensor<?x?x?xf32> {
-  %0 = "hipdnn.shape"(%arg0) {operand_roles = [0 : i64], "onnx.node" = "node 's'"} : (tensor<?x?x8xf32>) -> tensor<3xi64>
+  %0 = "onnx.shape"(%arg0) {operand_roles = [0 : i64], "onnx.node" = "node 's'"} : (tensor<?x?x8xf32>) -> tensor<3xi64>
   %1 = "hipdnn.constant"() {name = "i", values = ["1"], "hipdnn.dims" = [[]]} : () -> tensor<i64>
-  %2 = "hipdnn.gather"(%0, %1) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'g'"} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %2 = "onnx.gather"(%0, %1) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'g'"} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
   %3 = "hipdnn.constant"() {name = "a", values = ["0"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
-  %4 = "hipdnn.unsqueeze"(%2, %3) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'u'"} : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %4 = "onnx.unsqueeze"(%2, %3) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'u'"} : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
   %5 = "hipdnn.constant"() {name = "m", values = ["-1", "4"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
-  %6 = "hipdnn.concat"(%5, %4) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'c'"} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
-  %7 = "hipdnn.reshape"(%arg0, %6) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?x?x8xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %6 = "onnx.concat"(%5, %4) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'c'"} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %7 = "onnx.reshape"(%arg0, %6) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?x?x8xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
   return %7 : tensor<?x?x?xf32>
 }
 '''
@@ -38,15 +38,15 @@ def test_shape_gather_concat_fold_into_host_values_and_reshape_becomes_alias():
     assert 'values = ["-1", "4", "d0_1"]' in out
     # Reshape: the -1 is inferred symbolically, the shape operand is gone
     assert ('"hipdnn.alias"(%arg0) {hipdnn.dims = [["(mul 2 d0_0)", "4", "d0_1"]]' in out)
-    for folded in ("hipdnn.shape", "hipdnn.gather", "hipdnn.concat", "hipdnn.reshape", "hipdnn.unsqueeze"):
+    for folded in ("onnx.shape", "onnx.gather", "onnx.concat", "onnx.reshape", "onnx.unsqueeze"):
         assert f'"{folded}"' not in out
 
 
 def test_broadcast_and_matmul_dims():
     out = _run('''
 func.func @main(%arg0: tensor<?x1x4xf32>, %arg1: tensor<3x4x5xf32>, %arg2: tensor<3x4xf32>) -> tensor<?x3x4xf32> {
-  %0 = "hipdnn.add"(%arg0, %arg2) {operand_roles = [0 : i64, 1 : i64]} : (tensor<?x1x4xf32>, tensor<3x4xf32>) -> tensor<?x3x4xf32>
-  %1 = "hipdnn.matmul"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64]} : (tensor<?x1x4xf32>, tensor<3x4x5xf32>) -> tensor<?x3x1x5xf32>
+  %0 = "onnx.add"(%arg0, %arg2) {operand_roles = [0 : i64, 1 : i64]} : (tensor<?x1x4xf32>, tensor<3x4xf32>) -> tensor<?x3x4xf32>
+  %1 = "onnx.matmul"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64]} : (tensor<?x1x4xf32>, tensor<3x4x5xf32>) -> tensor<?x3x1x5xf32>
   return %0 : tensor<?x3x4xf32>
 }''')
     assert 'hipdnn.binary"(%arg0, %arg2) {hipdnn.dims = [["d0_0", "3", "4"]]' in out
@@ -60,7 +60,7 @@ def test_slice_normalizes_starts_and_counts_symbolically():
 func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
   %0 = "hipdnn.constant"() {name = "s", values = ["-3"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
   %1 = "hipdnn.constant"() {name = "e", values = ["100"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
-  %2 = "hipdnn.slice"(%arg0, %0, %1) {operand_roles = [0 : i64, 1 : i64, 2 : i64]} : (tensor<?xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xf32>
+  %2 = "onnx.slice"(%arg0, %0, %1) {operand_roles = [0 : i64, 1 : i64, 2 : i64]} : (tensor<?xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xf32>
   return %2 : tensor<?xf32>
 }''')
     assert 'starts = ["(min (max (add -3 d0_0) 0) d0_0)"]' in out
@@ -71,7 +71,7 @@ def test_reshape_target_of_unknown_length_is_refused_naming_node():
     with pytest.raises(UnsupportedError, match="node 'r'.*target shape"):
         _run('''
 func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<?xi64>) -> tensor<*xf32> {
-  %0 = "hipdnn.reshape"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<4xf32>, tensor<?xi64>) -> tensor<*xf32>
+  %0 = "onnx.reshape"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<4xf32>, tensor<?xi64>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }''')
 
@@ -79,7 +79,7 @@ func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<?xi64>) -> tensor<*xf32> {
 def test_reshape_target_read_from_a_small_input_resolves_0_and_minus_1_at_run_time():
     out = _run('''
 func.func @main(%arg0: tensor<?x6xf32>, %arg1: tensor<2xi64>) -> tensor<?x?xf32> {
-  %0 = "hipdnn.reshape"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?x6xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %0 = "onnx.reshape"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?x6xf32>, tensor<2xi64>) -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
 }''')
     from hipdnn_ep_compiler import symbolic as sym
@@ -108,7 +108,7 @@ def test_reshape_that_changes_the_element_count_is_refused_at_compile_time_when_
         _run('''
 func.func @main(%arg0: tensor<6xf32>) -> tensor<4x2xf32> {
   %0 = "hipdnn.constant"() {name = "s", values = ["4", "2"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
-  %1 = "hipdnn.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<6xf32>, tensor<2xi64>) -> tensor<4x2xf32>
+  %1 = "onnx.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<6xf32>, tensor<2xi64>) -> tensor<4x2xf32>
   return %1 : tensor<4x2xf32>
 }''')
 
@@ -117,7 +117,7 @@ def test_reshape_of_a_dynamic_input_to_a_constant_target_is_checked_at_run_time(
     module = hir.ir.Module.parse('''
 func.func @main(%arg0: tensor<?xf32>) -> tensor<?x4xf32> {
   %0 = "hipdnn.constant"() {name = "s", values = ["-1", "4"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
-  %1 = "hipdnn.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  %1 = "onnx.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?xf32>, tensor<2xi64>) -> tensor<?x4xf32>
   return %1 : tensor<?x4xf32>
 }''', hir.new_context())
     refine_shapes.run(module)
@@ -133,7 +133,7 @@ def test_squeeze_of_an_axis_that_is_not_1_is_refused():
         _run('''
 func.func @main(%arg0: tensor<3x1xf32>) -> tensor<1xf32> {
   %0 = "hipdnn.constant"() {name = "a", values = ["0"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
-  %1 = "hipdnn.squeeze"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'q'"} : (tensor<3x1xf32>, tensor<1xi64>) -> tensor<1xf32>
+  %1 = "onnx.squeeze"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'q'"} : (tensor<3x1xf32>, tensor<1xi64>) -> tensor<1xf32>
   return %1 : tensor<1xf32>
 }''')
 
@@ -143,7 +143,7 @@ def test_static_dims_whose_size_overflows_int64_are_a_model_error():
         _run('''
 func.func @main(%arg0: tensor<1x1xf32>) -> tensor<?x?xf32> {
   %0 = "hipdnn.constant"() {name = "s", values = ["1099511627776", "1099511627776"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
-  %1 = "hipdnn.expand"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'e'"} : (tensor<1x1xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %1 = "onnx.expand"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'e'"} : (tensor<1x1xf32>, tensor<2xi64>) -> tensor<?x?xf32>
   return %1 : tensor<?x?xf32>
 }''')
 
@@ -152,7 +152,7 @@ def test_incompatible_static_broadcast_is_a_model_error():
     with pytest.raises(ModelError, match="node 'a'.*3 and 4"):
         _run('''
 func.func @main(%arg0: tensor<3xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = "hipdnn.add"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'a'"} : (tensor<3xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %0 = "onnx.add"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'a'"} : (tensor<3xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }''')
 
@@ -161,7 +161,7 @@ def test_reduce_keepdims_other_than_1_drops_the_axes_like_onnx_runtime():
     out = _run('''
 func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3xf32> {
   %0 = "hipdnn.constant"() {name = "a", values = ["1"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
-  %1 = "hipdnn.reduce_sum"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.keepdims" = 2 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> tensor<3xf32>
+  %1 = "onnx.reduce_sum"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.keepdims" = 2 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> tensor<3xf32>
   return %1 : tensor<3xf32>
 }''')
     assert 'hipdnn.dims = [["3"]]' in out
@@ -172,7 +172,7 @@ def test_reduce_axes_that_are_not_1d_are_a_model_error():
         _run('''
 func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3xf32> {
   %0 = "hipdnn.constant"() {name = "a", values = ["1"], "hipdnn.dims" = [[]]} : () -> tensor<i64>
-  %1 = "hipdnn.reduce_sum"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<3x4xf32>, tensor<i64>) -> tensor<3xf32>
+  %1 = "onnx.reduce_sum"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<3x4xf32>, tensor<i64>) -> tensor<3xf32>
   return %1 : tensor<3xf32>
 }''')
 
@@ -186,7 +186,7 @@ def _relations(text: str) -> list:
 def test_expand_to_a_fed_shape_checks_each_axis_broadcasts():
     relations = _relations('''
 func.func @main(%arg0: tensor<?x6xf32>, %arg1: tensor<2xi64>) -> tensor<?x?xf32> {
-  %0 = "hipdnn.expand"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'e'"} : (tensor<?x6xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %0 = "onnx.expand"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'e'"} : (tensor<?x6xf32>, tensor<2xi64>) -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
 }''')
     for v0, v1 in [(4, 6), (1, 6), (4, 1), (3, 1)]:
@@ -201,7 +201,7 @@ def test_reshape_minus_1_beside_a_dim_that_is_0_at_run_time_is_refused():
     [check] = _relations('''
 func.func @main(%arg0: tensor<?x4xf32>) -> tensor<?x?xf32> {
   %0 = "hipdnn.constant"() {name = "s", values = ["0", "-1"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
-  %1 = "hipdnn.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %1 = "onnx.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
   return %1 : tensor<?x?xf32>
 }''')
     assert check.holds({"d0_0": 2})
@@ -212,7 +212,7 @@ func.func @main(%arg0: tensor<?x4xf32>) -> tensor<?x?xf32> {
 def test_concat_inputs_that_disagree_at_run_time_are_refused_even_when_unused():
     relations = _relations('''
 func.func @main(%arg0: tensor<?x4xf32>, %arg1: tensor<?x?xf32>) -> tensor<?x4xf32> {
-  %0 = "hipdnn.concat"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'c'"} : (tensor<?x4xf32>, tensor<?x?xf32>) -> tensor<?x4xf32>
+  %0 = "onnx.concat"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'c'"} : (tensor<?x4xf32>, tensor<?x?xf32>) -> tensor<?x4xf32>
   return %arg0 : tensor<?x4xf32>
 }''')
     assert all(c.holds({"d0_0": 2, "d1_0": 3, "d1_1": 4}) for c in relations)
@@ -224,7 +224,7 @@ func.func @main(%arg0: tensor<?x4xf32>, %arg1: tensor<?x?xf32>) -> tensor<?x4xf3
 def test_layer_norm_over_no_elements_is_refused_like_onnx_runtime():
     relations = _relations('''
 func.func @main(%arg0: tensor<?x3xf32>, %arg1: tensor<3xf32>) -> tensor<?x3xf32> {
-  %0 = "hipdnn.layer_norm"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'n'"} : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
+  %0 = "onnx.layer_norm"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'n'"} : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
   return %0 : tensor<?x3xf32>
 }''')
     assert all(c.holds({"d0_0": 2}) for c in relations)
@@ -237,7 +237,7 @@ func.func @main(%arg0: tensor<?x3xf32>, %arg1: tensor<3xf32>) -> tensor<?x3xf32>
 def test_gemm_transposes_for_any_nonzero_trans_b():
     out = _run('''
 func.func @main(%arg0: tensor<2x4xf32>, %arg1: tensor<3x4xf32>) -> tensor<2x3xf32> {
-  %0 = "hipdnn.gemm"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.transB" = -2 : i64} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  %0 = "onnx.gemm"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.transB" = -2 : i64} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }''')
     assert "trans_b = 1" in out and 'hipdnn.dims = [["2", "3"]]' in out

@@ -1,10 +1,11 @@
 """Import a shape-inferred ONNX graph into the hipdnn op-level IR (see ir.py).
 
-Each ONNX node becomes one generic `hipdnn.<op>` operation with the node's inputs that are
-present as operands (attribute `operand_roles` lists their ONNX input positions) and the
-node's attributes converted to MLIR attributes.  Graph inputs become arguments of
-`func.func @main`; initializers and Constant nodes become `hipdnn.weight` (referenced, never
-copied) or, for small integer tensors, `hipdnn.constant` (host values, embedded).
+Each ONNX node becomes one `onnx.<name>` operation (its registry entry's; dialect.py) with the
+node's inputs that are present as operands (attribute `operand_roles` lists their ONNX input
+positions) and the node's attributes as `onnx.<attr>` attributes.  Graph inputs become arguments
+of `func.func @main`; initializers and Constant nodes become `hipdnn.weight` (referenced, never
+copied) or, for small integer tensors, `hipdnn.constant` (host values, embedded).  The IR is
+built with the MLIR bindings' builders.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import json
 import numpy as np
 import onnx
 from onnx import numpy_helper
+from torch_mlir import ir
+from torch_mlir.dialects import func
 
+from .. import dialect
 from .. import ir as hir
 from ..errors import ModelError, UnsupportedError
 from ..ops import lookup
@@ -22,23 +26,20 @@ from ..ops import lookup
 SMALL_INT_CONSTANT = 1024  # int32/int64 tensors up to this many elements are embedded host values
 
 
-def _float_literal(x: float) -> str:
-    return f"{np.float64(x).view(np.uint64):#018x} : f64"
-
-
-def _attr_text(attr: onnx.AttributeProto, where: str) -> str:
+def _attr(attr: onnx.AttributeProto, where: str) -> ir.Attribute:
     t = attr.type
     A = onnx.AttributeProto
+    i64, f64 = ir.IntegerType.get_signless(64), ir.F64Type.get()
     if t == A.INT:
-        return f"{attr.i} : i64"
+        return ir.IntegerAttr.get(i64, attr.i)
     if t == A.FLOAT:
-        return _float_literal(attr.f)
+        return ir.FloatAttr.get(f64, attr.f)
     if t == A.STRING:
-        return hir.mlir_string(attr.s.decode("utf-8", "replace"))
+        return ir.StringAttr.get(attr.s.decode("utf-8", "replace"))
     if t == A.INTS:
-        return "[" + ", ".join(f"{v} : i64" for v in attr.ints) + "]"
+        return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in attr.ints])
     if t == A.FLOATS:
-        return "[" + ", ".join(_float_literal(v) for v in attr.floats) + "]"
+        return ir.ArrayAttr.get([ir.FloatAttr.get(f64, v) for v in attr.floats])
     raise UnsupportedError(f"{where}: attribute '{attr.name}' of type {A.AttributeType.Name(t)} is not supported")
 
 
@@ -68,16 +69,13 @@ class _Importer:
             self.types[vi.name] = vi.type
         self.initializers = {t.name: t for t in self.graph.initializer}
         self.constants: dict[str, onnx.TensorProto] = {}  # Constant node outputs
-        self.names: dict[str, str] = {}  # onnx value name -> SSA name
-        self.value_types: dict[str, str] = {}
-        self.value_dtypes: dict[str, int] = {}  # SSA name -> element type code
-        self.lines: list[str] = []
-        self.weights: list[dict] = []
-        self.counter = 0
+        self.values: dict[str, ir.Value] = {}  # onnx value name -> its IR value
+        self.dtypes: dict[str, int] = {}  # onnx value name -> element type code
+        self.ip: ir.InsertionPoint | None = None  # the end of @main's body
 
-    def fresh(self) -> str:
-        self.counter += 1
-        return f"%v{self.counter}"
+    def create(self, name: str, operands: list[ir.Value], result_types: list[ir.Type],
+               attrs: dict[str, ir.Attribute]) -> ir.Operation:
+        return ir.Operation.create(name, results=result_types, operands=operands, attributes=attrs, ip=self.ip)
 
     def tensor_type(self, name: str, where: str, fallback_dtype: int | None = None) -> tuple[int, list]:
         tp = self.types.get(name)
@@ -106,35 +104,31 @@ class _Importer:
                 dims.append(d.dim_param or None)
         return tt.elem_type, dims
 
-    def operand(self, name: str, where: str) -> str:
-        if name in self.names:
-            return self.names[name]
+    def operand(self, name: str, where: str) -> ir.Value:
+        if name in self.values:
+            return self.values[name]
         tensor = self.initializers.get(name) or self.constants.get(name)
         if tensor is None:
             raise ModelError(f"{where}: input '{name}' is produced by no node, initializer or graph input")
-        ssa = self.fresh()
         dtype = tensor.data_type
         if dtype not in hir.DTYPES:
             raise UnsupportedError(f"{where}: constant '{name}' has unsupported element type "
                                    f"{_dtype_name(dtype)}")
         dims = list(tensor.dims)
-        ttype = hir.tensor_type_str(dtype, dims)
+        ttype = hir.tensor_type(dtype, dims)
         n = int(np.prod(dims)) if dims else 1
         external = tensor.data_location == onnx.TensorProto.EXTERNAL
+        attrs = {"name": ir.StringAttr.get(name)}
         if dtype in (6, 7) and n <= SMALL_INT_CONSTANT and not external:
             values = numpy_helper.to_array(tensor).reshape(-1).tolist()
-            vals = ", ".join(hir.mlir_string(str(int(v))) for v in values)
-            dim_text = ", ".join(hir.mlir_string(str(d)) for d in dims)
-            self.lines.append(
-                f'{ssa} = "hipdnn.constant"() {{name = {hir.mlir_string(name)}, values = [{vals}], '
-                f'"hipdnn.dims" = [[{dim_text}]]}} : () -> {ttype}'
-            )
+            attrs["values"] = hir.to_attr([str(int(v)) for v in values])
+            attrs["hipdnn.dims"] = hir.to_attr([[str(d) for d in dims]])
+            op = self.create("hipdnn.constant", [], [ttype], attrs)
         else:
-            self.lines.append(f'{ssa} = "hipdnn.weight"() {{name = {hir.mlir_string(name)}}} : () -> {ttype}')
-        self.names[name] = ssa
-        self.value_types[ssa] = ttype
-        self.value_dtypes[ssa] = dtype
-        return ssa
+            op = self.create("hipdnn.weight", [], [ttype], attrs)
+        self.values[name] = op.results[0]
+        self.dtypes[name] = dtype
+        return op.results[0]
 
     def constant_node(self, node: onnx.NodeProto, where: str) -> None:
         attrs = {a.name: a for a in node.attribute}
@@ -154,41 +148,40 @@ class _Importer:
         tensor.name = node.output[0]
         self.constants[node.output[0]] = tensor
 
-    def run(self) -> str:
+    def run(self, module: ir.Module) -> None:
         g = self.graph
-        args = []
-        inputs_meta = []
-        for i, vi in enumerate(x for x in g.input if x.name not in self.initializers):
+        arg_types, inputs_meta, arg_names = [], [], []
+        for vi in (x for x in g.input if x.name not in self.initializers):
             where = f"graph input '{vi.name}'"
             dtype, dims = self.tensor_type(vi.name, where)
             if dims is None:
                 raise UnsupportedError(f"{where}: inputs of unknown rank are not supported")
-            ssa = f"%arg{i}"
-            ttype = hir.tensor_type_str(dtype, dims)
-            args.append(f"{ssa}: {ttype}")
-            self.names[vi.name] = ssa
-            self.value_types[ssa] = ttype
-            self.value_dtypes[ssa] = dtype
+            arg_types.append(hir.tensor_type(dtype, dims))
+            arg_names.append(vi.name)
+            self.dtypes[vi.name] = dtype
             # a dynamic dim without a name gets one (unique to this input and axis) for the metadata
             inputs_meta.append({"name": vi.name, "dtype": dtype,
                                 "dims": [f"{vi.name}_d{k}" if d is None else d for k, d in enumerate(dims)]})
+        with ir.InsertionPoint(module.body):
+            main = func.FuncOp("main", (arg_types, []))
+        entry = main.add_entry_block()
+        for name, arg in zip(arg_names, entry.arguments, strict=True):
+            self.values[name] = arg
+        self.ip = ir.InsertionPoint(entry)
         for index, node in enumerate(g.node):
             where = node_label(node, index)
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 self.constant_node(node, where)
                 continue
-            entry = lookup(node.domain, node.op_type)
-            if entry is None:
+            op = lookup(node.domain, node.op_type)
+            if op is None:
                 dom = node.domain or "ai.onnx"
                 raise UnsupportedError(f"{where}: op {node.op_type} of domain {dom} is not supported "
                                        f"(see hipdnn_ep_compiler.supported_ops())")
             roles = [i for i, n in enumerate(node.input) if n]
             operands = [self.operand(node.input[i], where) for i in roles]
-            operand_types = [self.value_types[o] for o in operands]
-            results, result_types = [], []
-            fallback = None
-            if operands:
-                fallback = self.value_dtypes[operands[0]]
+            fallback = self.dtypes[node.input[roles[0]]] if operands else None
+            outputs, result_types = [], []
             for k, out in enumerate(node.output):
                 if not out:
                     continue
@@ -197,49 +190,38 @@ class _Importer:
                         raise UnsupportedError(f"{where}: the Mean/InvStdDev outputs are not supported")
                     continue
                 dtype, dims = self.tensor_type(out, where, fallback_dtype=fallback)
-                if dims is None:
-                    dims = []  # rank unknown; refine_shapes computes it
-                    ttype = f"tensor<*x{hir.DTYPES[dtype][0]}>"
-                else:
-                    ttype = hir.tensor_type_str(dtype, dims)
-                ssa = self.fresh()
-                self.names[out] = ssa
-                self.value_types[ssa] = ttype
-                self.value_dtypes[ssa] = dtype
-                results.append(ssa)
-                result_types.append(ttype)
-            attr_items = [f"operand_roles = [{', '.join(f'{r} : i64' for r in roles)}]",
-                          f'"onnx.node" = {hir.mlir_string(where)}']
+                # rank unknown: refine-shapes computes it
+                result_types.append(hir.tensor_type(dtype, dims))
+                outputs.append(out)
+                self.dtypes[out] = dtype
+            attrs = {"operand_roles": hir.to_attr(roles), "onnx.node": ir.StringAttr.get(where)}
             for a in node.attribute:
-                attr_items.append(f"{hir.mlir_string('onnx.' + a.name)} = {_attr_text(a, where)}")
-            lhs = (", ".join(results) + " = ") if results else ""
-            self.lines.append(
-                f'{lhs}"{entry.op_name}"({", ".join(operands)}) {{{", ".join(attr_items)}}} : '
-                f'({", ".join(operand_types)}) -> ({", ".join(result_types)})'
-            )
-        outs, out_types, outputs_meta = [], [], []
+                attrs["onnx." + a.name] = _attr(a, where)
+            created = self.create(op.op_name, operands, result_types, attrs)
+            for out, value in zip(outputs, created.results, strict=True):
+                self.values[out] = value
+        outs, outputs_meta = [], []
         for vi in g.output:
             where = f"graph output '{vi.name}'"
-            ssa = self.operand(vi.name, where) if vi.name not in self.names else self.names[vi.name]
-            outs.append(ssa)
-            out_types.append(self.value_types[ssa])
-            fallback = self.value_dtypes[ssa]
-            dtype, dims = self.tensor_type(vi.name, where, fallback_dtype=fallback)
+            value = self.operand(vi.name, where)
+            outs.append(value)
+            dtype, dims = self.tensor_type(vi.name, where, fallback_dtype=self.dtypes[vi.name])
             outputs_meta.append({"name": vi.name, "dtype": dtype, "dims": dims})
+        with self.ip:
+            func.ReturnOp(outs)
+        main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [v.type for v in outs]))
         signature = {"inputs": inputs_meta, "outputs": outputs_meta}
-        body = "\n    ".join(self.lines)
-        return (
-            f'func.func @main({", ".join(args)}) -> ({", ".join(out_types)}) '
-            f'attributes {{"hipdnn.signature" = {hir.mlir_string(json.dumps(signature))}}} {{\n    {body}\n'
-            f'    return {", ".join(outs)} : {", ".join(out_types)}\n}}\n'
-        )
+        main.attributes["hipdnn.signature"] = ir.StringAttr.get(json.dumps(signature))
 
 
 def import_model(model: onnx.ModelProto, context=None):
     """The hipdnn IR module for a loaded (shape-inferred) model."""
-    text = _Importer(model).run()
     ctx = context or hir.new_context()
+    with ctx, ir.Location.unknown():
+        module = ir.Module.create()
+        _Importer(model).run(module)
     try:
-        return hir.ir.Module.parse(text, ctx)
-    except Exception as exc:  # an importer bug, not a user error; keep the IR for the report
-        raise RuntimeError(f"internal error: imported IR does not parse: {exc}\n{text}") from exc
+        dialect.verify(module)
+    except ValueError as exc:  # an importer bug, not a user error
+        raise RuntimeError(f"internal error: the imported IR does not verify: {exc}\n{module}") from None
+    return module

@@ -15,20 +15,22 @@ from .registry import Kernel, OpDef, Param, register, register_kernel
 
 # ---------------------------------------------------------------- kernel-level ops
 
-BINARY = register_kernel(Kernel("binary", "kernel_binary", ("op",), op_enum="binary_op", same_type=None))
+BINARY = register_kernel(Kernel("binary", "kernel_binary", ("op",), op_enum="binary_op", same_type=None, arity=(2, 2)))
 UNARY = register_kernel(Kernel("unary", "kernel_unary", ("op",), op_enum="unary_op"))
 CAST = register_kernel(Kernel("cast", "kernel_cast"))
-WHERE = register_kernel(Kernel("where", "kernel_where", same_type=(1, 2), labels={0: "the condition"}))
-MATMUL = register_kernel(Kernel("matmul", "kernel_matmul", same_type=None))
-GEMM = register_kernel(Kernel("gemm", "kernel_gemm", ("trans_a", "trans_b"), ("alpha", "beta"), same_type=None))
+WHERE = register_kernel(Kernel("where", "kernel_where", same_type=(1, 2), labels={0: "the condition"}, arity=(3, 3)))
+MATMUL = register_kernel(Kernel("matmul", "kernel_matmul", same_type=None, arity=(2, 2)))
+GEMM = register_kernel(Kernel("gemm", "kernel_gemm", ("trans_a", "trans_b"), ("alpha", "beta"), same_type=None,
+                              arity=(2, 3)))
 SOFTMAX = register_kernel(Kernel("softmax", "kernel_softmax", ("axis",)))
-LAYER_NORM = register_kernel(Kernel("layer_norm", "kernel_layer_norm", ("axis",), ("epsilon",), same_type=None))
+LAYER_NORM = register_kernel(Kernel("layer_norm", "kernel_layer_norm", ("axis",), ("epsilon",), same_type=None,
+                                    arity=(2, 3)))
 REDUCE = register_kernel(Kernel("reduce", "kernel_reduce", ("op",), op_enum="reduce_op",
                                 params=(Param("axes", 1),)))
 TRANSPOSE = register_kernel(Kernel("transpose", "kernel_transpose", params=(Param("perm", 1),)))
-CONCAT = register_kernel(Kernel("concat", "kernel_concat", ("axis",), same_type=None))
+CONCAT = register_kernel(Kernel("concat", "kernel_concat", ("axis",), same_type=None, arity=(1, None)))
 SLICE = register_kernel(Kernel("slice", "kernel_slice", params=(Param("starts", 1, symbolic=True), Param("steps", 2))))
-GATHER = register_kernel(Kernel("gather", "kernel_gather", ("axis",), labels={1: "indices"}))
+GATHER = register_kernel(Kernel("gather", "kernel_gather", ("axis",), labels={1: "indices"}, arity=(2, 2)))
 EXPAND = register_kernel(Kernel("expand", "kernel_expand"))
 
 # ---------------------------------------------------------------- ONNX ops, each with its shape rule

@@ -7,7 +7,7 @@ Two levels, each declared once:
   the lowering appends from attributes (reduce axes, transpose perm, slice starts and steps) and the
   element-type rules the manifest cannot state (operands that share one type, names of inputs in
   messages);
-- an `OpDef` is one ONNX op (per domain): its import-level IR op (`hipdnn.<name>`), its shape rule
+- an `OpDef` is one ONNX op (per domain): its import-level IR op (`onnx.<name>`), its shape rule
   (a function that computes result dims, folds host-computable values and rewrites the op into its
   kernel-level form) and the kernel(s) it becomes.
 
@@ -53,7 +53,8 @@ class Kernel:
     float_attrs: tuple[str, ...] = ()
     op_enum: str | None = None  # the enum whose key the string attribute "op" names
     params: tuple[Param, ...] = ()
-    n_operands: int = 1  # data operands before the params (only read when there are params)
+    # How many data operands it takes (min, max; max None: any number); params come after them.
+    arity: tuple[int, int | None] = (1, 1)
     # Operands that must share one element type (None: all of them).
     same_type: tuple[int, ...] | None = ()
     # How messages name an operand whose element-type rule is its own ("the condition", "indices").
@@ -62,6 +63,10 @@ class Kernel:
     @property
     def op_name(self) -> str:
         return f"hipdnn.{self.name}"
+
+    @property
+    def n_operands(self) -> int:
+        return self.arity[0]
 
     @property
     def param_inputs(self) -> tuple[int, ...]:
@@ -82,7 +87,7 @@ class OpDef:
     """One ONNX op: import, shape rule, and the kernels it lowers to."""
 
     op_type: str
-    name: str  # the import-level IR op is hipdnn.<name>
+    name: str  # the import-level IR op is onnx.<name>
     rule: ShapeRule
     kernels: tuple[Kernel, ...] = ()  # what the rule may produce (documentation and the support listing)
     domains: tuple[str, ...] = (ONNX_DOMAIN,)
@@ -90,7 +95,7 @@ class OpDef:
 
     @property
     def op_name(self) -> str:
-        return f"hipdnn.{self.name}"
+        return f"onnx.{self.name}"
 
 
 _BY_DOMAIN: dict[tuple[str, str], OpDef] = {}
@@ -126,8 +131,9 @@ def lookup(domain: str, op_type: str) -> OpDef | None:
 
 
 def by_ir_name(op_name: str) -> OpDef | None:
-    """The entry for an import-level IR op name (hipdnn.<name>)."""
-    return _BY_NAME.get(op_name.removeprefix("hipdnn."))
+    """The entry for an import-level IR op name (onnx.<name>)."""
+    dialect, _, name = op_name.partition(".")
+    return _BY_NAME.get(name) if dialect == "onnx" else None
 
 
 def kernel(op_name: str) -> Kernel | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from .. import dialect
 from ..abi import RuntimeAbi
 from . import check_dtypes, eliminate_dead_ops, materialize_host_scalars, plan_memory, refine_shapes
 
@@ -11,16 +12,23 @@ PIPELINE = (refine_shapes, check_dtypes, eliminate_dead_ops, materialize_host_sc
 PASSES = {p.NAME: p for p in PIPELINE}
 
 
+def _verify(module: ir.Module, when: str) -> None:
+    try:
+        dialect.verify(module)
+    except ValueError as exc:
+        raise RuntimeError(f"internal error: IR fails verification {when}: {exc}") from None
+
+
 def run_pipeline(module: ir.Module, until: str | None = None, abi: RuntimeAbi | None = None) -> ir.Module:
-    """Run every pass (or up to and including `until`), verifying the IR after each.
+    """Run every pass (or up to and including `until`), verifying the IR before the first and after each.
 
     abi: the runtime ABI manifest compiled against, for passes that read it (USES_ABI);
     they fall back to the bundled manifest.
     """
+    _verify(module, f"before {PIPELINE[0].NAME}")
     for p in PIPELINE:
         module = p.run(module, abi) if getattr(p, "USES_ABI", False) else p.run(module)
-        if not module.operation.verify():
-            raise RuntimeError(f"internal error: IR fails verification after {p.NAME}")
+        _verify(module, f"after {p.NAME}")
         if p.NAME == until:
             break
     return module

@@ -1,0 +1,1 @@
+"""No op classes for the onnx namespace: see __init__.py."""

@@ -1,0 +1,108 @@
+"""The compiler's two op vocabularies and their verifier, derived from the op registry.
+
+- `onnx.<name>`: the import level, one op per registry `OpDef` (ONNX semantics: the node's present
+  inputs as operands, `operand_roles` = their ONNX input positions, the node's attributes as
+  `onnx.<attr>`).  refine-shapes rewrites every one of them away.
+- `hipdnn.<name>`: the program level, one op per registry `Kernel` (its manifest attributes and
+  parameter arrays are required attributes of the right kind, its operand count is declared) and
+  the structural ops the passes use: `weight`, `constant`, `host_tensor`, `alias`, `materialize`,
+  `copy`.
+
+`verify` checks a module against these declarations (unknown ops, operand and result counts,
+tensor types, required attributes and their kinds); the pipeline runs it after every pass.
+
+Why not a registered dialect: the only way to register one from the torch-mlir wheel is IRDL, and
+IRDL (as of this LLVM) binds a constraint variable to one type across a variadic operand group, so
+an op whose operands differ in type and number (Concat at both levels; every import-level op with
+optional inputs) cannot be declared; a C++ dialect would need our own build of the MLIR Python
+bindings.  The ops therefore stay generic operations of unregistered dialects, and this module is
+their verifier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torch_mlir import ir
+
+from .ops import entries, kernels
+
+_KINDS = {"string": ir.StringAttr, "array": ir.ArrayAttr, "int": ir.IntegerAttr, "float": ir.FloatAttr}
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What an op of ours must look like: operand and result counts (max None: any) and required
+    attributes {name: "string" | "array" | "int" | "float"}."""
+
+    operands: tuple[int, int | None]
+    results: tuple[int, int | None] = (1, 1)
+    attrs: dict[str, str] = field(default_factory=dict)
+
+
+STRUCTURAL = {
+    "hipdnn.weight": OpSpec((0, 0), attrs={"name": "string"}),
+    "hipdnn.constant": OpSpec((0, 0), attrs={"name": "string", "values": "array"}),
+    "hipdnn.host_tensor": OpSpec((0, 0), attrs={"values": "array"}),
+    "hipdnn.materialize": OpSpec((0, 0), attrs={"values": "array"}),
+    "hipdnn.alias": OpSpec((1, 1)),
+    "hipdnn.copy": OpSpec((1, 1)),
+}
+
+
+def spec(name: str) -> OpSpec | None:
+    """The declaration of one of our ops (None: not ours)."""
+    if name in STRUCTURAL:
+        return STRUCTURAL[name]
+    dialect, _, short = name.partition(".")
+    if dialect == "onnx" and any(e.name == short for e in entries()):
+        return OpSpec((0, None), (0, None), {"operand_roles": "array"})
+    k = kernels().get(name)
+    if k is None:
+        return None
+    attrs = {a: "int" for a in k.int_attrs if a != "op"}
+    attrs.update({a: "float" for a in k.float_attrs})
+    if k.op_enum:
+        attrs["op"] = "string"
+    attrs.update({p.attr: "array" for p in k.params})
+    return OpSpec(k.arity, (1, 1), attrs)
+
+
+def _count(n: int, bounds: tuple[int, int | None]) -> bool:
+    return bounds[0] <= n and (bounds[1] is None or n <= bounds[1])
+
+
+def _problems(op: ir.Operation) -> list[str]:
+    s = spec(op.name)
+    if s is None:
+        return [f"unknown op {op.name}"]
+    out = []
+    if not _count(len(op.operands), s.operands):
+        out.append(f"{len(op.operands)} operands, expected {s.operands[0]} to {s.operands[1] or 'any'}")
+    if not _count(len(op.results), s.results):
+        out.append(f"{len(op.results)} results, expected {s.results[0]} to {s.results[1] or 'any'}")
+    for v in [*op.operands, *op.results]:
+        if not isinstance(v.type, ir.ShapedType) or isinstance(v.type, ir.MemRefType):
+            out.append(f"a value of type {v.type}, expected a tensor")
+    for name, kind in s.attrs.items():
+        if name not in op.attributes:
+            out.append(f"attribute '{name}' is missing")
+        elif not isinstance(op.attributes[name], _KINDS[kind]):
+            out.append(f"attribute '{name}' is {op.attributes[name]}, expected {kind}")
+    return out
+
+
+def verify(module: ir.Module) -> None:
+    """Raise ValueError naming each op of ours that breaks its declaration (MLIR's own verifier runs too)."""
+    problems = []
+    for block in module.body.operations:
+        for region in block.operation.regions:
+            for b in region.blocks:
+                for op in b.operations:
+                    op = op.operation
+                    if op.name.startswith(("onnx.", "hipdnn.")):
+                        problems += [f"{op.name}: {p}" for p in _problems(op)]
+    if not module.operation.verify():
+        problems.append("MLIR's verifier refuses the module")
+    if problems:
+        raise ValueError("; ".join(problems))
