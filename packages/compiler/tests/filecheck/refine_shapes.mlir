@@ -1,10 +1,11 @@
 // RUN: not hipdnn-ep-compile opt %s --pass-pipeline=refine-shapes --split-input-file | filecheck %s
 
-// Shape/Gather/Unsqueeze/Concat fold into host tensors; Reshape becomes an alias with an inferred -1.
-// CHECK-LABEL: func.func @main
+// Shape/Gather/Unsqueeze/Concat fold into host tensors; Reshape becomes an alias with an inferred -1;
+// its type and the signature gain the dim known statically.
+// CHECK-LABEL: func.func @main(%arg0: tensor<?x?x8xf32>) -> tensor<?x4x?xf32>
 // CHECK:       "hipdnn.host_tensor"() {hipdnn.dims = {{\[\["3"\]\]}}, onnx.node = "node 's'", values = ["d0_0", "d0_1", "8"]}
 // CHECK:       "hipdnn.host_tensor"() {{.*}}values = ["-1", "4", "d0_1"]
-// CHECK:       "hipdnn.alias"(%arg0) {hipdnn.dims = {{\[\["\(mul 2 d0_0\)", "4", "d0_1"\]\]}}, onnx.node = "node 'r'"}
+// CHECK:       "hipdnn.alias"(%arg0) {hipdnn.dims = {{\[\["\(mul 2 d0_0\)", "4", "d0_1"\]\]}}, onnx.node = "node 'r'"} : (tensor<?x?x8xf32>) -> tensor<?x4x?xf32>
 // CHECK-NOT:   "onnx.
 func.func @main(%arg0: tensor<?x?x8xf32>) -> tensor<?x?x?xf32> {
   %0 = "onnx.shape"(%arg0) {operand_roles = [0 : i64], "onnx.node" = "node 's'"} : (tensor<?x?x8xf32>) -> tensor<3xi64>
@@ -28,6 +29,16 @@ func.func @main(%arg0: tensor<?x1x4xf32>, %arg1: tensor<3x4xf32>) -> tensor<?x3x
   %0 = "onnx.add"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'add'"} : (tensor<?x1x4xf32>, tensor<3x4xf32>) -> tensor<?x3x4xf32>
   %1 = "onnx.relu"(%0) {operand_roles = [0 : i64], "onnx.node" = "node 'relu'"} : (tensor<?x3x4xf32>) -> tensor<?x3x4xf32>
   return %1 : tensor<?x3x4xf32>
+}
+
+// -----
+
+// A result of unknown rank gets its rank and static dims from the shape rule.
+// CHECK-LABEL: func.func @main(%arg0: tensor<2x?xf32>, %arg1: tensor<?x3xf32>) -> tensor<2x3xf32>
+// CHECK:       "hipdnn.binary"(%arg0, %arg1) {{.*}} : (tensor<2x?xf32>, tensor<?x3xf32>) -> tensor<2x3xf32>
+func.func @main(%arg0: tensor<2x?xf32>, %arg1: tensor<?x3xf32>) -> tensor<*xf32> {
+  %0 = "onnx.mul"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64]} : (tensor<2x?xf32>, tensor<?x3xf32>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
 }
 
 // -----

@@ -87,6 +87,8 @@ def replace(o: Node, op: Kernel | str, operands: list[ir.Value], attrs: dict, di
         types = [ir.Type.parse(t) for t in result_types] if result_types else [r.type for r in o.op.results]
     for k, ds in enumerate(dims):
         check_dims(o, ds, hir.type_dtype(types[k]) if k < len(types) else None)
+    with o.op.context, o.op.location:
+        types = [refined_type(t, ds) for t, ds in zip(types, dims, strict=False)] + types[len(dims):]
     attrs = dict(attrs)
     attrs["onnx.node"] = o.where
     attrs["hipdnn.dims"] = [[sym.to_str(d) for d in ds] for ds in dims]
@@ -95,6 +97,20 @@ def replace(o: Node, op: Kernel | str, operands: list[ir.Value], attrs: dict, di
         old_r.replace_all_uses_with(new_r)
     o.op.erase()
     return new
+
+
+def refined_type(t: ir.Type, dims: list[sym.Expr]) -> ir.Type:
+    """`t` with the rank and the static dims the shape rule computed (a dim static in `t` stays)."""
+    old = list(t.shape) if isinstance(t, ir.RankedTensorType) and t.rank == len(dims) else None
+    shape = []
+    for j, d in enumerate(dims):
+        if isinstance(d, int):
+            shape.append(d)
+        elif old is not None and not ir.ShapedType.is_dynamic_size(old[j]):
+            shape.append(old[j])
+        else:
+            shape.append(ir.ShapedType.get_dynamic_size())
+    return ir.RankedTensorType.get(shape, t.element_type)
 
 
 def check_dims(o: Node, dims: list[sym.Expr], dtype: int | None) -> None:

@@ -3,7 +3,8 @@
 Each op's shape rule is its entry's in the op registry (ops/); this pass is the driver.
 
 IR in: ops as imported (ONNX semantics, parameter tensors as operands, `onnx.*` attributes).
-IR out: every value's dims as symbolic expressions (`hipdnn.dims`) over program input dims;
+IR out: every value's dims as symbolic expressions (`hipdnn.dims`) over program input dims, and
+its tensor type refined with the rank and every dim known statically (so is @main's signature);
 every computation on host-computable integer values (Shape, Gather, Concat, Slice, Squeeze,
 Unsqueeze, Reshape, Cast, Add/Sub/Mul/Div on shape values) folded into `hipdnn.host_tensor`
 ops holding element expressions; every remaining op in its kernel-level form (a registry
@@ -45,4 +46,9 @@ def run(module: ir.Module) -> ir.Module:
             entry.rule(o)
         except ZeroDivisionError as exc:
             raise ModelError(f"{o.where}: {exc}") from None
+    # the results' types are refined: the signature follows what is returned
+    ret = hir.ops(module)[-1]
+    with module.context:
+        inputs = [a.type for a in hir.body(module).arguments]
+        func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [v.type for v in ret.operands]))
     return module
