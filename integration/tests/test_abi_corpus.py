@@ -68,14 +68,14 @@ def test_the_check_catches_a_missing_runtime_function(compiler, runtime, tmp_pat
                           if f["name"] != "hipdnn_ep_get_host_scratch_base"]
     stub = tmp_path / "stub.c"
     stub.write_text("".join(f"void {f['name']}(void) {{}}\n" for f in manifest_functions))
-    nodes = runtime.abi_manifest()["abi"]
+    from hipdnn_ep_compiler.link import version_script
+
+    nodes = {int(k): v for k, v in runtime.abi_manifest()["version_nodes"].items()}
     script = tmp_path / "stub.map"
     by_minor: dict[int, list[str]] = {}
     for f in manifest_functions:
         by_minor.setdefault(f["since"], []).append(f["name"])
-    script.write_text("".join(
-        f"HIPDNN_EP_{nodes['major']}.{minor} {{ global: {' '.join(n + ';' for n in names)} }};\n"
-        for minor, names in sorted(by_minor.items())))
+    script.write_text(version_script(nodes, by_minor, max(nodes)))
     lib = tmp_path / "lib" / "libhipdnn_ep_runtime.so.1"
     lib.parent.mkdir()
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(stub), f"-Wl,--version-script={script}",

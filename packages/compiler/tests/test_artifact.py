@@ -140,3 +140,61 @@ def test_read_metadata_errors(tmp_path, static_model):
     truncated.write_bytes(plain.read_bytes()[:200])
     with pytest.raises(ArtifactError):
         read_metadata(truncated)
+
+
+def test_the_artifact_format_is_the_manifests(dynamic_reshape_model, tmp_path):
+    """File name, section and metadata format come from the bundled manifest's [artifact] table."""
+    import json
+
+    from hipdnn_ep_compiler import artifact
+    from hipdnn_ep_compiler.abi import bundled_manifest_path
+
+    declared = json.loads(bundled_manifest_path().read_text())["artifact"]
+    assert (artifact.PROGRAM, artifact.SECTION, artifact.FORMAT, artifact.OLDEST_FORMAT) == (
+        declared["file"], declared["section"], declared["format"], declared["oldest_format"])
+    info = compile_model(dynamic_reshape_model, tmp_path / "a")
+    assert info.program.name == declared["file"] and info.metadata["format"] == declared["format"]
+    sections = subprocess.run(["readelf", "-S", "-W", str(info.program)], capture_output=True, text=True).stdout
+    assert declared["section"] in sections
+
+
+@pytest.mark.parametrize("theirs", [{"format": 99, "oldest_format": 99}, {"file": "code.so"}])
+def test_refuses_a_runtime_that_reads_other_artifact_formats(dynamic_reshape_model, tmp_path, theirs):
+    import json
+
+    from hipdnn_ep_compiler import AbiTargetError
+    from hipdnn_ep_compiler.abi import bundled_manifest_path
+
+    data = json.loads(bundled_manifest_path().read_text())
+    data["artifact"].update(theirs)
+    (tmp_path / "m.json").write_text(json.dumps(data))
+    with pytest.raises(AbiTargetError, match=r"reads artifact metadata formats .* this compiler writes format"):
+        compile_model(dynamic_reshape_model, tmp_path / "a", manifest=tmp_path / "m.json")
+    del data["artifact"]  # a runtime older than the declaration reads format 1 program.so
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    assert compile_model(dynamic_reshape_model, tmp_path / "b", manifest=tmp_path / "old.json").metadata["format"] == 1
+
+
+def test_read_metadata_refuses_formats_it_does_not_read(dynamic_reshape_model, tmp_path):
+    info = compile_model(dynamic_reshape_model, tmp_path / "a")
+    raw = info.program.read_bytes()
+    assert raw.count(b'"format":1,') == 1
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "program.so").write_bytes(raw.replace(b'"format":1,', b'"format":9,'))
+    with pytest.raises(ArtifactError, match="metadata format 9 is not one this compiler reads"):
+        read_metadata(tmp_path / "b")
+
+
+def test_version_script_with_a_minor_that_added_no_function_links(tmp_path):
+    """The one version-script writer of the compiler side (import stub, test doubles) handles a minor
+    that added only types or an [artifact] change, as ABI 1.3 did; a hand-written copy did not."""
+    from hipdnn_ep_compiler.link import version_script
+
+    script = version_script({0: "T_1.0", 1: "T_1.1", 2: "T_1.2"}, {0: ["t_a"], 2: ["t_b"]}, 2)
+    (tmp_path / "t.map").write_text(script)
+    (tmp_path / "t.c").write_text("void t_a(void) {}\nvoid t_b(void) {}\nvoid t_hidden(void) {}\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "t.so"), str(tmp_path / "t.c"),
+                    f"-Wl,--version-script,{tmp_path / 't.map'}"], check=True)
+    out = subprocess.run(["nm", "-D", "--defined-only", str(tmp_path / "t.so")], capture_output=True, text=True,
+                         check=True).stdout
+    assert "t_a@@T_1.0" in out and "t_b@@T_1.2" in out and "T_1.1" in out and "t_hidden" not in out

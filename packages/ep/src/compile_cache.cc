@@ -15,6 +15,8 @@
 #include <sstream>
 #include <vector>
 
+#include <hipdnn_ep/runtime_abi.h>
+
 #include "ep_context.h"
 #include "ep_utils.h"
 #include "json.h"
@@ -27,7 +29,7 @@ namespace fs = std::filesystem;
 namespace {
 constexpr int kFormat = 2;
 constexpr const char* kArtifactDir = "artifact";
-constexpr const char* kProgramName = "program.so";
+constexpr const char* kProgramName = HIPDNN_EP_ARTIFACT_FILE;  // the artifact folder's file (manifest)
 constexpr const char* kEntryName = "entry.json";
 
 std::string ReadFile(const fs::path& p) {

@@ -424,20 +424,19 @@ CompileResult CompileClient::Compile(const std::string& model_path, const std::s
   result.metadata = resp["metadata"];
   namespace fs = std::filesystem;
   if (!result.artifact.empty() && fs::is_directory(result.artifact)) {
-    // The compiler may name its output directory; the artifact is its one .so.
-    std::string found;
-    int count = 0;
-    for (const auto& e : fs::directory_iterator(result.artifact)) {
-      if (e.path().extension() == ".so") {
-        found = e.path().string();
-        ++count;
+    // An artifact folder holds the file the manifest's [artifact] table names.
+    const fs::path file = fs::path(result.artifact) / HIPDNN_EP_ARTIFACT_FILE;
+    if (!fs::is_regular_file(file)) {
+      std::string held;
+      for (const auto& e : fs::directory_iterator(result.artifact)) {
+        held += (held.empty() ? "" : ", ") + e.path().filename().string();
       }
+      throw EpError("hipdnn-ep: the compiler's artifact folder " + result.artifact + " has no " +
+                    HIPDNN_EP_ARTIFACT_FILE + " (it holds: " + (held.empty() ? "nothing" : held) +
+                    "); the compiler and the runtime disagree on the artifact format: install matching "
+                    "hipdnn-ep-compiler and hipdnn-ep-runtime versions");
     }
-    if (count != 1) {
-      throw EpError("hipdnn-ep: the compiler's output directory " + result.artifact + " holds " +
-                    std::to_string(count) + " .so files; expected exactly one artifact");
-    }
-    result.artifact = found;
+    result.artifact = file.string();
   }
   if (result.artifact.empty() || !fs::is_regular_file(result.artifact)) {
     throw EpError("hipdnn-ep: the compiler reported success but no artifact file exists at '" +

@@ -69,6 +69,18 @@ CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi>
   } catch (const std::exception& e) {
     throw EpError("hipdnn-ep: artifact " + path + " has unreadable metadata: " + e.what());
   }
+  // The metadata formats this EP reads, from the manifest it was built with (a runtime of
+  // ABI 1.2 or older opens an artifact without checking its format).
+  const json::Value& format = meta["format"];
+  if (!format.is_number() || format.as_int() < HIPDNN_EP_ARTIFACT_OLDEST_FORMAT ||
+      format.as_int() > HIPDNN_EP_ARTIFACT_FORMAT) {
+    throw EpError("hipdnn-ep: artifact " + path + " has metadata format " +
+                  (format.is_number() ? std::to_string(format.as_int()) : std::string("(none)")) +
+                  "; this hipdnn-ep reads formats " + std::to_string(HIPDNN_EP_ARTIFACT_OLDEST_FORMAT) + " to " +
+                  std::to_string(HIPDNN_EP_ARTIFACT_FORMAT) +
+                  ": install hipdnn-ep, hipdnn-ep-compiler and hipdnn-ep-runtime versions that match, then compile "
+                  "the model again (for an EPContext model: export it again)");
+  }
   for (const json::Value& v : meta["inputs"].array) args_.push_back(SpecFromMetadata(v));
   for (const json::Value& v : meta["weights"].array) args_.push_back(SpecFromMetadata(v));
   for (const json::Value& v : meta["outputs"].array) outputs_.push_back(v["name"].string);

@@ -79,7 +79,8 @@ std::string NodeKey(const OrtApi& ort, const OrtNode* node) {
 }
 
 constexpr const char* kEpContextOp = "EPContext";
-constexpr const char* kArtifactFileName = "program.so";  // in the folder beside a non-embedded EPContext model
+// In the folder beside a non-embedded EPContext model: the artifact file the manifest declares.
+constexpr const char* kArtifactFileName = HIPDNN_EP_ARTIFACT_FILE;
 constexpr const char* kMsDomain = "com.microsoft";
 
 // Attribute `name` of `node` as a string/int; nullopt-like fallbacks when absent.

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <hipdnn_ep/runtime_abi.h>
+
 #include "ep_utils.h"
 #include "private_files.h"
 
@@ -98,7 +100,7 @@ std::unique_ptr<LoadedArtifact> LoadedArtifact::FromBytes(const std::string& byt
   }
   // No memfd: a new file (O_EXCL) in a folder only this user can enter.
   a->private_dir_ = MakePrivateTempDir(fs::temp_directory_path().string(), "hipdnn-ep-artifact");
-  a->path_ = (fs::path(a->private_dir_) / "program.so").string();
+  a->path_ = (fs::path(a->private_dir_) / HIPDNN_EP_ARTIFACT_FILE).string();
   int fd = open(a->path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0500);
   bool ok = fd >= 0 && WriteAll(fd, bytes);
   int err = errno;

@@ -50,3 +50,39 @@ def test_an_edited_compiler_source_recompiles(tmp_path: Path, ep_devices) -> Non
     entries = _entries(cache)
     assert len(entries) == 2, "an edited pass must not reuse the old artifact"
     assert len({e["compiler"] for e in entries}) == 1 and len({e["compiler_build"] for e in entries}) == 2
+
+
+RENAMING_COMPILER = '''
+import sys
+from pathlib import Path
+
+from hipdnn_ep_compiler.protocol import handle, serve
+
+
+def renaming(request):
+    response = handle(request)
+    if request.get("action") == "compile" and response.get("ok"):
+        folder = Path(response["artifact"])
+        (folder / "program.so").rename(folder / "other.so")
+    return response
+
+
+sys.exit(serve(handler=renaming))
+'''
+
+
+def test_the_artifact_file_is_the_declared_one_not_any_so(tmp_path: Path, ep_devices) -> None:
+    """The compiler's output folder must hold the file the manifest's [artifact] table names; the EP
+    used to take whichever single *.so it found."""
+    import pytest
+
+    script = tmp_path / "renaming_compiler.py"
+    script.write_text(RENAMING_COMPILER)
+    python = tmp_path / "python-renaming"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}"\n')
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    model = elementwise(tmp_path / "m.onnx", [2, 4])
+    with pytest.raises(Exception, match=r"artifact folder .* has no program\.so \(it holds: other\.so\).*install "
+                                        r"matching hipdnn-ep-compiler and hipdnn-ep-runtime"):
+        make_session(model, ep_devices, {"compiler_python": str(python), "cache_dir": str(tmp_path / "cache")},
+                     NO_FALLBACK)

@@ -20,8 +20,34 @@
 namespace hipdnn_ep {
 namespace {
 
-constexpr const char* kMetadataSection = ".hipdnn_ep_meta";
-constexpr const char* kProgramFile = "program.so";
+// The artifact format, declared once in the manifest's [artifact] table.
+constexpr const char* kMetadataSection = HIPDNN_EP_ARTIFACT_SECTION;
+constexpr const char* kProgramFile = HIPDNN_EP_ARTIFACT_FILE;
+
+// The metadata's format is one this runtime reads (HIPDNN_EP_ARTIFACT_OLDEST_FORMAT to
+// HIPDNN_EP_ARTIFACT_FORMAT); anything else is refused before its other fields are trusted.
+int32_t check_format(const std::string& path, const json::Value& metadata) {
+  const json::Value* format = metadata.find("format");
+  const std::string range = std::to_string(HIPDNN_EP_ARTIFACT_OLDEST_FORMAT) + " to " +
+                            std::to_string(HIPDNN_EP_ARTIFACT_FORMAT);
+  if (format == nullptr || !format->is_integer()) {
+    return set_error(HIPDNN_EP_STATUS_ABI_MISMATCH,
+                     path + ": the artifact metadata states no format (this runtime reads formats " + range +
+                         "); compile the model again with a hipdnn-ep-compiler for this runtime");
+  }
+  const int64_t f = format->as_int();
+  if (f < HIPDNN_EP_ARTIFACT_OLDEST_FORMAT || f > HIPDNN_EP_ARTIFACT_FORMAT) {
+    const bool newer = f > HIPDNN_EP_ARTIFACT_FORMAT;
+    return set_error(HIPDNN_EP_STATUS_ABI_MISMATCH,
+                     path + ": artifact metadata format " + std::to_string(f) + " is " + (newer ? "newer" : "older") +
+                         " than this runtime reads (formats " + range + ", runtime ABI " +
+                         std::to_string(HIPDNN_EP_ABI_MAJOR) + "." + std::to_string(HIPDNN_EP_ABI_MINOR) + "); " +
+                         (newer ? "upgrade hipdnn-ep-runtime, or compile the model again with a hipdnn-ep-compiler "
+                                  "that targets this runtime"
+                                : "compile the model again with a current hipdnn-ep-compiler"));
+  }
+  return HIPDNN_EP_STATUS_OK;
+}
 
 const char* dtype_name(int32_t dtype) {
   switch (dtype) {
@@ -126,7 +152,10 @@ extern "C" int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_
                     HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     artifact->path + ": the " + hipdnn_ep::kMetadataSection + " section is not a JSON object" +
                         (parse_error.empty() ? "" : " (" + parse_error + ")"));
-  // 2. The ABI check, still before any of its code can run.
+  // 2. The format and the ABI check, still before any of its code can run.
+  if (int32_t status = hipdnn_ep::check_format(artifact->path, artifact->metadata); status != HIPDNN_EP_STATUS_OK) {
+    return status;
+  }
   if (int32_t status =
           hipdnn_ep::check_artifact_abi(artifact->path, artifact->metadata, hipdnn_ep::runtime_manifest());
       status != HIPDNN_EP_STATUS_OK) {

@@ -135,7 +135,7 @@ def test_all_problems_in_one_message(make_artifact: ArtifactFactory) -> None:
 @pytest.mark.parametrize(
     ("metadata", "match"),
     [("not json {", "not a JSON object"), ("[1, 2]", "not a JSON object"),
-     ('{"abi": {"major": 1}}', "lacks abi.major, abi.min_minor or imports")],
+     ('{"format": 1, "abi": {"major": 1}}', "lacks abi.major, abi.min_minor or imports")],
 )
 def test_malformed_metadata(make_artifact: ArtifactFactory, metadata: str, match: str) -> None:
     built = make_artifact(metadata)
@@ -222,3 +222,32 @@ def test_a_program_says_why_it_refuses_its_inputs(make_artifact: ArtifactFactory
         artifact.run(state, [np.zeros(3, np.float32), np.zeros(1, np.float32)])
     x, w = _inputs()
     np.testing.assert_array_equal(artifact.run(state, [x, w])[0], 2 * x + w[0])  # the message went with its run
+
+
+@pytest.mark.parametrize("fmt", [None, 0, 99, "1"])
+def test_refuses_metadata_formats_it_does_not_read_before_loading(make_artifact: ArtifactFactory, fmt) -> None:
+    """The runtime reads the metadata formats the manifest's [artifact] table declares, and refuses
+    others (or none) by name, before trusting any other field or loading code."""
+    declared = rt.abi_manifest()["artifact"]
+    meta = good_metadata()
+    if fmt is None:
+        del meta["format"]
+    else:
+        meta["format"] = fmt
+    built = make_artifact(meta)
+    with pytest.raises(rt.AbiMismatchError) as err:
+        rt.Artifact(built.directory)
+    assert not built.loaded, "the artifact's code ran before its format was checked"
+    reads = f"formats {declared['oldest_format']} to {declared['format']}"
+    assert reads in str(err.value) and str(built.directory / declared["file"]) in str(err.value)
+    assert ("states no format" if fmt in (None, "1") else f"metadata format {fmt} is") in str(err.value)
+
+
+def test_format_names_come_from_the_manifest(make_artifact: ArtifactFactory, state: rt.State) -> None:
+    declared = rt.abi_manifest()["artifact"]
+    assert (declared["file"], declared["section"]) == ("program.so", ".hipdnn_ep_meta")
+    for fmt in range(declared["oldest_format"], declared["format"] + 1):
+        meta = good_metadata()
+        meta["format"] = fmt
+        (y,) = rt.Artifact(make_artifact(meta).directory).run(state, _inputs())
+        assert y.shape == (4,)

@@ -1,8 +1,10 @@
 """Artifact metadata: what the compiler embeds, and a pure-Python reader of it.
 
-An artifact is a directory holding `program.so`; its metadata is JSON, NUL-terminated, in the
-ELF section `.hipdnn_ep_meta`, readable without loading the code (the runtime checks it
-before dlopen; `read_metadata` here serves `inspect`).
+The artifact format is declared once, in the runtime ABI manifest's [artifact] table (read here
+from the bundled JSON): an artifact is a directory holding FILE (`program.so`); its metadata is
+JSON, NUL-terminated, in the ELF section SECTION (`.hipdnn_ep_meta`), readable without loading
+the code (the runtime checks it before dlopen; `read_metadata` here serves `inspect`). FORMAT is
+the metadata format this compiler writes; readers accept OLDEST_FORMAT to FORMAT.
 """
 
 from __future__ import annotations
@@ -13,12 +15,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ArtifactError
+from .abi import bundled_manifest_path
+from .errors import AbiTargetError, ArtifactError
 
-SECTION = ".hipdnn_ep_meta"
-PROGRAM = "program.so"
+
+def _declared_format() -> dict[str, Any]:
+    return json.loads(bundled_manifest_path().read_text())["artifact"]
+
+
+_DECLARED = _declared_format()
+SECTION: str = _DECLARED["section"]
+PROGRAM: str = _DECLARED["file"]
+FORMAT: int = _DECLARED["format"]
+OLDEST_FORMAT: int = _DECLARED["oldest_format"]
 BACKENDS = ("cpu", "cuda", "hip")  # the runtime backends an artifact may be compiled for
-FORMAT = 1
+
+
+def check_runtime_reads(artifact_format: dict[str, Any] | None, source: str) -> None:
+    """Refuses to compile for a runtime whose manifest says it cannot read what this compiler writes.
+    `artifact_format`: the [artifact] table of the target runtime's manifest (None: a runtime older
+    than the declaration, which reads format 1 files named program.so in section .hipdnn_ep_meta)."""
+    theirs = artifact_format or {"file": "program.so", "section": ".hipdnn_ep_meta", "format": 1,
+                                 "oldest_format": 1}
+    if not theirs["oldest_format"] <= FORMAT <= theirs["format"] or \
+            (theirs["file"], theirs["section"]) != (PROGRAM, SECTION):
+        raise AbiTargetError(
+            f"the runtime described by {source} reads artifact metadata formats {theirs['oldest_format']} to "
+            f"{theirs['format']} ({theirs['file']}, section {theirs['section']}); this compiler writes format "
+            f"{FORMAT} ({PROGRAM}, section {SECTION}). Fix: install a hipdnn-ep-compiler and hipdnn-ep-runtime "
+            f"whose artifact formats overlap (upgrade the older one)")
 
 
 @dataclass(frozen=True)
@@ -86,8 +111,11 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         meta = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{p}: metadata is not valid JSON ({exc})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ArtifactError(f"{p}: unknown metadata format {meta.get('format') if isinstance(meta, dict) else meta!r}")
+    found = meta.get("format") if isinstance(meta, dict) else None
+    if not isinstance(found, int) or not OLDEST_FORMAT <= found <= FORMAT:
+        raise ArtifactError(f"{p}: metadata format {found!r} is not one this compiler reads (formats "
+                            f"{OLDEST_FORMAT} to {FORMAT}); use the hipdnn-ep-compiler that built it, or compile "
+                            f"the model again")
     return meta
 
 

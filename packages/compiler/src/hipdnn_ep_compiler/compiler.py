@@ -15,7 +15,7 @@ from . import symbolic as sym
 from . import weights as wmod
 from ._version import __version__
 from .abi import RuntimeAbi, load_abi
-from .artifact import BACKENDS, FORMAT, PROGRAM, ArtifactInfo
+from .artifact import BACKENDS, FORMAT, PROGRAM, ArtifactInfo, check_runtime_reads
 from .build_id import build_id
 from .errors import CompileError
 from .frontend import load_model
@@ -121,6 +121,7 @@ def compile_model(model_or_path: onnx.ModelProto | str | Path, out_dir: str | Pa
     if backend not in BACKENDS:
         raise CompileError(f"unknown backend '{backend}' (choose from {', '.join(BACKENDS)})")
     target = load_abi(manifest, abi)
+    check_runtime_reads(target.artifact, target.source)
     model, _ = load_model(model_or_path)
     module = import_model(model)
     run_pipeline(module, abi=target)

@@ -26,22 +26,33 @@ def find_cc() -> str:
     return cc
 
 
+def version_script(version_nodes: dict[int, str], names_by_minor: dict[int, list[str]], upto: int) -> str:
+    """A linker version script with the runtime's symbol versions: one node per ABI minor 0..upto
+    (`version_nodes`, from the manifest JSON), each exporting the names that minor introduced and
+    inheriting the previous one; everything else is local. The one writer of such scripts outside
+    the ABI tool (which writes the runtime's own from the manifest): the import stub here and the
+    test doubles of the runtime use it."""
+    nodes = []
+    prev = None
+    for minor in range(0, upto + 1):
+        body = "".join(f"  {n};\n" for n in names_by_minor.get(minor, ()))
+        local = "local: *;\n" if prev is None else ""
+        tail = f" {prev}" if prev else ""
+        scope = "global:\n" if body else ""  # a minor that added no function has an empty node
+        nodes.append(f"{version_nodes[minor]} {{\n{scope}{body}{local}}}{tail};\n")
+        prev = version_nodes[minor]
+    return "".join(nodes)
+
+
 def stub_sources(abi: RuntimeAbi) -> tuple[str, str]:
     """(C source, version script) of the import stub for the target minor."""
     fns = abi.functions_available()
     c = "/* generated import stub: symbols only, never run */\n" + "".join(
         f"void {f.name}(void) {{}}\n" for f in fns)
-    nodes = []
-    prev = None
-    for minor in range(0, abi.target_minor + 1):
-        names = [f.name for f in fns if f.since == minor]
-        body = "".join(f"  {n};\n" for n in names)
-        local = "local: *;\n" if prev is None else ""
-        tail = f" {prev}" if prev else ""
-        scope = "global:\n" if body else ""  # a minor that added no function has an empty node
-        nodes.append(f"{abi.version_nodes[minor]} {{\n{scope}{body}{local}}}{tail};\n")
-        prev = abi.version_nodes[minor]
-    return c, "".join(nodes)
+    by_minor: dict[int, list[str]] = {}
+    for f in fns:
+        by_minor.setdefault(f.since, []).append(f.name)
+    return c, version_script(abi.version_nodes, by_minor, abi.target_minor)
 
 
 def _run(cmd: list[str], what: str) -> None:

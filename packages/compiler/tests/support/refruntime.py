@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hipdnn_ep_compiler.link import version_script
+
 NP = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64}
 CODE = {np.dtype(v): k for k, v in NP.items()}
 DISPATCH = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64))
@@ -46,14 +48,11 @@ def build_shim(manifest: dict, out_dir: Path) -> Path:
         lines.append(f"{c_ret} {f['name']}({decl}) {{ {body} }}")
     src = out_dir / "refruntime.c"
     src.write_text("\n".join(lines) + "\n")
-    nodes, prev = [], None
-    for minor in sorted(int(k) for k in manifest["version_nodes"]):
-        names = [f["name"] for f in fns if f["since"] == minor] + (["hipdnn_test_set_dispatch"] if prev is None else [])
-        node = manifest["version_nodes"][str(minor)]
-        nodes.append(f"{node} {{ global: {' '.join(n + ';' for n in names)} {'local: *;' if prev is None else ''} }}"
-                     f"{' ' + prev if prev else ''};")
-        prev = node
-    (out_dir / "refruntime.map").write_text("\n".join(nodes) + "\n")
+    by_minor: dict[int, list[str]] = {0: ["hipdnn_test_set_dispatch"]}
+    for f in fns:
+        by_minor.setdefault(f["since"], []).append(f["name"])
+    nodes = {int(k): v for k, v in manifest["version_nodes"].items()}
+    (out_dir / "refruntime.map").write_text(version_script(nodes, by_minor, max(nodes)))
     lib = out_dir / manifest["abi"]["soname"]
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src), f"-Wl,-soname,{manifest['abi']['soname']}",
                     f"-Wl,--version-script,{out_dir / 'refruntime.map'}"], check=True)

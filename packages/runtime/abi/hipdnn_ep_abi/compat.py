@@ -10,7 +10,11 @@ candidate `new` of the same major:
   * struct fields may only be appended, and only to struct_size-led structs;
   * the element types a kernel accepts (per op and per input) may only grow,
     and a type added needs a minor bump: artifacts built for the old minor may
-    pass any type it accepted, and a compiler may emit a type once the manifest lists it.
+    pass any type it accepted, and a compiler may emit a type once the manifest lists it;
+  * the artifact format ([artifact]) keeps its file and section names, its metadata
+    `format` only grows and `oldest_format` never does (artifacts of every format
+    a released minor read keep loading). A manifest released before [artifact]
+    existed read format 1 only.
 A change that breaks any of these needs `new.major > old.major`.
 """
 
@@ -146,6 +150,26 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
             added(h.name, h.since, "handle")
     for name in old_handles - {h.name for h in new.handles}:
         out.append(Violation(name, f"handle removed: {need_major}"))
+    out += _artifact_rules(old, new, need_major)
+    return out
+
+
+def _artifact_rules(old: Manifest, new: Manifest, need_major: str) -> list[Violation]:
+    if new.artifact is None:
+        return [Violation("[artifact]", "the artifact format declaration was removed: restore it")] \
+            if old.artifact is not None else []
+    oldest, newest = (old.artifact.oldest_format, old.artifact.format) if old.artifact else (1, 1)
+    out = []
+    if old.artifact is not None:
+        for what in ("file", "section"):
+            if getattr(old.artifact, what) != getattr(new.artifact, what):
+                out.append(Violation("[artifact]", f"{what} changed from {getattr(old.artifact, what)!r} to "
+                                                   f"{getattr(new.artifact, what)!r}: {need_major}"))
+    if new.artifact.oldest_format > oldest:
+        out.append(Violation("[artifact]", f"oldest_format raised from {oldest} to {new.artifact.oldest_format}: "
+                                           f"artifacts of format {oldest} would be refused: {need_major}"))
+    if new.artifact.format < newest:
+        out.append(Violation("[artifact]", f"format went back from {newest} to {new.artifact.format}: {need_major}"))
     return out
 
 

@@ -32,7 +32,13 @@ def header(m: Manifest) -> str:
            f"#define {P}_ABI_MAJOR {m.major}\n#define {P}_ABI_MINOR {m.minor}\n",
            f"#define {P}_ABI_VERSION (({P}_ABI_MAJOR << 16) | {P}_ABI_MINOR)\n",
            f'#define {P}_RUNTIME_SONAME "{m.soname}"\n',
-           (f'#define {P}_PROGRAM_ENTRY "{m.program_entry.name}"\n' if m.program_entry else ""), "\n",
+           (f'#define {P}_PROGRAM_ENTRY "{m.program_entry.name}"\n' if m.program_entry else ""),
+           *(("/* The artifact format ([artifact]): file, metadata section, metadata formats read. */\n",
+              f'#define {P}_ARTIFACT_FILE "{m.artifact.file}"\n',
+              f'#define {P}_ARTIFACT_SECTION "{m.artifact.section}"\n',
+              f"#define {P}_ARTIFACT_FORMAT {m.artifact.format}\n",
+              f"#define {P}_ARTIFACT_OLDEST_FORMAT {m.artifact.oldest_format}\n") if m.artifact else ()),
+           "\n",
            f'#define {P}_API __attribute__((visibility("default")))\n\n',
            '#ifdef __cplusplus\nextern "C" {\n#endif\n\n']
 
@@ -157,6 +163,8 @@ def manifest_json(m: Manifest) -> dict:
         "abi": {"major": m.major, "minor": m.minor, "prefix": m.prefix, "soname": m.soname},
         "version_nodes": {str(i): m.version_node(i) for i in range(m.minor + 1)},
         "program_entry": entry,
+        **({"artifact": {"file": m.artifact.file, "section": m.artifact.section, "format": m.artifact.format,
+                         "oldest_format": m.artifact.oldest_format}} if m.artifact else {}),
         "enums": [{"name": e.name, "since": e.since, "values": dict(e.values),
                    **({"value_since": dict(e.value_since)} if e.value_since else {})} for e in m.enums],
         "structs": [

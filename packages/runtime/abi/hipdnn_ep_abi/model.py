@@ -171,6 +171,16 @@ class Function:
         return f"{self.returns} {self.name}({params})"
 
 
+@dataclass(frozen=True)
+class ArtifactFormat:
+    """The [artifact] table: file name, metadata section and metadata format versions."""
+
+    file: str
+    section: str
+    format: int
+    oldest_format: int
+
+
 @dataclass
 class Manifest:
     major: int
@@ -182,6 +192,7 @@ class Manifest:
     structs: list[Struct] = field(default_factory=list)
     handles: list[Handle] = field(default_factory=list)
     functions: list[Function] = field(default_factory=list)
+    artifact: ArtifactFormat | None = None
 
     # -- lookups ---------------------------------------------------------
     def struct(self, name: str) -> Struct | None:
@@ -384,8 +395,18 @@ def parse(text: str) -> Manifest:
             status="active", callers=("host",), doc="Entry point every artifact exports.",
         )
 
+    artifact = None
+    if "artifact" in raw:
+        a = raw["artifact"]
+        artifact = ArtifactFormat(str(a["file"]), str(a["section"]), int(a["format"]), int(a["oldest_format"]))
+        if not 1 <= artifact.oldest_format <= artifact.format:
+            raise ManifestError(f"[artifact]: need 1 <= oldest_format <= format, got {artifact.oldest_format} "
+                                f"and {artifact.format}")
+        if "/" in artifact.file or not artifact.file.endswith(".so") or not artifact.section.startswith("."):
+            raise ManifestError(f"[artifact]: file must be a plain *.so name and section start with '.', got "
+                                f"{artifact.file!r} and {artifact.section!r}")
     m = Manifest(int(abi["major"]), int(abi["minor"]), abi["prefix"], abi["soname"], entry,
-                 enums, list(structs.values()), handles, functions)
+                 enums, list(structs.values()), handles, functions, artifact)
     _validate(m, known)
     return m
 

@@ -92,6 +92,9 @@ class RuntimeAbi:
             self.soname: str = abi["soname"]
             self.version_nodes: dict[int, str] = {int(k): v for k, v in data["version_nodes"].items()}
             self.program_entry: dict[str, Any] = data["program_entry"]
+            # The artifact format the runtime reads ([artifact]); None: a runtime older than the
+            # declaration, which reads format 1 and checks no format.
+            self.artifact: dict[str, Any] | None = data.get("artifact")
             self.enums: dict[str, dict[str, int]] = {e["name"]: dict(e["values"]) for e in data["enums"]}
             # (enum, value) -> the ABI minor that introduced the value
             self.enum_since: dict[tuple[str, str], int] = {

@@ -491,7 +491,9 @@ def lower_to_llvm(module: ir.Module, abi: RuntimeAbi) -> LoweredProgram:
 
 
 def metadata_global(json_text: str) -> str:
-    """The LLVM global that holds the metadata JSON (NUL-terminated) in section .hipdnn_ep_meta."""
+    """The LLVM global that holds the metadata JSON (NUL-terminated) in the manifest's metadata section."""
+    from ..artifact import SECTION
+
     data = json_text.encode() + b"\0"
     return (f"llvm.mlir.global external constant @__hipdnn_ep_meta({hir.mlir_string(data.decode())}) "
-            f'{{section = ".hipdnn_ep_meta", addr_space = 0 : i32}} : !llvm.array<{len(data)} x i8>')
+            f'{{section = "{SECTION}", addr_space = 0 : i32}} : !llvm.array<{len(data)} x i8>')
