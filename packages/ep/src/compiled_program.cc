@@ -12,12 +12,6 @@ namespace hipdnn_ep {
 
 namespace {
 
-std::string DimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
-  return s + "]";
-}
-
 ArgSpec SpecFromMetadata(const json::Value& v) {
   ArgSpec a;
   a.name = v["name"].string;
@@ -28,6 +22,8 @@ ArgSpec SpecFromMetadata(const json::Value& v) {
   }
   return a;
 }
+
+}  // namespace
 
 // Frees runtime allocations made during one Compute, whatever happens.
 struct RunAllocations {
@@ -40,7 +36,53 @@ struct RunAllocations {
   }
 };
 
-}  // namespace
+int32_t CompiledProgram::OrtOutputs::Alloc(void* context, int32_t index, const hipdnn_ep_tensor_ref_t* output,
+                                           uint64_t size, void** out_data) noexcept {
+  auto* self = static_cast<OrtOutputs*>(context);
+  try {
+    self->Provide(index, *output, size, out_data);
+    return HIPDNN_EP_STATUS_OK;
+  } catch (const std::exception& e) {
+    self->error = e.what();
+    return HIPDNN_EP_STATUS_INVALID_ARGUMENT;
+  }
+}
+
+void CompiledProgram::OrtOutputs::Provide(int32_t index, const hipdnn_ep_tensor_ref_t& o, uint64_t size,
+                                          void** out_data) {
+  const CompiledProgram& p = *program;
+  const OrtApi& ort = p.api_.ort;
+  const std::string& name = p.outputs_.at(static_cast<size_t>(index));
+  OrtValue* out = nullptr;
+  ThrowIfError(ort, ort.KernelContext_GetOutput(ctx, static_cast<size_t>(index), o.dims, static_cast<size_t>(o.rank),
+                                                &out));
+  OrtTensorTypeAndShapeInfo* oinfo = nullptr;
+  ThrowIfError(ort, ort.GetTensorTypeAndShape(out, &oinfo));
+  ONNXTensorElementDataType oet;
+  OrtStatus* st = ort.GetTensorElementType(oinfo, &oet);
+  ort.ReleaseTensorTypeAndShapeInfo(oinfo);
+  ThrowIfError(ort, st);
+  if (static_cast<int32_t>(oet) != o.dtype) {
+    throw EpError("hipdnn-ep: node '" + p.node_name_ + "': the artifact produces output '" + name + "' with dtype " +
+                  std::to_string(o.dtype) + ", the graph declares " + std::to_string(oet) +
+                  "; the artifact does not belong to this model: recompile it");
+  }
+  void* dst = nullptr;
+  ThrowIfError(ort, ort.GetTensorMutableData(out, &dst));
+  const OrtMemoryDevice* mem = p.api_.ep.Value_GetMemoryDevice(out);
+  const bool dst_host = mem == nullptr || p.api_.ep.MemoryDevice_GetDeviceType(mem) == OrtMemoryInfoDeviceType_CPU;
+  if (p.backend_ != HIPDNN_EP_BACKEND_CPU && dst_host) {
+    // ORT placed this output in host memory: the program writes a device block, copied after the run.
+    void* device = nullptr;
+    p.CheckRun("allocating an output", p.rt_->hipdnn_ep_malloc(state, size, &device));
+    allocs->ptrs.push_back(device);
+    size_t bytes = ElementSize(o.dtype);
+    for (int32_t d = 0; d < o.rank; ++d) bytes *= static_cast<size_t>(o.dims[d]);
+    if (bytes > 0) staged.push_back({dst, device, bytes});
+    dst = device;
+  }
+  *out_data = dst;
+}
 
 CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi> rt,
                                  std::shared_ptr<StatePool> states, int32_t backend, const std::string& node_name,
@@ -182,24 +224,7 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
         on_host = false;
       }
     }
-    // ORT checks the model's inputs; these checks catch a model whose
-    // types changed after compilation (e.g. a stale EPContext artifact).
-    if (dtype != a.dtype) {
-      throw EpError("hipdnn-ep: node '" + node_name_ + "': input '" + a.name + "' has dtype " +
-                    std::to_string(dtype) + ", the artifact expects " + std::to_string(a.dtype),
-                    ORT_INVALID_ARGUMENT);
-    }
-    if (a.rank >= 0 && static_cast<size_t>(a.rank) != dims[i].size()) {
-      throw EpError("hipdnn-ep: node '" + node_name_ + "': input '" + a.name + "' has rank " +
-                    std::to_string(dims[i].size()) + " " + DimsText(dims[i]) + ", the artifact expects rank " +
-                    std::to_string(a.rank) + " " + DimsText(a.dims), ORT_INVALID_ARGUMENT);
-    }
-    for (size_t d = 0; a.rank >= 0 && d < a.dims.size(); ++d) {
-      if (a.dims[d] >= 0 && a.dims[d] != dims[i][d]) {
-        throw EpError("hipdnn-ep: node '" + node_name_ + "': input '" + a.name + "' has shape " +
-                      DimsText(dims[i]) + ", the artifact expects " + DimsText(a.dims), ORT_INVALID_ARGUMENT);
-      }
-    }
+    // dtype, rank and dims are checked once, by the runtime (hipdnn_ep_artifact_run_into)
     size_t bytes = ElementSize(dtype);
     for (int64_t d : dims[i]) bytes *= static_cast<size_t>(d);
     void* ptr = const_cast<void*>(data);
@@ -213,39 +238,16 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
     inputs[i] = {ptr, dims[i].data(), static_cast<int32_t>(dims[i].size()), dtype};
   }
 
+  // The program asks for each output once it knows the output's dims; OrtOutputs hands it ORT's buffer.
+  OrtOutputs sink{this, ctx, state->get(), &allocs, {}, {}};
+  hipdnn_ep_output_allocator_t allocator{sizeof(hipdnn_ep_output_allocator_t), &OrtOutputs::Alloc, &sink};
   std::vector<hipdnn_ep_tensor_ref_t> outputs(outputs_.size(), hipdnn_ep_tensor_ref_t{nullptr, nullptr, -1, 0});
-  int32_t rc = rt_->hipdnn_ep_artifact_run(artifact_, state->get(), inputs.data(), outputs.data());
-  for (const hipdnn_ep_tensor_ref_t& o : outputs) {
-    if (o.data) allocs.ptrs.push_back(o.data);  // freed even if the run failed half-way
-  }
+  int32_t rc = rt_->hipdnn_ep_artifact_run_into(artifact_, state->get(), inputs.data(), outputs.data(), &allocator);
+  if (rc != HIPDNN_EP_STATUS_OK && !sink.error.empty()) throw EpError(sink.error);
   CheckRun("running the artifact", rc);
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    const hipdnn_ep_tensor_ref_t& o = outputs[i];
-    if (o.rank < 0) throw EpError("hipdnn-ep: node '" + node_name_ + "': the artifact produced no output " + outputs_[i]);
-    std::vector<int64_t> odims(o.dims, o.dims + o.rank);
-    OrtValue* out = nullptr;
-    ThrowIfError(ort, ort.KernelContext_GetOutput(ctx, i, odims.data(), odims.size(), &out));
-    OrtTensorTypeAndShapeInfo* oinfo = nullptr;
-    ThrowIfError(ort, ort.GetTensorTypeAndShape(out, &oinfo));
-    ONNXTensorElementDataType oet;
-    OrtStatus* st = ort.GetTensorElementType(oinfo, &oet);
-    ort.ReleaseTensorTypeAndShapeInfo(oinfo);
-    ThrowIfError(ort, st);
-    if (static_cast<int32_t>(oet) != o.dtype) {
-      throw EpError("hipdnn-ep: node '" + node_name_ + "': the artifact produced output '" + outputs_[i] +
-                    "' with dtype " + std::to_string(o.dtype) + ", the graph declares " + std::to_string(oet));
-    }
-    void* dst = nullptr;
-    ThrowIfError(ort, ort.GetTensorMutableData(out, &dst));
-    size_t bytes = ElementSize(o.dtype);
-    for (int64_t d : odims) bytes *= static_cast<size_t>(d);
-    if (bytes == 0) continue;
-    const OrtMemoryDevice* mem = api_.ep.Value_GetMemoryDevice(out);
-    bool dst_host = mem == nullptr || api_.ep.MemoryDevice_GetDeviceType(mem) == OrtMemoryInfoDeviceType_CPU;
-    int32_t kind = !device_backend ? HIPDNN_EP_MEMCPY_KIND_HOST_TO_HOST
-                   : dst_host      ? HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_HOST
-                                   : HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_DEVICE;
-    rt_->Check("hipdnn_ep_memcpy", rt_->hipdnn_ep_memcpy(state->get(), dst, o.data, bytes, kind));
+  for (const OrtOutputs::Staged& s : sink.staged) {
+    rt_->Check("hipdnn_ep_memcpy", rt_->hipdnn_ep_memcpy(state->get(), s.host, s.device, s.bytes,
+                                                         HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_HOST));
   }
   rt_->Check("hipdnn_ep_synchronize", rt_->hipdnn_ep_synchronize(state->get()));
 }

@@ -25,6 +25,8 @@ struct ArgSpec {
   std::vector<int64_t> host_dims;
 };
 
+struct RunAllocations;
+
 class CompiledProgram : public OrtNodeComputeInfo {
  public:
   // Opens the verified artifact (kept alive while its code is loaded) and
@@ -41,6 +43,24 @@ class CompiledProgram : public OrtNodeComputeInfo {
   static OrtStatus* ORT_API_CALL ComputeImpl(OrtNodeComputeInfo* this_ptr, void* state,
                                              OrtKernelContext* kernel_context) noexcept;
   static void ORT_API_CALL ReleaseStateImpl(OrtNodeComputeInfo* this_ptr, void* state) noexcept;
+
+  // The output allocator of one run (hipdnn_ep_output_allocator_t): each output in ORT's buffer.
+  struct OrtOutputs {
+    struct Staged {  // an output ORT wants in host memory, written on the device first
+      void* host;
+      void* device;
+      size_t bytes;
+    };
+    const CompiledProgram* program;
+    OrtKernelContext* ctx;
+    hipdnn_ep_state_t* state;
+    RunAllocations* allocs;
+    std::vector<Staged> staged;
+    std::string error;  // why Alloc failed (the runtime reports only a status for it)
+    static int32_t Alloc(void* context, int32_t index, const hipdnn_ep_tensor_ref_t* output, uint64_t size,
+                         void** out_data) noexcept;
+    void Provide(int32_t index, const hipdnn_ep_tensor_ref_t& output, uint64_t size, void** out_data);
+  };
 
   void Run(OrtKernelContext* ctx);
   // Throws unless rc is OK; out of memory gets a message that says what to do.

@@ -30,6 +30,7 @@ namespace hipdnn_ep {
   X(hipdnn_ep_artifact_open)           \
   X(hipdnn_ep_artifact_metadata)       \
   X(hipdnn_ep_artifact_run)            \
+  X(hipdnn_ep_artifact_run_into)       \
   X(hipdnn_ep_artifact_close)
 
 class RuntimeApi {

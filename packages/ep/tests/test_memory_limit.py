@@ -1,6 +1,7 @@
 """The memory_limit option: it bounds the device memory of every runtime state
 of a session; a Run that needs more fails with a clear out-of-memory error,
-and the session stays usable and leaks nothing."""
+and the session stays usable and leaks nothing. Outputs live in ORT's buffers,
+so what the limit bounds is the program's intermediates (and staged inputs)."""
 
 from __future__ import annotations
 
@@ -30,23 +31,23 @@ def _matches_cpu(sess, reference, x: np.ndarray) -> None:
 
 @pytest.fixture
 def matmul(tmp_path: Path) -> Path:
-    return matmul_chain(tmp_path / "matmul.onnx", [WIDTH, WIDTH])
+    return matmul_chain(tmp_path / "matmul.onnx", [WIDTH, WIDTH, WIDTH])  # one intermediate, as big as y
 
 
 def test_run_over_the_limit_is_a_clear_error_and_the_session_stays_usable(matmul: Path, ep_devices,
                                                                           shared_env: Env) -> None:
     sess = make_session(matmul, ep_devices, {**shared_env.options, "memory_limit": "1MiB"}, NO_FALLBACK)
     reference = cpu_session(matmul)
-    _matches_cpu(sess, reference, _x(2, 16))  # 32 KiB of output
+    _matches_cpu(sess, reference, _x(2, 16))  # 32 KiB of intermediate
     with pytest.raises(ort.capi.onnxruntime_pybind11_state.RuntimeException) as failure:
-        sess.run(None, {"x": _x(64, 512)})  # 32 MiB of output
+        sess.run(None, {"x": _x(64, 512)})  # 32 MiB of intermediate
     message = str(failure.value)
     assert "HipdnnEp is out of memory" in message
     assert f"requested {64 * 512 * WIDTH * 4} bytes, available " in message
     assert f"Raise the EP option memory_limit (now {MiB} bytes per runtime state)" in message
     # The failed run gave back what it took: shapes that fit keep running, up to the limit.
     _matches_cpu(sess, reference, _x(2, 16, seed=1))
-    _matches_cpu(sess, reference, _x(1, 768, seed=2))  # 768 KiB of output
+    _matches_cpu(sess, reference, _x(1, 768, seed=2))  # 768 KiB of intermediate
 
 
 def test_the_limit_is_what_refused_the_run(matmul: Path, ep_devices, shared_env: Env) -> None:
@@ -75,7 +76,8 @@ def test_bad_limit_refuses_the_session(matmul: Path, ep_devices, shared_env: Env
 
 def test_device_exhaustion_without_a_limit_is_a_clear_error(tmp_path: Path, ep_devices, shared_env: Env) -> None:
     """Expand to a shape given at run time: 16 PiB is more than any device has."""
-    g = helper.make_graph([helper.make_node("Expand", ["x", "shape"], ["y"], name="expand")], "expand",
+    g = helper.make_graph([helper.make_node("Expand", ["x", "shape"], ["e"], name="expand"),
+                           helper.make_node("Relu", ["e"], ["y"], name="relu")], "expand",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, WIDTH]),
                            helper.make_tensor_value_info("shape", TensorProto.INT64, [3])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
@@ -92,10 +94,10 @@ def test_device_exhaustion_without_a_limit_is_a_clear_error(tmp_path: Path, ep_d
 
 
 def test_a_run_failing_half_way_leaks_nothing(tmp_path: Path, shared_env: Env) -> None:
-    """The first MatMul's 1 MiB fits in 3 MiB, the second's 4 MiB does not: the run
-    fails after the program allocated. Teardown (in a child process, whose stderr
+    """The intermediates of (1, 1024) (1 MiB and 4 MiB, one pool of 5 MiB) do not fit in 3 MiB:
+    the run fails after the program took its host scratch. Teardown (in a child process, whose stderr
     carries a runtime state's leak report) must be silent."""
-    model = matmul_chain(tmp_path / "chain.onnx", [WIDTH, WIDTH, 4 * WIDTH])
+    model = matmul_chain(tmp_path / "chain.onnx", [WIDTH, WIDTH, 4 * WIDTH, WIDTH])
     options = {**shared_env.options, "memory_limit": "3MiB"}
     script = (
         "import sys, json, numpy as np, onnxruntime as ort, hipdnn_ep\n"
@@ -118,5 +120,5 @@ def test_a_run_failing_half_way_leaks_nothing(tmp_path: Path, shared_env: Env) -
     proc = subprocess.run([sys.executable, "-c", script, str(model)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "HipdnnEp is out of memory" in proc.stdout
-    assert f"requested {4 * MiB} bytes" in proc.stdout
+    assert f"requested {5 * MiB} bytes" in proc.stdout
     assert "still live" not in proc.stderr and "hipdnn_ep_state_destroy" not in proc.stderr, proc.stderr

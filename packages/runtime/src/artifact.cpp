@@ -6,14 +6,17 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
 #include "artifact_check.h"
 #include "elf_section.h"
 #include "error.h"
+#include "kernels/tensor_util.h"
 #include "shape_checks.h"
 #include "state.h"
 
@@ -99,10 +102,10 @@ std::string program_path(const std::string& path) {
   return path;
 }
 
-int32_t check_tensor(const char* what, size_t index, const TensorSpec& spec, const hipdnn_ep_tensor_ref_t& t,
-                     int32_t status) {
+int32_t check_tensor(const char* api, const char* what, size_t index, const TensorSpec& spec,
+                     const hipdnn_ep_tensor_ref_t& t, int32_t status) {
   const std::string where =
-      std::string("hipdnn_ep_artifact_run: ") + what + " " + std::to_string(index) + " '" + spec.name + "': ";
+      std::string(api) + ": " + what + " " + std::to_string(index) + " '" + spec.name + "': ";
   HIPDNN_EP_REQUIRE(t.dtype == spec.dtype, status,
                     where + "dtype " + std::to_string(t.dtype) + " (" + dtype_name(t.dtype) +
                         ") differs from the artifact's " + std::to_string(spec.dtype) + " (" +
@@ -123,11 +126,42 @@ int32_t check_tensor(const char* what, size_t index, const TensorSpec& spec, con
   return HIPDNN_EP_STATUS_OK;
 }
 
-// Clears the state's `running` flag when a run ends, however it ends.
+// Ends a run however it ends: clears the state's `running` flag and forgets the host's allocator
+// and the outputs it provided.
 struct RunGuard {
-  std::atomic<bool>* running;
-  ~RunGuard() { running->store(false); }
+  hipdnn_ep_state_t* state;
+  ~RunGuard() {
+    if (state->output_allocator != nullptr) {
+      std::lock_guard<std::mutex> lock(state->memory_mutex);
+      state->output_allocator = nullptr;
+      state->host_outputs.clear();
+    }
+    state->running.store(false);
+  }
 };
+
+uint64_t byte_size(const hipdnn_ep_tensor_ref_t& t) {
+  uint64_t n = kernels::dtype_size(t.dtype);
+  for (int32_t d = 0; d < t.rank; ++d) n *= static_cast<uint64_t>(t.dims[d]);
+  return n;
+}
+
+// Asks the host's allocator for output index (dims, rank and dtype already in *output).
+int32_t host_output(hipdnn_ep_state_t* state, int32_t index, hipdnn_ep_tensor_ref_t* output, uint64_t size) {
+  const hipdnn_ep_output_allocator_t* a = state->output_allocator;
+  void* data = nullptr;
+  if (int32_t status = a->alloc(a->context, index, output, size, &data); status != HIPDNN_EP_STATUS_OK) {
+    return set_error(status, "the host's output allocator failed for output " + std::to_string(index) +
+                                 " (status " + std::to_string(status) + ")");
+  }
+  HIPDNN_EP_REQUIRE(data != nullptr || byte_size(*output) == 0, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "the host's output allocator returned NULL for output " + std::to_string(index) + " of " +
+                        std::to_string(size) + " bytes");
+  output->data = data;
+  std::lock_guard<std::mutex> lock(state->memory_mutex);
+  state->host_outputs.push_back(data);
+  return HIPDNN_EP_STATUS_OK;
+}
 
 }  // namespace
 }  // namespace hipdnn_ep
@@ -173,6 +207,9 @@ extern "C" int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_
                     HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     artifact->path + ": metadata inputs, weights or outputs are malformed "
                                      "(each needs name, dtype and dims)");
+  for (const hipdnn_ep::json::Value& imp : artifact->metadata.find("imports")->items()) {
+    if (imp.find("name")->as_string() == "hipdnn_ep_output_alloc") artifact->writes_in_place = true;
+  }
   // 4. Only now load the code.
   artifact->handle = dlopen(artifact->path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (artifact->handle == nullptr) {
@@ -194,26 +231,41 @@ extern "C" const char* hipdnn_ep_artifact_metadata(const hipdnn_ep_artifact_t* a
   return artifact == nullptr ? nullptr : artifact->metadata_text.c_str();
 }
 
-extern "C" int32_t hipdnn_ep_artifact_run(hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* state,
-                                          const hipdnn_ep_tensor_ref_t* inputs, hipdnn_ep_tensor_ref_t* outputs) {
+namespace hipdnn_ep {
+namespace {
+
+int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* state,
+            const hipdnn_ep_tensor_ref_t* inputs, hipdnn_ep_tensor_ref_t* outputs,
+            const hipdnn_ep_output_allocator_t* allocator) {
   HIPDNN_EP_REQUIRE(artifact != nullptr && state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    "hipdnn_ep_artifact_run: artifact and state must not be NULL");
+                    std::string(api) + ": artifact and state must not be NULL");
   HIPDNN_EP_REQUIRE(inputs != nullptr || artifact->inputs.empty(), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    "hipdnn_ep_artifact_run: inputs is NULL");
+                    std::string(api) + ": inputs is NULL");
   HIPDNN_EP_REQUIRE(outputs != nullptr || artifact->outputs.empty(), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    "hipdnn_ep_artifact_run: outputs is NULL");
+                    std::string(api) + ": outputs is NULL");
+  if (allocator != nullptr) {
+    HIPDNN_EP_REQUIRE(struct_covers(allocator->struct_size, offsetof(hipdnn_ep_output_allocator_t, context),
+                                    sizeof(void*)) && allocator->alloc != nullptr,
+                      HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                      std::string(api) + ": allocator->struct_size is " + std::to_string(allocator->struct_size) +
+                          " or alloc is NULL; set struct_size = sizeof(hipdnn_ep_output_allocator_t) and alloc");
+  }
+  // The one place the inputs are validated (the program trusts them).
   for (size_t i = 0; i < artifact->inputs.size(); ++i) {
-    if (int32_t status = hipdnn_ep::check_tensor("input", i, artifact->inputs[i], inputs[i],
-                                                 HIPDNN_EP_STATUS_INVALID_ARGUMENT);
+    if (int32_t status = check_tensor(api, "input", i, artifact->inputs[i], inputs[i], HIPDNN_EP_STATUS_INVALID_ARGUMENT);
         status != HIPDNN_EP_STATUS_OK) {
       return status;
     }
   }
   bool idle = false;
   HIPDNN_EP_REQUIRE(state->running.compare_exchange_strong(idle, true), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    "hipdnn_ep_artifact_run: the state is already running a program "
-                    "(a state runs one program at a time; use one state per thread)");
-  hipdnn_ep::RunGuard guard{&state->running};
+                    std::string(api) + ": the state is already running a program "
+                                       "(a state runs one program at a time; use one state per thread)");
+  RunGuard guard{state};
+  if (allocator != nullptr && artifact->writes_in_place) {
+    std::lock_guard<std::mutex> lock(state->memory_mutex);
+    state->output_allocator = allocator;
+  }
   for (size_t i = 0; i < artifact->outputs.size(); ++i) outputs[i] = hipdnn_ep_tensor_ref_t{nullptr, nullptr, -1, 0};
   set_error(HIPDNN_EP_STATUS_OK, "");  // so that a failure below reports this run's cause, not an older one
   state->program_error.clear();
@@ -225,20 +277,63 @@ extern "C" int32_t hipdnn_ep_artifact_run(hipdnn_ep_artifact_t* artifact, hipdnn
     }
     if (why.empty() && status == HIPDNN_EP_STATUS_INVALID_ARGUMENT) {
       // No runtime call failed: the program's own shape checks refused the inputs.
-      why = hipdnn_ep::first_failed_check(artifact->metadata, state, inputs, artifact->inputs.size());
+      why = first_failed_check(artifact->metadata, state, inputs, artifact->inputs.size());
       if (why.empty()) why = "the inputs fail a shape check of the compiled model";
       return set_error(status, "program " + artifact->path + " refused its inputs: " + why);
     }
     return set_error(status, "program " + artifact->path + " failed with status " + std::to_string(status) + ": " + why);
   }
   for (size_t i = 0; i < artifact->outputs.size(); ++i) {
-    if (int32_t status = hipdnn_ep::check_tensor("output", i, artifact->outputs[i], outputs[i],
-                                                 HIPDNN_EP_STATUS_INTERNAL);
+    if (int32_t status = check_tensor(api, "output", i, artifact->outputs[i], outputs[i], HIPDNN_EP_STATUS_INTERNAL);
         status != HIPDNN_EP_STATUS_OK) {
       return status;
     }
   }
-  return HIPDNN_EP_STATUS_OK;
+  if (allocator == nullptr || artifact->writes_in_place) return HIPDNN_EP_STATUS_OK;
+  // A program compiled before ABI 1.3 allocated its outputs itself: move them into the host's memory.
+  const int32_t kind = state->backend == HIPDNN_EP_BACKEND_CPU ? HIPDNN_EP_MEMCPY_KIND_HOST_TO_HOST
+                                                               : HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_DEVICE;
+  {
+    std::lock_guard<std::mutex> lock(state->memory_mutex);
+    state->output_allocator = allocator;
+  }
+  int32_t status = HIPDNN_EP_STATUS_OK;
+  for (size_t i = 0; i < artifact->outputs.size(); ++i) {
+    void* own = outputs[i].data;
+    const uint64_t size = byte_size(outputs[i]);
+    if (status == HIPDNN_EP_STATUS_OK) status = host_output(state, static_cast<int32_t>(i), &outputs[i], size);
+    if (status == HIPDNN_EP_STATUS_OK && size > 0) {
+      status = hipdnn_ep_memcpy(state, outputs[i].data, own, size, kind);
+    }
+    hipdnn_ep_free(state, own);
+  }
+  return status;
+}
+
+}  // namespace
+}  // namespace hipdnn_ep
+
+extern "C" int32_t hipdnn_ep_artifact_run(hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* state,
+                                          const hipdnn_ep_tensor_ref_t* inputs, hipdnn_ep_tensor_ref_t* outputs) {
+  return hipdnn_ep::run("hipdnn_ep_artifact_run", artifact, state, inputs, outputs, nullptr);
+}
+
+extern "C" int32_t hipdnn_ep_artifact_run_into(hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* state,
+                                               const hipdnn_ep_tensor_ref_t* inputs, hipdnn_ep_tensor_ref_t* outputs,
+                                               const hipdnn_ep_output_allocator_t* allocator) {
+  return hipdnn_ep::run("hipdnn_ep_artifact_run_into", artifact, state, inputs, outputs, allocator);
+}
+
+extern "C" int32_t hipdnn_ep_output_alloc(hipdnn_ep_state_t* state, hipdnn_ep_tensor_ref_t* outputs, int32_t index,
+                                          uint64_t size) {
+  HIPDNN_EP_REQUIRE(state != nullptr && outputs != nullptr && index >= 0, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_output_alloc: state and outputs must not be NULL, index not negative");
+  hipdnn_ep_tensor_ref_t* output = &outputs[index];
+  HIPDNN_EP_REQUIRE(output->rank >= 0 && (output->rank == 0 || output->dims != nullptr),
+                    HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_output_alloc: output " + std::to_string(index) + " has no dims yet");
+  if (state->output_allocator != nullptr) return hipdnn_ep::host_output(state, index, output, size);
+  return hipdnn_ep_malloc(state, size, &output->data);
 }
 
 extern "C" void hipdnn_ep_set_error_message(hipdnn_ep_state_t* state, const char* text, const int64_t* values,

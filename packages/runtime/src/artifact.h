@@ -26,4 +26,5 @@ struct hipdnn_ep_artifact {
   std::vector<hipdnn_ep::TensorSpec> outputs;
   void* handle = nullptr;
   hipdnn_ep_program_run_fn entry = nullptr;
+  bool writes_in_place = false;  // imports hipdnn_ep_output_alloc: asks for each output before its first kernel
 };

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "caching_allocator.h"
 #include "device.h"
@@ -29,6 +30,10 @@ struct hipdnn_ep_state {
   std::atomic<bool> running{false};
   // Why the running program is about to fail (hipdnn_ep_set_error_message); cleared per run.
   std::string program_error;
+  // During hipdnn_ep_artifact_run_into: the host's allocator, and the outputs it provided
+  // (hipdnn_ep_free leaves those alone; guarded by memory_mutex).
+  const hipdnn_ep_output_allocator_t* output_allocator = nullptr;
+  std::vector<void*> host_outputs;
 };
 
 namespace hipdnn_ep {

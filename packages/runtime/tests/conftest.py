@@ -117,10 +117,11 @@ int32_t hipdnn_ep_program_run(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_r
   if (status) return status;
   dims[0] = n;
   float* y = 0;
-  if (n > 0) {
-    status = hipdnn_ep_malloc(state, (uint64_t)n * sizeof(float), (void**)&y);
-    if (status) return status;
-  }
+  outputs[0].dims = dims;
+  outputs[0].rank = 1;
+  outputs[0].dtype = HIPDNN_EP_DTYPE_FLOAT32;
+  %(alloc_output)s
+  %(after_alloc)s
   const float* x = (const float*)inputs[0].data;
   const float* w = (const float*)inputs[1].data;
   for (int64_t i = 0; i < n; ++i) y[i] = 2.0f * x[i] + w[0];
@@ -133,6 +134,15 @@ int32_t hipdnn_ep_program_run(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_r
 """
 
 GOOD_IMPORTS = ["hipdnn_ep_get_host_scratch_base", "hipdnn_ep_malloc"]
+# How the fake program gets its output: from the allocator (ABI 1.1), or by stating its shape and
+# asking hipdnn_ep_output_alloc (1.3: the host may provide the memory).
+MALLOC_OUTPUT = """if (n > 0) {
+    status = hipdnn_ep_malloc(state, (uint64_t)n * sizeof(float), (void**)&y);
+    if (status) return status;
+  }"""
+IN_PLACE_OUTPUT = """status = hipdnn_ep_output_alloc(state, outputs, 0, n > 0 ? (uint64_t)n * sizeof(float) : 1);
+  if (status) return status;
+  y = (float*)outputs[0].data;"""
 
 
 def good_metadata() -> dict:
@@ -173,14 +183,21 @@ def make_artifact(tmp_path: Path) -> ArtifactFactory:
     counter = iter(range(1000))
 
     def build(metadata: dict | str | None = None, *, extra_call: str = "", extra_decl: str = "",
-              sleep_us: int = 0) -> FakeArtifact:
+              sleep_us: int = 0, in_place: bool = False, after_alloc: str = "") -> FakeArtifact:
         directory = tmp_path / f"artifact{next(counter)}"
         directory.mkdir()
         marker = directory / "loaded.marker"
-        meta = metadata if isinstance(metadata, str) else json.dumps(good_metadata() if metadata is None else metadata)
+        if metadata is None:
+            metadata = good_metadata()
+            if in_place:
+                name = "hipdnn_ep_output_alloc"
+                metadata["imports"].append({"name": name, "hash": manifest_hash(name)})
+        meta = metadata if isinstance(metadata, str) else json.dumps(metadata)
         source = directory / "program.c"
         source.write_text(PROGRAM_C % {"meta": json.dumps(meta), "marker": json.dumps(str(marker)),
-                                       "extra_call": extra_call, "extra_decl": extra_decl, "sleep_us": sleep_us})
+                                       "extra_call": extra_call, "extra_decl": extra_decl, "sleep_us": sleep_us,
+                                       "alloc_output": IN_PLACE_OUTPUT if in_place else MALLOC_OUTPUT,
+                                       "after_alloc": after_alloc})
         lib = Path(rt.library_path())
         subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", rt.include_dir(), str(source), "-o",
                         str(directory / "program.so"), str(lib), f"-Wl,-rpath,{lib.parent}"],

@@ -31,7 +31,7 @@ def _module(text):
 def test_static_program_declares_only_what_it_calls_from_the_manifest():
     abi = load_abi()
     lowered = lower_to_llvm(_module(STATIC), abi)
-    assert lowered.imports == ["hipdnn_ep_get_pool_base", "hipdnn_ep_malloc", "hipdnn_ep_kernel_binary",
+    assert lowered.imports == ["hipdnn_ep_get_pool_base", "hipdnn_ep_output_alloc", "hipdnn_ep_kernel_binary",
                                "hipdnn_ep_kernel_unary", "hipdnn_ep_free"]
     assert lowered.weights == ["w"] and lowered.host_scratch_slots == 0
     for name in lowered.imports:
@@ -44,6 +44,15 @@ def test_static_program_declares_only_what_it_calls_from_the_manifest():
     assert f"llvm.mlir.constant({abi.enums['hipdnn_ep_binary_op']['ADD']} : i64)" in lowered.text
     assert "get_host_scratch_base" not in lowered.text
     hir.ir.Module.parse(lowered.text, hir.new_context())  # valid LLVM dialect
+
+
+def test_outputs_come_from_output_alloc_from_abi_1_3_and_from_malloc_before():
+    """From 1.3 the program states the output's shape and asks hipdnn_ep_output_alloc (the host may
+    provide the memory); for 1.2 it is the 1.2 program, which allocates with hipdnn_ep_malloc."""
+    new = lower_to_llvm(_module(STATIC), load_abi(target="1.3"))
+    assert "hipdnn_ep_output_alloc" in new.imports and "hipdnn_ep_malloc" not in new.imports
+    old = lower_to_llvm(_module(STATIC), load_abi(target="1.2"))
+    assert "hipdnn_ep_malloc" in old.imports and "hipdnn_ep_output_alloc" not in old.imports
 
 
 def test_target_minor_0_refuses_kernels():

@@ -109,6 +109,10 @@ class RefRuntime:
         self._out_ptr(v[2], self._alloc(v[1]))
         return 0
 
+    def fn_output_alloc(self, v) -> int:  # (state, outputs, index, size): sets outputs[index].data
+        self._out_ptr(v[1] + v[2] * self.ref_size + self.ref_off["data"], self._alloc(v[3]))
+        return 0
+
     def fn_free(self, v) -> int:
         if v[1]:
             self.blocks.pop(v[1])

@@ -150,6 +150,18 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
             added(h.name, h.since, "handle")
     for name in old_handles - {h.name for h in new.handles}:
         out.append(Violation(name, f"handle removed: {need_major}"))
+
+    # callbacks: the host implements them for every minor of the major, so they are frozen like signatures
+    for co in old.callbacks:
+        cn = new.callback(co.name)
+        if cn is None:
+            out.append(Violation(co.name, f"callback removed: {need_major}"))
+        elif cn.signature != co.signature:
+            out.append(Violation(co.name, f"callback type changed from '{co.signature}' to '{cn.signature}': "
+                                          f"{need_major}"))
+    for c in new.callbacks:
+        if old.callback(c.name) is None:
+            added(c.name, c.since, "callback")
     out += _artifact_rules(old, new, need_major)
     return out
 

@@ -52,12 +52,28 @@ def header(m: Manifest) -> str:
         tag = h.name.removesuffix("_t")
         out.append(f"typedef struct {tag} {h.name};\n\n")
 
+    emitted: set[str] = set()
+
+    def callback(name: str) -> None:  # before the first struct that holds one (after the structs it takes)
+        cb = m.callback(name)
+        if cb is None or name in emitted:
+            return
+        emitted.add(name)
+        out.append(_comment(f"{cb.doc} (since {m.major}.{cb.since}; implemented by the host)"))
+        params = ", ".join(p.decl() for p in cb.params) or "void"
+        out.append(f"typedef {cb.returns} {cb.name}({params});\n\n")
+
     for s in m.structs:
+        for f in s.fields:
+            callback(f.param.type.base)
         out.append(_comment(f"{s.doc} (since {m.major}.{s.since}; {s.size} bytes)"))
         fields = "".join(
             f"  {f.param.decl()};{f'  /* since {m.major}.{f.since} */' if f.since != s.since else ''}\n"
             for f in s.fields)
         out.append(f"typedef struct {s.tag} {{\n{fields}}} {s.name};\n\n")
+
+    for cb in m.callbacks:
+        callback(cb.name)
 
     out.append("/* Kernel attribute positions in hipdnn_ep_kernel_args_t.int_attrs / float_attrs. */\n")
     for fn in m.functions:
@@ -174,6 +190,8 @@ def manifest_json(m: Manifest) -> dict:
             for s in m.structs
         ],
         "handles": [{"name": h.name, "since": h.since} for h in m.handles],
+        **({"callbacks": [{"name": c.name, "since": c.since, "signature": c.signature} for c in m.callbacks]}
+           if m.callbacks else {}),
         "functions": [_fn_json(m, fn) for fn in m.functions],
     }
 

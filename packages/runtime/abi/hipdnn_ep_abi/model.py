@@ -193,6 +193,8 @@ class Manifest:
     handles: list[Handle] = field(default_factory=list)
     functions: list[Function] = field(default_factory=list)
     artifact: ArtifactFormat | None = None
+    # Function types the host implements and hands the runtime (a struct field `NAME* field`).
+    callbacks: list[Function] = field(default_factory=list)
 
     # -- lookups ---------------------------------------------------------
     def struct(self, name: str) -> Struct | None:
@@ -200,6 +202,9 @@ class Manifest:
 
     def function(self, name: str) -> Function | None:
         return next((f for f in self.functions if f.name == name), None)
+
+    def callback(self, name: str) -> Function | None:
+        return next((c for c in self.callbacks if c.name == name), None)
 
     def enum(self, name: str) -> Enum | None:
         return next((e for e in self.enums if e.name == name), None)
@@ -258,12 +263,14 @@ class Manifest:
         if struct.versioned:
             fields = tuple(f for f in fields if f.since <= as_of_minor)
         body = ";".join(f"{f.param.type} {f.param.name}@{f.offset}" for f in fields)
+        # a callback field's layout is its function type: changing that type changes the hash
+        callbacks = "".join(f"{{{c.signature}}}" for f in fields if (c := self.callback(f.param.type.base)))
         nested = [
             self.frozen_layout(s, as_of_minor)
             for f in fields
             if (s := self.struct(f.param.type.base)) is not None and s.name != struct.name
         ]
-        return "{" + struct.name + ":" + body + "}" + "".join(nested)
+        return "{" + struct.name + ":" + body + "}" + callbacks + "".join(nested)
 
     def signature_hash(self, fn: Function) -> str:
         """16 hex digits of sha256 over the C signature and the frozen layout
@@ -355,7 +362,12 @@ def parse(text: str) -> Manifest:
         enums.append(Enum(e["name"], e.get("doc", ""), int(e["since"]),
                           tuple((str(v[0]), int(v[1])) for v in e["values"]),
                           tuple((str(v[0]), int(v[2])) for v in e["values"] if len(v) == 3)))
-    known = set(structs) | {h.name for h in handles}
+    callbacks = [Function(
+        name=c["name"], kind="callback", returns=CType.parse(c["returns"]),
+        params=tuple(Param.parse(p) for p in c["params"]), since=int(c["since"]),
+        status="active", callers=("host",), doc=c.get("doc", ""),
+    ) for c in raw.get("callbacks", [])]
+    known = set(structs) | {h.name for h in handles} | {c.name for c in callbacks}
 
     functions: list[Function] = []
     for f in raw.get("functions", []):
@@ -406,7 +418,7 @@ def parse(text: str) -> Manifest:
             raise ManifestError(f"[artifact]: file must be a plain *.so name and section start with '.', got "
                                 f"{artifact.file!r} and {artifact.section!r}")
     m = Manifest(int(abi["major"]), int(abi["minor"]), abi["prefix"], abi["soname"], entry,
-                 enums, list(structs.values()), handles, functions, artifact)
+                 enums, list(structs.values()), handles, functions, artifact, callbacks)
     _validate(m, known)
     return m
 
@@ -427,7 +439,18 @@ def _validate(m: Manifest, known: set[str]) -> None:
             raise ManifestError(f"function {fn.name}: callers must be host and/or artifact")
         for t in [fn.returns, *(p.type for p in fn.params)]:
             _check_type(t, known, f"function {fn.name}")
-    for group in (m.structs, m.enums, m.handles):
+    for cb in m.callbacks:
+        if not cb.name.startswith(m.prefix + "_") or not cb.name.endswith("_fn"):
+            raise ManifestError(f"callback {cb.name}: the name needs the prefix {m.prefix}_ and the suffix _fn")
+        for t in [cb.returns, *(p.type for p in cb.params)]:
+            _check_type(t, known, f"callback {cb.name}")
+    for s in m.structs:
+        for f in s.fields:
+            if f.param.type.base.endswith("_fn") and f.param.type.base.startswith(m.prefix + "_"):
+                if m.callback(f.param.type.base) is None or f.param.type.pointers != 1:
+                    raise ManifestError(f"struct {s.name}: field {f.param.name} needs a declared callback "
+                                        f"as `NAME_fn* {f.param.name}`")
+    for group in (m.structs, m.enums, m.handles, m.callbacks):
         for item in group:
             if item.since > m.minor:
                 raise ManifestError(f"{item.name}: since {item.since} is newer than the ABI minor {m.minor}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from conftest import edit_function, set_minor
@@ -259,3 +260,19 @@ def test_cli_names_the_kernel_op_and_dtype(tmp_path, manifest_text, capsys):
     broken.write_text(manifest_text.replace('dtypes.MEAN = ["FLOAT32", "FLOAT16"]', 'dtypes.MEAN = ["FLOAT32"]'))
     assert main(["--manifest", str(broken), "check-compat", "--released", str(released)]) == 1
     assert "hipdnn_ep_kernel_reduce: op MEAN, input 0 no longer accepts FLOAT16" in capsys.readouterr().err
+
+
+CALLBACK_PARAMS = ('params = ["void* context", "int32_t index", "const hipdnn_ep_tensor_ref_t* output", '
+                   '"uint64_t size", "void** out_data"]')
+
+
+def test_a_callback_type_is_frozen_within_a_major():
+    """The host implements a callback for every minor of the major: changing its type breaks, and it
+    changes the hash of each function that takes a struct holding it."""
+    released = (Path(__file__).resolve().parents[1] / "manifest.toml").read_text()
+    assert CALLBACK_PARAMS in released
+    changed = released.replace(CALLBACK_PARAMS, CALLBACK_PARAMS.replace('"int32_t index"', '"int64_t index"'))
+    found = [str(v) for v in violations(released, changed)]
+    assert any(v.startswith("hipdnn_ep_output_alloc_fn: callback type changed from 'int32_t "
+                            "hipdnn_ep_output_alloc_fn(void*, int32_t, ") for v in found), found
+    assert any(v.startswith("hipdnn_ep_artifact_run_into: the layout of a struct it takes changed") for v in found)

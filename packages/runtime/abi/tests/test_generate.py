@@ -83,7 +83,7 @@ def test_a_minor_without_new_functions_links(tmp_path, manifest_text):
     cc = shutil.which("cc")
     if cc is None:
         pytest.skip("no C compiler")
-    m = parse(set_minor(manifest_text, 2))
+    m = parse(set_minor(manifest_text, parse(manifest_text).minor + 1))
     generate.write_all(m, tmp_path / "gen")
     (tmp_path / "stub.c").write_text(stub_source(m))
     subprocess.run([cc, "-shared", "-fPIC", "-fvisibility=hidden", "-I", str(tmp_path / "gen/include"),
@@ -124,3 +124,15 @@ def test_since_beyond_the_minor_is_rejected(manifest_text):
 def test_ctype_round_trip():
     assert str(CType.parse("const   hipdnn_ep_tensor_ref_t *")) == "const hipdnn_ep_tensor_ref_t*"
     assert CType.parse("void**").llvm() == "ptr" and CType.parse("double").llvm() == "f64"
+
+
+def test_a_callback_is_declared_before_the_struct_that_holds_it(manifest):
+    header = generate.header(manifest)
+    typedef = header.index("typedef int32_t hipdnn_ep_output_alloc_fn(void* context, int32_t index, "
+                           "const hipdnn_ep_tensor_ref_t* output, uint64_t size, void** out_data);")
+    assert header.index("} hipdnn_ep_tensor_ref_t;") < typedef < header.index("hipdnn_ep_output_alloc_fn* alloc;")
+
+
+def test_a_callback_field_must_name_a_declared_callback(manifest_text):
+    with pytest.raises(ManifestError, match="field alloc needs a declared callback"):
+        parse(manifest_text.replace("hipdnn_ep_output_alloc_fn* alloc", "hipdnn_ep_missing_fn* alloc"))

@@ -109,28 +109,36 @@ def test_listing_every_op_needs_no_default(manifest_text):
         "SUM": ("FLOAT32",), "MEAN": ("FLOAT32", "FLOAT16"), "MAX": ("INT64",)}
 
 
+def _next_minor(manifest_text: str) -> int:
+    return parse(manifest_text).minor + 1
+
+
 def test_dtype_and_enum_value_since_reach_the_json(manifest_text):
+    nxt = _next_minor(manifest_text)
     text = set_minor(manifest_text.replace('dtypes.POW = ["FLOAT32", "FLOAT16"]',
-                                           'dtypes.POW = ["FLOAT32", "FLOAT16", ["FLOAT64", 2]]'), 2)
-    text = text.replace('["MEAN", 1], ["MAX", 2]]', '["MEAN", 1], ["MAX", 2], ["MIN", 3, 2]]')
+                                           f'dtypes.POW = ["FLOAT32", "FLOAT16", ["FLOAT64", {nxt}]]'), nxt)
+    text = text.replace('["MEAN", 1], ["MAX", 2]]', f'["MEAN", 1], ["MAX", 2], ["MIN", 3, {nxt}]]')
     m = parse(text)
     binary = m.function("hipdnn_ep_kernel_binary")
-    assert m.input0_since(binary, "POW", "FLOAT64") == 2
+    assert m.input0_since(binary, "POW", "FLOAT64") == nxt
     assert m.input0_since(binary, "POW", "FLOAT32") == 1
     assert m.input0_since(binary, "ADD", "FLOAT32") == 1
     data = generate.manifest_json(m)
     fn = next(f for f in data["functions"] if f["name"] == "hipdnn_ep_kernel_binary")
     assert fn["dtypes"]["POW"] == ["FLOAT32", "FLOAT16", "FLOAT64"]
-    assert fn["dtype_since"] == {"POW": {"FLOAT64": 2}}
+    assert fn["dtype_since"] == {"POW": {"FLOAT64": nxt}}
     enum = next(e for e in data["enums"] if e["name"] == "hipdnn_ep_reduce_op")
-    assert enum["value_since"] == {"MIN": 2}
+    assert enum["value_since"] == {"MIN": nxt}
 
 
-@pytest.mark.parametrize(("entry", "match"), [('["FLOAT64", 3]', "outside 1 .* to 2"),
-                                              ('["FLOAT64", 0]', "outside 1 .* to 2"),
+@pytest.mark.parametrize(("entry", "match"), [('["FLOAT64", NEXT + 1]', "outside 1 .* to NEXT"),
+                                              ('["FLOAT64", 0]', "outside 1 .* to NEXT"),
                                               ('["FLOAT64"]', r"dtype name or \[name, since\]")])
 def test_dtype_since_is_validated(manifest_text, entry, match):
+    nxt = _next_minor(manifest_text)
+    entry = entry.replace("NEXT + 1", str(nxt + 1))
+    match = match.replace("NEXT", str(nxt))
     text = set_minor(manifest_text.replace('dtypes.POW = ["FLOAT32", "FLOAT16"]',
-                                           f'dtypes.POW = ["FLOAT32", "FLOAT16", {entry}]'), 2)
+                                           f'dtypes.POW = ["FLOAT32", "FLOAT16", {entry}]'), nxt)
     with pytest.raises(ManifestError, match=match):
         parse(text)

@@ -19,6 +19,8 @@ POOL = "get_pool_base"
 SERVICE_CALLS = (MALLOC, FREE, MEMCPY, HOST_SCRATCH, POOL)
 # Called only when the target ABI has it (1.2+); older targets get the same program without it.
 SET_ERROR_MESSAGE = "set_error_message"
+# Used instead of MALLOC for outputs when the target ABI has it (1.3+): the host may provide the memory.
+OUTPUT_ALLOC = "output_alloc"
 
 TENSOR_REF = "tensor_ref_t"
 KERNEL_ARGS = "kernel_args_t"
