@@ -440,6 +440,8 @@ def _context_abi(producer: Path, model: str) -> tuple[int, int] | None:
 
 
 def run_matrix(cells: list[Cell], work: Path) -> None:
+    # what an earlier run left (EPContext models, which ORT refuses to overwrite) must not be loaded
+    shutil.rmtree(work / "ctx", ignore_errors=True)
     pythons: dict[str, Path] = {}
     for cell in cells:
         t0 = time.monotonic()

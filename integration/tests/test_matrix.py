@@ -106,3 +106,12 @@ def test_releases_are_sources_with_a_content_key():
         assert items, "every package has a release or HEAD"
         assert len({s.key for s in items}) == len(items), "one wheel per distinct content"
         assert all(s.label == "HEAD" or s.commit for s in items)
+
+
+def test_a_run_starts_without_what_an_earlier_run_wrote(tmp_path):
+    """EPContext models of an earlier run would be loaded as this run's (and ORT refuses to overwrite them)."""
+    stale = tmp_path / "ctx" / "c0.3.0-r1.2.0-e0.2.0-cpu" / "dynamic_encoder_ctx.onnx"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old")
+    matrix.run_matrix([], tmp_path)
+    assert not stale.parent.exists()
