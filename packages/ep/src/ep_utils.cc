@@ -1,5 +1,7 @@
 #include "ep_utils.h"
 
+#include <hipdnn_ep/runtime_abi.h>
+
 namespace hipdnn_ep {
 
 void ThrowIfError(const OrtApi& ort, OrtStatus* status) {
@@ -24,15 +26,11 @@ std::string GetSessionConfig(const OrtApi& ort, const OrtSessionOptions* so, con
 }
 
 size_t ElementSize(int32_t onnx_dtype) {
-  switch (onnx_dtype) {
-    case 1: return 4;   // FLOAT
-    case 2: return 1;   // UINT8
-    case 3: return 1;   // INT8
-    case 6: return 4;   // INT32
-    case 7: return 8;   // INT64
-    case 9: return 1;   // BOOL
-    case 10: return 2;  // FLOAT16
-    case 11: return 8;  // DOUBLE
+  switch (onnx_dtype) {  // the manifest's element_bytes (HIPDNN_EP_DTYPES, generated)
+#define HIPDNN_EP_DTYPE_CASE(name, code, bytes) \
+  case code: return bytes;
+    HIPDNN_EP_DTYPES(HIPDNN_EP_DTYPE_CASE)
+#undef HIPDNN_EP_DTYPE_CASE
     default: return 0;
   }
 }

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
@@ -52,16 +53,20 @@ int32_t check_format(const std::string& path, const json::Value& metadata) {
   return HIPDNN_EP_STATUS_OK;
 }
 
+std::string lower_case(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 const char* dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case HIPDNN_EP_DTYPE_FLOAT32: return "float32";
-    case HIPDNN_EP_DTYPE_UINT8: return "uint8";
-    case HIPDNN_EP_DTYPE_INT8: return "int8";
-    case HIPDNN_EP_DTYPE_INT32: return "int32";
-    case HIPDNN_EP_DTYPE_INT64: return "int64";
-    case HIPDNN_EP_DTYPE_BOOL: return "bool";
-    case HIPDNN_EP_DTYPE_FLOAT16: return "float16";
-    case HIPDNN_EP_DTYPE_FLOAT64: return "float64";
+  switch (dtype) {  // lower-case names of the manifest's dtypes (HIPDNN_EP_DTYPES, generated)
+#define HIPDNN_EP_DTYPE_CASE(name, code, bytes) \
+  case code: {                                 \
+    static const std::string lower = lower_case(#name); \
+    return lower.c_str();                      \
+  }
+    HIPDNN_EP_DTYPES(HIPDNN_EP_DTYPE_CASE)
+#undef HIPDNN_EP_DTYPE_CASE
     default: return "unknown";
   }
 }

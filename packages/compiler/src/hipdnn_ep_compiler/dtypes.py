@@ -1,9 +1,26 @@
-"""Element types the compiler handles, by ONNX TensorProto code (the runtime ABI uses the same codes)."""
+"""Element types the compiler handles, by ONNX TensorProto code (the runtime ABI uses the same codes).
 
+Codes, names and byte sizes come from the bundled ABI manifest's dtype enum (its element_bytes
+table, the one dtype table of the project); only the MLIR spelling of each type is the compiler's.
+"""
+
+import json
+
+from .abi import bundled_manifest_path
+
+_MLIR = {"FLOAT32": "f32", "UINT8": "ui8", "INT8": "i8", "INT32": "i32", "INT64": "i64", "BOOL": "i1",
+         "FLOAT16": "f16", "FLOAT64": "f64"}
+
+
+def _dtype_enum() -> dict:
+    data = json.loads(bundled_manifest_path().read_text())
+    prefix = data["abi"]["prefix"]
+    return next(e for e in data["enums"] if e["name"] == f"{prefix}_dtype")
+
+
+_ENUM = _dtype_enum()
 # code -> (MLIR element type, byte size)
-DTYPES: dict[int, tuple[str, int]] = {
-    1: ("f32", 4), 2: ("ui8", 1), 3: ("i8", 1), 6: ("i32", 4), 7: ("i64", 8),
-    9: ("i1", 1), 10: ("f16", 2), 11: ("f64", 8),
-}
-DTYPE_NAMES = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 11: "float64"}
-INT64 = 7
+DTYPES: dict[int, tuple[str, int]] = {code: (_MLIR[name], _ENUM["element_bytes"][name])
+                                      for name, code in _ENUM["values"].items() if name in _MLIR}
+DTYPE_NAMES = {code: name.lower() for name, code in _ENUM["values"].items()}
+INT64 = _ENUM["values"]["INT64"]

@@ -128,9 +128,12 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
             out.append(Violation(name, f"enum removed: {need_major}"))
             continue
         ov, nv = dict(eo.values), dict(en.values)
+        ob, nb = dict(eo.element_bytes), dict(en.element_bytes)
         for k, v in ov.items():
             if nv.get(k) != v:
                 out.append(Violation(name, f"value {k} = {v} changed or removed: {need_major}"))
+            elif k in ob and nb.get(k) != ob[k]:
+                out.append(Violation(name, f"element_bytes of {k} changed from {ob[k]} to {nb.get(k)}: {need_major}"))
             elif eo.since_of(k) != en.since_of(k):
                 out.append(Violation(name, f"the since of value {k} changed from {eo.since_of(k)} to "
                                            f"{en.since_of(k)}: history is immutable"))

@@ -122,6 +122,8 @@ class Enum:
     values: tuple[tuple[str, int], ...]
     # Values added after the enum itself: (name, ABI minor that introduced it).
     value_since: tuple[tuple[str, int], ...] = ()
+    # Bytes per element of each value (the dtype enum only): (name, bytes).
+    element_bytes: tuple[tuple[str, int], ...] = ()
 
     def since_of(self, value: str) -> int:
         """The ABI minor that introduced `value` (the enum's own since unless the value says)."""
@@ -359,9 +361,15 @@ def parse(text: str) -> Manifest:
     for e in raw.get("enums", []):
         if any(len(v) not in (2, 3) for v in e["values"]):
             raise ManifestError(f"enum {e['name']}: each value is [NAME, value] or [NAME, value, since]")
+        sizes = e.get("element_bytes", {})
+        names = [str(v[0]) for v in e["values"]]
+        if sizes and (sorted(sizes) != sorted(names) or any(b not in (1, 2, 4, 8) for b in sizes.values())):
+            raise ManifestError(f"enum {e['name']}: element_bytes must give 1, 2, 4 or 8 bytes for exactly its "
+                                f"values {names}, got {sizes}")
         enums.append(Enum(e["name"], e.get("doc", ""), int(e["since"]),
                           tuple((str(v[0]), int(v[1])) for v in e["values"]),
-                          tuple((str(v[0]), int(v[2])) for v in e["values"] if len(v) == 3)))
+                          tuple((str(v[0]), int(v[2])) for v in e["values"] if len(v) == 3),
+                          tuple((n, int(sizes[n])) for n in names) if sizes else ()))
     callbacks = [Function(
         name=c["name"], kind="callback", returns=CType.parse(c["returns"]),
         params=tuple(Param.parse(p) for p in c["params"]), since=int(c["since"]),

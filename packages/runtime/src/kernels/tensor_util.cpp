@@ -9,30 +9,23 @@ void fail(int32_t status, std::string message) { throw KernelError(status, std::
 
 void fail_invalid(std::string message) { fail(HIPDNN_EP_STATUS_INVALID_ARGUMENT, std::move(message)); }
 
+// Both from the manifest's element_bytes table (HIPDNN_EP_DTYPES, generated into the header).
 size_t dtype_size(int32_t dtype) {
   switch (dtype) {
-    case HIPDNN_EP_DTYPE_UINT8:
-    case HIPDNN_EP_DTYPE_INT8:
-    case HIPDNN_EP_DTYPE_BOOL: return 1;
-    case HIPDNN_EP_DTYPE_FLOAT16: return 2;
-    case HIPDNN_EP_DTYPE_FLOAT32:
-    case HIPDNN_EP_DTYPE_INT32: return 4;
-    case HIPDNN_EP_DTYPE_INT64:
-    case HIPDNN_EP_DTYPE_FLOAT64: return 8;
+#define HIPDNN_EP_DTYPE_CASE(name, code, bytes) \
+  case code: return bytes;
+    HIPDNN_EP_DTYPES(HIPDNN_EP_DTYPE_CASE)
+#undef HIPDNN_EP_DTYPE_CASE
     default: return 0;
   }
 }
 
 std::string dtype_name(int32_t dtype) {
   switch (dtype) {
-    case HIPDNN_EP_DTYPE_FLOAT32: return "FLOAT32";
-    case HIPDNN_EP_DTYPE_UINT8: return "UINT8";
-    case HIPDNN_EP_DTYPE_INT8: return "INT8";
-    case HIPDNN_EP_DTYPE_INT32: return "INT32";
-    case HIPDNN_EP_DTYPE_INT64: return "INT64";
-    case HIPDNN_EP_DTYPE_BOOL: return "BOOL";
-    case HIPDNN_EP_DTYPE_FLOAT16: return "FLOAT16";
-    case HIPDNN_EP_DTYPE_FLOAT64: return "FLOAT64";
+#define HIPDNN_EP_DTYPE_CASE(name, code, bytes) \
+  case code: return #name;
+    HIPDNN_EP_DTYPES(HIPDNN_EP_DTYPE_CASE)
+#undef HIPDNN_EP_DTYPE_CASE
     default: return "dtype " + std::to_string(dtype);
   }
 }
