@@ -69,7 +69,9 @@ def assert_close(actual, expected, dtype):
 
 def test_manifest_lists_the_kernels_tested_here():
     tested = {"binary", "unary", "cast", "where", "matmul", "gemm", "softmax", "layer_norm", "reduce",
-              "transpose", "concat", "slice", "gather", "expand"}
+              "transpose", "concat", "slice", "gather", "expand",
+              # the LLM kernels: test_llm_kernels.py
+              "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
 
 
@@ -509,6 +511,16 @@ def good_call(kernel):
         "slice": ([f, np.array([0, 0], I64), np.array([1, 1], I64)], [o], [], []),
         "gather": ([f, np.array([1], I64)], [np.empty((1, 3), F32)], [0], []),
         "expand": ([np.ones((1, 3), F32)], [o], [], []),
+        "matmul_nbits": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
+                          np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),
+        "rms_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),
+        "rotary_embedding": ([np.ones((1, 2, 4), F32), np.zeros((1, 2), I64), np.ones((4, 2), F32),
+                              np.ones((4, 2), F32)], [np.zeros((1, 2, 4), F32)], [0, 1, 0], []),
+        "group_query_attention": ([np.ones((1, 1, 8), F32), np.ones((1, 1, 8), F32), np.ones((1, 1, 8), F32),
+                                   np.ones((1, 1, 0, 8), F32), np.ones((1, 1, 0, 8), F32), np.zeros(1, I32),
+                                   np.ones(1, I32)],
+                                  [np.zeros((1, 1, 8), F32), np.zeros((1, 1, 1, 8), F32), np.zeros((1, 1, 1, 8), F32)],
+                                  [1, 1, -1, 0, 0], [0.0, 0.0]),
     }[kernel]
 
 
@@ -530,8 +542,8 @@ def test_wrong_input_count_names_the_kernel(state, kernel):
 @pytest.mark.parametrize("kernel", KERNEL_NAMES)
 def test_wrong_output_count_names_the_kernel(state, kernel):
     inputs, outputs, ints, floats = good_call(kernel)
-    with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: expected 1 outputs, got 2"):
-        call_raw(state, kernel, inputs, outputs * 2, ints, floats)
+    with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: expected \d outputs, got {3 * len(outputs)}"):
+        call_raw(state, kernel, inputs, outputs * 3, ints, floats)
 
 
 @pytest.mark.parametrize("kernel", KERNEL_NAMES)
@@ -549,7 +561,7 @@ def test_wrong_output_shape_names_the_kernel(state, kernel):
     bad = np.empty(outputs[0].shape + (2,), outputs[0].dtype)
     with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: .*output 0 has (dims|rank)|"
                                                    rf"^hipdnn_ep_kernel_{kernel}: input dims .* do not broadcast"):
-        call_raw(state, kernel, inputs, [bad], ints, floats)
+        call_raw(state, kernel, inputs, [bad, *outputs[1:]], ints, floats)
 
 
 # (kernel, inputs, outputs, ints, floats, exception, message regex)

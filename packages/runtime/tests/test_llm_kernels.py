@@ -1,0 +1,302 @@
+"""The LLM kernels (matmul_nbits, rms_norm, rotary_embedding, group_query_attention) on the CPU
+backend against numpy references written from the com.microsoft op definitions."""
+
+from __future__ import annotations
+
+import pytest
+
+np = pytest.importorskip("numpy")
+rt = pytest.importorskip("hipdnn_ep_runtime")
+_core = rt._core
+
+F32, F16 = np.float32, np.float16
+InvalidArgumentError = rt.InvalidArgumentError
+
+
+@pytest.fixture(scope="module")
+def state():
+    s = rt.State(backend="cpu")
+    yield s
+    s.close()
+
+
+def call(state, kernel, inputs, outputs, ints=(), floats=()):
+    """Calls hipdnn_ep_kernel_<kernel>; None inputs are absent; outputs are (shape, dtype) pairs."""
+    ins = [np.array(x, order="C") if x is not None else None for x in inputs]
+    outs = [np.full(shape, 77, dtype=dtype) for shape, dtype in outputs]
+    _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, ins, outs, list(ints), [float(f) for f in floats])
+    return outs
+
+
+def close(actual, expected, dtype, tol=2e-5):
+    tol = 3e-3 if dtype == F16 else tol
+    np.testing.assert_allclose(actual.astype(F32), np.asarray(expected, F32), rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------- matmul_nbits
+
+def quantized(rng, n, k, block, zero_points, dtype):
+    blocks = -(-k // block)
+    b = rng.integers(0, 256, size=(n, blocks, block // 2), dtype=np.uint8)
+    scales = rng.uniform(0.01, 0.1, size=(n, blocks)).astype(dtype)
+    zp = rng.integers(0, 256, size=(n, (blocks + 1) // 2), dtype=np.uint8) if zero_points else None
+    return b, scales, zp
+
+
+def dequantized(b, scales, zp, k):
+    n, blocks, half = b.shape
+    q = np.stack([b & 15, b >> 4], axis=-1).reshape(n, blocks, 2 * half).astype(np.float64)
+    if zp is None:
+        z = np.full((n, blocks), 8.0)
+    else:
+        z = np.stack([zp & 15, zp >> 4], axis=-1).reshape(n, -1)[:, :blocks].astype(np.float64)
+    w = (q - z[..., None]) * scales.astype(np.float64)[..., None]
+    return w.reshape(n, -1)[:, :k].T
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("block", [16, 32, 64, 128])
+@pytest.mark.parametrize("zero_points", [False, True])
+@pytest.mark.parametrize("a_shape", [(1, 1, 256), (3, 256), (2, 5, 256), (4, 200)])
+def test_matmul_nbits(state, dtype, block, zero_points, a_shape):
+    rng = np.random.default_rng(block)
+    k, n = a_shape[-1], 24
+    b, scales, zp = quantized(rng, n, k, block, zero_points, dtype)
+    a = rng.standard_normal(a_shape).astype(dtype)
+    (y,) = call(state, "matmul_nbits", [a, b, scales, zp], [((*a_shape[:-1], n), dtype)], ints=(k, n, 4, block))
+    close(y, a.astype(np.float64) @ dequantized(b, scales, zp, k), dtype, tol=1e-4)
+
+
+def test_matmul_nbits_bias_and_flat_scales(state):
+    rng = np.random.default_rng(1)
+    k, n, block = 64, 8, 32
+    b, scales, zp = quantized(rng, n, k, block, True, F32)
+    a, bias = rng.standard_normal((2, k)).astype(F32), rng.standard_normal(n).astype(F32)
+    (y,) = call(state, "matmul_nbits", [a, b, scales.reshape(-1), zp.reshape(-1), bias], [((2, n), F32)],
+                ints=(k, n, 4, block))
+    close(y, a @ dequantized(b, scales, zp, k) + bias, F32, tol=1e-4)
+
+
+@pytest.mark.parametrize("ints,message", [((64, 8, 8, 32), "bits 8"), ((64, 8, 4, 24), "block_size 24"),
+                                          ((32, 8, 4, 32), "must end with K = 32"), ((64, 9, 4, 32), "B.* expected 288")])
+def test_matmul_nbits_refuses_bad_arguments(state, ints, message):
+    rng = np.random.default_rng(2)
+    b, scales, _ = quantized(rng, 8, 64, 32, False, F32)
+    a = np.ones((1, 64), F32)
+    with pytest.raises(rt.HipdnnEpError, match=message):
+        call(state, "matmul_nbits", [a, b, scales], [((1, ints[1]), F32)], ints=ints)
+
+
+# ---------------------------------------------------------------- rms_norm
+
+def rms_ref(x, scale, eps, skip=None, bias=None):
+    s = x.astype(np.float64) + (0 if skip is None else skip) + (0 if bias is None else bias)
+    return s / np.sqrt((s * s).mean(axis=-1, keepdims=True) + eps) * scale, s
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_rms_norm_simplified(state, dtype):
+    rng = np.random.default_rng(3)
+    x, scale = rng.standard_normal((2, 3, 64)).astype(dtype), rng.standard_normal(64).astype(dtype)
+    (y,) = call(state, "rms_norm", [x, scale], [(x.shape, dtype)], ints=(2,), floats=(1e-5,))
+    close(y, rms_ref(x, scale, 1e-5)[0], dtype)
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_rms_norm_with_skip_returns_the_sum(state, with_bias):
+    rng = np.random.default_rng(4)
+    x, skip = rng.standard_normal((2, 5, 32)).astype(F32), rng.standard_normal((2, 5, 32)).astype(F32)
+    scale, bias = rng.standard_normal(32).astype(F32), rng.standard_normal(32).astype(F32) if with_bias else None
+    y, s = call(state, "rms_norm", [x, scale, skip, bias], [(x.shape, F32), (x.shape, F32)], ints=(2,), floats=(1e-6,))
+    want_y, want_s = rms_ref(x, scale, 1e-6, skip, bias)
+    close(y, want_y, F32)
+    close(s, want_s, F32)
+
+
+def test_rms_norm_over_two_axes(state):
+    x = np.random.default_rng(5).standard_normal((3, 4, 8)).astype(F32)
+    scale = np.full((4, 8), 2.0, F32)
+    (y,) = call(state, "rms_norm", [x, scale], [(x.shape, F32)], ints=(1,), floats=(0.0,))
+    flat = x.reshape(3, 32).astype(np.float64)
+    close(y, (flat / np.sqrt((flat ** 2).mean(-1, keepdims=True)) * 2).reshape(x.shape), F32)
+
+
+# ---------------------------------------------------------------- rotary
+
+def rope_caches(max_pos, rotary_dim, dtype):
+    inv = 1.0 / (10000 ** (np.arange(rotary_dim // 2) * 2 / rotary_dim))
+    ang = np.arange(max_pos)[:, None] * inv[None]
+    return np.cos(ang).astype(dtype), np.sin(ang).astype(dtype)
+
+
+def rope_ref(x, pos, cos, sin, interleaved, rotary_dim=None):
+    """x [..., head_size] with pos broadcast to x's leading dims (without the head dim)."""
+    x = x.astype(np.float64).copy()
+    half = cos.shape[1] if rotary_dim is None else rotary_dim // 2
+    c, s = cos[pos][..., :half].astype(np.float64), sin[pos][..., :half].astype(np.float64)
+    if interleaved:
+        x1, x2 = x[..., 0:2 * half:2].copy(), x[..., 1:2 * half:2].copy()
+        x[..., 0:2 * half:2], x[..., 1:2 * half:2] = x1 * c - x2 * s, x2 * c + x1 * s
+    else:
+        x1, x2 = x[..., :half].copy(), x[..., half:2 * half].copy()
+        x[..., :half], x[..., half:2 * half] = x1 * c - x2 * s, x2 * c + x1 * s
+    return x
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding_bsd(state, dtype, interleaved):
+    rng = np.random.default_rng(6)
+    b, s, h, d = 2, 5, 3, 16
+    x = rng.standard_normal((b, s, h * d)).astype(dtype)
+    pos = rng.integers(0, 40, (b, s)).astype(np.int64)
+    cos, sin = rope_caches(40, d, dtype)
+    (y,) = call(state, "rotary_embedding", [x, pos, cos, sin], [(x.shape, dtype)], ints=(interleaved, h, 0))
+    want = rope_ref(x.reshape(b, s, h, d), pos[:, :, None], cos, sin, interleaved).reshape(x.shape)
+    close(y, want, dtype)
+
+
+def test_rotary_embedding_bnsh_partial_dim_and_offset(state):
+    rng = np.random.default_rng(7)
+    b, h, s, d = 1, 2, 4, 16
+    x = rng.standard_normal((b, h, s, d)).astype(F32)
+    cos, sin = rope_caches(32, 16, F32)
+    (y,) = call(state, "rotary_embedding", [x, np.array([3], np.int64), cos, sin], [(x.shape, F32)], ints=(0, 0, 8))
+    pos = (3 + np.arange(s))[None, None, :]
+    close(y, rope_ref(x, pos, cos, sin, False, rotary_dim=8), F32)
+
+
+def test_rotary_embedding_refuses_a_position_outside_the_cache(state):
+    cos, sin = rope_caches(8, 16, F32)
+    x = np.ones((1, 2, 16), F32)
+    with pytest.raises(InvalidArgumentError, match="position 8 is outside"):
+        call(state, "rotary_embedding", [x, np.array([[0, 8]], np.int64), cos, sin], [(x.shape, F32)], ints=(0, 0, 0))
+
+
+# ---------------------------------------------------------------- group_query_attention
+
+def gqa_ref(q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_len, cos=None, sin=None,
+            interleaved=False, scale=0.0, softcap=0.0, window=-1):
+    """The op's semantics in numpy: q [B,S,H*D], k/v [B,S,KV*D], past [B,KV,P,D] -> output, present K, V."""
+    bsz, seq, _ = q.shape
+    d = q.shape[2] // heads
+    past = 0 if past_k is None else past_k.shape[2]
+    first = seq == total
+    q = q.reshape(bsz, seq, heads, d).astype(np.float64)
+    k = k.reshape(bsz, seq, kv_heads, d).astype(np.float64)
+    v = v.reshape(bsz, seq, kv_heads, d).astype(np.float64)
+    pk = np.zeros((bsz, kv_heads, present_len, d))
+    pv = np.zeros((bsz, kv_heads, present_len, d))
+    out = np.zeros((bsz, seq, heads, d))
+    scale = scale or 1 / np.sqrt(d)
+    for b in range(bsz):
+        valid = int(seqlens_k[b]) + 1
+        past_len = 0 if first else valid - seq
+        if past_len:
+            pk[b, :, :past_len], pv[b, :, :past_len] = past_k[b, :, :past_len], past_v[b, :, :past_len]
+        pos = np.array([(s if s < valid else 1) if first else past_len + s for s in range(seq)])
+        kb, qb = k[b], q[b]
+        if cos is not None:
+            kb = rope_ref(kb, pos[:, None], cos, sin, interleaved)
+            qb = rope_ref(qb, pos[:, None], cos, sin, interleaved)
+        pk[b, :, past_len:past_len + seq] = kb.transpose(1, 0, 2)
+        pv[b, :, past_len:past_len + seq] = v[b].transpose(1, 0, 2)
+        for h in range(heads):
+            g = h // (heads // kv_heads)
+            for s in range(seq):
+                end = min(past_len + s + 1, valid)
+                begin = max(0, end - window) if window > 0 else 0
+                sc = pk[b, g, begin:end] @ qb[s, h] * scale
+                if softcap > 0:
+                    sc = softcap * np.tanh(sc / softcap)
+                p = np.exp(sc - sc.max())
+                out[b, s, h] = (p / p.sum()) @ pv[b, g, begin:end]
+    return out.reshape(bsz, seq, heads * d), pk, pv
+
+
+def run_gqa(state, q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_len, cos=None, sin=None,
+            interleaved=0, scale=0.0, softcap=0.0, window=-1, packed=False):
+    dtype = q.dtype
+    bsz, seq, _ = q.shape
+    d = q.shape[2] // heads
+    if packed:
+        inputs = [np.concatenate([q, k, v], axis=-1), None, None]
+    else:
+        inputs = [q, k, v]
+    inputs += [past_k, past_v, np.asarray(seqlens_k, np.int32), np.array([total], np.int32)]
+    if cos is not None:
+        inputs += [cos, sin]
+    ints = (heads, kv_heads, window, int(cos is not None), interleaved)
+    return call(state, "group_query_attention", inputs,
+                [((bsz, seq, heads * d), dtype), ((bsz, kv_heads, present_len, d), dtype),
+                 ((bsz, kv_heads, present_len, d), dtype)], ints=ints, floats=(scale, softcap))
+
+
+CASES = {  # name: batch, seq, past (cache length), valid lengths, heads, kv_heads, head_size
+    "prompt": (1, 7, 0, [7], 4, 2, 16),
+    "prompt-batch-padded": (2, 6, 0, [6, 4], 4, 2, 16),
+    "decode": (2, 1, 9, [10, 10], 8, 2, 32),
+    "decode-ragged": (2, 1, 9, [10, 6], 4, 4, 16),
+    "continuation": (1, 5, 6, [11], 6, 2, 8),
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("rotary", [False, True])
+@pytest.mark.parametrize("case", CASES)
+def test_group_query_attention(state, case, rotary, packed, dtype):
+    bsz, seq, past, valid, heads, kv_heads, d = CASES[case]
+    rng = np.random.default_rng(len(case) + 10 * rotary)
+    q = rng.standard_normal((bsz, seq, heads * d)).astype(dtype)
+    k = rng.standard_normal((bsz, seq, kv_heads * d)).astype(dtype)
+    v = rng.standard_normal((bsz, seq, kv_heads * d)).astype(dtype)
+    past_k = rng.standard_normal((bsz, kv_heads, past, d)).astype(dtype) if past else None
+    past_v = rng.standard_normal((bsz, kv_heads, past, d)).astype(dtype) if past else None
+    total = max(valid) if seq != max(valid) or past == 0 else seq
+    present = max(past, total)
+    cos, sin = rope_caches(64, d, dtype) if rotary else (None, None)
+    seqlens = [x - 1 for x in valid]
+    got = run_gqa(state, q, k, v, past_k, past_v, seqlens, total, heads, kv_heads, present, cos, sin, packed=packed)
+    want = gqa_ref(q, k, v, past_k, past_v, seqlens, total, heads, kv_heads, present, cos, sin)
+    for b, n in enumerate(valid):  # rows past a padded prompt's length are not defined by the op
+        rows = min(seq, n) if past == 0 else seq
+        close(got[0][b, :rows], want[0][b, :rows], dtype, tol=1e-4)
+        close(got[1][b, :, :n], want[1][b, :, :n], dtype)
+        close(got[2][b, :, :n], want[2][b, :, :n], dtype)
+
+
+def test_group_query_attention_shared_buffer_layout(state):
+    """past and present both max_length long: the valid prefix carries over, new tokens follow it, zeros beyond."""
+    rng = np.random.default_rng(11)
+    heads, kv_heads, d, max_len = 4, 2, 16, 12
+    past_k = rng.standard_normal((1, kv_heads, max_len, d)).astype(F32)
+    past_v = rng.standard_normal((1, kv_heads, max_len, d)).astype(F32)
+    q, k, v = (rng.standard_normal((1, 1, n * d)).astype(F32) for n in (heads, kv_heads, kv_heads))
+    got = run_gqa(state, q, k, v, past_k, past_v, [5], 6, heads, kv_heads, max_len)
+    want = gqa_ref(q, k, v, past_k, past_v, [5], 6, heads, kv_heads, max_len)
+    close(got[0], want[0], F32, tol=1e-4)
+    np.testing.assert_array_equal(got[1][:, :, :5], past_k[:, :, :5])
+    assert not got[1][:, :, 6:].any()
+    close(got[1][:, :, 5], k.reshape(1, kv_heads, d), F32)
+
+
+@pytest.mark.parametrize("window,softcap", [(3, 0.0), (-1, 2.0), (2, 5.0)])
+def test_group_query_attention_window_and_softcap(state, window, softcap):
+    rng = np.random.default_rng(12)
+    heads, kv_heads, d = 2, 1, 8
+    q, k, v = (rng.standard_normal((1, 6, n * d)).astype(F32) * 3 for n in (heads, kv_heads, kv_heads))
+    got = run_gqa(state, q, k, v, None, None, [5], 6, heads, kv_heads, 6, window=window, softcap=softcap, scale=0.5)
+    want = gqa_ref(q, k, v, None, None, [5], 6, heads, kv_heads, 6, window=window, softcap=softcap, scale=0.5)
+    close(got[0], want[0], F32, tol=1e-4)
+
+
+def test_group_query_attention_refuses_lengths_that_do_not_fit(state):
+    q, k, v = np.ones((1, 1, 16), F32), np.ones((1, 1, 16), F32), np.ones((1, 1, 16), F32)
+    past = np.ones((1, 1, 4, 16), F32)
+    with pytest.raises(InvalidArgumentError, match="seqlens_k"):
+        run_gqa(state, q, k, v, past, past, [9], 5, 1, 1, 5)
+    with pytest.raises(InvalidArgumentError, match="total_sequence_length 7"):
+        run_gqa(state, q, k, v, past, past, [4], 7, 1, 1, 5)
+    with pytest.raises(InvalidArgumentError, match="present_key dims"):
+        run_gqa(state, q, k, v, past, past, [4], 5, 1, 1, 3)
