@@ -25,7 +25,7 @@ from .lowering import lower_to_llvm
 from .lowering.to_llvm import metadata_global
 from .passes import run_pipeline
 from .passes.plan_memory import ALIGNMENT as PLAN_ALIGNMENT
-from .passes.plan_memory import size_bytes
+from .passes.plan_memory import attr_name, size_bytes, storage
 
 
 def _weight_types(module) -> dict[str, tuple[int, list[int]]]:
@@ -41,10 +41,11 @@ def _pool_buffers(module) -> list[dict]:
     """Every intermediate placed in the pool: the node that produces it, offset and size in bytes."""
     out = []
     for op in hir.ops(module):
-        if hir.get_str(op, "hipdnn.storage") == "pool":
-            out.append({"producer": hir.get_str(op, "onnx.node", op.name),
-                        "offset": _int_or_expr(hir.get_str(op, "hipdnn.offset")),
-                        "bytes": _int_or_expr(sym.to_str(size_bytes(op.results[0])))})
+        for k, result in enumerate(op.results):
+            if storage(op, k) == "pool":
+                out.append({"producer": hir.get_str(op, "onnx.node", op.name),
+                            "offset": _int_or_expr(hir.get_str(op, attr_name("hipdnn.offset", k))),
+                            "bytes": _int_or_expr(sym.to_str(size_bytes(result)))})
     return out
 
 

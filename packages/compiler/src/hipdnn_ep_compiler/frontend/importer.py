@@ -25,6 +25,12 @@ from ..ops import lookup
 
 SMALL_INT_CONSTANT = 1024  # int32/int64 tensors up to this many elements are embedded host values
 
+# Normalization ops whose extra outputs (statistics) are dropped when unused and refused when used,
+# except the outputs listed in _EXTRA_OUTPUTS (SkipSimplifiedLayerNormalization's input + skip sum).
+_STATS_OUTPUTS = {"LayerNormalization": "Mean/InvStdDev", "SimplifiedLayerNormalization": "InvStdDev",
+                  "SkipSimplifiedLayerNormalization": "mean/inv_std_var"}
+_EXTRA_OUTPUTS = {"SkipSimplifiedLayerNormalization": (3,)}
+
 
 def _attr(attr: onnx.AttributeProto, where: str) -> ir.Attribute:
     t = attr.type
@@ -181,20 +187,22 @@ class _Importer:
             roles = [i for i, n in enumerate(node.input) if n]
             operands = [self.operand(node.input[i], where) for i in roles]
             fallback = self.dtypes[node.input[roles[0]]] if operands else None
-            outputs, result_types = [], []
+            outputs, result_types, result_roles = [], [], []
             for k, out in enumerate(node.output):
                 if not out:
                     continue
-                if k > 0 and node.op_type == "LayerNormalization":
+                if k > 0 and k not in _EXTRA_OUTPUTS.get(node.op_type, ()) and node.op_type in _STATS_OUTPUTS:
                     if any(out in n.input for n in g.node) or any(out == o.name for o in g.output):
-                        raise UnsupportedError(f"{where}: the Mean/InvStdDev outputs are not supported")
+                        raise UnsupportedError(f"{where}: the {_STATS_OUTPUTS[node.op_type]} outputs are not supported")
                     continue
                 dtype, dims = self.tensor_type(out, where, fallback_dtype=fallback)
                 # rank unknown: refine-shapes computes it
                 result_types.append(hir.tensor_type(dtype, dims))
                 outputs.append(out)
+                result_roles.append(k)
                 self.dtypes[out] = dtype
-            attrs = {"operand_roles": hir.to_attr(roles), "onnx.node": ir.StringAttr.get(where)}
+            attrs = {"operand_roles": hir.to_attr(roles), "result_roles": hir.to_attr(result_roles),
+                     "onnx.node": ir.StringAttr.get(where)}
             for a in node.attribute:
                 attrs["onnx." + a.name] = _attr(a, where)
             created = self.create(op.op_name, operands, result_types, attrs)

@@ -51,7 +51,10 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
     if len(model.graph.output) == 0:
         raise ModelError("model graph has no outputs (a model computes at least one)")
 
-    uses_contrib = any(n.domain not in ("", "ai.onnx") for n in model.graph.node)
+    # contrib ops: another domain, or an op ONNX does not define that onnxruntime registers in the
+    # default domain (SimplifiedLayerNormalization in onnxruntime-genai's models)
+    uses_contrib = any(n.domain not in ("", "ai.onnx") or (isinstance(n.op_type, str) and not onnx.defs.has(n.op_type))
+                       for n in model.graph.node)
     try:
         # from a path, the checker resolves external data next to the model file
         onnx.checker.check_model(str(path) if base_dir is not None else model)

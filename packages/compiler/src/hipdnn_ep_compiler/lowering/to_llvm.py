@@ -21,7 +21,7 @@ from .. import symbolic as sym
 from ..abi import RuntimeAbi
 from ..errors import AbiTargetError, UnsupportedError
 from ..ops import kernel
-from ..passes.plan_memory import size_bytes
+from ..passes.plan_memory import attr_name, size_bytes, storage
 from . import runtime_calls as rc
 from .emitter import FunctionEmitter, llvm_type
 
@@ -266,6 +266,10 @@ class _Lowering:
         return (self.data[value], self.dims_ptr[value], len(hir.dims_of(value)),
                 hir.element_dtype(value))
 
+    def absent_ref(self) -> tuple[str, str, int, int]:
+        """An optional kernel input left out: NULL data and dims, rank -1."""
+        return (self.e.null(), self.e.null(), -1, 0)
+
     def param_ref(self, array_ptr: str, n: int) -> tuple[str, str, int, int]:
         return (array_ptr, self.const_array([n]), 1, hir.INT64)
 
@@ -308,8 +312,7 @@ class _Lowering:
         # the shape relations the model promises hold before anything is sized from them
         # (the runtime names the first failing one from the metadata's copy of this list)
         for op in ops:
-            if hir.get_str(op, "hipdnn.storage") == "output":
-                value = op.results[0]
+            for value in (r for k, r in enumerate(op.results) if storage(op, k) == "output"):
                 t = chk.Text(size_bytes(value))
                 text = f"the byte size of the output shape {t.dims(hir.dims_of(value))} overflows int64"
                 self.checks.append(chk.Check(hir.get_str(op, "onnx.node", op.name), "fits", tuple(t.values), text))
@@ -340,23 +343,24 @@ class _Lowering:
         # hipdnn_ep_output_alloc (the host's memory when it gives some), before that from the allocator
         in_place = self.can_call(rc.OUTPUT_ALLOC)
         for op in ops:
-            if hir.get_str(op, "hipdnn.storage") == "output":
-                k = hir.get_int(op, "hipdnn.output_index")
-                value = op.results[0]
-                size = self.expr(sym.maximum(size_bytes(value), 1))
-                ref = e.gep(self.output_base, k * self.ref.size)
-                if in_place:  # the shape returned (a Reshape of the buffer may be what the graph outputs)
-                    self.store_shape(ref, ret.operands[k])
-                    self.call(rc.OUTPUT_ALLOC, [self.state, self.output_base, e.const(k, "i32"), size])
-                    ptr = self.load_field(self.ref, ref, "data")
-                else:
-                    out = e.alloca(8)
-                    self.call(rc.MALLOC, [self.state, size, out])
-                    ptr = e.load(out, "ptr")
-                    self.store_field(self.ref, ref, "data", ptr)
-                self.data[value] = ptr
-            elif hir.get_str(op, "hipdnn.storage") == "pool":
-                self.data[op.results[0]] = e.gep(self.pool, self.expr(sym.parse(hir.get_str(op, "hipdnn.offset"))))
+            for r, value in enumerate(op.results):
+                if storage(op, r) == "output":
+                    k = hir.get_int(op, attr_name("hipdnn.output_index", r))
+                    size = self.expr(sym.maximum(size_bytes(value), 1))
+                    ref = e.gep(self.output_base, k * self.ref.size)
+                    if in_place:  # the shape returned (a Reshape of the buffer may be what the graph outputs)
+                        self.store_shape(ref, ret.operands[k])
+                        self.call(rc.OUTPUT_ALLOC, [self.state, self.output_base, e.const(k, "i32"), size])
+                        ptr = self.load_field(self.ref, ref, "data")
+                    else:
+                        out = e.alloca(8)
+                        self.call(rc.MALLOC, [self.state, size, out])
+                        ptr = e.load(out, "ptr")
+                        self.store_field(self.ref, ref, "data", ptr)
+                    self.data[value] = ptr
+                elif storage(op, r) == "pool":
+                    offset = hir.get_str(op, attr_name("hipdnn.offset", r))
+                    self.data[value] = e.gep(self.pool, self.expr(sym.parse(offset)))
 
         # 5. the ops
         for op in ops:
@@ -368,7 +372,7 @@ class _Lowering:
 
         # failure: free what was allocated, report the status
         e.lines.append(f"{FAIL}(%status: i32):")
-        if len(ret.operands) and any(hir.get_str(op, "hipdnn.storage") == "output" for op in ops):
+        if len(ret.operands) and any(storage(op, k) == "output" for op in ops for k in range(len(op.results))):
             for k in range(len(ret.operands)):
                 ref = e.gep(self.output_base, k * self.ref.size)
                 self.call(rc.FREE, [self.state, self.load_field(self.ref, ref, "data")], check=False)
@@ -416,7 +420,10 @@ class _Lowering:
         entry = kernel(name)
         if entry is None:
             raise UnsupportedError(f"{hir.get_str(op, 'onnx.node', name)}: no kernel for {name}")
-        inputs = [self.ref_of(v) for v in op.operands]
+        slots = hir.get_ints(op, "hipdnn.slots", list(range(len(op.operands))))
+        inputs = [self.absent_ref()] * (max(slots, default=-1) + 1)
+        for slot, v in zip(slots, op.operands, strict=True):
+            inputs[slot] = self.ref_of(v)
         for p in entry.params:  # parameter arrays (axes, perm, starts, steps): int64 in host memory
             if p.symbolic:
                 vals = [sym.parse(x) for x in hir.get_strs(op, p.attr)]
@@ -425,11 +432,11 @@ class _Lowering:
                 vals = hir.get_ints(op, p.attr)
                 ptr = self.const_array(vals)
             inputs.append(self.param_ref(ptr, len(vals)))
-        outputs = [self.ref_of(value)]
+        outputs = [self.ref_of(r) for r in op.results]
         fn = self.abi.function(self.abi.name(entry.kernel))
         codes = [hir.element_dtype(v) for v in op.operands]
         kind = hir.get_str(op, "op") if entry.op_enum else None
-        for i, code in enumerate(codes):
+        for i, code in zip(slots, codes, strict=True):
             since = fn.input0_since(kind, code) if i == 0 else fn.later_input_since(i, code)
             self.need_dtype(op, fn, since, f"input {i}", code)
         for i in entry.param_inputs:

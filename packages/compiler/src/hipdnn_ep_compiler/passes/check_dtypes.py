@@ -43,7 +43,9 @@ def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
         if not op.name.startswith("hipdnn.") or not op.operands:
             continue
         where = hir.get_str(op, "onnx.node", op.name)
-        dtypes = [hir.element_dtype(v) for v in op.operands]
+        # by kernel input position (ops with optional inputs say which operand is which: hipdnn.slots)
+        slots = hir.get_ints(op, "hipdnn.slots", list(range(len(op.operands))))
+        dtypes = dict(zip(slots, (hir.element_dtype(v) for v in op.operands), strict=True))
         entry = kernel(op.name)
         fn = _kernel_fn(entry, abi)
         kind = hir.get_str(op, "op")
@@ -56,7 +58,7 @@ def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
                 what = f"{op.name.split('.', 1)[1]}{' ' + kind if kind else ''}"
                 raise UnsupportedError(f"{where}: {what} does not support element type {hir.DTYPE_NAMES[dtypes[0]]}")
             own_rules.update(fn.later_input_dtypes())
-        same = entry.same_type_operands(len(dtypes)) if entry else []
+        same = [i for i in entry.same_type_operands(max(slots) + 1) if i in dtypes] if entry else []
         if len({dtypes[i] for i in same}) > 1:
             names = ", ".join(hir.DTYPE_NAMES[dtypes[i]] for i in same)
             raise UnsupportedError(f"{where}: operands of mixed element types ({names}) are not supported")
@@ -64,7 +66,7 @@ def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
         # steps) are not operands here: the lowering passes them as int64, which
         # runtime_calls.validate checks the manifest accepts.
         for i, allowed in sorted(own_rules.items()):
-            if i < len(dtypes) and dtypes[i] not in allowed:
+            if i in dtypes and dtypes[i] not in allowed:
                 label = entry.labels.get(i, f"input {i}")
                 raise UnsupportedError(f"{where}: {label} must be {_names(allowed)}")
     return module

@@ -6,7 +6,8 @@ IR out:
     result is (an alias of) a program input, a weight, or a buffer another result already
     owns, a `hipdnn.copy` is inserted;
   * ops that produce a buffer (kernels, materialize, copy) get `hipdnn.storage` = "output"
-    (with `hipdnn.output_index`) or "pool" (with `hipdnn.offset`, an expression);
+    (with `hipdnn.output_index`) or "pool" (with `hipdnn.offset`, an expression) for their result;
+    an op with several results (GroupQueryAttention) gets `hipdnn.storage.<k>` etc. for result k;
   * `hipdnn.pool_size` (expression) on the function when the pool is used.
 
 Offsets are liveness based.  With static sizes a buffer goes to the lowest offset that no
@@ -32,6 +33,16 @@ from .. import symbolic as sym
 NAME = "plan-memory"
 ALIGNMENT = 256
 NO_BUFFER = {"hipdnn.alias", "hipdnn.weight", "func.return"}
+
+
+def attr_name(name: str, result: int) -> str:
+    """The planning attribute `name` of an op's result: `name` for result 0, `name.<k>` for result k."""
+    return name if result == 0 else f"{name}.{result}"
+
+
+def storage(op: ir.Operation, result: int = 0) -> str | None:
+    """ "output", "pool" or None (no buffer) for an op's result."""
+    return hir.get_str(op, attr_name("hipdnn.storage", result))
 
 
 def _base(value: ir.Value) -> ir.Value:
@@ -89,19 +100,19 @@ def run(module: ir.Module) -> ir.Module:
     for op in ops:
         if op.name in NO_BUFFER or not op.results:
             continue
-        value = op.results[0]
-        if value in outputs:
-            hir.set_attr(op, "hipdnn.storage", "output")
-            hir.set_attr(op, "hipdnn.output_index", outputs[value])
-            continue
-        buffers.append(_Buffer(op, index[op], last_use.get(value, index[op]), _align(size_bytes(value))))
+        for k, value in enumerate(op.results):
+            if value in outputs:
+                hir.set_attr(op, attr_name("hipdnn.storage", k), "output")
+                hir.set_attr(op, attr_name("hipdnn.output_index", k), outputs[value])
+                continue
+            buffers.append(_Buffer(op, k, index[op], last_use.get(value, index[op]), _align(size_bytes(value))))
     if not buffers:
         return module
     static = all(sym.is_static(b.size) for b in buffers)
     offsets, pool_size = _first_fit(buffers) if static else _slots(buffers)
     for b, offset in zip(buffers, offsets, strict=True):
-        hir.set_attr(b.op, "hipdnn.storage", "pool")
-        hir.set_attr(b.op, "hipdnn.offset", sym.to_str(offset))
+        hir.set_attr(b.op, attr_name("hipdnn.storage", b.result), "pool")
+        hir.set_attr(b.op, attr_name("hipdnn.offset", b.result), sym.to_str(offset))
     hir.set_attr(hir.main_func(module), "hipdnn.pool_size", sym.to_str(pool_size))
     return module
 
@@ -109,6 +120,7 @@ def run(module: ir.Module) -> ir.Module:
 @dataclass(frozen=True)
 class _Buffer:
     op: ir.Operation
+    result: int  # which result of op
     start: int  # index of the defining op
     stop: int  # index of the last use
     size: sym.Expr  # aligned byte size

@@ -1,0 +1,209 @@
+"""The LLM ops of onnxruntime-genai's graphs (MatMulNBits, SimplifiedLayerNormalization,
+SkipSimplifiedLayerNormalization, RotaryEmbedding, GroupQueryAttention with its attention-mask
+plumbing), compiled and executed on the reference runtime with fixed and dynamic shapes,
+compared with onnxruntime's CPU EP; and the refusals that name the node."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import const, ort_run
+from onnx import TensorProto as T
+from onnx import helper
+
+from hipdnn_ep_compiler import UnsupportedError, compile_model, load_weights
+
+MS = "com.microsoft"
+
+
+def model_of(nodes, inputs, outputs, inits=()):
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, d) for n, t, d in inputs],
+                              [helper.make_tensor_value_info(n, t, d) for n, t, d in outputs], list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+
+
+def run_both(model, feeds_list, refruntime, tmp_path, tol=1e-5):
+    info = compile_model(model, tmp_path / "art")
+    weights = load_weights(info.metadata, model)
+    names = [i["name"] for i in info.metadata["inputs"]]
+    for feeds in feeds_list:
+        got = refruntime.run(info.program, [feeds[n] for n in names] + weights)
+        want = ort_run(model, feeds)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            t = 3e-3 if g.dtype == np.float16 else tol
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=t, atol=t)
+    return info
+
+
+def int4_weights(rng, n, k, block, zero_points):
+    blocks = -(-k // block)
+    inits = [const("b", rng.integers(0, 256, (n, blocks, block // 2), dtype=np.uint8)),
+             const("s", rng.uniform(0.01, 0.1, (n, blocks)).astype(np.float32))]
+    if zero_points:
+        inits.append(const("z", rng.integers(0, 256, (n * ((blocks + 1) // 2),), dtype=np.uint8)))
+    return inits
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+@pytest.mark.parametrize("block,zero_points,bias", [(32, False, False), (64, True, False), (128, True, True)])
+def test_matmul_nbits(block, zero_points, bias, dynamic, refruntime, tmp_path):
+    rng = np.random.default_rng(block)
+    k, n = 256, 48
+    inits = int4_weights(rng, n, k, block, zero_points)
+    names = ["x", "b", "s", "z" if zero_points else ""]
+    if bias:
+        inits.append(const("bias", rng.standard_normal(n).astype(np.float32)))
+        names += ["", "bias"]
+    node = helper.make_node("MatMulNBits", names, ["y"], domain=MS, K=k, N=n, bits=4, block_size=block,
+                            accuracy_level=0)
+    batch = ["batch", "seq"] if dynamic else [2, 3]
+    model = model_of([node], [("x", T.FLOAT, [*batch, k])], [("y", T.FLOAT, [*batch, n])], inits)
+    shapes = [(2, 3), (1, 1), (1, 9)] if dynamic else [(2, 3)]
+    run_both(model, [{"x": rng.standard_normal((*s, k)).astype(np.float32)} for s in shapes], refruntime, tmp_path,
+             tol=1e-4)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+def test_simplified_layer_norm_in_the_default_domain(dynamic, refruntime, tmp_path):
+    rng = np.random.default_rng(1)
+    node = helper.make_node("SimplifiedLayerNormalization", ["x", "w"], ["y"], epsilon=1e-5, axis=-1, stash_type=1)
+    dims = ["batch", "seq", 32] if dynamic else [2, 5, 32]
+    model = model_of([node], [("x", T.FLOAT, dims)], [("y", T.FLOAT, dims)],
+                     [const("w", rng.standard_normal(32).astype(np.float32))])
+    shapes = [(2, 5), (1, 1), (3, 7)] if dynamic else [(2, 5)]
+    run_both(model, [{"x": rng.standard_normal((*s, 32)).astype(np.float32)} for s in shapes], refruntime, tmp_path)
+
+
+@pytest.mark.parametrize("with_sum,with_bias", [(True, False), (False, True), (True, True)])
+def test_skip_simplified_layer_norm(with_sum, with_bias, refruntime, tmp_path):
+    rng = np.random.default_rng(2)
+    dims = ["batch", "seq", 16]
+    inputs = ["x", "skip", "w"] + (["bias"] if with_bias else [])
+    outputs = ["y", "", "", "sum"] if with_sum else ["y"]
+    node = helper.make_node("SkipSimplifiedLayerNormalization", inputs, outputs, domain=MS, epsilon=1e-6)
+    inits = [const("w", rng.standard_normal(16).astype(np.float32))]
+    if with_bias:
+        inits.append(const("bias", rng.standard_normal(16).astype(np.float32)))
+    model = model_of([node], [("x", T.FLOAT, dims), ("skip", T.FLOAT, dims)],
+                     [(o, T.FLOAT, dims) for o in outputs if o], inits)
+    feeds = [{"x": rng.standard_normal((b, s, 16)).astype(np.float32),
+              "skip": rng.standard_normal((b, s, 16)).astype(np.float32)} for b, s in [(1, 4), (2, 1)]]
+    run_both(model, feeds, refruntime, tmp_path)
+
+
+def rope_caches(max_pos, half):
+    angles = np.arange(max_pos)[:, None] / (10000 ** (np.arange(half) / half))[None]
+    return const("cos", np.cos(angles).astype(np.float32)), const("sin", np.sin(angles).astype(np.float32))
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding(interleaved, refruntime, tmp_path):
+    rng = np.random.default_rng(3)
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], domain=MS, interleaved=interleaved)
+    dims = ["batch", "seq", 64]
+    model = model_of([node], [("x", T.FLOAT, dims), ("pos", T.INT64, ["batch", "seq"])], [("y", T.FLOAT, dims)],
+                     rope_caches(32, 8))
+    feeds = [{"x": rng.standard_normal((b, s, 64)).astype(np.float32),
+              "pos": rng.integers(0, 32, (b, s)).astype(np.int64)} for b, s in [(2, 3), (1, 1)]]
+    run_both(model, feeds, refruntime, tmp_path)
+
+
+def gqa_model(heads, kv_heads, head, packed, rotary, window=-1, softcap=0.0, fixed=None):
+    """GroupQueryAttention fed by onnxruntime-genai's mask plumbing (seqlens_k = ReduceSum(mask) - 1 and
+    total_sequence_length = Shape(mask)[1], both cast to int32). fixed: (batch, seq, past) or None."""
+    b, s, p = fixed or ("batch", "seq", "past")
+    total = "total" if fixed is None else p + s
+    nodes = [helper.make_node("ReduceSum", ["mask", "one"], ["rs"], keepdims=0),
+             helper.make_node("Sub", ["rs", "one"], ["sub"]),
+             helper.make_node("Cast", ["sub"], ["seqlens_k"], to=T.INT32),
+             helper.make_node("Shape", ["mask"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one_scalar"], ["tot64"], axis=0),
+             helper.make_node("Cast", ["tot64"], ["total_len"], to=T.INT32)]
+    qkv = ["qkv", "", ""] if packed else ["q", "k", "v"]
+    ins = [*qkv, "past_k", "past_v", "seqlens_k", "total_len"] + (["cos", "sin"] if rotary else [])
+    nodes.append(helper.make_node("GroupQueryAttention", ins, ["out", "present_k", "present_v"], domain=MS,
+                                  num_heads=heads, kv_num_heads=kv_heads, do_rotary=int(rotary),
+                                  local_window_size=window, softcap=softcap))
+    width = (heads + 2 * kv_heads) * head
+    inputs = ([("qkv", T.FLOAT, [b, s, width])] if packed else
+              [("q", T.FLOAT, [b, s, heads * head]), ("k", T.FLOAT, [b, s, kv_heads * head]),
+               ("v", T.FLOAT, [b, s, kv_heads * head])])
+    inputs += [("past_k", T.FLOAT, [b, kv_heads, p, head]), ("past_v", T.FLOAT, [b, kv_heads, p, head]),
+               ("mask", T.INT64, [b, total])]
+    present = [b, kv_heads, total, head]
+    inits = [const("one", np.array([1], np.int64)), const("one_scalar", np.array(1, np.int64))]
+    if rotary:
+        inits += list(rope_caches(256, head // 2))
+    return model_of(nodes, inputs, [("out", T.FLOAT, [b, s, heads * head]), ("present_k", T.FLOAT, present),
+                                    ("present_v", T.FLOAT, present)], inits)
+
+
+def gqa_feeds(rng, heads, kv_heads, head, packed, b, s, p):
+    f = {"past_k": rng.standard_normal((b, kv_heads, p, head)).astype(np.float32),
+         "past_v": rng.standard_normal((b, kv_heads, p, head)).astype(np.float32),
+         "mask": np.ones((b, p + s), np.int64)}
+    if packed:
+        f["qkv"] = rng.standard_normal((b, s, (heads + 2 * kv_heads) * head)).astype(np.float32)
+    else:
+        for name, n in (("q", heads), ("k", kv_heads), ("v", kv_heads)):
+            f[name] = rng.standard_normal((b, s, n * head)).astype(np.float32)
+    return f
+
+
+@pytest.mark.parametrize("packed,rotary", [(True, True), (False, True), (True, False)])
+def test_group_query_attention_dynamic(packed, rotary, refruntime, tmp_path):
+    """One artifact serves the prompt (empty past) and decode steps of several lengths and batches."""
+    rng = np.random.default_rng(4)
+    heads, kv_heads, head = 4, 2, 16
+    model = gqa_model(heads, kv_heads, head, packed, rotary)
+    shapes = [(1, 7, 0), (2, 1, 7), (3, 1, 12), (1, 5, 0)]  # (batch, seq, past)
+    info = run_both(model, [gqa_feeds(rng, heads, kv_heads, head, packed, *s) for s in shapes], refruntime,
+                    tmp_path, tol=1e-4)
+    assert any(i["name"].endswith("group_query_attention") for i in info.metadata["imports"])
+
+
+@pytest.mark.parametrize("fixed", [(1, 1, 31), (2, 16, 0)], ids=["decode", "prefill"])
+def test_group_query_attention_fixed(fixed, refruntime, tmp_path):
+    rng = np.random.default_rng(5)
+    model = gqa_model(8, 2, 16, True, True, fixed=fixed)
+    run_both(model, [gqa_feeds(rng, 8, 2, 16, True, *fixed)], refruntime, tmp_path, tol=1e-4)
+
+
+def test_group_query_attention_window_and_softcap(refruntime, tmp_path):
+    rng = np.random.default_rng(6)
+    model = gqa_model(2, 1, 16, False, False, window=3, softcap=4.0)
+    feeds = [gqa_feeds(rng, 2, 1, 16, False, *s) for s in [(1, 6, 0), (1, 1, 9)]]
+    run_both(model, feeds, refruntime, tmp_path, tol=1e-4)
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"bits": 8}, "bits=8 is not supported"),
+    ({"g_idx": True}, "g_idx"),
+    ({"float_zp": True}, "zero points must be packed UINT8"),
+])
+def test_matmul_nbits_refusals_name_the_node(change, message, tmp_path):
+    rng = np.random.default_rng(7)
+    inits = int4_weights(rng, 8, 64, 32, False)
+    names = ["x", "b", "s"]
+    if change.get("g_idx"):
+        inits.append(const("g", np.zeros(64, np.int32)))
+        names += ["", "g"]
+    if change.get("float_zp"):
+        inits.append(const("zf", np.full(16, 8.0, np.float32)))
+        names += ["zf"]
+    node = helper.make_node("MatMulNBits", names, ["y"], name="mm4", domain=MS, K=64, N=8,
+                            bits=change.get("bits", 4), block_size=32)
+    model = model_of([node], [("x", T.FLOAT, [1, 64])], [("y", T.FLOAT, [1, 8])], inits)
+    with pytest.raises(UnsupportedError, match=rf"node 'mm4' \(com.microsoft::MatMulNBits\): .*{message}"):
+        compile_model(model, tmp_path / "art")
+
+
+def test_group_query_attention_without_present_outputs_is_refused(tmp_path):
+    model = gqa_model(2, 1, 16, True, False, fixed=(1, 2, 0))
+    gqa = model.graph.node[-1]
+    gqa.name = "attn"
+    del gqa.output[1:]
+    del model.graph.output[1:]
+    with pytest.raises(UnsupportedError, match="node 'attn'.*present_key and present_value outputs are required"):
+        compile_model(model, tmp_path / "art")
