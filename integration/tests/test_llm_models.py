@@ -171,3 +171,54 @@ def test_onnxruntime_genai_generates_from_the_folder(tmp_path):
         gen.generate_next_token()
     assert len(gen.get_sequence(0)) == len(prompt) + 8
     assert tokenizer.decode(gen.get_sequence(0)).startswith("hello world, the quick brown fox")
+
+
+# ---------------------------------------------------------------- compiled and run on the runtime
+
+def _exact(model_path, out_path):
+    """The model with accuracy_level 0 (ORT's MatMulNBits then computes in float, as our kernel does;
+    at level 4 it quantizes the activations to int8, about 0.1 off on logits of unit scale)."""
+    model = onnx.load(str(model_path))
+    for node in model.graph.node:
+        for attr in node.attribute:
+            if attr.name == "accuracy_level":
+                attr.i = 0
+    onnx.save(model, str(out_path))
+    return out_path
+
+
+STEPS = [(1, 7, 0), (1, 1, 7), (2, 1, 9), (2, 5, 0), (1, 3, 12)]  # (batch, new tokens, cached)
+
+
+@pytest.mark.parametrize("name", ["default", "zero-points-block64", "separate-rotary", "window-softcap"])
+def test_dynamic_model_runs_on_the_runtime(name, compiler, runtime, state, tmp_path):
+    spec = dataclasses.replace(lm.SIZES["tiny"], **VARIANTS[name])
+    folder = lm.write_model(spec, tmp_path / "m")
+    path = _exact(folder / "model.onnx", tmp_path / "exact.onnx")
+    info = compiler.compile_model(str(path), tmp_path / "art")
+    artifact = runtime.Artifact(str(info.path))
+    weights = compiler.load_weights(artifact.metadata, str(path))
+    names = [i["name"] for i in artifact.metadata["inputs"]]
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for batch, seq, past in STEPS:
+        feeds = lm.feeds(spec, batch, seq, past, seed=seq + past)
+        got = artifact.run(state, [feeds[n] for n in names] + list(weights))
+        for g, w in zip(got, sess.run(None, feeds), strict=True):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind,length", [("decode", 24), ("prefill", 32)])
+def test_fixed_model_runs_on_the_runtime(kind, length, compiler, runtime, state, tmp_path):
+    spec = dataclasses.replace(lm.SIZES["tiny"], zero_points=True).fixed(kind, length, batch=2)
+    path = _exact(lm.write_model(spec, tmp_path / "m") / "model.onnx", tmp_path / "exact.onnx")
+    info = compiler.compile_model(str(path), tmp_path / "art")
+    assert "hipdnn_ep_get_host_scratch_base" not in info.imports  # fully static
+    artifact = runtime.Artifact(str(info.path))
+    weights = compiler.load_weights(artifact.metadata, str(path))
+    seq, past = (1, length) if kind == "decode" else (length, 0)
+    feeds = lm.feeds(spec, 2, seq, past)
+    got = artifact.run(state, [feeds[i["name"]] for i in artifact.metadata["inputs"]] + list(weights))
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)

@@ -171,8 +171,10 @@ def test_group_query_attention_fixed(fixed, refruntime, tmp_path):
 
 
 def test_group_query_attention_window_and_softcap(refruntime, tmp_path):
+    """Also with smooth_softmax at -1, the schema default ONNX Runtime hands an EP (unset)."""
     rng = np.random.default_rng(6)
     model = gqa_model(2, 1, 16, False, False, window=3, softcap=4.0)
+    model.graph.node[-1].attribute.append(helper.make_attribute("smooth_softmax", -1))
     feeds = [gqa_feeds(rng, 2, 1, 16, False, *s) for s in [(1, 6, 0), (1, 1, 9)]]
     run_both(model, feeds, refruntime, tmp_path, tol=1e-4)
 
@@ -196,6 +198,14 @@ def test_matmul_nbits_refusals_name_the_node(change, message, tmp_path):
                             bits=change.get("bits", 4), block_size=32)
     model = model_of([node], [("x", T.FLOAT, [1, 64])], [("y", T.FLOAT, [1, 8])], inits)
     with pytest.raises(UnsupportedError, match=rf"node 'mm4' \(com.microsoft::MatMulNBits\): .*{message}"):
+        compile_model(model, tmp_path / "art")
+
+
+def test_group_query_attention_smooth_softmax_is_refused(tmp_path):
+    model = gqa_model(2, 1, 16, True, False, fixed=(1, 2, 0))
+    model.graph.node[-1].name = "attn"
+    model.graph.node[-1].attribute.append(helper.make_attribute("smooth_softmax", 1))
+    with pytest.raises(UnsupportedError, match="node 'attn'.*smooth_softmax=1 is not supported"):
         compile_model(model, tmp_path / "art")
 
 

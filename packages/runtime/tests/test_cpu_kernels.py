@@ -542,7 +542,8 @@ def test_wrong_input_count_names_the_kernel(state, kernel):
 @pytest.mark.parametrize("kernel", KERNEL_NAMES)
 def test_wrong_output_count_names_the_kernel(state, kernel):
     inputs, outputs, ints, floats = good_call(kernel)
-    with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: expected \d outputs, got {3 * len(outputs)}"):
+    expected = rf"^hipdnn_ep_kernel_{kernel}: expected \d outputs, got {3 * len(outputs)}"
+    with pytest.raises(InvalidArgumentError, match=expected):
         call_raw(state, kernel, inputs, outputs * 3, ints, floats)
 
 

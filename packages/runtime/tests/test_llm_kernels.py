@@ -78,7 +78,8 @@ def test_matmul_nbits_bias_and_flat_scales(state):
 
 
 @pytest.mark.parametrize("ints,message", [((64, 8, 8, 32), "bits 8"), ((64, 8, 4, 24), "block_size 24"),
-                                          ((32, 8, 4, 32), "must end with K = 32"), ((64, 9, 4, 32), "B.* expected 288")])
+                                          ((32, 8, 4, 32), "must end with K = 32"),
+                                          ((64, 9, 4, 32), "B.* expected 288")])
 def test_matmul_nbits_refuses_bad_arguments(state, ints, message):
     rng = np.random.default_rng(2)
     b, scales, _ = quantized(rng, 8, 64, 32, False, F32)
@@ -180,7 +181,6 @@ def gqa_ref(q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_
     """The op's semantics in numpy: q [B,S,H*D], k/v [B,S,KV*D], past [B,KV,P,D] -> output, present K, V."""
     bsz, seq, _ = q.shape
     d = q.shape[2] // heads
-    past = 0 if past_k is None else past_k.shape[2]
     first = seq == total
     q = q.reshape(bsz, seq, heads, d).astype(np.float64)
     k = k.reshape(bsz, seq, kv_heads, d).astype(np.float64)

@@ -302,7 +302,10 @@ class RefRuntime:
                 b, s, hidden = x.shape
                 d = hidden // heads if heads else rdim
                 xs = x.reshape(b, s, hidden // d, d)
-            p = pos.reshape(b, s) if pos.size == b * s and pos.ndim == 2 else np.broadcast_to(pos[0] + np.arange(s), (b, s))
+            if pos.size == b * s and pos.ndim == 2:
+                p = pos.reshape(b, s)
+            else:
+                p = np.broadcast_to(pos[0] + np.arange(s), (b, s))
             y = self._rope(xs, p[:, :, None], cos, sin, interleaved, rdim)
             return y.transpose(0, 2, 1, 3) if x.ndim == 4 else y.reshape(x.shape)
         return self._kernel(v, run)
