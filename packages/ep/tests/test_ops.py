@@ -36,6 +36,7 @@ class Op:
     attrs: dict = field(default_factory=dict)
     domain: str = ""
     out_type: int = T.FLOAT
+    extra_outputs: list[str] = field(default_factory=list)  # more outputs (graph outputs, not compared)
 
 
 @dataclass
@@ -99,6 +100,31 @@ GROUPS: dict[str, Group] = {
         {"shape": _c([0, -1]), "starts": _c([1, -3]), "ends": _c([3, 100]), "axes": _c([1, 2]),
          "steps": _c([1, 2]), "starts_r": _c([-1]), "ends_r": _c([-100]), "axes_r": _c([2]),
          "steps_r": _c([-2]), "unsq_axes": _c([0, -1]), "sq_axes": _c([1]), "expand_to": _c([3, 1])}),
+    # onnxruntime-genai's LLM ops; GroupQueryAttention fed by the builder's attention-mask plumbing
+    "llm": Group(
+        [("x", T.FLOAT, ["N", 3, 16]), ("skip", T.FLOAT, ["N", 3, 16]), ("a", T.FLOAT, ["N", 3, 32]),
+         ("qkv", T.FLOAT, ["N", 3, 64]), ("mask", T.INT64, ["N", 3])],
+        [Op("SimplifiedLayerNormalization", "SimplifiedLayerNormalization", ["x", "gamma"], {"epsilon": 1e-5}),
+         Op("SkipSimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", ["x", "skip", "gamma"],
+            domain=MS),
+         Op("MatMulNBits", "MatMulNBits", ["a", "qb", "qs", "qz"], {"K": 32, "N": 8, "bits": 4, "block_size": 16},
+            domain=MS),
+         Op("RotaryEmbedding", "RotaryEmbedding", ["x", "pos", "cos", "sin"], domain=MS),
+         Op("mask-sum", "ReduceSum", ["mask", "one"], {"keepdims": 0}, out_type=T.INT64),
+         Op("mask-sub", "Sub", ["mask-sum", "one"], out_type=T.INT64),
+         Op("seqlens_k", "Cast", ["mask-sub"], {"to": T.INT32}, out_type=T.INT32),
+         Op("mask-shape", "Shape", ["mask"], out_type=T.INT64),
+         Op("mask-len", "Gather", ["mask-shape", "one_scalar"], {"axis": 0}, out_type=T.INT64),
+         Op("total_len", "Cast", ["mask-len"], {"to": T.INT32}, out_type=T.INT32),
+         Op("GroupQueryAttention", "GroupQueryAttention", ["qkv", "", "", "", "", "seqlens_k", "total_len", "cos",
+                                                           "sin"],
+            {"num_heads": 2, "kv_num_heads": 1, "do_rotary": 1}, domain=MS, extra_outputs=["present_k", "present_v"])],
+        {"gamma": np.linspace(0.5, 1.5, 16, dtype=np.float32),
+         "qb": (np.arange(8 * 2 * 8).reshape(8, 2, 8) * 37 % 256).astype(np.uint8),
+         "qs": np.linspace(0.01, 0.1, 16, dtype=np.float32).reshape(8, 2), "qz": _c([0x98] * 8, np.uint8),
+         "pos": _c([2]), "one": _c([1]), "one_scalar": _c(1),
+         "cos": np.cos(np.arange(32)[:, None] / 10.0 ** np.arange(8)[None]).astype(np.float32),
+         "sin": np.sin(np.arange(32)[:, None] / 10.0 ** np.arange(8)[None]).astype(np.float32)}),
 }
 
 # float16 versions of a few math operators, checked against the float32 CPU result of the same inputs.
@@ -115,9 +141,10 @@ def _retype(dtype: int, to16: bool) -> int:
 def build_model(group: Group, path: Path, dynamic: bool, float16: bool = False) -> Path:
     decl = [helper.make_tensor_value_info(n, _retype(t, float16), [(d if dynamic else FIXED_SIZE) if d == "N" else d
                                                                    for d in dims]) for n, t, dims in group.inputs]
-    nodes = [helper.make_node(op.op_type, op.inputs, [op.ident], name=f"node-{op.ident}", domain=op.domain,
-                              **op.attrs) for op in group.ops]
-    outputs = [helper.make_tensor_value_info(op.ident, _retype(op.out_type, float16), None) for op in group.ops]
+    nodes = [helper.make_node(op.op_type, op.inputs, [op.ident, *op.extra_outputs], name=f"node-{op.ident}",
+                              domain=op.domain, **op.attrs) for op in group.ops]
+    outputs = [helper.make_tensor_value_info(name, _retype(op.out_type, float16), None)
+               for op in group.ops for name in (op.ident, *op.extra_outputs)]
     inits = [numpy_helper.from_array(v.astype(np.float16) if float16 and v.dtype == np.float32 else v, n)
              for n, v in group.constants.items()]
     opsets = [helper.make_opsetid("", OPSET)]
@@ -131,12 +158,15 @@ def build_model(group: Group, path: Path, dynamic: bool, float16: bool = False) 
 
 
 def make_feeds(group: Group, n: int, seed: int, float16: bool = False) -> dict[str, np.ndarray]:
-    """Normal values; 'p', 'q' positive; 'h', 'k' half-integers (so Equal has hits); indices in range."""
+    """Normal values; 'p', 'q' positive; 'h', 'k' half-integers (so Equal has hits); indices in range;
+    'mask' all ones."""
     rng = np.random.default_rng(seed)
     feeds = {}
     for name, dtype, dims in group.inputs:
         shape = [n if d == "N" else d for d in dims]
-        if dtype == T.BOOL:
+        if name == "mask":  # an attention mask: every position valid
+            feeds[name] = np.ones(shape, np.int64)
+        elif dtype == T.BOOL:
             feeds[name] = rng.random(shape) > 0.5
         elif dtype == T.INT64:
             feeds[name] = rng.integers(-3, 3, size=shape).astype(np.int64)

@@ -1,6 +1,6 @@
-"""The ops of onnxruntime-genai's LLM graphs: MatMulNBits, SimplifiedLayerNormalization,
-SkipSimplifiedLayerNormalization, RotaryEmbedding and GroupQueryAttention (com.microsoft; ONNX
-Runtime registers SimplifiedLayerNormalization in the default domain too).
+"""The ops of onnxruntime-genai's LLM graphs: MatMulNBits, SkipSimplifiedLayerNormalization,
+RotaryEmbedding and GroupQueryAttention (com.microsoft) and SimplifiedLayerNormalization (which ONNX
+Runtime registers in the default domain only).
 
 Their kernels take optional inputs by position: the kernel-level ops carry `hipdnn.slots`, each
 operand's kernel input position, and the lowering passes the positions left out as absent tensors.
@@ -58,7 +58,7 @@ def _rms_norm(o: Node) -> None:
             [d] * len(o.op.results))
 
 
-register(OpDef("SimplifiedLayerNormalization", "rms_norm", _rms_norm, (RMS_NORM,), domains=("ai.onnx", MS)))
+register(OpDef("SimplifiedLayerNormalization", "rms_norm", _rms_norm, (RMS_NORM,)))  # ORT: default domain only
 register(OpDef("SkipSimplifiedLayerNormalization", "skip_rms_norm", _rms_norm, (RMS_NORM,), domains=(MS,)))
 
 
@@ -84,8 +84,8 @@ def _matmul_nbits(o: Node) -> None:
         if o.input(i) is not None and sym.product(o.dims(i)) != count:
             raise ModelError(f"{o.where}: {what} has shape {show(o.dims(i))}; it must hold {count} values")
     operands, positions = _present(o, [0, 1, 2, 3, 5])
-    replace(o, MATMUL_NBITS, operands,
-            {"K": k, "N": n, "bits": bits, "block_size": block, "hipdnn.slots": [4 if p == 5 else p for p in positions]},
+    slots = [4 if p == 5 else p for p in positions]  # bias is the kernel's input 4 (no g_idx)
+    replace(o, MATMUL_NBITS, operands, {"K": k, "N": n, "bits": bits, "block_size": block, "hipdnn.slots": slots},
             [a[:-1] + [n]])
 
 
