@@ -1,4 +1,4 @@
-"""The hipdnn-ep command line: doctor, compile, run."""
+"""The hipdnn-ep command line: doctor, compile, run, bench."""
 
 from __future__ import annotations
 
@@ -220,8 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--tolerance", type=float, default=1e-4)
     r.add_argument("--no-fallback", action="store_true", help="fail if a node would run on the CPU EP")
     r.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="EP option")
+    b = sub.add_parser("bench", help="LLM prefill/decode speed on this EP and ORT's EPs, with the bandwidth floor")
+    from . import bench  # noqa: PLC0415
+
+    bench.add_arguments(b)
     args = ap.parse_args(argv)
-    return {"doctor": cmd_doctor, "compile": cmd_compile, "run": cmd_run}[args.cmd](args)
+    return {"doctor": cmd_doctor, "compile": cmd_compile, "run": cmd_run, "bench": bench.run}[args.cmd](args)
 
 
 if __name__ == "__main__":
