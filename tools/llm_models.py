@@ -289,8 +289,10 @@ def build_graph(spec: LlamaSpec, weight: _WeightWriter, seed: int = 0) -> onnx.G
         spec.past + s if not spec.shared_kv else spec.past)
     if spec.shared_kv and total is not None:
         total = None  # the mask's length is the real length, not max_length: keep it symbolic
-    kv_len_present = (spec.max_length if spec.shared_kv else
-                      (None if spec.past is None or s is None else spec.past + s))
+    # present has max_length in a fixed shared-buffer variant; in the dynamic model it is symbolic (as the
+    # builder writes it) whatever the buffer mode, which only onnxruntime-genai's config decides
+    kv_len_present = (None if spec.past is None or s is None else
+                      spec.max_length if spec.shared_kv else spec.past + s)
     batch_dim = _dim(b, "batch_size")
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch_dim, _dim(s, "sequence_length")]),
               helper.make_tensor_value_info("attention_mask", TensorProto.INT64,

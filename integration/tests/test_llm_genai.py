@@ -8,6 +8,8 @@ activations to int8, which moves logits of unit scale by about 0.1 (our kernel c
 
 from __future__ import annotations
 
+import dataclasses
+
 import llm_models as lm
 import numpy as np
 import onnx
@@ -21,13 +23,16 @@ og = pytest.importorskip("onnxruntime_genai")
 hipdnn_ep = pytest.importorskip("hipdnn_ep", reason="needs the hipdnn-ep wheel")
 pytest.importorskip("hipdnn_ep_compiler", reason="needs the hipdnn-ep-compiler wheel")
 
+_registered: list[str] = []  # the library is registered once per process
 TOLERANCE = 1e-4  # max |logit difference|; measured about 5e-6 on the tiny model
 
 
-@pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    """The tiny dynamic model with accuracy_level 0 in onnxruntime-genai's folder format."""
-    path = lm.write_model(lm.SIZES["tiny"], tmp_path_factory.mktemp("genai") / "tiny")
+@pytest.fixture(scope="module", params=[False, True], ids=["separate-kv", "shared-kv"])
+def folder(request, tmp_path_factory):
+    """The tiny dynamic model with accuracy_level 0 in onnxruntime-genai's folder format; with shared-kv,
+    onnxruntime-genai binds past and present to one max_length buffer (past_present_share_buffer)."""
+    spec = dataclasses.replace(lm.SIZES["tiny"], shared_kv=request.param)
+    path = lm.write_model(spec, tmp_path_factory.mktemp("genai") / "tiny")
     model = onnx.load(str(path / "model.onnx"))
     for node in model.graph.node:
         for attr in node.attribute:
@@ -38,16 +43,24 @@ def folder(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def models(folder, tmp_path_factory):
+def cache(tmp_path_factory):
+    """One compile cache for both folders (their model.onnx is the same graph)."""
+    path = tmp_path_factory.mktemp("cache")
+    path.chmod(0o700)
+    return path
+
+
+@pytest.fixture(scope="module")
+def models(folder, cache):
     """(ours, reference): the folder on hipdnn-ep (CPU backend) and on ORT's CPU EP."""
     name = hipdnn_ep.get_ep_name()
-    og.register_execution_provider_library(name, hipdnn_ep.get_library_path())
+    if not _registered:
+        og.register_execution_provider_library(name, hipdnn_ep.get_library_path())
+        _registered.append(name)
     config = og.Config(str(folder))
     config.clear_providers()
     config.append_provider(name)
     config.set_provider_option(name, "backend", "cpu")
-    cache = tmp_path_factory.mktemp("cache")
-    cache.chmod(0o700)
     config.set_provider_option(name, "cache_dir", str(cache))
     # The library stays registered until the process exits: unregistering it at teardown crashed
     # onnxruntime-genai 0.18 under pytest (not in a plain script) even after every model was freed.
