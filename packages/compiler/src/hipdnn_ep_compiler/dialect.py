@@ -65,7 +65,7 @@ def spec(name: str) -> OpSpec | None:
     if k.op_enum:
         attrs["op"] = "string"
     attrs.update({p.attr: "array" for p in k.params})
-    return OpSpec(k.arity, (1, 1), attrs)
+    return OpSpec(k.arity, k.results, attrs)
 
 
 def _count(n: int, bounds: tuple[int, int | None]) -> bool:

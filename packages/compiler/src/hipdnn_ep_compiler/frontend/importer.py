@@ -201,8 +201,9 @@ class _Importer:
                 outputs.append(out)
                 result_roles.append(k)
                 self.dtypes[out] = dtype
-            attrs = {"operand_roles": hir.to_attr(roles), "result_roles": hir.to_attr(result_roles),
-                     "onnx.node": ir.StringAttr.get(where)}
+            attrs = {"operand_roles": hir.to_attr(roles), "onnx.node": ir.StringAttr.get(where)}
+            if result_roles != list(range(len(result_roles))):  # an output left out before a used one
+                attrs["result_roles"] = hir.to_attr(result_roles)
             for a in node.attribute:
                 attrs["onnx." + a.name] = _attr(a, where)
             created = self.create(op.op_name, operands, result_types, attrs)

@@ -3,7 +3,8 @@ RotaryEmbedding and GroupQueryAttention (com.microsoft) and SimplifiedLayerNorma
 Runtime registers in the default domain only).
 
 Their kernels take optional inputs by position: the kernel-level ops carry `hipdnn.slots`, each
-operand's kernel input position, and the lowering passes the positions left out as absent tensors.
+operand's kernel input position, and the lowering passes the positions left out as absent tensors
+(`arity` counts the operands given).
 `same_type` lists kernel input positions here. GroupQueryAttention and the skip-sum form of
 SkipSimplifiedLayerNormalization have several results, each with its own buffer.
 """
@@ -21,14 +22,16 @@ from .registry import Kernel, OpDef, register, register_kernel
 
 MS = "com.microsoft"
 
-RMS_NORM = register_kernel(Kernel("rms_norm", "kernel_rms_norm", ("axis",), ("epsilon",), same_type=(0, 1, 2, 3)))
+RMS_NORM = register_kernel(Kernel("rms_norm", "kernel_rms_norm", ("axis",), ("epsilon",), arity=(2, 4),
+                                  results=(1, 2), same_type=(0, 1, 2, 3)))
 MATMUL_NBITS = register_kernel(Kernel("matmul_nbits", "kernel_matmul_nbits", ("K", "N", "bits", "block_size"),
-                                      same_type=(0, 2, 4)))
+                                      arity=(3, 5), same_type=(0, 2, 4)))
 ROTARY = register_kernel(Kernel("rotary_embedding", "kernel_rotary_embedding",
-                                ("interleaved", "num_heads", "rotary_embedding_dim"), same_type=(0, 2, 3)))
+                                ("interleaved", "num_heads", "rotary_embedding_dim"), arity=(4, 4),
+                                same_type=(0, 2, 3)))
 GQA = register_kernel(Kernel("group_query_attention", "kernel_group_query_attention",
                              ("num_heads", "kv_num_heads", "local_window_size", "do_rotary", "rotary_interleaved"),
-                             ("scale", "softcap"), same_type=(0, 1, 2, 3, 4, 7, 8)))
+                             ("scale", "softcap"), arity=(3, 9), results=(3, 3), same_type=(0, 1, 2, 3, 4, 7, 8)))
 
 
 def _present(o: Node, allowed: list[int]) -> tuple[list[ir.Value], list[int]]:

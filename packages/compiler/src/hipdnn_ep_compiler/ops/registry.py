@@ -55,6 +55,8 @@ class Kernel:
     params: tuple[Param, ...] = ()
     # How many data operands it takes (min, max; max None: any number); params come after them.
     arity: tuple[int, int | None] = (1, 1)
+    # How many results it has (min, max): one buffer each (GroupQueryAttention: output and the KV caches).
+    results: tuple[int, int] = (1, 1)
     # Operands that must share one element type (None: all of them).
     same_type: tuple[int, ...] | None = ()
     # How messages name an operand whose element-type rule is its own ("the condition", "indices").
