@@ -1,4 +1,4 @@
-// RUN: hipdnn-ep-compile opt %s --pass-pipeline=lower-to-llvm | filecheck %s
+// RUN: hipdnn-ep-compile opt %s --pass-pipeline=lower-to-llvm --split-input-file | filecheck %s
 
 // Only the runtime functions the program calls are declared (from the manifest), then the entry
 // point calls them: pool, output allocation (from ABI 1.3 the output's shape is stored first and
@@ -21,4 +21,33 @@ func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {"hipdnn.p
   %1 = "hipdnn.binary"(%arg0, %0) {op = "ADD", "hipdnn.dims" = [["2", "3"]], "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   %2 = "hipdnn.unary"(%1) {op = "TANH", "hipdnn.dims" = [["2", "3"]], "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %2 : tensor<2x3xf32>
+}
+
+// -----
+
+// Dynamic sizes: the input dim is loaded once and is one SSA value; 4*d0_0 (checked for
+// overflow through the high half of the 128-bit product) is computed once and shared by the pool
+// size, the EXP result's offset and the output's byte size (cse); the ceildiv by 256 too.  The
+// shape arithmetic is emitted as arith ops, and convert-arith-to-llvm leaves none of them.
+// CHECK:       llvm.func @hipdnn_ep_program_run(
+// CHECK-NOT:   arith.
+// CHECK-NOT:   with.overflow
+// CHECK:       %[[DIM:.*]] = llvm.load %{{.*}} : !llvm.ptr -> i64
+// CHECK-NEXT:  %[[WIDE:.*]] = llvm.sext %[[DIM]] : i64 to i128
+// CHECK:       %[[PROD:.*]] = llvm.mul %[[WIDE]], %{{.*}} : i128
+// CHECK-NEXT:  %[[BYTES:.*]] = llvm.trunc %[[PROD]] : i128 to i64
+// CHECK:       %[[BUMP:.*]] = llvm.add %[[BYTES]], %{{.*}} : i64
+// CHECK:       %[[BLOCKS:.*]] = llvm.sdiv %[[BUMP]], %{{.*}} : i64
+// CHECK-NOT:   llvm.sdiv
+// CHECK:       llvm.call @hipdnn_ep_get_pool_base(
+// CHECK:       llvm.sext %[[BLOCKS]] : i64 to i128
+// CHECK:       llvm.intr.smax(%[[BYTES]], %{{.*}}) : (i64, i64) -> i64
+// CHECK-NOT:   llvm.sdiv
+// CHECK-NOT:   arith.
+// CHECK-NOT:   with.overflow
+func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> attributes {"hipdnn.pool_size" = "(mul 512 (ceildiv (mul 4 d0_0) 256))", "hipdnn.host_scratch_slots" = 1 : i64} {
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<?xf32>) -> tensor<?xf32>
+  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0], "hipdnn.storage" = "pool", "hipdnn.offset" = "(mul 256 (ceildiv (mul 4 d0_0) 256))"} : (tensor<?xf32>) -> tensor<?xf32>
+  %2 = "hipdnn.binary"(%0, %1) {op = "ADD", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %2 : tensor<?xf32>
 }

@@ -50,7 +50,7 @@ class _Lowering:
         self.imports: dict[str, object] = {}
         self.globals: list[str] = []
         self.global_cache: dict[str, str] = {}
-        self.expr_cache: dict[str, str] = {}
+        self.symbols: dict[str, str] = {}  # "d0_1" / "v2_3" -> its i64 SSA value
         self.data: dict = {}  # ir.Value -> ptr SSA
         self.dims_ptr: dict = {}  # ir.Value -> ptr SSA of its dims array
         self.weights: list[str] = []
@@ -120,61 +120,84 @@ class _Lowering:
         return self.e.addressof(self.global_cache[key])
 
     def expr(self, e: sym.Expr) -> str:
-        key = sym.to_str(e)
-        if key in self.expr_cache:
-            return self.expr_cache[key]
+        """An i64 SSA value for the expression, as arith ops: canonicalize folds what is static and cse
+        shares what is computed twice, then convert-arith-to-llvm lowers them (SHAPE_PIPELINE).
+
+        Only the symbols are cached: each input dim or host-read value is loaded once, the first time
+        it is needed, and is one SSA value from then on (cse cannot merge two loads; it merges all
+        that is computed from the same SSA values)."""
         if isinstance(e, int):
             return self.e.const(e)
-        if isinstance(e, str) and sym.is_value_symbol(e):
-            i, k = sym.parse_symbol(e)
+        if isinstance(e, str):
+            if e not in self.symbols:
+                self.symbols[e] = self.load_symbol(e)
+            return self.symbols[e]
+        op, *args = e
+        vals = [self.expr(a) for a in args]
+        if op in ("add", "mul"):
+            out = vals[0]
+            for v in vals[1:]:
+                out = self.checked(op, out, v)
+            return out
+        if op == "div":
+            return self.div(vals[0], vals[1])
+        if op == "ceildiv":
+            return self.div(self.checked("add", vals[0], self.checked("add", vals[1], self.e.const(-1))), vals[1])
+        if op in ("max", "min"):
+            return self.arith(f"{op}si {vals[0]}, {vals[1]} : i64")
+        if op == "selneg":
+            return self.select(self.cmp("slt", vals[0], self.e.const(0)), vals[1], vals[2])
+        if op == "selzero":
+            return self.select(self.cmp("eq", vals[0], self.e.const(0)), vals[1], vals[2])
+        raise ValueError(f"unknown expression op {op}")
+
+    def load_symbol(self, e: str) -> str:
+        i, k = sym.parse_symbol(e)
+        if sym.is_value_symbol(e):
             base, elem = self.input_values[i]
             v = self.e.load(self.e.gep(base, k * (8 if elem == "i64" else 4)), elem)
-            out = v if elem == "i64" else self.e.sext(v, elem)
-        elif isinstance(e, str):
-            i, j = sym.parse_symbol(e)
-            dims = self.load_field(self.ref, self.input_ref(i), "dims")
-            out = self.e.load(self.e.gep(dims, 8 * j), "i64")
-        else:
-            op, *args = e
-            vals = [self.expr(a) for a in args]
-            if op in ("add", "mul"):
-                out = vals[0]
-                for v in vals[1:]:
-                    out = self.checked(op, out, v)
-            elif op == "div":
-                out = self.div(vals[0], vals[1])
-            elif op == "ceildiv":
-                out = self.div(self.checked("add", vals[0], self.checked("add", vals[1], self.e.const(-1))), vals[1])
-            elif op in ("max", "min"):
-                cond = self.e.icmp("sgt" if op == "max" else "slt", vals[0], vals[1])
-                out = self.e.select(cond, vals[0], vals[1])
-            elif op == "selneg":
-                out = self.e.select(self.e.icmp("slt", vals[0], self.e.const(0)), vals[1], vals[2])
-            elif op == "selzero":
-                out = self.e.select(self.e.icmp("eq", vals[0], self.e.const(0)), vals[1], vals[2])
-            else:
-                raise ValueError(f"unknown expression op {op}")
-        self.expr_cache[key] = out
-        return out
+            return v if elem == "i64" else self.arith(f"extsi {v} : {elem} to i64")
+        dims = self.load_field(self.ref, self.input_ref(i), "dims")
+        return self.e.load(self.e.gep(dims, 8 * k), "i64")
+
+    def arith(self, text: str) -> str:
+        return self.e.emit(f"arith.{text}")
+
+    def cmp(self, pred: str, a: str, b: str) -> str:
+        return self.arith(f"cmpi {pred}, {a}, {b} : i64")
+
+    def select(self, cond: str, a: str, b: str, ty: str = "i64") -> str:
+        return self.arith(f"select {cond}, {a}, {b} : {ty}")
 
     def flag_overflow(self, bit: str) -> None:
-        self.poison = bit if self.poison is None else self.e.binop("or", self.poison, bit, "i1")
+        self.poison = bit if self.poison is None else self.arith(f"ori {self.poison}, {bit} : i1")
 
     def checked(self, op: str, a: str, b: str) -> str:
-        """a + b or a * b; a wrap sets the overflow flag (symbolic.evaluate_int64 is the same arithmetic)."""
-        ty = "!llvm.struct<(i64, i1)>"
-        r = self.e.emit(f'"llvm.intr.s{op}.with.overflow"({a}, {b}) : (i64, i64) -> {ty}')
-        self.flag_overflow(self.e.emit(f"llvm.extractvalue {r}[1] : {ty}"))
-        return self.e.emit(f"llvm.extractvalue {r}[0] : {ty}")
+        """a + b or a * b; a wrap sets the overflow flag (symbolic.evaluate_int64 is the same arithmetic).
+
+        arith has no overflow-reporting add or mul (its nsw flag is a promise, not a check), so the
+        wrap is detected with arith ops that canonicalize folds away when both operands are constants:
+        a sum wrapped when its sign differs from both operands' signs, a product when the high half of
+        the 128-bit product is not the sign extension of the low half."""
+        if op == "add":
+            r = self.arith(f"addi {a}, {b} : i64")
+            both = self.arith(f"andi {self.arith(f'xori {a}, {r} : i64')}, {self.arith(f'xori {b}, {r} : i64')} : i64")
+            self.flag_overflow(self.cmp("slt", both, self.e.const(0)))
+            return r
+        p = self.e.fresh()
+        self.e.lines.append(f"{p}:2 = arith.mulsi_extended {a}, {b} : i64")
+        low, high = f"{p}#0", f"{p}#1"
+        self.flag_overflow(self.cmp("ne", high, self.arith(f"shrsi {low}, {self.e.const(63)} : i64")))
+        return low
 
     def div(self, a: str, b: str) -> str:
         """a / b truncated; 0 when b is 0; INT64_MIN / -1 sets the overflow flag (never a trap)."""
         e = self.e
-        zero = e.icmp("eq", b, e.const(0))
-        wraps = e.binop("and", e.icmp("eq", a, e.const(sym.INT64_MIN)), e.icmp("eq", b, e.const(-1)), "i1")
+        zero = self.cmp("eq", b, e.const(0))
+        wraps = self.arith(f"andi {self.cmp('eq', a, e.const(sym.INT64_MIN))}, {self.cmp('eq', b, e.const(-1))} : i1")
         self.flag_overflow(wraps)
-        safe = e.select(e.binop("or", zero, wraps, "i1"), e.const(1), b)
-        return e.select(zero, e.const(0), e.binop("sdiv", a, safe))
+        safe = self.select(self.arith(f"ori {zero}, {wraps} : i1"), e.const(1), b)
+        return self.select(zero, e.const(0), self.arith(f"divsi {a}, {safe} : i64"))
 
     def guard_overflow(self) -> None:
         """Return INVALID_ARGUMENT if shape arithmetic computed so far overflowed int64."""
@@ -213,11 +236,11 @@ class _Lowering:
         explain, nxt = f"^bb{e.block_counter - 1}", f"^bb{e.block_counter}"
         e.lines.append(f"llvm.cond_br {ok}, {nxt}, {explain}")
         e.lines.append(f"{explain}:")
-        # values only shown are evaluated here, without touching the overflow flag or the cache of the
-        # main path (this block does not dominate it)
-        cache, poison = dict(self.expr_cache), self.poison
+        # values only shown are evaluated here, without touching the overflow flag or the symbols
+        # loaded on the main path (this block does not dominate it)
+        symbols, poison = dict(self.symbols), self.poison
         values = [self.expr(x) for x in check.values]
-        self.expr_cache, self.poison = cache, poison
+        self.symbols, self.poison = symbols, poison
         array = e.alloca(8 * max(len(values), 1))
         for k, v in enumerate(values):
             e.store(v, e.gep(array, 8 * k), "i64")
@@ -484,6 +507,7 @@ class _Lowering:
         body = self.e.text()
         text = "\n".join(decls + self.globals) + (
             f"\nllvm.func @{entry['name']}({params}) -> {llvm_type(entry['returns']['llvm'])} {{\n{body}\n}}\n")
+        text = fold_shape_arithmetic(text)
         return LoweredProgram(
             text=text, imports=list(self.imports), weights=self.weights, n_inputs=self.n_inputs,
             pool_size=self.pool_size, host_scratch_slots=self.slots,
@@ -491,6 +515,25 @@ class _Lowering:
             min_minor=self.min_minor,
             checks=self.checks,
         )
+
+
+# Upstream passes over the emitted program: fold the static shape arithmetic, share what is
+# computed twice (a dim, a size, an offset, an overflow bit), then lower the arith ops to LLVM.
+SHAPE_PIPELINE = "builtin.module(canonicalize, cse, convert-arith-to-llvm, canonicalize)"
+
+
+def fold_shape_arithmetic(text: str) -> str:
+    """Runs SHAPE_PIPELINE on the program's text (declarations, globals, the entry function)."""
+    from torch_mlir.passmanager import PassManager
+
+    ctx = hir.new_context()
+    try:
+        module = ir.Module.parse(text, ctx)
+    except Exception as exc:
+        raise RuntimeError(f"internal error: the generated host program does not parse: {exc}") from exc
+    with ctx:
+        PassManager.parse(SHAPE_PIPELINE).run(module.operation)
+    return "\n".join(str(op) for op in module.body.operations) + "\n"
 
 
 def lower_to_llvm(module: ir.Module, abi: RuntimeAbi) -> LoweredProgram:
