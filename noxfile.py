@@ -99,11 +99,24 @@ def tests(session: nox.Session) -> None:
         session.run("pytest", str(ROOT / "packages/ep/tests"))
 
 
+def _oldest_python() -> str:
+    """The oldest Python the wheels support: their common `requires-python = ">=X.Y"`."""
+    found = {n: nox.project.load_toml(ROOT / "packages" / n / "pyproject.toml")["project"]["requires-python"]
+             for n in PACKAGES}
+    if len(set(found.values())) != 1 or not next(iter(found.values())).startswith(">="):
+        raise SystemExit(f"the wheels must declare one requires-python '>=X.Y', they declare {found}")
+    return next(iter(found.values()))[2:]
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over all Python sources."""
+    """ruff over all Python sources, and vermin: nothing newer than the oldest Python the wheels support."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
     session.run("ruff", "check", str(ROOT), *session.posargs)
+    # ruff (target-version) refuses newer syntax; vermin also the newer stdlib (tomllib, typing.Self, ...)
+    session.run("vermin", f"--target={_oldest_python()}-", "--violations", "--no-tips", "--eval-annotations",
+                "--exclude-regex", r"(^|/)(build|dist|\.nox|\.venv|third_party)/",
+                *(str(ROOT / p) for p in ("packages", "integration", "tools", "examples", "noxfile.py")))
 
 
 @nox.session

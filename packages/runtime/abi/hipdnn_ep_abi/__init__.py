@@ -1,7 +1,7 @@
 """hipdnn_ep_abi: the runtime ABI manifest, its generators and its gates.
 
-Standard library only, so the runtime build, the compiler's tooling and CI
-can all run it before anything is installed.
+Standard library only (plus tomli, tomllib's backport, on Python 3.10), so the runtime build,
+the compiler's tooling and CI can all run it before anything is installed.
 """
 
 from .compat import Violation

@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 from . import compat, generate, pins, symbols
+from ._toml import loads as load_toml
 from .model import DEFAULT_MANIFEST, Manifest, load
 
 RELEASED_DIR = DEFAULT_MANIFEST.parent / "released"
@@ -51,7 +51,7 @@ def _report(title: str, violations: list) -> int:
 
 
 def check_version(m: Manifest, pyproject: Path) -> list[compat.Violation]:
-    version = tomllib.loads(pyproject.read_text())["project"]["version"]
+    version = load_toml(pyproject.read_text())["project"]["version"]
     major, minor = (int(p) for p in version.split(".")[:2])
     if (major, minor) != (m.major, m.minor):
         return [compat.Violation("version", f"{pyproject} has version {version}, whose MAJOR.MINOR must equal the "

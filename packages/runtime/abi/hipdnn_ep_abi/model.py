@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ._toml import loads as load_toml
 
 # Scalar C types: (size, LLVM type).
 SCALARS: dict[str, tuple[int, str]] = {
@@ -350,7 +351,7 @@ def _check_type(t: CType, known: set[str], where: str) -> None:
 
 
 def parse(text: str) -> Manifest:
-    raw = tomllib.loads(text)
+    raw = load_toml(text)
     abi = raw["abi"]
     structs: dict[str, Struct] = {}
     for s in raw.get("structs", []):

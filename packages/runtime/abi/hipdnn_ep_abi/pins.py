@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._toml import loads as load_toml
 from .compat import Violation
 from .model import Manifest
 
@@ -60,7 +60,7 @@ class Repo:
             if m is None:
                 raise ValueError(f"no __version__ in {COMPILER_VERSION}")
             return m[1]
-        return tomllib.loads(self.pyproject(package).read_text())["project"]["version"]
+        return load_toml(self.pyproject(package).read_text())["project"]["version"]
 
     def compiler_protocols(self) -> list[int]:
         """The protocol versions the compiler at this checkout answers (``PROTOCOLS = (1, 2)``)."""
@@ -81,7 +81,7 @@ class Repo:
 
     def lock(self) -> dict[str, dict]:
         path = self.root / LOCK
-        return tomllib.loads(path.read_text()) if path.exists() else {}
+        return load_toml(path.read_text()) if path.exists() else {}
 
 
 def expected_pins(m: Manifest, repo: Repo) -> dict[str, str]:
@@ -143,12 +143,12 @@ def check(m: Manifest, repo: Repo) -> list[Violation]:
         out.append(Violation(EP, f"speaks compiler protocol {repo.ep_protocol()} ({EP_PROTOCOL}), which this "
                                  f"checkout's compiler does not answer ({repo.compiler_protocols()}). Fix: teach "
                                  f"{COMPILER_PROTOCOLS} that protocol and bump the compiler's version"))
-    compiler_extras = tomllib.loads(repo.pyproject("compiler").read_text())["project"].get("optional-dependencies", {})
+    compiler_extras = load_toml(repo.pyproject("compiler").read_text())["project"].get("optional-dependencies", {})
     have = _requirement(compiler_extras.get("runtime", []), RUNTIME)
     if have != want["compiler:runtime"]:
         out.append(Violation(COMPILER, f"extra 'runtime' requires {have or 'nothing of ' + RUNTIME}, the ABI says "
                                        f"{want['compiler:runtime']}. Fix: `python -m hipdnn_ep_abi check-pins --fix`"))
-    ep_deps = tomllib.loads(repo.pyproject("ep").read_text())["project"].get("dependencies", [])
+    ep_deps = load_toml(repo.pyproject("ep").read_text())["project"].get("dependencies", [])
     for key, name in (("ep:runtime", RUNTIME), ("ep:compiler", COMPILER)):
         have = _requirement(ep_deps, name)
         if have != want[key]:
