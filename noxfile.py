@@ -136,8 +136,11 @@ def matrix(session: nox.Session) -> None:
     """Every (compiler, runtime, ep) combination of the releases and HEAD, installed and run end to end.
 
     Wheels are built once per content into build/matrix/wheels; the table goes to stdout and
-    build/matrix/matrix.md. Options after `--`: `--gpu auto|cuda|none`, `--no-replay`, `--cache DIR`."""
-    session.install("packaging", "uv")  # uv on the session's PATH: it builds the wheels and makes each cell's venv
+    build/matrix/matrix.md. Options after `--`: `--gpu auto|cuda|none`, `--no-replay`, `--no-example`,
+    `--cache DIR`."""
+    # uv on the session's PATH builds the wheels and makes each cell's venv; cmake and ninja build the
+    # downstream example against each runtime wheel
+    session.install("packaging", "uv", "cmake>=3.26", "ninja")
     session.run("python", str(ROOT / "integration/matrix.py"), *session.posargs)
 
 

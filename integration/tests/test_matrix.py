@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,57 @@ def test_a_run_starts_without_what_an_earlier_run_wrote(tmp_path):
     stale.write_bytes(b"old")
     matrix.run_matrix([], tmp_path)
     assert not stale.parent.exists()
+
+
+# ------------------------------------------------------------------ the downstream example column
+
+def test_the_example_asks_for_the_abi_of_its_find_package(tmp_path):
+    assert matrix.example_needs() == (1, 1)  # examples/custom_kernels/CMakeLists.txt
+    cmakelists = tmp_path / "CMakeLists.txt"
+    cmakelists.write_text("find_package( hipdnn_ep_runtime 1.3 CONFIG REQUIRED)\n")
+    assert matrix.example_needs(cmakelists) == (1, 3)
+
+
+def test_example_expectations_follow_the_abi():
+    r11, r13, r20 = _runtime("1.1.0", 1), _runtime("1.3.0", 3), _runtime("2.0.0", 0, major=2)
+    assert [matrix.example_build_expected((1, 1), r) for r in (r11, r13, r20)] == ["built", "built", "refused"]
+    assert matrix.example_build_expected((1, 2), r11) == "refused"
+    # built against 1.3 (its header's minor): refused by its own check on 1.1, fine on 1.3; 1.1 runs anywhere in 1.x
+    assert matrix.example_run_expected(r13, r11) == "refused"
+    assert matrix.example_run_expected(r13, r13) == "pass"
+    assert matrix.example_run_expected(r11, r13) == "pass"
+    assert matrix.example_run_expected(r11, r20) == "refused"
+
+
+def test_example_verdicts():
+    assert matrix.example_actual({"demo": PASS, "library": PASS}) == "pass"
+    assert matrix.example_actual({"demo": REFUSED, "library": REFUSED}) == "refused"
+    assert matrix.example_actual({"demo": PASS, "library": REFUSED}) == "fail", "the two ways in must agree"
+    assert matrix.example_actual({"process": FAIL}) == "fail"
+    built = matrix.ExampleBuild(_runtime("1.3.0", 3), "built", outcome="built", build=Path("b"),
+                                runs={"1.1.0": {"demo": REFUSED, "library": REFUSED}},
+                                run_expected={"1.1.0": "refused"})
+    assert matrix.example_ok(built)
+    built.run_expected["1.1.0"] = "pass"
+    assert not matrix.example_ok(built)
+    assert "**refused** (expected pass)" in matrix.example_table([built], (1, 1))
+    # a link error when building is never a refusal
+    assert not matrix.example_ok(matrix.ExampleBuild(_runtime("1.1.0", 1), "built", outcome="fail"))
+
+
+def test_cmake_refusing_the_runtime_package_version_is_a_refusal(tmp_path):
+    """A runtime wheel whose CMake package is of another ABI major: configuring the example is refused by
+    CMake's version check (no compile, no link), which the matrix tells from a build failure."""
+    if shutil.which("cmake") is None or shutil.which("c++") is None:
+        pytest.skip("needs cmake and a C++ compiler")
+    wheel = tmp_path / "hipdnn_ep_runtime-2.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("hipdnn_ep_runtime/cmake/hipdnn_ep_runtime-config.cmake",
+                   "message(FATAL_ERROR \"an incompatible package must not be loaded\")\n")
+        z.writestr("hipdnn_ep_runtime/cmake/hipdnn_ep_runtime-config-version.cmake",
+                   'set(PACKAGE_VERSION "2.0.0")\nset(PACKAGE_VERSION_COMPATIBLE FALSE)\n')
+    runtime = Wheel("runtime", "2.0.0", wheel, "2.0.0", (), (2, 0))
+    got = matrix.build_example(runtime, tmp_path / "cache", (1, 1))
+    assert (got.expected, got.outcome, got.build) == ("refused", "refused", None), got.message
+    assert "compatible with requested version" in got.message
+    assert matrix.example_ok(got)
