@@ -2,11 +2,12 @@
 or touch a buffer (a Reshape keeps the element count, a Squeezed axis has size 1, a dim is >= 0, ...).
 
 Passes record one `Check` per relation (`require`).  A relation over constants only is decided at
-compile time: a violation is a `ModelError` naming the node.  Any other relation is kept on the
-function (`hipdnn.checks`), emitted once per distinct relation by the lowering as a compare that
-returns INVALID_ARGUMENT, and listed in the artifact metadata (`checks`) so that the runtime can name
-the relation that failed.  Values are evaluated with int64 arithmetic that treats wrapping as a
-failure (`symbolic.evaluate_int64`): a feed cannot wrap a size into a small one.
+compile time: a violation is a `ModelError` naming the node.  Any other relation is a `hipdnn.check`
+op (attributes `where`, `kind`, `text`; operands: the values, index SSA values), emitted once per
+distinct relation by the lowering as a compare that returns INVALID_ARGUMENT, and listed in the
+artifact metadata (`checks`) so that the runtime can name the relation that failed.  Values are
+evaluated with int64 arithmetic that treats wrapping as a failure (`symbolic.evaluate_int64`): a
+feed cannot wrap a size into a small one.
 
 Kinds: "eq" (values[0] == values[1]), "le" (values[0] <= values[1]), "nonneg" (values[0] >= 0) and
 "fits" (values[0] evaluates without overflow).  `text` explains the relation with `{k}` standing for
@@ -15,7 +16,6 @@ values[k]; values beyond the kind's operands only appear in the text.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from torch_mlir import ir
@@ -25,7 +25,6 @@ from . import symbolic as sym
 from .errors import ModelError
 
 ARITY = {"eq": 2, "le": 2, "nonneg": 1, "fits": 1}
-ATTR = "hipdnn.checks"
 
 
 @dataclass(frozen=True)
@@ -67,11 +66,6 @@ class Check:
         return {"where": self.where, "kind": self.kind, "text": self.text,
                 "values": [v if isinstance(v, int) and abs(v) < 2**53 else sym.to_str(v) for v in self.values]}
 
-    @staticmethod
-    def from_json(d: dict) -> Check:
-        return Check(d["where"], d["kind"], tuple(v if isinstance(v, int) else sym.parse(v) for v in d["values"]),
-                     d["text"])
-
 
 class Text:
     """Builds a check's text and values: `ref(e)` gives the placeholder that shows e."""
@@ -89,8 +83,9 @@ class Text:
         return "[" + ", ".join(self.ref(e) for e in exprs) + "]"
 
 
-def require(func: ir.Operation, where: str, kind: str, values: list[sym.Expr], text: str) -> None:
-    """Record a relation, or decide it now when its operands are constants (ModelError if violated)."""
+def require(before: ir.Operation, where: str, kind: str, values: list[sym.Expr], text: str) -> None:
+    """Record a relation (a hipdnn.check op before `before`), or decide it now when its operands are
+    constants (ModelError if violated)."""
     check = Check(where, kind, tuple(values), text)
     if check.is_static():
         try:
@@ -100,16 +95,21 @@ def require(func: ir.Operation, where: str, kind: str, values: list[sym.Expr], t
         if not ok:
             raise ModelError(check.message({}))
         return
-    existing = hir.get_strs(func, ATTR) or []
-    hir.set_attr(func, ATTR, existing + [json.dumps(check.to_json())])
+    hir.create(hir.CHECK, hir.index_operands(list(values), before), [],
+               {"where": where, "kind": kind, "text": text}, before=before)
 
 
 def read(func: ir.Operation) -> list[Check]:
     """The recorded checks, in recording order, one per distinct relation."""
     out: list[Check] = []
     seen: set = set()
-    for text in hir.get_strs(func, ATTR) or []:
-        c = Check.from_json(json.loads(text))
+    memo: dict = {}
+    for op in func.regions[0].blocks[0].operations:
+        if op.operation.name != hir.CHECK:
+            continue
+        op = op.operation
+        c = Check(hir.get_str(op, "where"), hir.get_str(op, "kind"),
+                  tuple(hir.dim_expr(v, memo) for v in op.operands), hir.get_str(op, "text"))
         if c.relation() not in seen:
             seen.add(c.relation())
             out.append(c)

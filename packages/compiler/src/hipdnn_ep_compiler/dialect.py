@@ -6,7 +6,8 @@
 - `hipdnn.<name>`: the program level, one op per registry `Kernel` (its manifest attributes and
   parameter arrays are required attributes of the right kind, its operand count is declared) and
   the structural ops the passes use: `weight`, `constant`, `host_tensor`, `alias`, `materialize`,
-  `copy`.
+  `copy`, and the shape computation's `tie_dims`, `tie_param` and `check` (ir.py: dims as SSA values;
+  the arithmetic itself is upstream `arith`, `tensor.dim` and `tensor.extract`).
 
 `verify` checks a module against these declarations (unknown ops, operand and result counts,
 tensor types, required attributes and their kinds); the pipeline runs it after every pass.
@@ -32,19 +33,24 @@ _KINDS = {"string": ir.StringAttr, "array": ir.ArrayAttr, "int": ir.IntegerAttr,
 
 @dataclass(frozen=True)
 class OpSpec:
-    """What an op of ours must look like: operand and result counts (max None: any) and required
-    attributes {name: "string" | "array" | "int" | "float"}."""
+    """What an op of ours must look like: operand and result counts (max None: any), required
+    attributes {name: "string" | "array" | "int" | "float"}, and how many leading operands are tensors
+    (None: all; the rest are `index` values: dims, host-computed elements)."""
 
     operands: tuple[int, int | None]
     results: tuple[int, int | None] = (1, 1)
     attrs: dict[str, str] = field(default_factory=dict)
+    tensors: int | None = None
 
 
 STRUCTURAL = {
     "hipdnn.weight": OpSpec((0, 0), attrs={"name": "string"}),
     "hipdnn.constant": OpSpec((0, 0), attrs={"name": "string", "values": "array"}),
-    "hipdnn.host_tensor": OpSpec((0, 0), attrs={"values": "array"}),
-    "hipdnn.materialize": OpSpec((0, 0), attrs={"values": "array"}),
+    "hipdnn.host_tensor": OpSpec((0, None), tensors=0),  # operands: the elements
+    "hipdnn.materialize": OpSpec((0, None), tensors=0),
+    "hipdnn.tie_dims": OpSpec((1, None), (0, 0), tensors=1),  # a tensor and every one of its dims
+    "hipdnn.tie_param": OpSpec((1, None), (0, 0), {"name": "string"}, tensors=1),  # a kernel's result, an array
+    "hipdnn.check": OpSpec((1, None), (0, 0), {"where": "string", "kind": "string", "text": "string"}, tensors=0),
     "hipdnn.alias": OpSpec((1, 1)),
     "hipdnn.copy": OpSpec((1, 1)),
 }
@@ -64,7 +70,7 @@ def spec(name: str) -> OpSpec | None:
     attrs.update({a: "float" for a in k.float_attrs})
     if k.op_enum:
         attrs["op"] = "string"
-    attrs.update({p.attr: "array" for p in k.params})
+    attrs.update({p.attr: "array" for p in k.params if not p.symbolic})
     return OpSpec(k.arity, k.results, attrs)
 
 
@@ -81,9 +87,17 @@ def _problems(op: ir.Operation) -> list[str]:
         out.append(f"{len(op.operands)} operands, expected {s.operands[0]} to {s.operands[1] or 'any'}")
     if not _count(len(op.results), s.results):
         out.append(f"{len(op.results)} results, expected {s.results[0]} to {s.results[1] or 'any'}")
-    for v in [*op.operands, *op.results]:
-        if not isinstance(v.type, ir.ShapedType) or isinstance(v.type, ir.MemRefType):
+    n_tensors = len(op.operands) if s.tensors is None else s.tensors
+    for k, v in enumerate([*op.operands, *op.results]):
+        if k >= n_tensors and k < len(op.operands):
+            if not isinstance(v.type, ir.IndexType):
+                out.append(f"operand {k} of type {v.type}, expected index")
+        elif not isinstance(v.type, ir.ShapedType) or isinstance(v.type, ir.MemRefType):
             out.append(f"a value of type {v.type}, expected a tensor")
+    if op.name == "hipdnn.tie_dims" and op.operands and isinstance(op.operands[0].type, ir.RankedTensorType):
+        rank = ir.RankedTensorType(op.operands[0].type).rank
+        if len(op.operands) - 1 != rank:
+            out.append(f"{len(op.operands) - 1} dims for a tensor of rank {rank}")
     for name, kind in s.attrs.items():
         if name not in op.attributes:
             out.append(f"attribute '{name}' is missing")

@@ -3,10 +3,8 @@ and verified by dialect.py, in an MLIR module.
 
 The program is `func.func @main`; its arguments are the graph inputs, its results the graph
 outputs.  Weights are `hipdnn.weight` ops, small integer constants `hipdnn.constant`.
-Per-value facts that passes compute live in attributes, so every pass is IR in, IR out:
-
-  hipdnn.dims   one array of dimension expressions (symbolic.py strings) per result
-  hipdnn.host   (host_tensor ops) the element values as expressions, computed on the host
+Every pass is IR in, IR out: dims and host-computed integers are `index` SSA values (see "dims and
+host values as SSA values" below), other per-op facts are attributes.
 
 Helpers here hide the MLIR Python binding details from the passes.
 """
@@ -75,7 +73,8 @@ def body(module: ir.Module) -> ir.Block:
 
 
 def ops(module: ir.Module) -> list[ir.Operation]:
-    return [o.operation for o in body(module).operations]
+    """The data-flow ops of @main, in order (the shape computation's ops left out: see is_shape_op)."""
+    return [o.operation for o in body(module).operations if not is_shape_op(o.operation)]
 
 
 def get_str(op: ir.Operation, name: str, default: str | None = None) -> str | None:
@@ -172,23 +171,186 @@ def is_block_arg(value: ir.Value) -> bool:
     return isinstance(value.owner, ir.Block)
 
 
-def dims_of(value: ir.Value) -> list[sym.Expr] | None:
-    """The refined dims of a value: from hipdnn.dims on its op, or program input symbols."""
-    if is_block_arg(value):
-        arg = ir.BlockArgument(value)
-        i = arg.arg_number
-        shape = ir.RankedTensorType(value.type).shape
-        return [d if not ir.ShapedType.is_dynamic_size(d) else sym.input_dim(i, j) for j, d in enumerate(shape)]
+# ---------------------------------------------------------------- dims and host values as SSA values
+#
+# A dim (or a host-computed integer) is an `index` value: an input dim is `tensor.dim %argN, %cK`, an
+# element of a small integer input read on the host is `arith.index_cast (tensor.extract %argN[%cK])`,
+# and everything computed from them is `arith` (addi, subi, muli, divsi, ceildivsi, maxsi, minsi,
+# select over cmpi).  `hipdnn.tie_dims %t, %d0, ..` states every dim of a tensor that is not fully static
+# (its type holds the static facts); `hipdnn.tie_param %t, ..` the run-time array of a kernel parameter
+# (Slice starts); `hipdnn.host_tensor`/`hipdnn.materialize` take their elements as operands and
+# `hipdnn.check` its values.  Upstream canonicalize and cse fold and share the arithmetic (fold_shapes).
+#
+# The shape rules reason about dims with symbolic.py's expressions (whether two dims are provably
+# equal, whether a check is decided at compile time, ModelError on a static violation, the text of the
+# metadata): `dim_expr` reads an index value back into one, `index_value` writes one as arith ops.
+
+TIE_DIMS = "hipdnn.tie_dims"
+TIE_PARAM = "hipdnn.tie_param"
+CHECK = "hipdnn.check"
+_SHAPE_OPS = frozenset((TIE_DIMS, TIE_PARAM, CHECK, "tensor.dim", "tensor.extract"))
+
+
+def is_shape_op(op: ir.Operation) -> bool:
+    """An op of the shape computation (arith over dims, ties, checks), not of the data flow."""
+    return op.name in _SHAPE_OPS or op.name.startswith("arith.")
+
+
+def fold_shapes(module: ir.Module) -> None:
+    """Fold and share the shape arithmetic with upstream canonicalize and cse; drop what is unused."""
+    from torch_mlir.passmanager import PassManager
+
+    with module.context:
+        PassManager.parse("builtin.module(func.func(canonicalize, cse))").run(module.operation)
+
+
+_PRED = {p: i for i, p in enumerate(("eq", "ne", "slt", "sle", "sgt", "sge"))}
+_BINARY = {"arith.addi": sym.add, "arith.subi": sym.sub, "arith.muli": sym.mul, "arith.divsi": sym.div,
+           "arith.ceildivsi": sym.ceildiv, "arith.maxsi": sym.maximum, "arith.minsi": sym.minimum}
+_EMIT = {"add": "AddIOp", "mul": "MulIOp", "div": "DivSIOp", "ceildiv": "CeilDivSIOp", "max": "MaxSIOp",
+         "min": "MinSIOp"}
+
+
+def dim_expr(value: ir.Value, memo: dict | None = None) -> sym.Expr:
+    """The expression an index value computes, over input dims and host-read input elements."""
+    memo = {} if memo is None else memo
+    if value in memo:
+        return memo[value]
     op = defining_op(value)
-    if "hipdnn.dims" not in op.attributes:
+    name = op.name if op is not None else "a block argument"
+    if name == "arith.constant":
+        e = ir.IntegerAttr(op.attributes["value"]).value
+    elif name == "tensor.dim":
+        e = sym.input_dim(ir.BlockArgument(op.operands[0]).arg_number, dim_expr(op.operands[1], memo))
+    elif name == "arith.index_cast" and defining_op(op.operands[0]).name == "tensor.extract":
+        ext = defining_op(op.operands[0])
+        e = sym.input_value(ir.BlockArgument(ext.operands[0]).arg_number,
+                            dim_expr(ext.operands[1], memo) if len(ext.operands) > 1 else 0)
+    elif name in _BINARY:
+        e = _BINARY[name](dim_expr(op.operands[0], memo), dim_expr(op.operands[1], memo))
+    elif name == "arith.select" and defining_op(op.operands[0]).name == "arith.cmpi":
+        cmp = defining_op(op.operands[0])
+        pred = ir.IntegerAttr(cmp.attributes["predicate"]).value
+        x, y = (dim_expr(v, memo) for v in cmp.operands)
+        a, b = (dim_expr(v, memo) for v in op.operands[1:])
+        if pred in (_PRED["eq"], _PRED["ne"]):
+            e = sym.select_zero(sym.sub(x, y), *((a, b) if pred == _PRED["eq"] else (b, a)))
+        elif pred in (_PRED["slt"], _PRED["sge"]):
+            e = sym.select_negative(sym.sub(x, y), *((a, b) if pred == _PRED["slt"] else (b, a)))
+        elif pred in (_PRED["sgt"], _PRED["sle"]):
+            e = sym.select_negative(sym.sub(y, x), *((a, b) if pred == _PRED["sgt"] else (b, a)))
+        else:
+            raise ValueError(f"unsigned comparison {cmp} in a shape computation")
+    else:
+        raise ValueError(f"{name} is not a shape computation this compiler emits")
+    memo[value] = e
+    return e
+
+
+class IndexBuilder:
+    """Writes expressions as index SSA values before an op (each distinct expression once)."""
+
+    def __init__(self, before: ir.Operation):
+        from torch_mlir.dialects import arith, tensor
+
+        self.arith, self.tensor = arith, tensor
+        self.before = before
+        self.args = before.block.arguments  # @main's: the program inputs
+        self.memo: dict[str, ir.Value] = {}
+
+    def __call__(self, e: sym.Expr) -> ir.Value:
+        key = e if isinstance(e, str) else sym.to_str(e)
+        if key in self.memo:
+            return self.memo[key]
+        with self.before.context, self.before.location, ir.InsertionPoint(self.before):
+            v = self._emit(e)
+        self.memo[key] = v
+        return v
+
+    def _emit(self, e: sym.Expr) -> ir.Value:
+        arith = self.arith
+        index = ir.IndexType.get()
+        if isinstance(e, int):
+            return arith.ConstantOp(index, ir.IntegerAttr.get(index, e)).result
+        if isinstance(e, str):
+            i, k = sym.parse_symbol(e)
+            if not sym.is_value_symbol(e):
+                return self.tensor.DimOp(self.args[i], self(k)).result
+            arg = self.args[i]
+            elem = self.tensor.ExtractOp(arg, [self(k)] if ir.RankedTensorType(arg.type).rank else []).result
+            return arith.IndexCastOp(index, elem).result
+        op, *args = e
+        vals = [self(a) for a in args]
+        if op in ("selneg", "selzero"):
+            pred = arith.CmpIPredicate.slt if op == "selneg" else arith.CmpIPredicate.eq
+            cond = arith.CmpIOp(pred, vals[0], self(0)).result
+            return arith.SelectOp(cond, vals[1], vals[2]).result
+        out = vals[0]
+        for v in vals[1:]:
+            out = getattr(arith, _EMIT[op])(out, v).result
+        return out
+
+
+def _tie(value: ir.Value, name: str, exprs: list[sym.Expr], before: ir.Operation, attrs: dict) -> None:
+    build = IndexBuilder(before)
+    operands = [value] + [build(e) for e in exprs]
+    create(name, operands, [], attrs, before=before)
+
+
+def tie_dims(value: ir.Value, dims: list[sym.Expr], before: ir.Operation) -> None:
+    """State the dims of `value` (an op result) as SSA values, unless its type already says them all."""
+    if not all(isinstance(d, int) for d in dims):
+        _tie(value, TIE_DIMS, dims, before, {})
+
+
+def _tie_of(value: ir.Value, name: str, param: str | None = None) -> ir.Operation | None:
+    for use in value.uses:
+        owner = use.owner
+        owner = owner.operation if isinstance(owner, ir.OpView) else owner
+        if owner.name == name and use.operand_number == 0 and (param is None or get_str(owner, "name") == param):
+            return owner
+    return None
+
+
+def dims_of(value: ir.Value) -> list[sym.Expr] | None:
+    """The refined dims of a value: its hipdnn.tie_dims, its static type, or program input symbols."""
+    if not isinstance(value.type, ir.RankedTensorType):
         return None
-    per_result = ir.ArrayAttr(op.attributes["hipdnn.dims"])
-    entry = ir.ArrayAttr(per_result[result_index(value)])
-    return [sym.parse(ir.StringAttr(a).value) for a in entry]
+    shape = ir.RankedTensorType(value.type).shape
+    if is_block_arg(value):
+        i = ir.BlockArgument(value).arg_number
+        return [d if not ir.ShapedType.is_dynamic_size(d) else sym.input_dim(i, j) for j, d in enumerate(shape)]
+    tie = _tie_of(value, TIE_DIMS)
+    if tie is not None:
+        memo: dict = {}
+        return [dim_expr(v, memo) for v in list(tie.operands)[1:]]
+    if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
+        return None
+    return list(shape)
 
 
-def set_dims(op: ir.Operation, dims_per_result: list[list[sym.Expr]]) -> None:
-    set_attr(op, "hipdnn.dims", [[sym.to_str(d) for d in dims] for dims in dims_per_result])
+def tie_param(op: ir.Operation, param: str, values: list[sym.Expr], before: ir.Operation) -> None:
+    """State a kernel's run-time parameter array (e.g. Slice starts) as SSA values."""
+    _tie(op.results[0], TIE_PARAM, values, before, {"name": param})
+
+
+def param_values(op: ir.Operation, param: str) -> list[sym.Expr]:
+    tie = _tie_of(op.results[0], TIE_PARAM, param)
+    if tie is None:
+        raise ValueError(f"{op.name} has no hipdnn.tie_param for '{param}'")
+    memo: dict = {}
+    return [dim_expr(v, memo) for v in list(tie.operands)[1:]]
+
+
+def index_operands(values: list[sym.Expr], before: ir.Operation) -> list[ir.Value]:
+    build = IndexBuilder(before)
+    return [build(v) for v in values]
+
+
+def host_values_of(op: ir.Operation) -> list[sym.Expr]:
+    """The elements of a hipdnn.host_tensor or hipdnn.materialize (its index operands)."""
+    memo: dict = {}
+    return [dim_expr(v, memo) for v in op.operands]
 
 
 def host_values(value: ir.Value) -> list[sym.Expr] | None:
@@ -196,10 +358,11 @@ def host_values(value: ir.Value) -> list[sym.Expr] | None:
     if is_block_arg(value):
         return _input_values(value)
     op = defining_op(value)
-    if op.name not in ("hipdnn.host_tensor", "hipdnn.constant"):
+    if op.name == "hipdnn.constant":
+        return get_ints(op, "values")
+    if op.name != "hipdnn.host_tensor":
         return None
-    return [sym.parse(s) for s in get_strs(op, "values")]
-
+    return host_values_of(op)
 
 HOST_READABLE_INPUT_ELEMENTS = 16
 

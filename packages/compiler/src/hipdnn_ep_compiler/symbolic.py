@@ -3,8 +3,12 @@
 An expression is an int, a symbol (str: "d0_1" = dimension 1 of program input 0; "v2_3" =
 element 3 of program input 2, a small integer tensor read on the host) or a tuple (op, *args)
 with op in OPS.  Constructors simplify (constant folding, flattening, x*1,
-x+0, max(x, x)), so structurally equal expressions compare equal.  Expressions travel through
-the IR as S-expression strings: "(mul 4 d0_1)".
+x+0, max(x, x)), so structurally equal expressions compare equal.
+
+In the IR a dim is an `index` SSA value (arith over tensor.dim; ir.py); this algebra is what the shape
+rules reason with (ir.dim_expr reads an index value into an expression, ir.IndexBuilder writes one
+back): provable equality (a check the program need not make), compile-time decisions (ModelError),
+and the metadata's text for the runtime ("(mul 4 d0_1)": `checks`, `pool_bytes`, output dims).
 """
 
 from __future__ import annotations

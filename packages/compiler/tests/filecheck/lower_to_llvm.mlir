@@ -17,9 +17,9 @@
 // CHECK:       llvm.call @hipdnn_ep_kernel_unary(
 // CHECK:       llvm.call @hipdnn_ep_free(
 func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {"hipdnn.pool_size" = "256"} {
-  %0 = "hipdnn.weight"() {name = "w", "hipdnn.dims" = [["3"]], "hipdnn.dims_slot" = [-1]} : () -> tensor<3xf32>
-  %1 = "hipdnn.binary"(%arg0, %0) {op = "ADD", "hipdnn.dims" = [["2", "3"]], "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
-  %2 = "hipdnn.unary"(%1) {op = "TANH", "hipdnn.dims" = [["2", "3"]], "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %0 = "hipdnn.weight"() {name = "w", "hipdnn.dims_slot" = [-1]} : () -> tensor<3xf32>
+  %1 = "hipdnn.binary"(%arg0, %0) {op = "ADD", "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %2 = "hipdnn.unary"(%1) {op = "TANH", "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %2 : tensor<2x3xf32>
 }
 
@@ -46,8 +46,17 @@ func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {"hipdnn.p
 // CHECK-NOT:   arith.
 // CHECK-NOT:   with.overflow
 func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> attributes {"hipdnn.pool_size" = "(mul 512 (ceildiv (mul 4 d0_0) 256))", "hipdnn.host_scratch_slots" = 1 : i64} {
-  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<?xf32>) -> tensor<?xf32>
-  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0], "hipdnn.storage" = "pool", "hipdnn.offset" = "(mul 256 (ceildiv (mul 4 d0_0) 256))"} : (tensor<?xf32>) -> tensor<?xf32>
-  %2 = "hipdnn.binary"(%0, %1) {op = "ADD", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [0], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<?xf32>) -> tensor<?xf32>
+  %t1_2 = arith.constant 0 : index
+  %t1_3 = tensor.dim %arg0, %t1_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%0, %t1_3) : (tensor<?xf32>, index) -> ()
+  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims_slot" = [0], "hipdnn.storage" = "pool", "hipdnn.offset" = "(mul 256 (ceildiv (mul 4 d0_0) 256))"} : (tensor<?xf32>) -> tensor<?xf32>
+  %t2_2 = arith.constant 0 : index
+  %t2_3 = tensor.dim %arg0, %t2_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%1, %t2_3) : (tensor<?xf32>, index) -> ()
+  %2 = "hipdnn.binary"(%0, %1) {op = "ADD", "hipdnn.dims_slot" = [0], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %t3_2 = arith.constant 0 : index
+  %t3_3 = tensor.dim %arg0, %t3_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%2, %t3_3) : (tensor<?xf32>, index) -> ()
   return %2 : tensor<?xf32>
 }

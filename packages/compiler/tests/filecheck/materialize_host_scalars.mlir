@@ -6,15 +6,29 @@
 // CHECK-SAME:  hipdnn.host_scratch_slots = 6 : i64
 // CHECK:       "hipdnn.unary"(%arg0) {{.*}}hipdnn.dims_slot = [0]
 // CHECK:       "hipdnn.unary"({{.*}}hipdnn.dims_slot = [0]
-// CHECK:       "hipdnn.materialize"() {hipdnn.dims = {{\[\["2"\]\]}}, hipdnn.dims_slot = [-1], hipdnn.values_slot = 2
+// CHECK:       "hipdnn.materialize"([[D:%.+]], [[C4:%.+]]) {hipdnn.dims_slot = [-1], hipdnn.values_slot = 2
 // CHECK:       "hipdnn.slice"({{.*}}hipdnn.starts_slot = 4
 // CHECK-NOT:   hipdnn.host_tensor
-func.func @main(%arg0: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<2xi64>, tensor<?x4xf32>) {
-  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["d0_0", "4"]]} : (tensor<?x4xf32>) -> tensor<?x4xf32>
-  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims" = [["d0_0", "4"]]} : (tensor<?x4xf32>) -> tensor<?x4xf32>
-  %2 = "hipdnn.host_tensor"() {values = ["d0_0", "4"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
-  %3 = "hipdnn.slice"(%1) {starts = ["(add -1 d0_0)", "0"], steps = [1, 1], "hipdnn.dims" = [["1", "4"]]} : (tensor<?x4xf32>) -> tensor<?x4xf32>
-  return %1, %2, %3 : tensor<?x4xf32>, tensor<2xi64>, tensor<?x4xf32>
+func.func @main(%arg0: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<2xi64>, tensor<1x4xf32>) {
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU"} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %t1_2 = arith.constant 0 : index
+  %t1_3 = tensor.dim %arg0, %t1_2 : tensor<?x4xf32>
+  %t1_4 = arith.constant 4 : index
+  "hipdnn.tie_dims"(%0, %t1_3, %t1_4) : (tensor<?x4xf32>, index, index) -> ()
+  %1 = "hipdnn.unary"(%0) {op = "EXP"} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %t2_2 = arith.constant 0 : index
+  %t2_3 = tensor.dim %arg0, %t2_2 : tensor<?x4xf32>
+  %t2_4 = arith.constant 4 : index
+  "hipdnn.tie_dims"(%1, %t2_3, %t2_4) : (tensor<?x4xf32>, index, index) -> ()
+  %h3_c0 = arith.constant 0 : index
+  %h3_0 = tensor.dim %arg0, %h3_c0 : tensor<?x4xf32>
+  %h3_1 = arith.constant 4 : index
+  %2 = "hipdnn.host_tensor"(%h3_0, %h3_1) : (index, index) -> tensor<2xi64>
+  %3 = "hipdnn.slice"(%1) {steps = [1, 1]} : (tensor<?x4xf32>) -> tensor<1x4xf32>
+  %cm1 = arith.constant -1 : index
+  %s0 = arith.addi %h3_0, %cm1 : index
+  "hipdnn.tie_param"(%3, %s0, %h3_c0) {name = "starts"} : (tensor<1x4xf32>, index, index) -> ()
+  return %1, %2, %3 : tensor<?x4xf32>, tensor<2xi64>, tensor<1x4xf32>
 }
 
 // -----
@@ -24,6 +38,6 @@ func.func @main(%arg0: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<2xi64>, tens
 // CHECK-NOT:   host_scratch_slots
 // CHECK:       "hipdnn.unary"(%arg0) {{.*}}hipdnn.dims_slot = [-1]
 func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {
-  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["3", "4"]]} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU"} : (tensor<3x4xf32>) -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
 }

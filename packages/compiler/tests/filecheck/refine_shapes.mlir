@@ -1,19 +1,34 @@
 // RUN: not hipdnn-ep-compile opt %s --pass-pipeline=refine-shapes --split-input-file | filecheck %s
 
-// Shape/Gather/Unsqueeze/Concat fold into host tensors; Reshape becomes an alias with an inferred -1;
-// its type and the signature gain the dim known statically.
+// Shape/Gather/Unsqueeze/Concat fold into host tensors whose elements are index values over the
+// input dims (tensor.dim, read once: cse); Reshape becomes an alias whose inferred -1 is arith, tied
+// to it by hipdnn.tie_dims; its type and the signature gain the dim known statically.  The relation
+// the -1 needs is a hipdnn.check over the same values.
 // CHECK-LABEL: func.func @main(%arg0: tensor<?x?x8xf32>) -> tensor<?x4x?xf32>
-// CHECK:       "hipdnn.host_tensor"() {hipdnn.dims = {{\[\["3"\]\]}}, onnx.node = "node 's'", values = ["d0_0", "d0_1", "8"]}
-// CHECK:       "hipdnn.host_tensor"() {{.*}}values = ["-1", "4", "d0_1"]
-// CHECK:       "hipdnn.alias"(%arg0) {hipdnn.dims = {{\[\["\(mul 2 d0_0\)", "4", "d0_1"\]\]}}, onnx.node = "node 'r'"} : (tensor<?x?x8xf32>) -> tensor<?x4x?xf32>
+// CHECK-DAG:   [[C0:%.+]] = arith.constant 0 : index
+// CHECK-DAG:   [[C1:%.+]] = arith.constant 1 : index
+// CHECK-DAG:   [[C2:%.+]] = arith.constant 2 : index
+// CHECK-DAG:   [[C4:%.+]] = arith.constant 4 : index
+// CHECK-DAG:   [[C8:%.+]] = arith.constant 8 : index
+// CHECK-DAG:   [[CM1:%.+]] = arith.constant -1 : index
+// CHECK:       [[D0:%.+]] = tensor.dim %arg0, [[C0]] : tensor<?x?x8xf32>
+// CHECK-NEXT:  [[D1:%.+]] = tensor.dim %arg0, [[C1]] : tensor<?x?x8xf32>
+// CHECK-NOT:   tensor.dim
+// CHECK:       "hipdnn.host_tensor"([[D0]], [[D1]], [[C8]]) {onnx.node = "node 's'"} : (index, index, index) -> tensor<3xi64>
+// CHECK:       "hipdnn.host_tensor"([[CM1]], [[C4]], [[D1]]) {onnx.node = "node 'c'"}
+// CHECK:       [[K:%.+]] = arith.muli [[D1]], [[C4]] : index
+// CHECK:       "hipdnn.check"([[C1]], [[K]], [[D1]]) {kind = "le", {{.*}}where = "node 'r'"}
+// CHECK:       [[A:%.+]] = "hipdnn.alias"(%arg0) {onnx.node = "node 'r'"} : (tensor<?x?x8xf32>) -> tensor<?x4x?xf32>
+// CHECK:       [[N:%.+]] = arith.muli [[D0]], [[C2]] : index
+// CHECK:       "hipdnn.tie_dims"([[A]], [[N]], [[C4]], [[D1]]) : (tensor<?x4x?xf32>, index, index, index) -> ()
 // CHECK-NOT:   "onnx.
 func.func @main(%arg0: tensor<?x?x8xf32>) -> tensor<?x?x?xf32> {
   %0 = "onnx.shape"(%arg0) {operand_roles = [0 : i64], "onnx.node" = "node 's'"} : (tensor<?x?x8xf32>) -> tensor<3xi64>
-  %1 = "hipdnn.constant"() {name = "i", values = ["1"], "hipdnn.dims" = [[]]} : () -> tensor<i64>
+  %1 = "hipdnn.constant"() {name = "i", values = [1]} : () -> tensor<i64>
   %2 = "onnx.gather"(%0, %1) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'g'"} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
-  %3 = "hipdnn.constant"() {name = "a", values = ["0"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
+  %3 = "hipdnn.constant"() {name = "a", values = [0]} : () -> tensor<1xi64>
   %4 = "onnx.unsqueeze"(%2, %3) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'u'"} : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
-  %5 = "hipdnn.constant"() {name = "m", values = ["-1", "4"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
+  %5 = "hipdnn.constant"() {name = "m", values = [-1, 4]} : () -> tensor<2xi64>
   %6 = "onnx.concat"(%5, %4) {operand_roles = [0 : i64, 1 : i64], "onnx.axis" = 0 : i64, "onnx.node" = "node 'c'"} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
   %7 = "onnx.reshape"(%arg0, %6) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?x?x8xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
   return %7 : tensor<?x?x?xf32>
@@ -21,10 +36,14 @@ func.func @main(%arg0: tensor<?x?x8xf32>) -> tensor<?x?x?xf32> {
 
 // -----
 
-// Elementwise ops broadcast; ONNX ops sharing a kernel become it with their enum key.
+// Elementwise ops broadcast; ONNX ops sharing a kernel become it with their enum key.  Both results
+// have the same dims: one set of index values (canonicalize + cse) tied to each.
 // CHECK-LABEL: func.func @main
-// CHECK:       "hipdnn.binary"(%arg0, %arg1) {hipdnn.dims = {{\[\["d0_0", "3", "4"\]\]}}, onnx.node = "node 'add'", op = "ADD"}
-// CHECK:       "hipdnn.unary"({{.*}}) {hipdnn.dims = {{\[\["d0_0", "3", "4"\]\]}}, onnx.node = "node 'relu'", op = "RELU"}
+// CHECK:       [[ADD:%.+]] = "hipdnn.binary"(%arg0, %arg1) {onnx.node = "node 'add'", op = "ADD"}
+// CHECK:       [[D0:%.+]] = tensor.dim %arg0
+// CHECK:       "hipdnn.tie_dims"([[ADD]], [[D0]], [[C3:%.+]], [[C4:%.+]]) : (tensor<?x3x4xf32>, index, index, index)
+// CHECK:       [[RELU:%.+]] = "hipdnn.unary"([[ADD]]) {onnx.node = "node 'relu'", op = "RELU"}
+// CHECK:       "hipdnn.tie_dims"([[RELU]], [[D0]], [[C3]], [[C4]])
 func.func @main(%arg0: tensor<?x1x4xf32>, %arg1: tensor<3x4xf32>) -> tensor<?x3x4xf32> {
   %0 = "onnx.add"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'add'"} : (tensor<?x1x4xf32>, tensor<3x4xf32>) -> tensor<?x3x4xf32>
   %1 = "onnx.relu"(%0) {operand_roles = [0 : i64], "onnx.node" = "node 'relu'"} : (tensor<?x3x4xf32>) -> tensor<?x3x4xf32>
@@ -33,9 +52,11 @@ func.func @main(%arg0: tensor<?x1x4xf32>, %arg1: tensor<3x4xf32>) -> tensor<?x3x
 
 // -----
 
-// A result of unknown rank gets its rank and static dims from the shape rule.
+// A result of unknown rank gets its rank and static dims from the shape rule; a fully static type
+// needs no tie.
 // CHECK-LABEL: func.func @main(%arg0: tensor<2x?xf32>, %arg1: tensor<?x3xf32>) -> tensor<2x3xf32>
 // CHECK:       "hipdnn.binary"(%arg0, %arg1) {{.*}} : (tensor<2x?xf32>, tensor<?x3xf32>) -> tensor<2x3xf32>
+// CHECK-NOT:   hipdnn.tie_dims
 func.func @main(%arg0: tensor<2x?xf32>, %arg1: tensor<?x3xf32>) -> tensor<*xf32> {
   %0 = "onnx.mul"(%arg0, %arg1) {operand_roles = [0 : i64, 1 : i64]} : (tensor<2x?xf32>, tensor<?x3xf32>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
@@ -43,12 +64,22 @@ func.func @main(%arg0: tensor<2x?xf32>, %arg1: tensor<?x3xf32>) -> tensor<*xf32>
 
 // -----
 
-// Slice starts become run-time expressions of the input dims; steps stay constants.
+// Slice starts become arith over the input dims, tied to the op by hipdnn.tie_param; steps stay
+// constants.  start = min(max(d0 - 3, 0), d0); count = max(min(d0, 100) - start, 0).
 // CHECK-LABEL: func.func @main
-// CHECK:       "hipdnn.slice"(%arg0) {{{.*}}starts = ["(min (max (add -3 d0_0) 0) d0_0)"], steps = [1]}
+// CHECK:       [[S:%.+]] = "hipdnn.slice"(%arg0) {onnx.node = "onnx.slice", steps = [1]}
+// CHECK:       [[D:%.+]] = tensor.dim %arg0
+// CHECK:       [[E:%.+]] = arith.minsi [[D]], %c100
+// CHECK:       [[X:%.+]] = arith.addi [[D]], %c-3
+// CHECK:       [[Y:%.+]] = arith.maxsi [[X]], %c0
+// CHECK:       [[START:%.+]] = arith.minsi [[Y]], [[D]]
+// CHECK:       [[L:%.+]] = arith.subi [[E]], [[START]]
+// CHECK:       [[N:%.+]] = arith.maxsi [[L]], %c0
+// CHECK:       "hipdnn.tie_dims"([[S]], [[N]])
+// CHECK:       "hipdnn.tie_param"([[S]], [[START]]) {name = "starts"}
 func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
-  %0 = "hipdnn.constant"() {name = "s", values = ["-3"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
-  %1 = "hipdnn.constant"() {name = "e", values = ["100"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
+  %0 = "hipdnn.constant"() {name = "s", values = [-3]} : () -> tensor<1xi64>
+  %1 = "hipdnn.constant"() {name = "e", values = [100]} : () -> tensor<1xi64>
   %2 = "onnx.slice"(%arg0, %0, %1) {operand_roles = [0 : i64, 1 : i64, 2 : i64]} : (tensor<?xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xf32>
   return %2 : tensor<?xf32>
 }
@@ -58,7 +89,7 @@ func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
 // A static relation that does not hold is refused at compile time, naming the node.
 // CHECK: // error: node 'r': input shape [6] has 6 elements but target shape [4, 2] has 8
 func.func @main(%arg0: tensor<6xf32>) -> tensor<4x2xf32> {
-  %0 = "hipdnn.constant"() {name = "s", values = ["4", "2"], "hipdnn.dims" = [["2"]]} : () -> tensor<2xi64>
+  %0 = "hipdnn.constant"() {name = "s", values = [4, 2]} : () -> tensor<2xi64>
   %1 = "onnx.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<6xf32>, tensor<2xi64>) -> tensor<4x2xf32>
   return %1 : tensor<4x2xf32>
 }

@@ -13,9 +13,9 @@ from hipdnn_ep_compiler.lowering.to_llvm import metadata_global
 
 STATIC = '''
 func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  %0 = "hipdnn.weight"() {name = "w", "hipdnn.dims" = [["3"]], "hipdnn.dims_slot" = [-1]} : () -> tensor<3xf32>
-  %1 = "hipdnn.binary"(%arg0, %0) {op = "ADD", "hipdnn.dims" = [["2", "3"]], "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
-  %2 = "hipdnn.unary"(%1) {op = "TANH", "hipdnn.dims" = [["2", "3"]], "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %0 = "hipdnn.weight"() {name = "w", "hipdnn.dims_slot" = [-1]} : () -> tensor<3xf32>
+  %1 = "hipdnn.binary"(%arg0, %0) {op = "ADD", "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %2 = "hipdnn.unary"(%1) {op = "TANH", "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %2 : tensor<2x3xf32>
 }
 '''

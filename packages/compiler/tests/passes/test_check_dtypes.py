@@ -22,8 +22,8 @@ def _run(text):
 def test_supported_types_pass_unchanged():
     text = '''
 func.func @main(%arg0: tensor<4xi64>, %arg1: tensor<4xf16>) -> (tensor<4xi64>, tensor<4xf16>) {
-  %0 = "hipdnn.binary"(%arg0, %arg0) {op = "ADD", "hipdnn.dims" = [["4"]]} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
-  %1 = "hipdnn.unary"(%arg1) {op = "TANH", "hipdnn.dims" = [["4"]]} : (tensor<4xf16>) -> tensor<4xf16>
+  %0 = "hipdnn.binary"(%arg0, %arg0) {op = "ADD"} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %1 = "hipdnn.unary"(%arg1) {op = "TANH"} : (tensor<4xf16>) -> tensor<4xf16>
   return %0, %1 : tensor<4xi64>, tensor<4xf16>
 }'''
     assert _run(text) == str(hir.ir.Module.parse(text, hir.new_context()))

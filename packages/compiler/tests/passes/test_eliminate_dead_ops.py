@@ -7,9 +7,10 @@ from hipdnn_ep_compiler.passes import eliminate_dead_ops
 def test_unused_chains_are_erased_used_ops_kept():
     module = hir.ir.Module.parse('''
 func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
-  %0 = "hipdnn.host_tensor"() {values = ["2"], "hipdnn.dims" = [["1"]]} : () -> tensor<1xi64>
-  %1 = "hipdnn.alias"(%0) {"hipdnn.dims" = [["1"]]} : (tensor<1xi64>) -> tensor<1xi64>
-  %2 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["2"]]} : (tensor<2xf32>) -> tensor<2xf32>
+  %h1_0 = arith.constant 2 : index
+  %0 = "hipdnn.host_tensor"(%h1_0) : (index) -> tensor<1xi64>
+  %1 = "hipdnn.alias"(%0) : (tensor<1xi64>) -> tensor<1xi64>
+  %2 = "hipdnn.unary"(%arg0) {op = "RELU"} : (tensor<2xf32>) -> tensor<2xf32>
   return %2 : tensor<2xf32>
 }''', hir.new_context())
     eliminate_dead_ops.run(module)

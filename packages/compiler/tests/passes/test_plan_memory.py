@@ -14,10 +14,10 @@ def _run(text):
 def test_liveness_reuses_dead_buffers_and_outputs_are_malloced():
     out = _run('''
 func.func @main(%arg0: tensor<64xf32>) -> tensor<64xf32> {
-  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["64"]], "hipdnn.dims_slot" = [-1]} : (tensor<64xf32>) -> tensor<64xf32>
-  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims" = [["64"]], "hipdnn.dims_slot" = [-1]} : (tensor<64xf32>) -> tensor<64xf32>
-  %2 = "hipdnn.unary"(%1) {op = "TANH", "hipdnn.dims" = [["64"]], "hipdnn.dims_slot" = [-1]} : (tensor<64xf32>) -> tensor<64xf32>
-  %3 = "hipdnn.unary"(%2) {op = "NEG", "hipdnn.dims" = [["64"]], "hipdnn.dims_slot" = [-1]} : (tensor<64xf32>) -> tensor<64xf32>
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [-1]} : (tensor<64xf32>) -> tensor<64xf32>
+  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims_slot" = [-1]} : (tensor<64xf32>) -> tensor<64xf32>
+  %2 = "hipdnn.unary"(%1) {op = "TANH", "hipdnn.dims_slot" = [-1]} : (tensor<64xf32>) -> tensor<64xf32>
+  %3 = "hipdnn.unary"(%2) {op = "NEG", "hipdnn.dims_slot" = [-1]} : (tensor<64xf32>) -> tensor<64xf32>
   return %3 : tensor<64xf32>
 }''')
     # %0 and %1 overlap; %2 overlaps only %1, so it reuses %0's place at offset 0
@@ -30,7 +30,10 @@ func.func @main(%arg0: tensor<64xf32>) -> tensor<64xf32> {
 def test_returned_input_and_duplicate_outputs_get_copies():
     out = _run('''
 func.func @main(%arg0: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?xf32>) {
-  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  %t1_2 = arith.constant 0 : index
+  %t1_3 = tensor.dim %arg0, %t1_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%0, %t1_3) : (tensor<?xf32>, index) -> ()
   return %arg0, %0, %0 : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>
 }''')
     assert out.count('"hipdnn.copy"') == 2
@@ -41,9 +44,18 @@ func.func @main(%arg0: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?
 def test_dynamic_sizes_give_offset_expressions():
     out = _run('''
 func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
-  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
-  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
-  %2 = "hipdnn.binary"(%0, %1) {op = "ADD", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0]} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  %t2_2 = arith.constant 0 : index
+  %t2_3 = tensor.dim %arg0, %t2_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%0, %t2_3) : (tensor<?xf32>, index) -> ()
+  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  %t3_2 = arith.constant 0 : index
+  %t3_3 = tensor.dim %arg0, %t3_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%1, %t3_3) : (tensor<?xf32>, index) -> ()
+  %2 = "hipdnn.binary"(%0, %1) {op = "ADD", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %t4_2 = arith.constant 0 : index
+  %t4_3 = tensor.dim %arg0, %t4_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%2, %t4_3) : (tensor<?xf32>, index) -> ()
   return %2 : tensor<?xf32>
 }''')
     assert 'hipdnn.offset = "(mul 256 (ceildiv (mul 4 d0_0) 256))"' in out
@@ -51,13 +63,15 @@ func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
 
 def _chain(n: int) -> str:
     """n dynamic unary ops where op k reads ops k-1 and k-2 (two buffers live at every step)."""
-    lines = ['%0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0]} '
-             ': (tensor<?xf32>) -> tensor<?xf32>']
+    lines = ['%c0 = arith.constant 0 : index', '%d = tensor.dim %arg0, %c0 : tensor<?xf32>',
+             '%0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [0]} '
+             ': (tensor<?xf32>) -> tensor<?xf32>', '"hipdnn.tie_dims"(%0, %d) : (tensor<?xf32>, index) -> ()']
     for k in range(1, n):
         a = f"%{k - 1}"
         b = f"%{k - 2}" if k >= 2 else "%arg0"
-        lines.append(f'%{k} = "hipdnn.binary"({a}, {b}) {{op = "ADD", "hipdnn.dims" = [["d0_0"]], '
+        lines.append(f'%{k} = "hipdnn.binary"({a}, {b}) {{op = "ADD", '
                      f'"hipdnn.dims_slot" = [0]}} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>')
+        lines.append(f'"hipdnn.tie_dims"(%{k}, %d) : (tensor<?xf32>, index) -> ()')
     body = "\n  ".join(lines)
     return (f"func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {{\n  {body}\n"
             f"  return %{n - 1} : tensor<?xf32>\n}}")
@@ -74,7 +88,7 @@ def test_dynamic_plan_grows_linearly_and_reuses_slots():
     assert sym.evaluate(pool, {"d0_0": 1000}) == 3 * 4096  # three live 4000-byte buffers, 256-aligned
     offsets = {sym.to_str(sym.parse(o)) for o in re.findall(r'hipdnn.offset = "([^"]*)"', out)}
     assert len(offsets) == 3
-    assert len(out) < 40 * 400
+    assert len(out) < 40 * 500
 
 
 def test_dynamic_slots_never_overlap_live_buffers():
@@ -84,11 +98,29 @@ def test_dynamic_slots_never_overlap_live_buffers():
 
     out = _run('''
 func.func @main(%arg0: tensor<?xf32>, %arg1: tensor<?xf32>) -> tensor<?xf32> {
-  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
-  %1 = "hipdnn.unary"(%arg1) {op = "EXP", "hipdnn.dims" = [["d1_0"]], "hipdnn.dims_slot" = [1]} : (tensor<?xf32>) -> tensor<?xf32>
-  %2 = "hipdnn.unary"(%0) {op = "TANH", "hipdnn.dims" = [["d0_0"]], "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
-  %3 = "hipdnn.unary"(%1) {op = "NEG", "hipdnn.dims" = [["d1_0"]], "hipdnn.dims_slot" = [1]} : (tensor<?xf32>) -> tensor<?xf32>
-  %4 = "hipdnn.concat"(%2, %3) {axis = 0 : i64, "hipdnn.dims" = [["(add d0_0 d1_0)"]], "hipdnn.dims_slot" = [2]} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  %t5_2 = arith.constant 0 : index
+  %t5_3 = tensor.dim %arg0, %t5_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%0, %t5_3) : (tensor<?xf32>, index) -> ()
+  %1 = "hipdnn.unary"(%arg1) {op = "EXP", "hipdnn.dims_slot" = [1]} : (tensor<?xf32>) -> tensor<?xf32>
+  %t6_2 = arith.constant 0 : index
+  %t6_3 = tensor.dim %arg1, %t6_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%1, %t6_3) : (tensor<?xf32>, index) -> ()
+  %2 = "hipdnn.unary"(%0) {op = "TANH", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  %t7_2 = arith.constant 0 : index
+  %t7_3 = tensor.dim %arg0, %t7_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%2, %t7_3) : (tensor<?xf32>, index) -> ()
+  %3 = "hipdnn.unary"(%1) {op = "NEG", "hipdnn.dims_slot" = [1]} : (tensor<?xf32>) -> tensor<?xf32>
+  %t8_2 = arith.constant 0 : index
+  %t8_3 = tensor.dim %arg1, %t8_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%3, %t8_3) : (tensor<?xf32>, index) -> ()
+  %4 = "hipdnn.concat"(%2, %3) {axis = 0 : i64, "hipdnn.dims_slot" = [2]} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %t9_3 = arith.constant 0 : index
+  %t9_4 = tensor.dim %arg0, %t9_3 : tensor<?xf32>
+  %t9_6 = arith.constant 0 : index
+  %t9_7 = tensor.dim %arg1, %t9_6 : tensor<?xf32>
+  %t9_8 = arith.addi %t9_4, %t9_7 : index
+  "hipdnn.tie_dims"(%4, %t9_8) : (tensor<?xf32>, index) -> ()
   return %4 : tensor<?xf32>
 }''')
     offsets = [sym.parse(o) for o in re.findall(r'hipdnn.offset = "([^"]*)"', out)]

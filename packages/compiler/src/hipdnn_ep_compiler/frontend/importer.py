@@ -127,8 +127,7 @@ class _Importer:
         attrs = {"name": ir.StringAttr.get(name)}
         if dtype in (6, 7) and n <= SMALL_INT_CONSTANT and not external:
             values = numpy_helper.to_array(tensor).reshape(-1).tolist()
-            attrs["values"] = hir.to_attr([str(int(v)) for v in values])
-            attrs["hipdnn.dims"] = hir.to_attr([[str(d) for d in dims]])
+            attrs["values"] = hir.to_attr([int(v) for v in values])
             op = self.create("hipdnn.constant", [], [ttype], attrs)
         else:
             op = self.create("hipdnn.weight", [], [ttype], attrs)

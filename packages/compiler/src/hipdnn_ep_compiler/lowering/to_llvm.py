@@ -429,7 +429,7 @@ class _Lowering:
         if name == "hipdnn.materialize":
             dtype = hir.element_dtype(value)
             elem = "i64" if dtype == hir.INT64 else "i32"
-            vals = [sym.parse(s) for s in hir.get_strs(op, "values")]
+            vals = hir.host_values_of(op)
             src = self.int_array(vals, hir.get_int(op, "hipdnn.values_slot"), elem)
             kind = self.enum_value(self.abi.name("memcpy_kind"), "HOST_TO_DEVICE")
             self.call(rc.MEMCPY, [self.state, self.data[value], src,
@@ -449,7 +449,7 @@ class _Lowering:
             inputs[slot] = self.ref_of(v)
         for p in entry.params:  # parameter arrays (axes, perm, starts, steps): int64 in host memory
             if p.symbolic:
-                vals = [sym.parse(x) for x in hir.get_strs(op, p.attr)]
+                vals = hir.param_values(op, p.attr)
                 ptr = self.int_array(vals, hir.get_int(op, p.slot_attr))
             else:
                 vals = hir.get_ints(op, p.attr)

@@ -3,7 +3,8 @@
 A shape rule (ops/registry.py's OpDef.rule) gets a `Node`: the op with its operands addressed by
 ONNX input position, its `onnx.*` attributes, and its entry.  It either folds the op into a
 `hipdnn.host_tensor` (values computed on the host) with `host_tensor`, or rewrites it into its
-kernel-level op with `replace`, which records the result dims (`hipdnn.dims`) and checks them.
+kernel-level op with `replace`, which ties the result dims to it as index values (`hipdnn.tie_dims`)
+and checks them.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class Node:
 
     def require(self, kind: str, values: list[sym.Expr], text: str) -> None:
         """A relation the model promises: checked now when static, else by the program (see checks.py)."""
-        checks.require(self.func, self.where, kind, values, text)
+        checks.require(self.op, self.where, kind, values, text)
 
 
 def norm_axis(o: Node, axis: int, rank: int) -> int:
@@ -79,9 +80,9 @@ def norm_axis(o: Node, axis: int, rank: int) -> int:
 
 
 def replace(o: Node, op: Kernel | str, operands: list[ir.Value], attrs: dict, dims: list[list[sym.Expr]],
-            result_types: list[str] | None = None) -> ir.Operation:
-    """Create the kernel-level op (a Kernel, or a structural op's name) before `o`, move the uses over
-    and erase `o`."""
+            result_types: list[str] | None = None, params: dict[str, list[sym.Expr]] | None = None) -> ir.Operation:
+    """Create the kernel-level op (a Kernel, or a structural op's name) before `o`, tie its result dims
+    (and run-time parameter arrays, `params`) to it, move the uses over and erase `o`."""
     name = op.op_name if isinstance(op, Kernel) else op
     with o.op.context:
         types = [ir.Type.parse(t) for t in result_types] if result_types else [r.type for r in o.op.results]
@@ -91,8 +92,11 @@ def replace(o: Node, op: Kernel | str, operands: list[ir.Value], attrs: dict, di
         types = [refined_type(t, ds) for t, ds in zip(types, dims, strict=False)] + types[len(dims):]
     attrs = dict(attrs)
     attrs["onnx.node"] = o.where
-    attrs["hipdnn.dims"] = [[sym.to_str(d) for d in ds] for ds in dims]
     new = hir.create(name, operands, types, attrs, before=o.op)
+    for r, ds in zip(new.results, dims, strict=False):
+        hir.tie_dims(r, ds, before=o.op)
+    for param, values in (params or {}).items():
+        hir.tie_param(new, param, values, before=o.op)
     for old_r, new_r in zip(o.op.results, new.results, strict=False):
         old_r.replace_all_uses_with(new_r)
     o.op.erase()
@@ -144,8 +148,7 @@ def host_tensor(o: Node, values: list[sym.Expr], dims: list[int], dtype: int | N
     for x in (x for v in values for x in sym.int_literals(v)):
         if not sym.fits_int64(x):
             raise ModelError(f"{o.where}: the shape value {x} does not fit in int64")
-    replace(o, "hipdnn.host_tensor", [],
-             {"values": [sym.to_str(v) for v in values]}, [list(dims)],
+    replace(o, "hipdnn.host_tensor", hir.index_operands(values, before=o.op), {}, [list(dims)],
              [hir.tensor_type_str(dtype, dims)])
 
 

@@ -345,8 +345,7 @@ def _slice(o: Node) -> None:
         picked = [vals[starts[0] + i * steps[0]] for i in range(counts[0])]
         host_tensor(o, picked, [len(picked)])
         return
-    replace(o, SLICE, [o.input(0)],
-             {"starts": [sym.to_str(s) for s in starts], "steps": steps}, [counts])
+    replace(o, SLICE, [o.input(0)], {"steps": steps}, [counts], params={"starts": starts})
 
 
 register(OpDef("Slice", "slice", _slice, (SLICE,)))

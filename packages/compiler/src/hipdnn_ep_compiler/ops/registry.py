@@ -31,8 +31,9 @@ DOMAIN_ALIASES = {"": ONNX_DOMAIN}
 @dataclass(frozen=True)
 class Param:
     """A kernel input the lowering builds from an attribute of the kernel op: an int64 array in host
-    memory.  `symbolic` arrays hold expressions (values known only at run time are written to the
-    host scratch, in the slot recorded as attribute `hipdnn.<attr>_slot`); others are constant ints."""
+    memory.  A `symbolic` array's entries are index values tied to the op by `hipdnn.tie_param {name =
+    attr}` (values known only at run time are written to the host scratch, in the slot recorded as
+    attribute `hipdnn.<attr>_slot`); others are constant ints in the attribute `attr`."""
 
     attr: str
     input: int  # its position among the kernel's inputs

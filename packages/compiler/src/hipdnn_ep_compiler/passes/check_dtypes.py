@@ -40,8 +40,9 @@ def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
     """abi: the manifest the graph is compiled against (default: the bundled one)."""
     abi = abi or _bundled()
     for op in hir.ops(module):
-        if not op.name.startswith("hipdnn.") or not op.operands:
-            continue
+        if not op.name.startswith("hipdnn.") or not op.operands or op.name in ("hipdnn.host_tensor",
+                                                                                  "hipdnn.materialize"):
+            continue  # host values' operands are index elements, not data
         where = hir.get_str(op, "onnx.node", op.name)
         # by kernel input position (ops with optional inputs say which operand is which: hipdnn.slots)
         slots = hir.get_ints(op, "hipdnn.slots", list(range(len(op.operands))))

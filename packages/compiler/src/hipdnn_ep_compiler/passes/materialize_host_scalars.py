@@ -40,29 +40,12 @@ def _static(exprs: list[sym.Expr]) -> bool:
     return all(sym.is_static(e) for e in exprs)
 
 
-def _symbols_of(op: ir.Operation, name: str) -> set[str]:
-    attr = op.attributes[name]
-    texts: list[str] = []
-    stack = [attr]
-    while stack:
-        a = stack.pop()
-        try:
-            stack.extend(ir.ArrayAttr(a))
-        except ValueError:
-            texts.append(ir.StringAttr(a).value)
-    out: set[str] = set()
-    for t in texts:
-        out |= sym.symbols(sym.parse(t))
-    return out
-
-
 def run(module: ir.Module) -> ir.Module:
     for op in hir.ops(module):
         if op.name in HOST_OPS and op.results[0].uses:
-            values = hir.get_strs(op, "values")
-            dims = [ir.StringAttr(a).value for a in ir.ArrayAttr(ir.ArrayAttr(op.attributes["hipdnn.dims"])[0])]
-            new = hir.create("hipdnn.materialize", [], [str(op.results[0].type)],
-                             {"values": values, "hipdnn.dims": [dims]}, before=op)
+            operands = (list(op.operands) if op.name == "hipdnn.host_tensor"
+                        else hir.index_operands(hir.get_ints(op, "values"), before=op))
+            new = hir.create("hipdnn.materialize", operands, [op.results[0].type], {}, before=op)
             op.results[0].replace_all_uses_with(new.results[0])
             op.erase()
 
@@ -77,29 +60,28 @@ def run(module: ir.Module) -> ir.Module:
             next_slot += len(exprs)
         return by_content[key]
 
+    read: list[sym.Expr] = []  # every array the host computes, for the input elements it reads
     for op in hir.ops(module):
-        if op.name == "func.return" or "hipdnn.dims" not in op.attributes:
+        if op.name == "func.return" or not op.results:
             continue
         slots = []
         for r in op.results:
             dims = hir.dims_of(r)
+            read += dims
             slots.append(-1 if _static(dims) else take(dims))
         hir.set_attr(op, "hipdnn.dims_slot", slots)
         if op.name == "hipdnn.materialize":
-            vals = [sym.parse(s) for s in hir.get_strs(op, "values")]
+            vals = hir.host_values_of(op)
+            read += vals
             hir.set_attr(op, "hipdnn.values_slot", -1 if _static(vals) else take(vals, str(op.results[0].type)))
         for param in _symbolic_params(op):
-            vals = [sym.parse(s) for s in hir.get_strs(op, param.attr)]
+            vals = hir.param_values(op, param.attr)
+            read += vals
             hir.set_attr(op, param.slot_attr, -1 if _static(vals) else take(vals))
-    # program inputs whose elements the host reads ("v" symbols) get a copy in the host scratch
-    read_inputs: set[int] = set()
-    for op in hir.ops(module):
-        for name in ("hipdnn.dims", "values", *(p.attr for p in _symbolic_params(op))):
-            if name in op.attributes:
-                read_inputs |= {sym.parse_symbol(v)[0] for v in _symbols_of(op, name) if sym.is_value_symbol(v)}
     for check in checks.read(hir.main_func(module)):
-        for v in check.values:
-            read_inputs |= {sym.parse_symbol(s)[0] for s in sym.symbols(v) if sym.is_value_symbol(s)}
+        read += check.values
+    # program inputs whose elements the host reads ("v" symbols) get a copy in the host scratch
+    read_inputs = {sym.parse_symbol(s)[0] for e in read for s in sym.symbols(e) if sym.is_value_symbol(s)}
     block = hir.body(module)
     pairs = []
     for i in sorted(read_inputs):

@@ -75,10 +75,10 @@ def run(module: ir.Module) -> ir.Module:
             claimed.add(base)
             continue
         dims = hir.dims_of(value)
-        copy = hir.create("hipdnn.copy", [value], [str(value.type)],
-                          {"hipdnn.dims": [[sym.to_str(d) for d in dims]],
-                           "hipdnn.dims_slot": [-1 if all(sym.is_static(d) for d in dims) else _reuse_slot(value)]},
+        copy = hir.create("hipdnn.copy", [value], [value.type],
+                          {"hipdnn.dims_slot": [-1 if all(sym.is_static(d) for d in dims) else _reuse_slot(value)]},
                           before=ret)
+        hir.tie_dims(copy.results[0], dims, before=ret)
         ret.operands[k] = copy.results[0]
         claimed.add(copy.results[0])
 

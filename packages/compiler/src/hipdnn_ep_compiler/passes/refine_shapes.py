@@ -3,13 +3,17 @@
 Each op's shape rule is its entry's in the op registry (ops/); this pass is the driver.
 
 IR in: ops as imported (ONNX semantics, parameter tensors as operands, `onnx.*` attributes).
-IR out: every value's dims as symbolic expressions (`hipdnn.dims`) over program input dims, and
-its tensor type refined with the rank and every dim known statically (so is @main's signature);
+IR out: every value's tensor type refined with the rank and every dim known statically (so is @main's
+signature), and the dims of every value that is not fully static tied to it as `index` values
+(`hipdnn.tie_dims`): arith over `tensor.dim`s of the program inputs, folded and shared by upstream
+canonicalize and cse;
 every computation on host-computable integer values (Shape, Gather, Concat, Slice, Squeeze,
 Unsqueeze, Reshape, Cast, Add/Sub/Mul/Div on shape values) folded into `hipdnn.host_tensor`
-ops holding element expressions; every remaining op in its kernel-level form (a registry
+ops whose operands are the elements (index values); every remaining op in its kernel-level form (a registry
 `Kernel`: `hipdnn.binary {op}`, `hipdnn.reduce {op, axes}`, ...) with only data operands and
-parameters as attributes, or `hipdnn.alias`.
+parameters as attributes (run-time ones, Slice starts, tied as index values: `hipdnn.tie_param`),
+or `hipdnn.alias`.  A relation the model promises that is not decided at compile time is a
+`hipdnn.check` op over index values (checks.py).
 
 `hipdnn.alias` (Reshape, Squeeze, Unsqueeze, Identity) has new dims and shares its input's data.
 """
@@ -31,12 +35,7 @@ def run(module: ir.Module) -> ir.Module:
     for op in hir.ops(module):
         if op.name == "func.return":
             continue
-        if op.name == "hipdnn.weight":
-            if "hipdnn.dims" not in op.attributes:
-                shape = ir.RankedTensorType(op.results[0].type).shape
-                hir.set_dims(op, [list(shape)])
-            continue
-        if op.name == "hipdnn.constant":
+        if op.name in ("hipdnn.weight", "hipdnn.constant"):
             continue
         entry = by_ir_name(op.name)
         o = Node(op, func, entry)
@@ -51,4 +50,5 @@ def run(module: ir.Module) -> ir.Module:
     with module.context:
         inputs = [a.type for a in hir.body(module).arguments]
         func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [v.type for v in ret.operands]))
+    hir.fold_shapes(module)
     return module
