@@ -25,7 +25,7 @@ from .lowering import lower_to_llvm
 from .lowering.to_llvm import metadata_global
 from .passes import run_pipeline
 from .passes.plan_memory import ALIGNMENT as PLAN_ALIGNMENT
-from .passes.plan_memory import attr_name, size_bytes, storage
+from .passes.plan_memory import size_bytes, storage
 
 
 def _weight_types(module) -> dict[str, tuple[int, list[int]]]:
@@ -44,13 +44,14 @@ def _pool_buffers(module) -> list[dict]:
         for k, result in enumerate(op.results):
             if storage(op, k) == "pool":
                 out.append({"producer": hir.get_str(op, "onnx.node", op.name),
-                            "offset": _int_or_expr(hir.get_str(op, attr_name("hipdnn.offset", k))),
-                            "bytes": _int_or_expr(sym.to_str(size_bytes(result)))})
+                            "offset": _int_or_expr(hir.offset_of(result)),
+                            "bytes": _int_or_expr(size_bytes(result))})
     return out
 
 
-def _int_or_expr(text: str) -> int | str:
-    return int(text) if text.lstrip("-").isdigit() else text
+def _int_or_expr(e: sym.Expr) -> int | str:
+    """How the metadata spells a size: an int when static, else the expression's text."""
+    return e if isinstance(e, int) else sym.to_str(e)
 
 
 def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, backend: str) -> dict:
@@ -78,7 +79,7 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
         "weights": wmod.describe_all(model, lowered.weights, [wtypes[n] for n in lowered.weights]),
         "memory_plan": {
             # an int when static, else an expression over input dims d<input>_<axis> (see README)
-            "pool_bytes": _int_or_expr(lowered.pool_size or "0"),
+            "pool_bytes": _int_or_expr(lowered.pool_size or 0),
             "host_scratch_bytes": 8 * lowered.host_scratch_slots,
             "alignment": PLAN_ALIGNMENT,
             "buffers": _pool_buffers(module),

@@ -6,7 +6,7 @@
 - `hipdnn.<name>`: the program level, one op per registry `Kernel` (its manifest attributes and
   parameter arrays are required attributes of the right kind, its operand count is declared) and
   the structural ops the passes use: `weight`, `constant`, `host_tensor`, `alias`, `materialize`,
-  `copy`, and the shape computation's `tie_dims`, `tie_param` and `check` (ir.py: dims as SSA values;
+  `copy`, and the shape computation's `tie_dims`, `tie_param`, `check`, `place` and `pool` (ir.py: dims as SSA values;
   the arithmetic itself is upstream `arith`, `tensor.dim` and `tensor.extract`).
 
 `verify` checks a module against these declarations (unknown ops, operand and result counts,
@@ -51,6 +51,8 @@ STRUCTURAL = {
     "hipdnn.tie_dims": OpSpec((1, None), (0, 0), tensors=1),  # a tensor and every one of its dims
     "hipdnn.tie_param": OpSpec((1, None), (0, 0), {"name": "string"}, tensors=1),  # a kernel's result, an array
     "hipdnn.check": OpSpec((1, None), (0, 0), {"where": "string", "kind": "string", "text": "string"}, tensors=0),
+    "hipdnn.place": OpSpec((2, 2), (0, 0), tensors=1),  # a pool buffer and its byte offset
+    "hipdnn.pool": OpSpec((1, 1), (0, 0), tensors=0),  # the pool's byte size
     "hipdnn.alias": OpSpec((1, 1)),
     "hipdnn.copy": OpSpec((1, 1)),
 }

@@ -178,8 +178,9 @@ def is_block_arg(value: ir.Value) -> bool:
 # and everything computed from them is `arith` (addi, subi, muli, divsi, ceildivsi, maxsi, minsi,
 # select over cmpi).  `hipdnn.tie_dims %t, %d0, ..` states every dim of a tensor that is not fully static
 # (its type holds the static facts); `hipdnn.tie_param %t, ..` the run-time array of a kernel parameter
-# (Slice starts); `hipdnn.host_tensor`/`hipdnn.materialize` take their elements as operands and
-# `hipdnn.check` its values.  Upstream canonicalize and cse fold and share the arithmetic (fold_shapes).
+# (Slice starts); `hipdnn.host_tensor`/`hipdnn.materialize` take their elements as operands,
+# `hipdnn.check` its values, and the memory plan is `hipdnn.place %t, %offset` per pool buffer and one
+# `hipdnn.pool %size`.  Upstream canonicalize and cse fold and share the arithmetic (fold_shapes).
 #
 # The shape rules reason about dims with symbolic.py's expressions (whether two dims are provably
 # equal, whether a check is decided at compile time, ModelError on a static violation, the text of the
@@ -188,7 +189,9 @@ def is_block_arg(value: ir.Value) -> bool:
 TIE_DIMS = "hipdnn.tie_dims"
 TIE_PARAM = "hipdnn.tie_param"
 CHECK = "hipdnn.check"
-_SHAPE_OPS = frozenset((TIE_DIMS, TIE_PARAM, CHECK, "tensor.dim", "tensor.extract"))
+PLACE = "hipdnn.place"  # plan-memory: a buffer's byte offset in the pool
+POOL = "hipdnn.pool"  # plan-memory: the pool's byte size
+_SHAPE_OPS = frozenset((TIE_DIMS, TIE_PARAM, CHECK, PLACE, POOL, "tensor.dim", "tensor.extract"))
 
 
 def is_shape_op(op: ir.Operation) -> bool:
@@ -340,6 +343,30 @@ def param_values(op: ir.Operation, param: str) -> list[sym.Expr]:
         raise ValueError(f"{op.name} has no hipdnn.tie_param for '{param}'")
     memo: dict = {}
     return [dim_expr(v, memo) for v in list(tie.operands)[1:]]
+
+
+def place(value: ir.Value, offset: sym.Expr, before: ir.Operation) -> None:
+    """State that the buffer of `value` lies at byte `offset` of the pool."""
+    _tie(value, PLACE, [offset], before, {})
+
+
+def offset_of(value: ir.Value) -> sym.Expr | None:
+    """The pool offset of a buffer (hipdnn.place), None when it is not in the pool."""
+    tie = _tie_of(value, PLACE)
+    return None if tie is None else dim_expr(tie.operands[1])
+
+
+def set_pool_size(module: ir.Module, size: sym.Expr) -> None:
+    ret = body(module).operations[len(body(module).operations) - 1].operation
+    create(POOL, index_operands([size], ret), [], {}, before=ret)
+
+
+def pool_size(module: ir.Module) -> sym.Expr | None:
+    """The pool's byte size (hipdnn.pool), None when the program uses no pool."""
+    for op in body(module).operations:
+        if op.operation.name == POOL:
+            return dim_expr(op.operation.operands[0])
+    return None
 
 
 def index_operands(values: list[sym.Expr], before: ir.Operation) -> list[ir.Value]:

@@ -16,9 +16,13 @@
 // CHECK:       llvm.call @hipdnn_ep_kernel_binary(
 // CHECK:       llvm.call @hipdnn_ep_kernel_unary(
 // CHECK:       llvm.call @hipdnn_ep_free(
-func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {"hipdnn.pool_size" = "256"} {
+func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %c0 = arith.constant 0 : index
+  %c256 = arith.constant 256 : index
+  "hipdnn.pool"(%c256) : (index) -> ()
   %0 = "hipdnn.weight"() {name = "w", "hipdnn.dims_slot" = [-1]} : () -> tensor<3xf32>
-  %1 = "hipdnn.binary"(%arg0, %0) {op = "ADD", "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = "hipdnn.binary"(%arg0, %0) {op = "ADD", "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "pool"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  "hipdnn.place"(%1, %c0) : (tensor<2x3xf32>, index) -> ()
   %2 = "hipdnn.unary"(%1) {op = "TANH", "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %2 : tensor<2x3xf32>
 }
@@ -45,18 +49,24 @@ func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {"hipdnn.p
 // CHECK-NOT:   llvm.sdiv
 // CHECK-NOT:   arith.
 // CHECK-NOT:   with.overflow
-func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> attributes {"hipdnn.pool_size" = "(mul 512 (ceildiv (mul 4 d0_0) 256))", "hipdnn.host_scratch_slots" = 1 : i64} {
-  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [0], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<?xf32>) -> tensor<?xf32>
-  %t1_2 = arith.constant 0 : index
-  %t1_3 = tensor.dim %arg0, %t1_2 : tensor<?xf32>
-  "hipdnn.tie_dims"(%0, %t1_3) : (tensor<?xf32>, index) -> ()
-  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims_slot" = [0], "hipdnn.storage" = "pool", "hipdnn.offset" = "(mul 256 (ceildiv (mul 4 d0_0) 256))"} : (tensor<?xf32>) -> tensor<?xf32>
-  %t2_2 = arith.constant 0 : index
-  %t2_3 = tensor.dim %arg0, %t2_2 : tensor<?xf32>
-  "hipdnn.tie_dims"(%1, %t2_3) : (tensor<?xf32>, index) -> ()
+func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> attributes {"hipdnn.host_scratch_slots" = 1 : i64} {
+  %c512 = arith.constant 512 : index
+  %c4 = arith.constant 4 : index
+  %c256 = arith.constant 256 : index
+  %c0 = arith.constant 0 : index
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [0], "hipdnn.storage" = "pool"} : (tensor<?xf32>) -> tensor<?xf32>
+  %dim = tensor.dim %arg0, %c0 : tensor<?xf32>
+  "hipdnn.tie_dims"(%0, %dim) : (tensor<?xf32>, index) -> ()
+  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims_slot" = [0], "hipdnn.storage" = "pool"} : (tensor<?xf32>) -> tensor<?xf32>
+  "hipdnn.tie_dims"(%1, %dim) : (tensor<?xf32>, index) -> ()
   %2 = "hipdnn.binary"(%0, %1) {op = "ADD", "hipdnn.dims_slot" = [0], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
-  %t3_2 = arith.constant 0 : index
-  %t3_3 = tensor.dim %arg0, %t3_2 : tensor<?xf32>
-  "hipdnn.tie_dims"(%2, %t3_3) : (tensor<?xf32>, index) -> ()
+  "hipdnn.tie_dims"(%2, %dim) : (tensor<?xf32>, index) -> ()
+  "hipdnn.place"(%0, %c0) : (tensor<?xf32>, index) -> ()
+  %3 = arith.muli %dim, %c4 : index
+  %4 = arith.ceildivsi %3, %c256 : index
+  %5 = arith.muli %4, %c256 : index
+  "hipdnn.place"(%1, %5) : (tensor<?xf32>, index) -> ()
+  %6 = arith.muli %4, %c512 : index
+  "hipdnn.pool"(%6) : (index) -> ()
   return %2 : tensor<?xf32>
 }

@@ -1,12 +1,19 @@
 // RUN: hipdnn-ep-compile opt %s --pass-pipeline=plan-memory --split-input-file | filecheck %s
 
-// Liveness: %2 reuses %0's place; the result is an output of its own.
+// Liveness: %2 reuses %0's place; the result is an output of its own.  Offsets and the pool size
+// are index values (hipdnn.place per pool buffer, one hipdnn.pool).
 // CHECK-LABEL: func.func @main
-// CHECK-SAME:  hipdnn.pool_size = "512"
-// CHECK:       hipdnn.offset = "0", hipdnn.storage = "pool", op = "RELU"
-// CHECK:       hipdnn.offset = "256", hipdnn.storage = "pool", op = "EXP"
-// CHECK:       hipdnn.offset = "0", hipdnn.storage = "pool", op = "TANH"
+// CHECK-DAG:   [[C0:%.+]] = arith.constant 0 : index
+// CHECK-DAG:   [[C256:%.+]] = arith.constant 256 : index
+// CHECK-DAG:   [[C512:%.+]] = arith.constant 512 : index
+// CHECK:       [[A:%.+]] = "hipdnn.unary"(%arg0) {{.*}}hipdnn.storage = "pool", op = "RELU"
+// CHECK:       [[B:%.+]] = "hipdnn.unary"({{.*}}hipdnn.storage = "pool", op = "EXP"
+// CHECK:       [[C:%.+]] = "hipdnn.unary"({{.*}}hipdnn.storage = "pool", op = "TANH"
 // CHECK:       hipdnn.output_index = 0 : i64, hipdnn.storage = "output", op = "NEG"
+// CHECK:       "hipdnn.place"([[A]], [[C0]])
+// CHECK-NEXT:  "hipdnn.place"([[B]], [[C256]])
+// CHECK-NEXT:  "hipdnn.place"([[C]], [[C0]])
+// CHECK-NEXT:  "hipdnn.pool"([[C512]])
 func.func @main(%arg0: tensor<64xf32>) -> tensor<64xf32> {
   %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [-1]} : (tensor<64xf32>) -> tensor<64xf32>
   %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims_slot" = [-1]} : (tensor<64xf32>) -> tensor<64xf32>
@@ -17,9 +24,19 @@ func.func @main(%arg0: tensor<64xf32>) -> tensor<64xf32> {
 
 // -----
 
-// Dynamic sizes give offsets that are expressions of the input dims.
+// Dynamic sizes give offsets that are arith over the input dims: the EXP buffer sits above the RELU
+// one, at 256 * ceildiv(4 * d0, 256); the pool size shares that ceildiv (cse).
 // CHECK-LABEL: func.func @main
-// CHECK:       hipdnn.offset = "(mul 256 (ceildiv (mul 4 d0_0) 256))", hipdnn.storage = "pool", op = "EXP"
+// CHECK:       [[A:%.+]] = "hipdnn.unary"(%arg0) {{.*}}op = "RELU"
+// CHECK:       [[D:%.+]] = tensor.dim %arg0
+// CHECK:       [[B:%.+]] = "hipdnn.unary"([[A]]) {{.*}}op = "EXP"
+// CHECK:       "hipdnn.place"([[A]], %c0)
+// CHECK-NEXT:  [[BYTES:%.+]] = arith.muli [[D]], %c4 : index
+// CHECK-NEXT:  [[BLOCKS:%.+]] = arith.ceildivsi [[BYTES]], %c256 : index
+// CHECK-NEXT:  [[OFF:%.+]] = arith.muli [[BLOCKS]], %c256 : index
+// CHECK-NEXT:  "hipdnn.place"([[B]], [[OFF]])
+// CHECK-NEXT:  [[POOL:%.+]] = arith.muli [[BLOCKS]], %c512 : index
+// CHECK-NEXT:  "hipdnn.pool"([[POOL]])
 func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
   %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
   %t1_2 = arith.constant 0 : index

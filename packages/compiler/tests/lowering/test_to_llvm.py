@@ -13,8 +13,12 @@ from hipdnn_ep_compiler.lowering.to_llvm import metadata_global
 
 STATIC = '''
 func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %c0 = arith.constant 0 : index
+  %c256 = arith.constant 256 : index
+  "hipdnn.pool"(%c256) : (index) -> ()
   %0 = "hipdnn.weight"() {name = "w", "hipdnn.dims_slot" = [-1]} : () -> tensor<3xf32>
-  %1 = "hipdnn.binary"(%arg0, %0) {op = "ADD", "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "pool", "hipdnn.offset" = "0"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = "hipdnn.binary"(%arg0, %0) {op = "ADD", "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "pool"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  "hipdnn.place"(%1, %c0) : (tensor<2x3xf32>, index) -> ()
   %2 = "hipdnn.unary"(%1) {op = "TANH", "hipdnn.dims_slot" = [-1], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %2 : tensor<2x3xf32>
 }
@@ -22,9 +26,6 @@ func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 
 def _module(text):
-    text = text.replace("func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {",
-                        'func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> attributes '
-                        '{"hipdnn.pool_size" = "256"} {')
     return hir.ir.Module.parse(text, hir.new_context())
 
 

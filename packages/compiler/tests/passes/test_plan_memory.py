@@ -1,6 +1,7 @@
 """plan-memory: IR in, IR out."""
 
 from hipdnn_ep_compiler import ir as hir
+from hipdnn_ep_compiler import symbolic as sym
 from hipdnn_ep_compiler.passes import plan_memory
 
 
@@ -9,6 +10,13 @@ def _run(text):
     plan_memory.run(module)
     assert module.operation.verify()
     return str(module)
+
+
+def _plan(out: str) -> tuple[list, object]:
+    """The pool offsets (hipdnn.place, in op order) and the pool size (hipdnn.pool) read from the IR."""
+    module = hir.ir.Module.parse(out, hir.new_context())
+    offsets = [hir.offset_of(r) for op in hir.ops(module) for r in op.results if hir.offset_of(r) is not None]
+    return offsets, hir.pool_size(module)
 
 
 def test_liveness_reuses_dead_buffers_and_outputs_are_malloced():
@@ -21,10 +29,8 @@ func.func @main(%arg0: tensor<64xf32>) -> tensor<64xf32> {
   return %3 : tensor<64xf32>
 }''')
     # %0 and %1 overlap; %2 overlaps only %1, so it reuses %0's place at offset 0
-    assert out.count('hipdnn.offset = "0"') == 2
-    assert out.count('hipdnn.offset = "256"') == 1
+    assert _plan(out) == ([0, 256, 0], 512)
     assert 'hipdnn.output_index = 0 : i64, hipdnn.storage = "output"' in out
-    assert 'hipdnn.pool_size = "512"' in out
 
 
 def test_returned_input_and_duplicate_outputs_get_copies():
@@ -38,7 +44,7 @@ func.func @main(%arg0: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?
 }''')
     assert out.count('"hipdnn.copy"') == 2
     assert "hipdnn.dims_slot = [-2]" in out  # the copy of the input keeps the caller's dims
-    assert "hipdnn.pool_size" not in out  # everything lives in outputs
+    assert "hipdnn.pool" not in out  # everything lives in outputs
 
 
 def test_dynamic_sizes_give_offset_expressions():
@@ -58,7 +64,7 @@ func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
   "hipdnn.tie_dims"(%2, %t4_3) : (tensor<?xf32>, index) -> ()
   return %2 : tensor<?xf32>
 }''')
-    assert 'hipdnn.offset = "(mul 256 (ceildiv (mul 4 d0_0) 256))"' in out
+    assert [sym.to_str(o) for o in _plan(out)[0]] == ["0", "(mul 256 (ceildiv (mul 4 d0_0) 256))"]
 
 
 def _chain(n: int) -> str:
@@ -79,23 +85,14 @@ def _chain(n: int) -> str:
 
 def test_dynamic_plan_grows_linearly_and_reuses_slots():
     """Offsets nest no earlier offset: a 40-op chain needs three slots, not forty nested maxima."""
-    import re
-
-    from hipdnn_ep_compiler import symbolic as sym
-
     out = _run(_chain(40))
-    pool = sym.parse(re.search(r'hipdnn.pool_size = "([^"]*)"', out)[1])
+    offsets, pool = _plan(out)
     assert sym.evaluate(pool, {"d0_0": 1000}) == 3 * 4096  # three live 4000-byte buffers, 256-aligned
-    offsets = {sym.to_str(sym.parse(o)) for o in re.findall(r'hipdnn.offset = "([^"]*)"', out)}
-    assert len(offsets) == 3
+    assert len({sym.to_str(o) for o in offsets}) == 3
     assert len(out) < 40 * 500
 
 
 def test_dynamic_slots_never_overlap_live_buffers():
-    import re
-
-    from hipdnn_ep_compiler import symbolic as sym
-
     out = _run('''
 func.func @main(%arg0: tensor<?xf32>, %arg1: tensor<?xf32>) -> tensor<?xf32> {
   %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
@@ -123,7 +120,7 @@ func.func @main(%arg0: tensor<?xf32>, %arg1: tensor<?xf32>) -> tensor<?xf32> {
   "hipdnn.tie_dims"(%4, %t9_8) : (tensor<?xf32>, index) -> ()
   return %4 : tensor<?xf32>
 }''')
-    offsets = [sym.parse(o) for o in re.findall(r'hipdnn.offset = "([^"]*)"', out)]
+    offsets = _plan(out)[0]
     sizes = [lambda env, s=s: 256 * -(-4 * env[s] // 256) for s in ("d0_0", "d1_0", "d0_0", "d1_0")]
     live = [(0, 2), (1, 3), (2, 4), (3, 4)]  # op index ranges: %0..%2, %1..%3, %2..%4, %3..%4
     for env in ({"d0_0": 1, "d1_0": 1000}, {"d0_0": 1000, "d1_0": 1}, {"d0_0": 64, "d1_0": 64}):

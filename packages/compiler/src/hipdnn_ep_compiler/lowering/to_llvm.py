@@ -34,7 +34,7 @@ class LoweredProgram:
     imports: list[str]  # runtime functions the program calls, in first-use order
     weights: list[str]  # weight names in program-input order (after the graph inputs)
     n_inputs: int
-    pool_size: str | None
+    pool_size: sym.Expr | None
     host_scratch_slots: int
     output_dims: list[list[str]] = field(default_factory=list)
     # The newest ABI minor among the element types and enum values the calls use (functions aside).
@@ -59,7 +59,7 @@ class _Lowering:
         func = hir.main_func(module)
         self.n_inputs = len(func.regions[0].blocks[0].arguments)
         self.slots = hir.get_int(func, "hipdnn.host_scratch_slots", 0)
-        self.pool_size = hir.get_str(func, "hipdnn.pool_size")
+        self.pool_size = hir.pool_size(module)
         self.min_minor = 0
         self.checks = chk.read(func)
         self.poison: str | None = None  # i1: some shape arithmetic since the last guard overflowed
@@ -340,7 +340,7 @@ class _Lowering:
                 text = f"the byte size of the output shape {t.dims(hir.dims_of(value))} overflows int64"
                 self.checks.append(chk.Check(hir.get_str(op, "onnx.node", op.name), "fits", tuple(t.values), text))
         if self.pool_size is not None:
-            self.checks.append(chk.Check("the memory plan", "fits", (sym.parse(self.pool_size),),
+            self.checks.append(chk.Check("the memory plan", "fits", (self.pool_size,),
                                          "the pool size overflows int64"))
         distinct = {c.relation(): c for c in reversed(self.checks) if not c.is_static()}
         self.checks = [c for c in self.checks if distinct.get(c.relation()) is c]
@@ -359,7 +359,7 @@ class _Lowering:
         # 3. pool for intermediates
         if self.pool_size is not None:
             out = e.alloca(8)
-            self.call(rc.POOL, [self.state, self.expr(sym.parse(self.pool_size)), out])
+            self.call(rc.POOL, [self.state, self.expr(self.pool_size), out])
             self.pool = e.load(out, "ptr")
 
         # 4. outputs, each in its own block: from 1.3 the program states each output's shape and asks
@@ -382,8 +382,7 @@ class _Lowering:
                         self.store_field(self.ref, ref, "data", ptr)
                     self.data[value] = ptr
                 elif storage(op, r) == "pool":
-                    offset = hir.get_str(op, attr_name("hipdnn.offset", r))
-                    self.data[value] = e.gep(self.pool, self.expr(sym.parse(offset)))
+                    self.data[value] = e.gep(self.pool, self.expr(hir.offset_of(value)))
 
         # 5. the ops
         for op in ops:

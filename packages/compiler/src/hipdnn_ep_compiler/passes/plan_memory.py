@@ -6,9 +6,11 @@ IR out:
     result is (an alias of) a program input, a weight, or a buffer another result already
     owns, a `hipdnn.copy` is inserted;
   * ops that produce a buffer (kernels, materialize, copy) get `hipdnn.storage` = "output"
-    (with `hipdnn.output_index`) or "pool" (with `hipdnn.offset`, an expression) for their result;
-    an op with several results (GroupQueryAttention) gets `hipdnn.storage.<k>` etc. for result k;
-  * `hipdnn.pool_size` (expression) on the function when the pool is used.
+    (with `hipdnn.output_index`) or "pool" for their result; an op with several results
+    (GroupQueryAttention) gets `hipdnn.storage.<k>` etc. for result k;
+  * a pool buffer's byte offset is an index value (arith over the input dims), stated by
+    `"hipdnn.place"(%buffer, %offset)`, and the pool's byte size by `"hipdnn.pool"(%size)`, when the
+    pool is used; canonicalize and cse fold and share them with the rest of the shape arithmetic.
 
 Offsets are liveness based.  With static sizes a buffer goes to the lowest offset that no
 buffer with an overlapping live range occupies (first fit).  With dynamic sizes, buffers share
@@ -112,8 +114,9 @@ def run(module: ir.Module) -> ir.Module:
     offsets, pool_size = _first_fit(buffers) if static else _slots(buffers)
     for b, offset in zip(buffers, offsets, strict=True):
         hir.set_attr(b.op, attr_name("hipdnn.storage", b.result), "pool")
-        hir.set_attr(b.op, attr_name("hipdnn.offset", b.result), sym.to_str(offset))
-    hir.set_attr(hir.main_func(module), "hipdnn.pool_size", sym.to_str(pool_size))
+        hir.place(b.op.results[b.result], offset, before=ret)
+    hir.set_pool_size(module, pool_size)
+    hir.fold_shapes(module)
     return module
 
 
