@@ -62,3 +62,82 @@ def test_serve_answers_one_line_per_request_until_stdin_closes(static_model, tmp
     assert bad["error"]["kind"] == "BadRequest"
     assert [n["supported"] for n in support["models"][0]["nodes"]] == [True, True]
     assert compiled["ok"] and compiled["artifact"] == str(tmp_path / "a")
+
+
+def _pipeline_runs(monkeypatch) -> list[str]:
+    """Records each run of the pass pipeline (the front half of support and compile)."""
+    from hipdnn_ep_compiler import compiler
+
+    runs: list[str] = []
+    real = compiler.run_pipeline
+
+    def counted(module, **kw):
+        runs.append("run")
+        return real(module, **kw)
+
+    monkeypatch.setattr(compiler, "run_pipeline", counted)
+    monkeypatch.setattr(compiler, "_kept", type(compiler._kept)())
+    return runs
+
+
+def test_a_compile_after_the_support_query_of_the_same_file_reuses_its_lowering(static_model, tmp_path,
+                                                                               monkeypatch):
+    runs = _pipeline_runs(monkeypatch)
+    onnx.save(static_model, tmp_path / "m.onnx")
+    model = str(tmp_path / "m.onnx")
+    assert handle({"protocol": 2, "action": "support", "models": [model]})["ok"]
+    assert len(runs) == 1
+    reused = handle({"protocol": 2, "action": "compile", "model": model, "output": str(tmp_path / "a")})
+    assert reused["ok"] and len(runs) == 1, "the compile took the support query's lowering"
+    fresh = handle({"protocol": 2, "action": "compile", "model": model, "output": str(tmp_path / "b")})
+    assert fresh["ok"] and len(runs) == 2, "a lowering is taken once"
+    assert reused["metadata"] == fresh["metadata"]
+    assert (tmp_path / "a/program.so").read_bytes() == (tmp_path / "b/program.so").read_bytes()
+
+
+def test_a_kept_lowering_is_not_taken_for_other_bytes_or_another_target(static_model, tmp_path, monkeypatch):
+    runs = _pipeline_runs(monkeypatch)
+    model = tmp_path / "m.onnx"
+    onnx.save(static_model, model)
+    manifest = json.loads(bundled_manifest_path().read_text())
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+    def compile_(out: str, **fields) -> None:
+        assert handle({"protocol": 2, "action": "compile", "model": str(model), "output": str(tmp_path / out),
+                       **fields})["ok"]
+
+    assert handle({"protocol": 2, "action": "support", "models": [str(model)]})["ok"]
+    assert len(runs) == 1
+    compile_("a", abi=f"1.{manifest['abi']['minor']}")  # another target: an explicit ABI ...
+    compile_("b", manifest=str(tmp_path / "manifest.json"))  # ... another manifest
+    assert len(runs) == 3
+    static_model.graph.node[0].name = "renamed"  # other bytes at the same path
+    onnx.save(static_model, model)
+    compile_("c")
+    assert len(runs) == 4
+    assert handle({"protocol": 2, "action": "support", "models": [str(model)]})["ok"]
+    compile_("d")
+    assert len(runs) == 5, "the compile of the bytes just checked took their lowering"
+
+
+def test_serve_imports_the_compile_path_before_the_first_request():
+    code = ("import io, sys\nfrom hipdnn_ep_compiler import protocol\n"
+            "assert 'torch_mlir.execution_engine' not in sys.modules\n"
+            "protocol.serve(stdin=io.StringIO(''), stdout=io.StringIO())\n"
+            "print(sorted(m for m in ('torch_mlir.execution_engine', 'torch_mlir.passmanager',"
+            " 'hipdnn_ep_compiler.compiler', 'hipdnn_ep_compiler.support') if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["['hipdnn_ep_compiler.compiler',", "'hipdnn_ep_compiler.support',",
+                                   "'torch_mlir.execution_engine',", "'torch_mlir.passmanager']"]
+
+
+def test_the_dependencies_exclude_the_ml_dtypes_release_that_imports_slowly():
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    reqs = [Requirement(r) for r in metadata.requires("hipdnn-ep-compiler") or []]
+    ml_dtypes = [r for r in reqs if r.name.replace("_", "-") == "ml-dtypes"]
+    assert ml_dtypes and not ml_dtypes[0].specifier.contains("0.7.0")
+    assert metadata.version("ml_dtypes") != "0.7.0"

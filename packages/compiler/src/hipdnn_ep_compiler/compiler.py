@@ -6,7 +6,9 @@ import ctypes
 import hashlib
 import json
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
+from typing import NamedTuple
 
 import onnx
 
@@ -112,6 +114,63 @@ def emit_object(llvm_text: str, imports: list[str], object_path: Path) -> None:
         raise RuntimeError("internal error: the execution engine wrote no object file")
 
 
+class Lowered(NamedTuple):
+    """The front half of a compile: the shape-inferred model, the planned module, its host program."""
+
+    model: onnx.ModelProto
+    module: object
+    lowered: object
+
+
+# Lowered models kept by key (see lower_model): the EP asks whether a subgraph is supported, which
+# runs everything but object emission, then compiles those same bytes. A few are kept, each
+# taken (and dropped) by the compile that follows; a long-lived compiler process never grows.
+_KEPT_MAX = 4
+_kept: OrderedDict[str, Lowered] = OrderedDict()
+
+
+def lowering_key(path: str | Path, manifest: str | Path | None, abi: str | tuple[int, int] | None) -> str | None:
+    """What the front half of a compile depends on, as a digest: the model file's bytes, the name and
+    size of each external data file it references (the ONNX checker reads them), the manifest's bytes
+    and the target ABI. None when a file cannot be read (the compile then reports it)."""
+    h = hashlib.sha256(b"lowering 1\0")
+    try:
+        data = Path(path).read_bytes()
+        h.update(len(data).to_bytes(8, "little") + data)
+        external = set()
+        if b"location" in data:  # only models with external data name one
+            proto = onnx.load_from_string(data)
+            external = {e.value for t in proto.graph.initializer for e in t.external_data if e.key == "location"}
+        for name in sorted(external):
+            f = Path(path).parent / name
+            h.update(f"\0{name}\0{f.stat().st_size if f.is_file() else -1}".encode())
+        h.update(b"\0" + (Path(manifest).read_bytes() if manifest is not None else b"bundled"))
+    except Exception:  # noqa: BLE001 - unreadable or not a model: nothing is kept, the compile says why
+        return None
+    h.update(f"\0{abi}".encode())
+    return h.hexdigest()
+
+
+def lower_model(model_or_path: onnx.ModelProto | str | Path, target: RuntimeAbi, key: str | None = None,
+                keep: bool = False) -> Lowered:
+    """Load, import, run the pass pipeline and lower to the host program. A result kept under `key`
+    (by lowering_key) is taken instead of computing it again; keep=True keeps this one under `key`."""
+    if key is not None and key in _kept:
+        if not keep:
+            return _kept.pop(key)
+        _kept.move_to_end(key)
+        return _kept[key]
+    model, _ = load_model(model_or_path)
+    module = import_model(model)
+    run_pipeline(module, abi=target)
+    result = Lowered(model, module, lower_to_llvm(module, target))
+    if keep and key is not None:
+        _kept[key] = result
+        while len(_kept) > _KEPT_MAX:
+            _kept.popitem(last=False)
+    return result
+
+
 def compile_model(model_or_path: onnx.ModelProto | str | Path, out_dir: str | Path, backend: str = "cpu",
                   abi: str | tuple[int, int] | None = None, manifest: str | Path | None = None) -> ArtifactInfo:
     """Compile an ONNX model into the artifact directory `out_dir` and return its description.
@@ -124,10 +183,8 @@ def compile_model(model_or_path: onnx.ModelProto | str | Path, out_dir: str | Pa
         raise CompileError(f"unknown backend '{backend}' (choose from {', '.join(BACKENDS)})")
     target = load_abi(manifest, abi)
     check_runtime_reads(target.artifact, target.source)
-    model, _ = load_model(model_or_path)
-    module = import_model(model)
-    run_pipeline(module, abi=target)
-    lowered = lower_to_llvm(module, target)
+    key = None if isinstance(model_or_path, onnx.ModelProto) else lowering_key(model_or_path, manifest, abi)
+    model, module, lowered = lower_model(model_or_path, target, key)
     meta = build_metadata(model, module, lowered, target, backend)
     text = lowered.text + metadata_global(json.dumps(meta, separators=(",", ":"))) + "\n"
     out = Path(out_dir)

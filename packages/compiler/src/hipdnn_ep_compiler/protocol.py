@@ -112,11 +112,27 @@ def handle(request: Any) -> dict[str, Any]:
                   version)
 
 
+def prepare() -> None:
+    """Imports everything a support query or a compile needs (the ONNX and MLIR bindings and the
+    compiler's passes, lowering and object emission), which is most of a first compile's time.
+    serve() calls it before reading the first request, so the imports run while the host is still
+    busy with its own work. An import that fails here fails again, with its message, in the
+    request that needs it."""
+    try:
+        import torch_mlir.dialects.llvm  # noqa: F401  (the lowering's first use imports these)
+        import torch_mlir.execution_engine  # noqa: F401
+        import torch_mlir.passmanager  # noqa: F401
+
+        from . import compiler, support  # noqa: F401
+    except Exception:  # noqa: BLE001 - a broken install is reported by the request it breaks
+        pass
+
+
 def serve(stdin=None, stdout=None, handler: Callable[[Any], dict[str, Any]] = handle) -> int:
     """Answers requests until stdin closes: one JSON request per line in, one JSON response per
     line out, in order (JSON text has no raw newlines). Anything else the compiler or its
     libraries print goes to stderr, so stdout carries responses only. `handler` answers one
-    parsed request (default: handle)."""
+    parsed request (default: handle). The compile path is imported first (see prepare)."""
     import os
 
     if stdout is None:  # keep the real stdout for responses; fd 1 (print, native code) goes to stderr
@@ -124,6 +140,7 @@ def serve(stdin=None, stdout=None, handler: Callable[[Any], dict[str, Any]] = ha
         stdout = os.fdopen(os.dup(1), "w", encoding="utf-8")
         os.dup2(2, 1)
     stdin = stdin or sys.stdin
+    prepare()
     for line in stdin:
         if not line.strip():
             continue

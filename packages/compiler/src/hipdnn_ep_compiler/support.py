@@ -116,17 +116,12 @@ def _copy_external_data(model: onnx.ModelProto, base: Path, folder: Path) -> Non
                 shutil.copyfile(src, dst)
 
 
-def _check_path(path: Path, target) -> None:
-    """Runs everything compile_model runs up to (not including) object emission."""
-    from .frontend import load_model
-    from .frontend.importer import import_model
-    from .lowering import lower_to_llvm
-    from .passes import run_pipeline
+def _check_path(path: Path, target, key: str | None = None) -> None:
+    """Runs everything compile_model runs up to (not including) object emission. With `key` (see
+    compiler.lowering_key), the result is kept for a compile of the same bytes that follows."""
+    from .compiler import lower_model
 
-    loaded, _ = load_model(path)
-    module = import_model(loaded)
-    run_pipeline(module, abi=target)
-    lower_to_llvm(module, target)
+    lower_model(path, target, key, keep=key is not None)
 
 
 def _check(model: onnx.ModelProto, folder: Path, target) -> None:
@@ -144,6 +139,7 @@ def check_support(model_or_path: onnx.ModelProto | str | Path, backend: str = "c
     """One verdict per node of the model, in graph order (see the module docstring)."""
     from .abi import load_abi
     from .artifact import BACKENDS
+    from .compiler import lowering_key
     from .errors import ModelError
 
     if backend not in BACKENDS:
@@ -176,8 +172,8 @@ def check_support(model_or_path: onnx.ModelProto | str | Path, backend: str = "c
         while len(reasons) < len(nodes):
             reduced, kept = _without(model, set(reasons))
             try:
-                if not reasons and base is not None:
-                    _check_path(Path(model_or_path), target)  # the model as given: no copy
+                if not reasons and base is not None:  # the model as given: no copy, kept for its compile
+                    _check_path(Path(model_or_path), target, lowering_key(model_or_path, manifest, abi))
                 else:
                     _check(reduced, folder, target)
                 break
