@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,13 @@ namespace {
 
 std::string Tail(const std::string& s, size_t n = 4000) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
 
+// How a process ended, from its wait status.
+std::string Ended(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "ended";
+}
+
 
 // A compiler process answering requests, one JSON line each way
 // (`PYTHON -m hipdnn_ep_compiler.protocol --serve`), kept for the life of
@@ -46,17 +54,34 @@ class CompilerServer {
   // Sends one request line and returns the response line; starts the
   // process when it is not running (first use, or after it died or was
   // stopped).  Throws with what went wrong and the process's stderr.
-  std::string Request(const std::string& line, int64_t timeout_s, const std::string& where) {
+  // `notice`, when set, hears of a process that ended on its own and was
+  // replaced.
+  std::string Request(const std::string& line, int64_t timeout_s, const std::string& where,
+                      const std::function<void(const std::string&)>& notice) {
     std::lock_guard<std::mutex> lock(mu_);
-    // A process that died while idle (killed, out of memory) is replaced, and
-    // the request, which has no effect until answered, is sent again once.
+    // A process that died (killed, out of memory) while idle or during this
+    // request is replaced, and the request, which has no effect until
+    // answered, is sent again once.
     for (int attempt = 0;; ++attempt) {
       const bool fresh = !Alive();
-      if (fresh) Start(where);
+      if (fresh) {
+        Start(where);
+        if (!ended_.empty() && notice) {
+          notice("hipdnn-ep: the compiler process " + ended_ + "; a new one (pid " + std::to_string(pid_) +
+                 ") takes over");
+        }
+        ended_.clear();
+      }
       try {
         return Exchange(line, timeout_s, where);
-      } catch (const Died&) {
-        if (fresh || attempt > 0) throw;
+      } catch (const Died& e) {
+        if (fresh && attempt > 0) {
+          throw EpError(std::string(e.what()) + "\nIt was the second compiler process to end during this request " +
+                        "(the first one " + first_end_ + "), so the request itself seems to break the compiler: " +
+                        "please report it with the model.");
+        }
+        if (fresh) throw;
+        first_end_ = ended_;
       }
     }
   }
@@ -90,7 +115,11 @@ class CompilerServer {
     }
     if (broken) {
       const std::string partial = buffered_;
+      const pid_t pid = pid_;
       const int code = Stop();
+      ended_ = "(pid " + std::to_string(pid) + ") " +
+               (code > 128 ? "was killed by signal " + std::to_string(code - 128) : "exited with code " + std::to_string(code)) +
+               " during a request";
       throw Died(where + " exited with code " + std::to_string(code) + " without a valid JSON response.\nstderr:\n" +
                     ErrTail(err_start) + (partial.empty() ? "" : "\nstdout:\n" + Tail(partial)));
     }
@@ -128,7 +157,9 @@ class CompilerServer {
   bool Alive() {
     if (pid_ <= 0) return false;
     int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == 0) return true;
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == 0) return true;
+    if (r == pid_) ended_ = "(pid " + std::to_string(pid_) + ") " + Ended(status) + " while idle";
     pid_ = -1;  // reaped: it exited between requests
     Close();
     return false;
@@ -244,6 +275,10 @@ class CompilerServer {
   pid_t pid_ = -1;
   int in_ = -1, out_ = -1, err_ = -1;
   std::string buffered_;
+  // How the last process ended when it ended on its own ("" when it did
+  // not, or once its successor was announced), and how the first of two
+  // processes ended that both failed one request.
+  std::string ended_, first_end_;
 };
 
 // One server per interpreter for the whole process (never destroyed: at
@@ -350,7 +385,7 @@ json::Value CompileClient::Call(const std::string& request, std::string* raw) co
                       python_reason_ + ")";
   std::shared_ptr<CompilerServer> server = ServerFor(python_);
   const off_t err_start = server->ErrOffset();
-  const std::string line = server->Request(request, timeout_s_, where);
+  const std::string line = server->Request(request, timeout_s_, where, notice_);
   json::Value resp;
   try {
     resp = json::Parse(line);
@@ -367,6 +402,15 @@ json::Value CompileClient::Call(const std::string& request, std::string* raw) co
                       : e.is_object() ? e["kind"].string + ": " + e["message"].string
                                       : std::string("no error message");
     throw EpError(where + " reported an error: " + msg);
+  }
+  // Each protocol version is its own contract: an answer in another one is
+  // not read, whatever it looks like.
+  const json::Value& protocol = resp["protocol"];
+  if (!protocol.is_number() || protocol.number != kCompilerProtocolVersion) {
+    throw EpError(where + " answered in compiler protocol " +
+                  (protocol.is_number() ? std::to_string(static_cast<int64_t>(protocol.number)) : std::string("(none stated)")) +
+                  ", but this EP speaks protocol " + std::to_string(kCompilerProtocolVersion) +
+                  ". Install a hipdnn-ep-compiler that speaks it: pip install --upgrade hipdnn-ep hipdnn-ep-compiler");
   }
   if (raw) *raw = line;
   return resp;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -56,6 +57,10 @@ class CompileClient {
   const std::string& python() const { return python_; }
   const std::string& python_reason() const { return python_reason_; }
 
+  // Hears of a compiler process that ended on its own (killed, crashed,
+  // out of memory) and was replaced by a new one.
+  void SetNotice(std::function<void(const std::string&)> notice) { notice_ = std::move(notice); }
+
   // `raw`, when given, receives the answer as the compiler wrote it.
   CompilerCapabilities Capabilities(std::string* raw = nullptr) const;
   static CompilerCapabilities ParseCapabilities(const json::Value& response);
@@ -74,6 +79,7 @@ class CompileClient {
   std::string python_;
   std::string python_reason_;
   int64_t timeout_s_;
+  std::function<void(const std::string&)> notice_;
 };
 
 }  // namespace hipdnn_ep

@@ -263,6 +263,7 @@ HipdnnEp::HipdnnEp(HipdnnEpFactory& factory, EpConfig config, const OrtLogger& l
   // With the cache disabled no cache folder is created or needed (only the
   // per-install key of EPContext models lives there).
   if (config_.cache_enable) cache_ = std::make_unique<CompileCache>(config_.cache_dir, config_.cache_max_bytes);
+  client_.SetNotice([this](const std::string& msg) { Log(ort, logger_, ORT_LOGGING_LEVEL_WARNING, msg); });
   Log(ort, logger_, ORT_LOGGING_LEVEL_INFO,
       "hipdnn-ep: backend " + config_.backend_name + ", compiler " + client_.python() + " (" +
           client_.python_reason() + "), cache " + (config_.cache_enable ? cache_->dir() : std::string("disabled")));

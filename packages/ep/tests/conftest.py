@@ -176,6 +176,10 @@ def broken_compiler(tmp_path: Path):
         "garbage": "read -r line; echo 'this is not JSON'; exec sleep 60",
         "crash": "read -r line; echo 'Segmentation fault in the compiler' >&2; kill -SEGV $$",
         "not-ok": "read -r line; echo '{\"protocol\": 2, \"ok\": false}'",
+        "other-protocol": "read -r line; echo '{\"protocol\": 3, \"ok\": true, \"compiler_version\": \"9.0\"}'; "
+                          "exec sleep 60",
+        "refuses-protocol": "read -r line; echo '{\"protocol\": 3, \"ok\": false, \"error\": {\"kind\": "
+                            "\"BadRequest\", \"message\": \"unsupported protocol 2; this compiler speaks 3\"}}'",
         "hang": "read -r line; exec sleep 60",
     }
 

@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from conftest import NO_FALLBACK, Env, cpu_session, make_session
+from conftest import LOG_POINTER, NO_FALLBACK, Env, cpu_session, make_session
 from hipdnn_ep._abi_info import REQUIRED_RUNTIME_ABI
 from hipdnn_ep_compiler.abi import load_abi
 from models import elementwise, many_initializers, reference, save, with_weights
@@ -460,6 +460,9 @@ def test_missing_compiler(tmp_path: Path, ep_devices, env: Env) -> None:
     ("garbage", r"answered without a valid JSON response.*stdout:\nthis is not JSON"),
     ("crash", r"exited with code .* without a valid JSON response.*stderr:\nSegmentation fault in the compiler"),
     ("not-ok", r"reported an error: no error message"),
+    ("other-protocol", r"answered in compiler protocol 3, but this EP speaks protocol 2\. Install a "
+                       r"hipdnn-ep-compiler that speaks it"),
+    ("refuses-protocol", r"reported an error: BadRequest: unsupported protocol 2; this compiler speaks 3"),
 ])
 def test_misbehaving_compiler_is_a_clear_error(tmp_path: Path, ep_devices, env: Env, broken_compiler,
                                                kind: str, message: str) -> None:
@@ -484,6 +487,31 @@ def test_one_compiler_process_serves_every_session_and_is_restarted_when_it_dies
     _check(make_session(elementwise(tmp_path / "m2.onnx", [3, 4]), ep_devices, env.options, NO_FALLBACK),
            _feeds((3, 4)))
     assert _server_pids(env)[-1] != first, "a new compiler process took over"
+
+
+def test_a_compiler_that_dies_during_a_request_is_replaced_once_and_announced(tmp_path: Path, ep_devices, env: Env,
+                                                                              capfd) -> None:
+    _check(make_session(elementwise(tmp_path / "m0.onnx", ["n", 7]), ep_devices, env.options, NO_FALLBACK),
+           _feeds((2, 7)))
+    first = _server_pids(env)[-1]
+    crash = LOG_POINTER.with_name("crash")
+    crash.touch()
+    try:  # the running process dies on the request, and so does the one started to retry it
+        with pytest.raises(Exception, match=rf"(?s)exited with code {128 + signal.SIGSEGV} without a valid JSON "
+                                            r"response.*It was the second compiler process to end during this "
+                                            rf"request \(the first one \(pid {first}\) was killed by signal "
+                                            rf"{signal.SIGSEGV} during a request\)"):
+            make_session(elementwise(tmp_path / "m1.onnx", ["n", 7], "Sub"), ep_devices, env.options, NO_FALLBACK)
+    finally:
+        crash.unlink()
+    _check(make_session(elementwise(tmp_path / "m2.onnx", ["n", 7], "Add"), ep_devices, env.options, NO_FALLBACK),
+           _feeds((2, 7)), "Add")
+    assert _server_pids(env)[-1] != first
+    err = capfd.readouterr().err
+    assert re.search(rf"the compiler process \(pid {first}\) was killed by signal {signal.SIGSEGV} during a "
+                     r"request; a new one \(pid \d+\) takes over", err), err
+    assert re.search(rf"the compiler process \(pid \d+\) was killed by signal {signal.SIGSEGV} during a "
+                     r"request; a new one \(pid \d+\) takes over", err.split("takes over", 1)[1]), err
 
 
 def test_compile_timeout_stops_a_hung_compiler(tmp_path: Path, ep_devices, env: Env, broken_compiler) -> None:

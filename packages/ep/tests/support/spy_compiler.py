@@ -12,6 +12,9 @@ that runs this file with the real interpreter; it
   $HIPDNN_EP_TEST_CAPABILITIES (a JSON object), its fields replace those of the
   capabilities answer (to simulate another compiler release, or one for another runtime ABI).
 
+* crashes (SIGSEGV) on a support or compile request while a file named `crash` exists beside
+  that pointer file (to test how the EP replaces a compiler process that dies).
+
 Without a log folder it is a transparent pass-through.  Without --serve it answers one
 request from stdin, as `python -m hipdnn_ep_compiler.protocol` does."""
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -54,9 +58,17 @@ def _record(request) -> None:
         f.write(json.dumps(request) + "\n")
 
 
+def _crash_requested(request) -> bool:
+    pointer = os.environ.get("HIPDNN_EP_TEST_COMPILE_LOG_POINTER")
+    return bool(pointer) and isinstance(request, dict) and request.get("action") in ("support", "compile") \
+        and Path(pointer).with_name("crash").exists()
+
+
 def answer(request):
     from hipdnn_ep_compiler.protocol import handle
 
+    if _crash_requested(request):
+        os.kill(os.getpid(), signal.SIGSEGV)
     _record(request)
     response = handle(request)
     replace = os.environ.get("HIPDNN_EP_TEST_CAPABILITIES")
