@@ -137,7 +137,8 @@ def matrix(session: nox.Session) -> None:
 
     Wheels are built once per content into build/matrix/wheels; the table goes to stdout and
     build/matrix/matrix.md. Options after `--`: `--gpu auto|cuda|none`, `--no-replay`, `--no-example`,
-    `--cache DIR`."""
+    `--cache DIR`, `--jobs N`, `--pack-offline DIR` (a bundle for a GPU machine with no registry, run there
+    with `python3 integration/matrix.py --offline DIR`; integration/README.md)."""
     # uv on the session's PATH builds the wheels and makes each cell's venv; cmake and ninja build the
     # downstream example against each runtime wheel
     session.install("packaging", "uv", "cmake>=3.26", "ninja")

@@ -1,6 +1,8 @@
 """The compatibility matrix: every (compiler, runtime, ep) combination of released wheels and HEAD.
 
     python integration/matrix.py [--cache build/matrix] [--gpu auto|cuda|none] [--no-replay] [--no-example]
+                                 [--jobs N] [--pack-offline DIR]
+    python integration/matrix.py --offline DIR [--gpu cuda] [--jobs N] [--cache DIR]   (no registry, uv or git)
 
 1. Finds every release of each wheel in HEAD's history (``tools/release.py``: by tag, else by the
    ``Release <package> <version>`` commit) plus HEAD itself (the working tree), and builds each
@@ -32,6 +34,12 @@ symbol, a crash or a wrong result fails the matrix. The table (markdown) goes to
 ``<cache>/matrix.md``; the exit status is 1 when any cell differs from its expectation. With a
 GPU (``nvidia-smi`` answers, or ``--gpu cuda``) the same cells run again on the cuda backend,
 with runtime wheels built with ``HIPDNN_EP_BACKENDS="cpu;cuda"``; without one that leg is skipped.
+
+Offline (a GPU machine with no registry, uv or git, and maybe another Python): ``--pack-offline DIR``
+writes, after the CPU leg, the runtime's sources at each release and HEAD, the compiler and EP
+wheels and every CPU cell's EPContext models; ``--offline DIR`` there builds each runtime from its
+sources with that machine's Python and runs each cell on the EPContext models its combination
+compiled here (compiling needs torch-mlir), then the cross-loads and the example.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ import tempfile
 import time
 import zipfile
 from base64 import urlsafe_b64encode
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -312,6 +321,7 @@ class Cell:
     loads: dict[str, dict] = field(default_factory=dict)
     load_expected: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    loads_in: Cell | None = None  # the cell whose EPContext loads stand for this one's (same reader())
 
     @property
     def name(self) -> str:
@@ -394,7 +404,7 @@ def _dynamic_fixed(cell: Cell, kind: str) -> str:
 
 def table(cells: list[Cell]) -> str:
     head = ["compiler", "runtime", "ep", "backend", "expected (from metadata)", "install", "dynamic", "fixed",
-            "EPContext of every cell loaded (as expected)", "verdict"]
+            "EPContext of each writer loaded (as expected)", "verdict"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cells:
         ok, actual = cell_verdict(c)
@@ -409,7 +419,7 @@ def table(cells: list[Cell]) -> str:
         n_as_expected = sum(c.loads.get(k, {}).get("outcome") == v for k, v in c.load_expected.items())
         n_refused = sum(v == "refused" for v in c.load_expected.values())
         loads = (f"{n_as_expected}/{len(c.load_expected)}" + (f" ({n_refused} refused: newer ABI)" if n_refused else "")
-                 if c.load_expected else "-")
+                 if c.load_expected else f"as compiler {c.loads_in.compiler.title}'s row" if c.loads_in else "-")
         verdict = ("as expected" if ok else "**UNEXPECTED**") + f": {actual}"
         rows.append("| " + " | ".join([c.compiler.title, c.runtime.title, c.ep.title, c.backend, expected, install_text,
                                        _dynamic_fixed(c, "dynamic"), _dynamic_fixed(c, "fixed"), loads,
@@ -446,42 +456,270 @@ def _context_abi(producer: Path, model: str) -> tuple[int, int] | None:
     return max((int(a), int(b)) for a, b in found) if found else None
 
 
-def run_matrix(cells: list[Cell], work: Path) -> dict[str, Path]:
-    """Runs every cell, then the EPContext cross-loads; returns each installed cell's Python."""
+CONTEXT_MODELS_SKIPPED = ("refusal",)  # written for the offline leg's own runs, not cross-loaded
+
+
+def context_models(producer: Path) -> list[str]:
+    """The models a cell wrote EPContext models of (`<model>_ctx.onnx` in its folder)."""
+    return sorted(m for p in producer.glob("*_ctx.onnx")
+                  for m in [p.name[:-len("_ctx.onnx")]] if m not in CONTEXT_MODELS_SKIPPED)
+
+
+def writer(cell: Cell) -> tuple:
+    """What decides an EPContext model's bytes: the EP that wrote it, the compiler, the ABI the code targets
+    (the runtime it was written beside counts only through that target)."""
+    return cell.ep.title, cell.compiler.title, cell.expected.target
+
+
+def reader(cell: Cell) -> tuple:
+    """What decides how an EPContext model loads: the EP that reads it and the runtime it runs on (loading
+    compiles nothing, so the reading cell's compiler plays no part)."""
+    return cell.ep.title, cell.runtime.title, cell.backend
+
+
+def cross_loads(cells: list[Cell], written: dict[str, Path], installed: set[str]) -> list[tuple[Cell, list[Path]]]:
+    """The representative EPContext cross-loads: each distinct writer (the first cell of each `writer()`
+    identity that wrote models) loaded by each distinct reader (the first installed cell of each
+    `reader()` identity). Every other cell's loads would repeat one of these exactly; its row names the
+    cell whose loads stand for it. This grows with writers x readers, not with the square of the cells."""
+    writers: dict[tuple, Path] = {}
+    for c in cells:
+        if not c.replay and c.name in written and context_models(written[c.name]):
+            writers.setdefault(writer(c), written[c.name])
+    readers: dict[tuple, Cell] = {}
+    for c in cells:
+        if c.name in installed and not c.replay:
+            first = readers.setdefault(reader(c), c)
+            if first is not c:
+                c.loads_in = first
+    return [(consumer, list(writers.values())) for consumer in readers.values()]
+
+
+def _parallel(fn, items: list, jobs: int) -> None:
+    if jobs <= 1:
+        for item in items:
+            fn(item)
+        return
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for future in [pool.submit(fn, item) for item in items]:
+            future.result()
+
+
+def run_matrix(cells: list[Cell], work: Path, installer=None, contexts: dict[str, Path] | None = None,
+               jobs: int = 1) -> dict[str, Path]:
+    """Runs every cell, then the representative EPContext cross-loads; returns each installed cell's Python.
+
+    Online (the default) each cell compiles and writes its EPContext models into work/ctx; offline
+    (`contexts`: cell name -> the folder of EPContext models the same combination wrote on another
+    machine) each cell runs those instead, since compiling needs what the offline machine lacks."""
     # what an earlier run left (EPContext models, which ORT refuses to overwrite) must not be loaded
     shutil.rmtree(work / "ctx", ignore_errors=True)
+    installer = installer or install
     pythons: dict[str, Path] = {}
-    for cell in cells:
+    written: dict[str, Path] = dict(contexts or {})
+
+    def run_one(cell: Cell) -> None:
         t0 = time.monotonic()
-        python = install(cell, work / cell.name)
+        python = installer(cell, work / cell.name)
         if python is not None:
             pythons[cell.name] = python
-            cell.results = run_cell_script(python, "run", "--out", str(work / "ctx" / cell.name),
-                                           "--backend", cell.backend)
+            if contexts is None:
+                written[cell.name] = work / "ctx" / cell.name
+                cell.results = run_cell_script(python, "run", "--out", str(written[cell.name]),
+                                               "--backend", cell.backend)
+            else:
+                cell.results = run_cell_script(python, "run", "--out", str(work / "out" / cell.name),
+                                               "--backend", cell.backend, "--from-context", str(contexts[cell.name]))
         cell.seconds = time.monotonic() - t0
         _, actual = cell_verdict(cell)
         print(f"matrix: {cell.name}: {actual} ({cell.seconds:.0f} s)", flush=True)
-    # EPContext models from every cell that wrote them, loaded by every cell that installed
-    producers = [c for c in cells if c.name in pythons and not c.replay
-                 and any(k.startswith("epcontext-write:") and r["outcome"] == "pass" for k, r in c.results.items())]
-    for consumer in cells:
-        if consumer.name not in pythons or consumer.replay:
-            continue
-        for producer in producers:
-            out = work / "ctx" / producer.name
-            for key, r in producer.results.items():
-                if not key.startswith("epcontext-write:") or r["outcome"] != "pass":
-                    continue
-                model = key.split(":", 1)[1]
+
+    _parallel(run_one, cells, jobs)
+    plan = cross_loads(cells, written, set(pythons))
+
+    def load(item: tuple[Cell, list[Path]]) -> None:
+        consumer, producers = item
+        for out in producers:
+            for model in context_models(out):
                 abi = _context_abi(out, model)
                 ok = abi is not None and abi[0] == consumer.runtime.abi[0] and abi[1] <= consumer.runtime.abi[1]
                 consumer.load_expected[f"epcontext-load:{out.name}:{model}"] = "pass" if ok else "refused"
         t0 = time.monotonic()
-        loads = run_cell_script(pythons[consumer.name], "load", "--out", str(work / consumer.name / "loads"),
-                                "--backend", consumer.backend, *(str(work / "ctx" / p.name) for p in producers))
-        consumer.loads = loads
+        consumer.loads = run_cell_script(pythons[consumer.name], "load", "--out", str(work / consumer.name / "loads"),
+                                         "--backend", consumer.backend, *map(str, producers))
         consumer.seconds += time.monotonic() - t0
+
+    _parallel(load, plan, jobs)
     return pythons
+
+
+# ------------------------------------------------------------------ offline: a machine without a registry
+
+def pip_conflicts(pip_check: str) -> list[str]:
+    """The lines of `pip check` in which one of our wheels' pins refuses another of our wheels."""
+    ours = {canonicalize_name(n) for n in NAMES.values()}
+    found = []
+    for line in pip_check.splitlines():
+        m = re.match(r"(\S+) \S+ (?:has requirement|requires) ([A-Za-z0-9._-]+)", line.strip())
+        if m and canonicalize_name(m[1]) in ours and canonicalize_name(m[2]) in ours:
+            found.append(line.strip())
+    return found
+
+
+class OfflineInstaller:
+    """Installs a cell with no registry: each wheel is unpacked once (all pip does for these wheels: they
+    carry no scripts the cells use) and a cell's three are linked into one folder, as into one
+    site-packages (the EP finds the runtime beside itself); the cell's Python is the machine's own (its
+    onnxruntime, onnx and numpy) with that folder first on PYTHONPATH. pip's verdict on the set is `pip
+    check`: our pins against one another (the compiler's torch-mlir is absent by design: the compiling
+    was done where it is installed)."""
+
+    def __init__(self, root: Path, wheels: list[Wheel]):
+        self.root = root
+        self.sites: dict[Path, Path] = {}
+        for w in wheels:
+            digest = hashlib.sha256(str(w.path.resolve()).encode()).hexdigest()[:8]
+            dest = root / "site" / f"{w.path.stem}-{digest}"
+            if not dest.exists():
+                with zipfile.ZipFile(w.path) as z:
+                    z.extractall(dest.with_suffix(".tmp"))
+                dest.with_suffix(".tmp").rename(dest)
+            self.sites[w.path] = dest
+
+    def __call__(self, cell: Cell, work: Path) -> Path | None:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        # PYTHONPATH splits at ':', which a cell's name may hold ("[replay: removed]")
+        site = self.root / "cell-site" / hashlib.sha256(cell.name.encode()).hexdigest()[:16]
+        shutil.rmtree(site, ignore_errors=True)
+        for w in (cell.ep, cell.compiler, cell.runtime):
+            shutil.copytree(self.sites[w.path], site, dirs_exist_ok=True, copy_function=_link)
+        python = work / "python"
+        python.write_text(f'#!/bin/sh\nPYTHONPATH="{site}" exec "{sys.executable}" "$@"\n')
+        python.chmod(0o755)
+        proc = subprocess.run([str(python), "-m", "pip", "check"], capture_output=True, text=True)
+        conflicts = pip_conflicts(proc.stdout)
+        if conflicts:
+            cell.install = "pip check: " + "; ".join(conflicts)
+            return None
+        cell.install = "ok"
+        return python
+
+
+def _link(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system
+        shutil.copy2(src, dst)
+
+
+def _tree_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def build_runtime_offline(source: Path, cache: Path, backends: str) -> Path:
+    """A runtime wheel built from carried sources by this machine's Python, with no registry (pip wheel
+    --no-build-isolation: scikit-build-core, nanobind, cmake and ninja must be installed), cached per
+    source content and backends."""
+    dest = cache / f"runtime-{_tree_digest(source)}-{backends.replace(';', '+')}"
+    found = sorted(dest.glob("*.whl"))
+    if found:
+        return found[0]
+    tmp = dest.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "--wheel-dir",
+           str(tmp), f"-Cbuild-dir={dest.with_suffix('.build')}", str(source)]
+    if "cuda" in backends.split(";"):
+        arch = os.environ.get("HIPDNN_EP_CUDA_ARCHITECTURES", "90")
+        cmd.append(f"-Ccmake.define.HIPDNN_EP_CUDA_ARCHITECTURES={arch}")
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HIPDNN_EP_BACKENDS": backends})
+    if proc.returncode != 0:
+        raise SystemExit(f"matrix: building the runtime from {source} failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
+    tmp.rename(dest)
+    print(f"matrix: built the runtime from {source} ({backends}) in {time.monotonic() - t0:.0f} s", flush=True)
+    return sorted(dest.glob("*.whl"))[0]
+
+
+def pack_offline(out: Path, found: dict[str, list[Source]], wheels: dict[str, list[Wheel]], cells: list[Cell],
+                 work: Path) -> None:
+    """Writes what the offline leg needs into `out`, to be carried to a machine with no registry or git:
+
+    runtime/<label>/packages/runtime  the runtime's sources at each release and HEAD (built there, for its
+                                      Python and its GPU)
+    wheels/                           the compiler (pure Python) and EP (py3, no extension) wheels built here
+    ctx/<cell>/                       the models and EPContext models each cell of this leg wrote: the
+                                      compiled side, done here, since compiling needs torch-mlir
+    plan.json                         labels and paths"""
+    shutil.rmtree(out, ignore_errors=True)
+    (out / "wheels").mkdir(parents=True)
+    plan: dict[str, list] = {"runtime": [], "compiler": [], "ep": []}
+    for s in found["runtime"]:
+        dest = out / "runtime" / s.label
+        dest.mkdir(parents=True)
+        if s.commit is None:
+            files = _git("ls-files", "-co", "--exclude-standard", "--", "packages/runtime").split("\n")
+            for name in filter(None, files):
+                (dest / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / name, dest / name)
+        else:
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", s.commit, "packages/runtime"],
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        plan["runtime"].append({"label": s.label, "source": f"runtime/{s.label}/packages/runtime"})
+    for package in ("compiler", "ep"):
+        for w in wheels[package]:
+            shutil.copy2(w.path, out / "wheels" / w.path.name)
+            plan[package].append({"label": w.label, "wheel": f"wheels/{w.path.name}"})
+    for c in cells:
+        ctx = work / "ctx" / c.name
+        if c.replay or not ctx.is_dir():
+            continue
+        (out / "ctx" / c.name).mkdir(parents=True)
+        for model in ctx.glob("*.onnx"):
+            shutil.copy2(model, out / "ctx" / c.name / model.name)
+    (out / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
+    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    print(f"matrix: offline bundle written to {out} ({size / 2**20:.1f} MiB)", flush=True)
+
+
+def offline_leg(bundle: Path, cache: Path, backend: str, backends: str, replay: bool, jobs: int) -> tuple:
+    """The matrix on a machine with no registry (a GPU machine, say), from a bundle `--pack-offline` wrote
+    where there is one: the runtime built here from each carried source (for this machine's Python and
+    GPU), the carried compiler and EP wheels, and each cell running the EPContext models the same
+    combination compiled on the other machine (its own models against ORT's CPU EP, and the refused feed),
+    then the representative cross-loads. Returns (cells, runtime wheels, pythons, what did not build)."""
+    plan = json.loads((bundle / "plan.json").read_text())
+    work = cache / "offline"
+
+    def build(entry: dict) -> Path | str:
+        try:
+            return build_runtime_offline(bundle / entry["source"], work / "wheels", backends)
+        except SystemExit as exc:  # one runtime that does not build must not hide the others' cells
+            print(exc, flush=True)
+            return f"runtime {entry['label']} did not build ({backends}): {str(exc)[-1500:]}"
+
+    with ThreadPoolExecutor(max_workers=max(1, len(plan["runtime"]))) as pool:
+        built = list(pool.map(build, plan["runtime"]))
+    unbuilt = [b for b in built if isinstance(b, str)]
+    runtimes = [read_wheel("runtime", e["label"], b) for e, b in zip(plan["runtime"], built, strict=True)
+                if not isinstance(b, str)]
+    compilers = [read_wheel("compiler", e["label"], bundle / e["wheel"]) for e in plan["compiler"]]
+    eps = [read_wheel("ep", e["label"], bundle / e["wheel"]) for e in plan["ep"]]
+    cells = [Cell(c, r, e, backend, expect(c, r, e)) for e in eps for c in compilers for r in runtimes]
+    contexts = {c.name: bundle / "ctx" / Cell(c.compiler, c.runtime, c.ep, "cpu", c.expected).name for c in cells}
+    if replay:
+        head = Cell(compilers[-1], runtimes[-1], eps[-1], "cpu", expect(compilers[-1], runtimes[-1], eps[-1]))
+        for case in ("removed", "narrowed"):
+            r = replayed_runtime(runtimes[-1], case, work / "replay" / f"{backend}-{case}")
+            cells.append(Cell(compilers[-1], r, eps[-1], backend, expect(compilers[-1], r, eps[-1]), replay=True))
+            contexts[cells[-1].name] = bundle / "ctx" / head.name
+    installer = OfflineInstaller(work, [*runtimes, *compilers, *eps, *(c.runtime for c in cells if c.replay)])
+    pythons = run_matrix(cells, work / "cells" / backend, installer, contexts, jobs)
+    return cells, runtimes, pythons, unbuilt
 
 
 # ------------------------------------------------------------------ the downstream example
@@ -637,41 +875,62 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-replay", action="store_true", help="leave out the replayed regression runtimes")
     ap.add_argument("--no-example", action="store_true",
                     help="leave out the downstream example (examples/custom_kernels)")
+    ap.add_argument("--jobs", type=int, default=1, help="cells run at once (default 1)")
+    ap.add_argument("--pack-offline", type=Path, metavar="DIR",
+                    help="after the CPU leg, write what --offline needs on a machine with no registry into DIR")
+    ap.add_argument("--offline", type=Path, metavar="DIR",
+                    help="run one leg (cuda with a GPU, else cpu) from a bundle --pack-offline wrote: no registry, "
+                         "uv or git needed")
     args = ap.parse_args(argv)
     t_start = time.monotonic()
     args.cache.mkdir(parents=True, exist_ok=True)
-    found = sources()
-    for package, items in found.items():
-        print(f"matrix: {NAMES[package]}: " + ", ".join(f"{s.label}" + (f" ({s.commit[:10]})" if s.commit else "")
-                                                          for s in items), flush=True)
-    legs = [("cpu", "cpu")]
     gpu = args.gpu == "cuda" or (args.gpu == "auto" and _nvidia_gpu())
-    if gpu:
-        legs.append(("cuda", "cpu;cuda"))
-    else:
-        print("matrix: GPU leg skipped: " + ("--gpu none" if args.gpu == "none" else "no NVIDIA GPU answers "
-                                              "(nvidia-smi)"), flush=True)
     report = []
     failed = False
-    for backend, backends in legs:
-        builder = Builder(args.cache, backends)
-        wheels = {p: [read_wheel(p, s.label, builder.wheel(s)) for s in items] for p, items in found.items()}
-        cells = [Cell(c, r, e, backend, expect(c, r, e))
-                 for e in wheels["ep"] for c in wheels["compiler"] for r in wheels["runtime"]]
-        if not args.no_replay:
-            head_r, head_c, head_e = wheels["runtime"][-1], wheels["compiler"][-1], wheels["ep"][-1]
-            for case in ("removed", "narrowed"):
-                r = replayed_runtime(head_r, case, args.cache / "replay" / f"{backend}-{case}")
-                cells.append(Cell(head_c, r, head_e, backend, expect(head_c, r, head_e), replay=True))
-        pythons = run_matrix(cells, args.cache / "cells" / backend)
-        text = table(cells)
-        report += [f"## {backend} backend\n", text, details(cells)]
+
+    def add(title: str, cells: list[Cell], runtimes: list[Wheel], pythons: dict[str, Path], backend: str) -> None:
+        nonlocal failed
+        report.extend([title, table(cells), details(cells)])
         failed |= not all(cell_verdict(c)[0] for c in cells)
         if not args.no_example:
-            builds = run_example(wheels["runtime"], cells, pythons, args.cache, backend)
-            report += [f"### examples/custom_kernels (a downstream library) on the {backend} backend\n",
-                       example_table(builds, example_needs())]
+            builds = run_example(runtimes, cells, pythons, args.cache, backend)
+            report.extend([f"### examples/custom_kernels (a downstream library) on the {backend} backend\n",
+                           example_table(builds, example_needs())])
             failed |= not all(example_ok(b) for b in builds)
+
+    if args.offline:
+        backend, backends = ("cuda", "cpu;cuda") if gpu else ("cpu", "cpu")
+        cells, runtimes, pythons, unbuilt = offline_leg(args.offline, args.cache, backend, backends,
+                                                        not args.no_replay, args.jobs)
+        add(f"## {backend} backend, offline (each cell runs the EPContext models its combination compiled on the "
+            "CPU leg's machine)\n", cells, runtimes, pythons, backend)
+        report.extend(f"- **UNEXPECTED**: {u}" for u in unbuilt)
+        failed |= bool(unbuilt)
+    else:
+        found = sources()
+        for package, items in found.items():
+            print(f"matrix: {NAMES[package]}: " + ", ".join(f"{s.label}" + (f" ({s.commit[:10]})" if s.commit else "")
+                                                              for s in items), flush=True)
+        legs = [("cpu", "cpu")]
+        if gpu:
+            legs.append(("cuda", "cpu;cuda"))
+        else:
+            print("matrix: GPU leg skipped: " + ("--gpu none" if args.gpu == "none" else "no NVIDIA GPU answers "
+                                                  "(nvidia-smi)"), flush=True)
+        for backend, backends in legs:
+            builder = Builder(args.cache, backends)
+            wheels = {p: [read_wheel(p, s.label, builder.wheel(s)) for s in items] for p, items in found.items()}
+            cells = [Cell(c, r, e, backend, expect(c, r, e))
+                     for e in wheels["ep"] for c in wheels["compiler"] for r in wheels["runtime"]]
+            if not args.no_replay:
+                head_r, head_c, head_e = wheels["runtime"][-1], wheels["compiler"][-1], wheels["ep"][-1]
+                for case in ("removed", "narrowed"):
+                    r = replayed_runtime(head_r, case, args.cache / "replay" / f"{backend}-{case}")
+                    cells.append(Cell(head_c, r, head_e, backend, expect(head_c, r, head_e), replay=True))
+            pythons = run_matrix(cells, args.cache / "cells" / backend, jobs=args.jobs)
+            add(f"## {backend} backend\n", cells, wheels["runtime"], pythons, backend)
+            if backend == "cpu" and args.pack_offline:
+                pack_offline(args.pack_offline, found, wheels, cells, args.cache / "cells" / backend)
     elapsed = time.monotonic() - t_start
     report.append(f"\n{'FAILED' if failed else 'OK'}: matrix in {elapsed:.0f} s\n")
     text = "# Compatibility matrix\n\n" + "\n".join(report)

@@ -1,13 +1,16 @@
 """One cell of the compatibility matrix, run by integration/matrix.py inside the cell's own virtual
 environment (one hipdnn-ep, one hipdnn-ep-compiler, one hipdnn-ep-runtime, onnxruntime).
 
-    python matrix_cell.py run  --out DIR [--backend cpu|cuda] [--runtime-library PATH]
+    python matrix_cell.py run  --out DIR [--backend cpu|cuda] [--runtime-library PATH] [--from-context DIR]
     python matrix_cell.py load --out DIR [--backend ...] PRODUCER_DIR ...
 
 ``run`` sends dynamic- and fixed-shape models through onnxruntime with the EP (CPU fallback off, so
 the EP must take every node) and compares every output with ORT's CPU EP; feeds a shape a model
 refuses and expects a clear refusal; and writes EPContext models (code embedded) into DIR for other
-cells to load. ``load`` runs the EPContext models other cells wrote. Each test is reported as
+cells to load (the refused model's too). With ``--from-context DIR`` (the offline leg, on a machine
+that cannot compile) ``run`` runs instead the EPContext models that the same combination wrote into
+DIR on another machine, each against ORT's CPU EP on its original model, and the refused feed on
+the refused model's. ``load`` runs the EPContext models other cells wrote. Each test is reported as
 ``pass``, ``refused`` (a clear hipdnn-ep refusal: the message names what is wrong and the fix) or
 ``fail`` (a wrong result, an unclear error, a link error or undefined symbol); the result is one
 JSON object on the last line of stdout. A crash shows as the process dying, which the matrix
@@ -97,7 +100,10 @@ class Cell:
         self.options = {"backend": backend, "cache_dir": str(out / "cache")}
         if runtime_library:
             self.options["runtime_library"] = runtime_library
-        self.devices = hipdnn_ep.register(ort)
+        devices = hipdnn_ep.register(ort)
+        if backend != "cpu":  # the GPU the factory offers (with a GPU runtime it offers the CPU too)
+            devices = [d for d in devices if d.device.type == ort.OrtHardwareDeviceType.GPU] or devices
+        self.devices = devices
         self.results: dict[str, dict] = {}
 
     def session(self, model_path: Path, config: dict[str, str] | None = None, **options: str):
@@ -140,6 +146,17 @@ class Cell:
         path = self.out / "refusal.onnx"
         onnx.save(_reshape_4x2(), path)
         self.record("dynamic:refuses_a_bad_feed", lambda: self.refuses(path))
+        ctx = self.out / "refusal_ctx.onnx"
+        self.record("epcontext-write:refusal", lambda: self.write_context(path, ctx, []))
+
+    def run_contexts(self, written: Path) -> None:
+        """`run` from EPContext models the same combination wrote elsewhere (`written`)."""
+        for name, (kind, _, feeds_list) in _models().items():
+            ctx, original = written / f"{name}_ctx.onnx", written / f"{name}.onnx"
+            self.record(f"{kind}:{name}", lambda c=ctx, o=original, f=feeds_list: self.check_context(c, o, f))
+        self.record("dynamic:refuses_a_bad_feed",
+                    lambda: self.refuses(written / "refusal_ctx.onnx", written / "refusal.onnx",
+                                         trust_ep_context_code="1"))
 
     def write_context(self, model: Path, ctx: Path, feeds_list: list[dict]) -> str:
         config = {"ep.context_enable": "1", "ep.context_embed_mode": "1", "ep.context_file_path": str(ctx)}
@@ -148,8 +165,8 @@ class Cell:
             return f"no EPContext model written to {ctx.name}"
         return ""
 
-    def refuses(self, path: Path) -> str:
-        sess = self.session(path)
+    def refuses(self, path: Path, original: Path | None = None, **options: str) -> str:
+        sess = self.session(path, **options)
         try:
             sess.run(None, {"x": np.arange(6, dtype=np.float32)})
         except Exception as exc:  # noqa: BLE001
@@ -159,7 +176,7 @@ class Cell:
         else:
             return "a 6-element feed reshaped to [4, 2] was accepted"
         return _close(sess.run(None, {"x": np.arange(8, dtype=np.float32) - 3}),
-                      self.reference(path, {"x": np.arange(8, dtype=np.float32) - 3}))
+                      self.reference(original or path, {"x": np.arange(8, dtype=np.float32) - 3}))
 
     def load(self, producers: list[Path]) -> None:
         models = _models()
@@ -173,6 +190,8 @@ class Cell:
                             lambda c=ctx, o=original, f=feeds_list: self.check_context(c, o, f))
 
     def check_context(self, ctx: Path, original: Path, feeds_list: list[dict]) -> str:
+        if not ctx.exists():
+            return f"no EPContext model {ctx.name} in {ctx.parent}"
         sess = self.session(ctx, trust_ep_context_code="1")
         for feeds in feeds_list:
             problem = _close(sess.run(None, feeds), self.reference(original, feeds))
@@ -188,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--runtime-library", help="the EP's runtime_library option (a replayed runtime)")
+    ap.add_argument("--from-context", type=Path, help="run: the EPContext models this combination wrote elsewhere")
     args = ap.parse_intermixed_args(argv)
     try:
         cell = Cell(args.out, args.backend, args.runtime_library)
@@ -195,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         message = f"{type(exc).__name__}: {exc}"
         print(json.dumps({"setup": {"outcome": classify(message), "message": message[-1500:]}}))
         return 0
-    if args.action == "run":
+    if args.action == "run" and args.from_context:
+        cell.run_contexts(args.from_context)
+    elif args.action == "run":
         cell.run()
     else:
         cell.load(args.producers)

@@ -171,3 +171,58 @@ def test_cmake_refusing_the_runtime_package_version_is_a_refusal(tmp_path):
     assert (got.expected, got.outcome, got.build) == ("refused", "refused", None), got.message
     assert "compatible with requested version" in got.message
     assert matrix.example_ok(got)
+
+
+# ------------------------------------------------------------------ EPContext cross-loads, pruned
+
+def _written(tmp_path: Path, cell: Cell) -> Path:
+    folder = tmp_path / cell.name
+    folder.mkdir()
+    (folder / "m_ctx.onnx").write_bytes(b"")
+    (folder / "refusal_ctx.onnx").write_bytes(b"")  # the offline leg's own, never cross-loaded
+    return folder
+
+
+def test_cross_loads_pair_each_distinct_writer_with_each_distinct_reader(tmp_path):
+    c2, c3, c4 = _compiler("0.2.0", 1), _compiler("0.3.0", 2), _compiler("0.4.0", 3)
+    r2, r3 = _runtime("1.2.0", 2), _runtime("1.3.0", 3)
+    cells = [Cell(c, r, EP_02, "cpu", expect(c, r, EP_02)) for c in (c2, c3, c4) for r in (r2, r3)]
+    written = {c.name: _written(tmp_path, c) for c in cells}
+    plan = matrix.cross_loads(cells, written, {c.name for c in cells})
+    # readers (EP, runtime): one cell each; the compiler of a reading cell plays no part
+    assert [(consumer.compiler.title, consumer.runtime.title) for consumer, _ in plan] == [("0.2.0", "1.2.0"),
+                                                                                        ("0.2.0", "1.3.0")]
+    # writers (EP, compiler, target ABI): 0.2.0 targets 1.1 beside both runtimes (one writer), 0.3.0 targets 1.2
+    # beside both (one), 0.4.0 targets 1.2 and 1.3 (two)
+    producers = plan[0][1]
+    assert len(producers) == 4 and plan[1][1] == producers
+    assert [p.name for p in producers] == [cells[0].name, cells[2].name, cells[4].name, cells[5].name]
+    # every other cell names the row whose loads stand for its own
+    assert cells[2].loads_in is cells[0] and cells[5].loads_in is cells[1]
+    assert "as compiler 0.2.0's row" in matrix.table(cells[2:3])
+    assert matrix.context_models(producers[0]) == ["m"]
+
+
+def test_replayed_and_uninstalled_cells_neither_write_nor_read(tmp_path):
+    c, r = _compiler("0.3.0", 2), _runtime("1.2.0", 2)
+    ok = Cell(c, r, EP_02, "cpu", expect(c, r, EP_02))
+    replay = Cell(c, r, EP_02, "cpu", expect(c, r, EP_02), replay=True)
+    refused = Cell(c, _runtime("1.1.0", 1), EP_02, "cpu", expect(c, _runtime("1.1.0", 1), EP_02))
+    written = {ok.name: _written(tmp_path, ok)}
+    plan = matrix.cross_loads([ok, replay, refused], written, {ok.name, replay.name})
+    assert [(consumer.name, [p.name for p in producers]) for consumer, producers in plan] == [(ok.name, [ok.name])]
+
+
+# ------------------------------------------------------------------ the offline leg
+
+def test_pip_check_conflicts_among_our_wheels_are_pips_refusal():
+    text = """hipdnn-ep 0.2.0 has requirement hipdnn-ep-runtime<2,>=1.2, but you have hipdnn-ep-runtime 1.1.0.
+hipdnn-ep-compiler 0.4.0 requires torch-mlir, which is not installed.
+torch 2.11.0 has requirement sympy>=1.13, but you have sympy 1.12.
+hipdnn_ep 0.3.0 has requirement hipdnn-ep-compiler[runtime]<1,>=0.5.0, but you have hipdnn-ep-compiler 0.4.0.
+"""
+    assert matrix.pip_conflicts(text) == [
+        "hipdnn-ep 0.2.0 has requirement hipdnn-ep-runtime<2,>=1.2, but you have hipdnn-ep-runtime 1.1.0.",
+        "hipdnn_ep 0.3.0 has requirement hipdnn-ep-compiler[runtime]<1,>=0.5.0, but you have hipdnn-ep-compiler 0.4.0.",
+    ]
+    assert matrix.pip_conflicts("No broken requirements found.\n") == []
