@@ -42,6 +42,19 @@ def three_node_model(width: int = 64) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def reshape_target_model() -> onnx.ModelProto:
+    """relu(reshape(x, target)) with the target a graph input: the program reads it on the host
+    (hipdnn_ep_memcpy DEVICE_TO_HOST), which keeps it from being captured into a graph."""
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    nodes = [helper.make_node("Reshape", ["x", "target"], ["r"]), helper.make_node("Relu", ["r"], ["y"])]
+    graph = helper.make_graph(nodes, "reshape_target", [helper.make_tensor_value_info("x", T.FLOAT, [2, 6]),
+                                                        helper.make_tensor_value_info("target", T.INT64, [2])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, ["rows", "cols"])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def cases() -> dict[str, tuple[onnx.ModelProto, dict[str, dict[str, np.ndarray]]]]:
     """name -> (model, {shape label: feeds}); dynamic models run at several shapes."""
     rng = np.random.default_rng(0)
@@ -54,6 +67,9 @@ def cases() -> dict[str, tuple[onnx.ModelProto, dict[str, dict[str, np.ndarray]]
                              _feeds_attention([(1, 128)])),
         "shape_chain_dynamic": (models.shape_chain_model(hidden=8), chain_feeds),
         "three_node": (three_node_model(), {"w64": {"x": rng.standard_normal((1, 64)).astype(np.float32)}}),
+        "reshape_target_input": (reshape_target_model(), {
+            f"t{r}x{c}": {"x": rng.standard_normal((2, 6)).astype(np.float32), "target": np.array([r, c], np.int64)}
+            for r, c in [(3, 4), (12, 1)]}),
         # One BERT-base-shaped encoder layer (hidden 768, 12 heads, seq 128), for tools/gpu_bench.py.
         "bert_layer_seq128": (models.attention_model(batch=1, seq=128, hidden=768, heads=12),
                               {"b1s128": models.attention_feeds(1, 128, hidden=768, seed=5)}),

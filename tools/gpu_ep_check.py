@@ -8,7 +8,9 @@ Runtime, compared with ORT's CPU EP on the source models, fixed and dynamic shap
 EPContext model with the artifact embedded (`hipdnn-ep compile --embed`). The check needs the GPU
 device that ORT discovered and the EP offered (the runtime can drive it), and the option
 trust_ep_context_code=1 (the artifacts were compiled elsewhere). It prints one line per model and
-shape, then per-Run latencies against ORT's CPU EP, and exits 1 on a mismatch.
+shape (each shape run four times, so that the EP captures it into a graph and replays it, the last
+time with new values, with graph_capture on and off), then per-Run latencies against ORT's CPU EP,
+and exits 1 on a mismatch.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import onnxruntime as ort
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import models  # noqa: E402
 
-SHAPES = {"attention_dynamic": [(1, 1), (2, 7), (1, 128), (3, 33)], "attention_seq128": [(1, 128)]}
+SHAPES = {"attention_dynamic": [(1, 1), (2, 7), (1, 128), (3, 33)], "attention_seq128": [(1, 128)],
+          "three_node": [(1, 64)]}
 
 
 def make(folder: Path) -> int:
@@ -33,8 +36,11 @@ def make(folder: Path) -> int:
     import onnx
 
     folder.mkdir(parents=True, exist_ok=True)
+    from gpu_artifacts import three_node_model
+
     sources = {"attention_dynamic": models.attention_model(hidden=64, heads=4),
-               "attention_seq128": models.attention_model(batch=1, seq=128, hidden=64, heads=4)}
+               "attention_seq128": models.attention_model(batch=1, seq=128, hidden=64, heads=4),
+               "three_node": three_node_model()}
     for name, model in sources.items():
         model.ir_version = 10
         onnx.save(model, folder / f"{name}.onnx")
@@ -58,28 +64,43 @@ def main(argv: list[str]) -> int:
         ctx = folder / f"{name}_ctx.onnx"
         if not ctx.exists():
             continue
-        so = ort.SessionOptions()
-        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-        so.add_provider_for_devices(gpus[:1], {"trust_ep_context_code": "1"})
-        session = ort.InferenceSession(str(ctx), sess_options=so)
+
+        def session(graphs: str, ctx: Path = ctx) -> ort.InferenceSession:
+            so = ort.SessionOptions()
+            so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+            so.add_provider_for_devices(gpus[:1], {"trust_ep_context_code": "1", "graph_capture": graphs})
+            return ort.InferenceSession(str(ctx), sess_options=so)
+
+        sessions = {"hipdnn-ep GPU, graphs": session("1"), "hipdnn-ep GPU, no graphs": session("0")}
         reference = ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
         for batch, seq in shapes:
-            feeds = models.attention_feeds(batch, seq, hidden=64, seed=batch + seq)
-            got = session.run(None, feeds)[0]
-            want = reference.run(None, feeds)[0]
-            err = float(np.max(np.abs(got - want)))
-            ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4)
-            failed |= not ok
-            print(f"{name:20} batch={batch} seq={seq:<4} max|diff|={err:.2e} {'ok' if ok else 'MISMATCH'}")
-        feeds = models.attention_feeds(*shapes[-1], hidden=64)
-        for label, sess in (("hipdnn-ep GPU", session), ("ORT CPU EP", reference)):
+            # run 1 plain, run 2 captured, runs 3 and 4 replayed, run 4 with new values
+            for k in range(4):
+                feeds = feeds_for(name, batch, seq, seed=batch + seq + (100 if k == 3 else 0))
+                want = reference.run(None, feeds)[0]
+                for label, sess in sessions.items():
+                    got = sess.run(None, feeds)[0]
+                    err = float(np.max(np.abs(got - want)))
+                    ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-4)
+                    failed |= not ok
+                    if k in (0, 3) or not ok:
+                        print(f"{name:20} batch={batch} seq={seq:<4} run {k + 1} {label:26} "
+                              f"max|diff|={err:.2e} {'ok' if ok else 'MISMATCH'}")
+        feeds = feeds_for(name, *shapes[-1], seed=0)
+        for label, sess in (*sessions.items(), ("ORT CPU EP", reference)):
             for _ in range(20):
                 sess.run(None, feeds)
             start = time.perf_counter()
-            for _ in range(200):
+            for _ in range(500):
                 sess.run(None, feeds)
-            print(f"{name:20} {label:14} {(time.perf_counter() - start) / 200 * 1e6:8.1f} us/Run {shapes[-1]}")
+            print(f"{name:20} {label:26} {(time.perf_counter() - start) / 500 * 1e6:8.1f} us/Run {shapes[-1]}")
     return 1 if failed else 0
+
+
+def feeds_for(name: str, batch: int, seq: int, seed: int) -> dict[str, np.ndarray]:
+    if name == "three_node":
+        return {"x": np.random.default_rng(seed).standard_normal((1, 64)).astype(np.float32)}
+    return models.attention_feeds(batch, seq, hidden=64, seed=seed)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 # Python that has scikit-build-core, nanobind, numpy, pytest and torch or cupy; it needs no
 # package index. It builds the runtime with the cuda backend, runs the runtime suite with
 # --gpu=cuda (GPU kernels against the CPU backend, fixed and varying shapes, and the compiled
-# artifacts under tools/gpu_artifacts/ when present), runs the GPU kernels again under
+# artifacts under tools/gpu_artifacts/ when present, graph capture and replay), runs the GPU kernels again under
 # `compute-sanitizer --tool memcheck` (with the artifacts), builds the EP and runs EPContext
 # models on the GPU through ONNX Runtime (tools/gpu_ep_check.py, when its models and the ORT
 # headers travelled with the tree), and prints a summary table.
@@ -58,7 +58,7 @@ row "runtime suite --gpu=cuda" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" "$(sum
 if [ "${SANITIZER:-1}" != 0 ]; then
   start=$(date +%s)
   compute-sanitizer --tool memcheck --error-exitcode 86 --print-limit 20 \
-    $PYTHON -m pytest tests/test_gpu_kernels.py tests/test_gpu_artifacts.py --gpu=cuda -q -p no:cacheprovider -rfE \
+    $PYTHON -m pytest tests/test_gpu_kernels.py tests/test_gpu_artifacts.py tests/test_gpu_graphs.py --gpu=cuda -q -p no:cacheprovider -rfE \
     --deselect tests/test_gpu_kernels.py::test_memory_manager_on_the_device > "$LOGS/memcheck.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || status=1

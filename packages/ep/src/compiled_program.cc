@@ -25,15 +25,18 @@ ArgSpec SpecFromMetadata(const json::Value& v) {
 
 }  // namespace
 
-// Frees runtime allocations made during one Compute, whatever happens.
+// Frees runtime allocations made during one Compute, whatever happens. Frees are ordered on the
+// state's stream (work still queued there finishes first), so they need no wait of their own: a
+// Run waits for the device once, at its end.
 struct RunAllocations {
   const RuntimeApi& rt;
   hipdnn_ep_state_t* state;
   std::vector<void*> ptrs;
-  ~RunAllocations() {
+  void FreeAll() {
     for (void* p : ptrs) rt.hipdnn_ep_free(state, p);
-    rt.hipdnn_ep_synchronize(state);
+    ptrs.clear();
   }
+  ~RunAllocations() { FreeAll(); }
 };
 
 int32_t CompiledProgram::OrtOutputs::Alloc(void* context, int32_t index, const hipdnn_ep_tensor_ref_t* output,
@@ -249,7 +252,35 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
     rt_->Check("hipdnn_ep_memcpy", rt_->hipdnn_ep_memcpy(state->get(), s.host, s.device, s.bytes,
                                                          HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_HOST));
   }
+  allocs.FreeAll();
+  // The one wait of a Run: ORT reads the outputs once Compute returns.
   rt_->Check("hipdnn_ep_synchronize", rt_->hipdnn_ep_synchronize(state->get()));
+  if (device_backend && !graph_noted_.load(std::memory_order_relaxed)) NoteGraph(ctx, state->get());
+}
+
+void CompiledProgram::NoteGraph(OrtKernelContext* ctx, hipdnn_ep_state_t* state) {
+  hipdnn_ep_graph_stats_t stats{};
+  stats.struct_size = sizeof(stats);
+  if (rt_->hipdnn_ep_graph_stats(state, &stats) != HIPDNN_EP_STATUS_OK) return;
+  std::string why = stats.last_uncaptured ? stats.last_uncaptured : "";
+  // Said once per node: that it is replayed from a graph, or why it never will be.
+  std::string note;
+  OrtLoggingLevel level = ORT_LOGGING_LEVEL_INFO;
+  if (stats.captures + stats.replays > 0) {
+    note = "replayed from a captured graph while its input shapes repeat";
+  } else if (why.rfind("first run", 0) != 0) {
+    note = "runs without a graph: " + why;
+    if (why.rfind("not captured", 0) == 0) level = ORT_LOGGING_LEVEL_WARNING;
+  } else {
+    return;  // not decided yet: the shapes have not repeated
+  }
+  if (graph_noted_.exchange(true)) return;
+  const OrtLogger* logger = nullptr;
+  if (OrtStatus* st = api_.ort.KernelContext_GetLogger(ctx, &logger); st != nullptr) {
+    api_.ort.ReleaseStatus(st);
+    return;
+  }
+  if (logger != nullptr) Log(api_.ort, *logger, level, "hipdnn-ep: node '" + node_name_ + "' " + note);
 }
 
 }  // namespace hipdnn_ep

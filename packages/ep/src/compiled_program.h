@@ -2,6 +2,7 @@
 // from, and the OrtNodeComputeInfo that ORT calls to run it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,8 @@ class CompiledProgram : public OrtNodeComputeInfo {
   };
 
   void Run(OrtKernelContext* ctx);
+  // Logs once whether the node is replayed from a graph, or why not (GPU backends).
+  void NoteGraph(OrtKernelContext* ctx, hipdnn_ep_state_t* state);
   // Throws unless rc is OK; out of memory gets a message that says what to do.
   void CheckRun(const char* what, int32_t rc) const;
 
@@ -77,6 +80,7 @@ class CompiledProgram : public OrtNodeComputeInfo {
   std::vector<ArgSpec> args_;    // graph inputs, then weights
   std::vector<std::string> outputs_;
   uint64_t id_;  // unique per program in the process: keys its weights' device copies in a state
+  std::atomic<bool> graph_noted_{false};
 };
 
 }  // namespace hipdnn_ep

@@ -240,6 +240,7 @@ EpConfig EpConfig::FromSession(const OrtApi& ort, const OrtSessionOptions* so, c
   c.runtime_library = get(options::kRuntimeLibrary, "");
   c.max_states = static_cast<size_t>(ParseInt(prefix + options::kMaxStates, get(options::kMaxStates, "4"), 1));
   c.memory_limit = ParseBytes(prefix + options::kMemoryLimit, get(options::kMemoryLimit, "0"));
+  c.graph_capture = ParseBool(prefix + options::kGraphCapture, get(options::kGraphCapture, "1"));
   c.trust_ep_context_code =
       ParseBool(prefix + options::kTrustEpContextCode, get(options::kTrustEpContextCode, "0"));
   c.compile_timeout_s = ParseInt(prefix + options::kCompileTimeout, get(options::kCompileTimeout, "600"), 1);
@@ -353,7 +354,7 @@ void HipdnnEp::LoadRuntime() {
 void HipdnnEp::EnsureRuntime() {
   if (states_) return;
   LoadRuntime();
-  states_ = std::make_shared<StatePool>(runtime_, StateConfig{config_.backend, config_.device_id, config_.memory_limit},
+  states_ = std::make_shared<StatePool>(runtime_, StateConfig{config_.backend, config_.device_id, config_.memory_limit, config_.graph_capture},
                                          config_.max_states);
   // The device is opened now, so a wrong backend or device_id fails
   // session creation instead of the first Run (the state stays pooled).

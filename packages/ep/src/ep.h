@@ -32,6 +32,7 @@ struct EpConfig {
   std::string runtime_library;
   size_t max_states = 4;
   uint64_t memory_limit = 0;  // bytes per runtime state; 0: no limit
+  bool graph_capture = true;  // GPU backends: replay compiled nodes from captured graphs
   bool trust_ep_context_code = false;
   int64_t compile_timeout_s = 600;
   bool context_enable = false;

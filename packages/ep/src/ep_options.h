@@ -42,10 +42,15 @@ constexpr const char* kTrustEpContextCode = "trust_ep_context_code";
 // the compiler process is killed and session creation fails (default 600).
 constexpr const char* kCompileTimeout = "compile_timeout";
 
+// GPU backends: "1" (default) captures a compiled node into a CUDA/HIP graph once it ran twice
+// with the same input shapes, and replays the graph on later Runs with those shapes; "0" launches
+// every kernel from the host on every Run.
+constexpr const char* kGraphCapture = "graph_capture";
+
 // Every EP option key above; any other "ep.hipdnnep.*" key is refused.
 constexpr const char* kAllKeys[] = {kBackend,        kDeviceId,       kCompilerPython, kCacheDir,    kCacheEnable,
                                     kCacheMaxBytes,  kRuntimeLibrary, kMaxStates,      kMemoryLimit, kTrustEpContextCode,
-                                    kCompileTimeout};
+                                    kCompileTimeout, kGraphCapture};
 
 // ORT's own session keys the EP reads.
 constexpr const char* kOrtContextEnable = "ep.context_enable";

@@ -31,7 +31,8 @@ namespace hipdnn_ep {
   X(hipdnn_ep_artifact_metadata)       \
   X(hipdnn_ep_artifact_run)            \
   X(hipdnn_ep_artifact_run_into)       \
-  X(hipdnn_ep_artifact_close)
+  X(hipdnn_ep_artifact_close)          \
+  X(hipdnn_ep_graph_stats)
 
 class RuntimeApi {
  public:

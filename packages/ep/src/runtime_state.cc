@@ -10,6 +10,7 @@ RuntimeState::RuntimeState(std::shared_ptr<RuntimeApi> rt, const StateConfig& co
   opts.backend = config.backend;
   opts.device_ordinal = config.device_id;
   opts.memory_limit_bytes = config.memory_limit_bytes;
+  opts.graph_capture = config.graph_capture ? 1 : 0;
   rt_->Check("hipdnn_ep_state_create", rt_->hipdnn_ep_state_create(&opts, &state_));
 }
 

@@ -17,6 +17,7 @@ struct StateConfig {
   int32_t backend = HIPDNN_EP_BACKEND_CPU;
   int32_t device_id = 0;
   uint64_t memory_limit_bytes = 0;  // 0: no limit
+  bool graph_capture = true;        // GPU backends: capture and replay programs
 };
 
 class RuntimeState {

@@ -529,7 +529,8 @@ def test_unknown_option_is_refused(tmp_path: Path, ep_devices, env: Env) -> None
 
 
 @pytest.mark.parametrize(("key", "value"), [("backend", "tpu"), ("device_id", "-1"), ("cache_enable", "maybe"),
-                                            ("max_states", "0"), ("compile_timeout", "0")])
+                                            ("max_states", "0"), ("compile_timeout", "0"),
+                                            ("graph_capture", "yes")])
 def test_bad_option_values_are_refused(tmp_path: Path, ep_devices, env: Env, key: str, value: str) -> None:
     with pytest.raises(Exception, match=f"option ep.hipdnnep.{key}"):
         make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, dict(env.options, **{key: value}))

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstddef>
 #include <cstdlib>
@@ -206,8 +207,9 @@ extern "C" int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_
       status != HIPDNN_EP_STATUS_OK) {
     return status;
   }
-  HIPDNN_EP_REQUIRE(hipdnn_ep::read_specs(artifact->metadata, "inputs", &artifact->inputs) &&
-                        hipdnn_ep::read_specs(artifact->metadata, "weights", &artifact->inputs) &&
+  const bool specs_read = hipdnn_ep::read_specs(artifact->metadata, "inputs", &artifact->inputs);
+  artifact->n_graph_inputs = artifact->inputs.size();
+  HIPDNN_EP_REQUIRE(specs_read && hipdnn_ep::read_specs(artifact->metadata, "weights", &artifact->inputs) &&
                         hipdnn_ep::read_specs(artifact->metadata, "outputs", &artifact->outputs),
                     HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     artifact->path + ": metadata inputs, weights or outputs are malformed "
@@ -228,6 +230,8 @@ extern "C" int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_
     return set_error(HIPDNN_EP_STATUS_NOT_FOUND,
                      artifact->path + " does not export the program entry " HIPDNN_EP_PROGRAM_ENTRY);
   }
+  static std::atomic<uint64_t> next_serial{1};
+  artifact->serial = next_serial.fetch_add(1);
   *out_artifact = artifact.release();
   return HIPDNN_EP_STATUS_OK;
 }
@@ -272,6 +276,14 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
     state->output_allocator = allocator;
   }
   for (size_t i = 0; i < artifact->outputs.size(); ++i) outputs[i] = hipdnn_ep_tensor_ref_t{nullptr, nullptr, -1, 0};
+#if defined(HIPDNN_EP_WITH_CUDA) || defined(HIPDNN_EP_WITH_HIP)
+  if (state->backend != HIPDNN_EP_BACKEND_CPU) {
+    int32_t status = HIPDNN_EP_STATUS_OK;
+    if (graph_run(artifact, state, inputs, outputs, &status)) return status;
+    // run without a graph: the program's outputs start unset again
+    for (size_t i = 0; i < artifact->outputs.size(); ++i) outputs[i] = hipdnn_ep_tensor_ref_t{nullptr, nullptr, -1, 0};
+  }
+#endif
   set_error(HIPDNN_EP_STATUS_OK, "");  // so that a failure below reports this run's cause, not an older one
   state->program_error.clear();
   if (int32_t status = artifact->entry(state, inputs, outputs); status != HIPDNN_EP_STATUS_OK) {
@@ -337,6 +349,9 @@ extern "C" int32_t hipdnn_ep_output_alloc(hipdnn_ep_state_t* state, hipdnn_ep_te
   HIPDNN_EP_REQUIRE(output->rank >= 0 && (output->rank == 0 || output->dims != nullptr),
                     HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     "hipdnn_ep_output_alloc: output " + std::to_string(index) + " has no dims yet");
+#if defined(HIPDNN_EP_WITH_CUDA) || defined(HIPDNN_EP_WITH_HIP)
+  if (state->capture != nullptr) return hipdnn_ep::graph_output_alloc(state, outputs, index, size);
+#endif
   if (state->output_allocator != nullptr) return hipdnn_ep::host_output(state, index, output, size);
   return hipdnn_ep_malloc(state, size, &output->data);
 }

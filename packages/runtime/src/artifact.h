@@ -27,4 +27,6 @@ struct hipdnn_ep_artifact {
   void* handle = nullptr;
   hipdnn_ep_program_run_fn entry = nullptr;
   bool writes_in_place = false;  // imports hipdnn_ep_output_alloc: asks for each output before its first kernel
+  size_t n_graph_inputs = 0;     // inputs[0, n) are the graph's inputs, the rest its weights
+  uint64_t serial = 0;           // unique in the process (keys its captured graphs)
 };

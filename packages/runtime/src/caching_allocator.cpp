@@ -168,6 +168,14 @@ int32_t CachingAllocator::free(void* ptr, uint64_t stream) {
                      "hipdnn_ep_free: pointer " + hex(reinterpret_cast<uintptr_t>(ptr)) +
                          " was not allocated by this state or was already freed");
   }
+  if (hold_ != nullptr) {
+    if (std::find(hold_->begin(), hold_->end(), ptr) != hold_->end()) {
+      return set_error(HIPDNN_EP_STATUS_NOT_FOUND,
+                       "hipdnn_ep_free: pointer " + hex(reinterpret_cast<uintptr_t>(ptr)) + " was already freed");
+    }
+    hold_->push_back(ptr);
+    return HIPDNN_EP_STATUS_OK;
+  }
   Block* block = it->second;
   live_.erase(it);
   stats_.bytes_in_use -= block->size;

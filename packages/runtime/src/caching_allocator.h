@@ -35,6 +35,10 @@ class CachingAllocator {
 
   int32_t allocate(uint64_t size, uint64_t stream, void** out);
   int32_t free(void* ptr, uint64_t stream);
+  // While hold is set (a graph capture), free() keeps a live block allocated and appends it
+  // to *hold instead: the captured work uses it on every replay, and the owner of *hold frees
+  // it for real later. nullptr ends holding.
+  void set_hold(std::vector<void*>* hold) { hold_ = hold; }
   // Blocks freed on any stream become reusable on every stream.
   void mark_streams_synchronized();
   // Returns segments without live blocks to the device; the caller synchronized.
@@ -74,6 +78,7 @@ class CachingAllocator {
   void coalesce(Block* block);
 
   Device* device_;
+  std::vector<void*>* hold_ = nullptr;
   uint64_t alignment_;
   uint64_t limit_;
   AllocatorStats stats_;

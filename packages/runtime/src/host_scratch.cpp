@@ -1,6 +1,7 @@
 #include "host_scratch.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 namespace hipdnn_ep {
@@ -32,6 +33,15 @@ int32_t GrowOnDemandBlock::get(uint64_t size, void** out_base) {
   held_ += capacity;
   *out_base = base;
   return HIPDNN_EP_STATUS_OK;
+}
+
+bool GrowOnDemandBlock::contains(const void* ptr, uint64_t size) const {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  auto inside = [&](const Held& block) {
+    const auto base = reinterpret_cast<uintptr_t>(block.base);
+    return block.base != nullptr && p >= base && size <= block.size && p - base <= block.size - size;
+  };
+  return inside(current_) || std::any_of(retired_.begin(), retired_.end(), inside);
 }
 
 void GrowOnDemandBlock::release_retired() {

@@ -31,6 +31,8 @@ class GrowOnDemandBlock {
   void release_all();
   // Bytes held: the current block plus the retired ones.
   uint64_t bytes_held() const { return held_; }
+  // Whether [ptr, ptr + size) lies inside the current or a retired block.
+  bool contains(const void* ptr, uint64_t size) const;
 
  private:
   struct Held {

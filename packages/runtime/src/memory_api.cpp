@@ -83,6 +83,9 @@ extern "C" int32_t hipdnn_ep_memcpy(hipdnn_ep_state_t* state, void* dst, const v
   if (size == 0) return HIPDNN_EP_STATUS_OK;
   HIPDNN_EP_REQUIRE(dst != nullptr && src != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     "hipdnn_ep_memcpy: NULL pointer for a copy of " + std::to_string(size) + " bytes");
+#if defined(HIPDNN_EP_WITH_CUDA) || defined(HIPDNN_EP_WITH_HIP)
+  if (state->capture != nullptr) return hipdnn_ep::graph_capture_copy(state, dst, src, size, kind);
+#endif
   return state->device->copy(dst, src, size, kind, state->stream.load());
 }
 

@@ -11,6 +11,7 @@ namespace {
 constexpr uint64_t kMaxAlignment = 2u << 20;
 constexpr uint64_t kMinAlignment = 16;
 constexpr size_t kLeakReportLines = 16;
+constexpr int32_t kMaxGraphCacheSize = 1024;
 
 // Copies the fields of *in that in->struct_size covers over the defaults.
 int32_t read_options(const hipdnn_ep_state_options_t* in, hipdnn_ep_state_options_t* out) {
@@ -26,6 +27,8 @@ int32_t read_options(const hipdnn_ep_state_options_t* in, hipdnn_ep_state_option
   HIPDNN_EP_READ_FIELD(device_ordinal);
   HIPDNN_EP_READ_FIELD(memory_limit_bytes);
   HIPDNN_EP_READ_FIELD(alignment);
+  HIPDNN_EP_READ_FIELD(graph_capture);
+  HIPDNN_EP_READ_FIELD(graph_cache_size);
 #undef HIPDNN_EP_READ_FIELD
   return HIPDNN_EP_STATUS_OK;
 }
@@ -68,6 +71,13 @@ int32_t make_device(int32_t backend, int32_t ordinal, std::unique_ptr<Device>* o
 
 int32_t state_backend(const hipdnn_ep_state_t* state) { return state->backend; }
 
+#if !defined(HIPDNN_EP_WITH_CUDA) && !defined(HIPDNN_EP_WITH_HIP)
+// Without a GPU backend no state ever holds graphs.
+void GraphCacheDeleter::operator()(GraphCache*) const {}
+void graph_release_retired(hipdnn_ep_state_t*) {}
+uint64_t graph_count(const hipdnn_ep_state_t*) { return 0; }
+#endif
+
 }  // namespace hipdnn_ep
 
 using hipdnn_ep::set_error;
@@ -80,6 +90,8 @@ extern "C" void hipdnn_ep_state_options_init(hipdnn_ep_state_options_t* options)
   options->device_ordinal = 0;
   options->memory_limit_bytes = 0;
   options->alignment = 256;
+  options->graph_capture = 1;
+  options->graph_cache_size = 8;
 }
 
 extern "C" int32_t hipdnn_ep_state_create(const hipdnn_ep_state_options_t* options, hipdnn_ep_state_t** out_state) {
@@ -94,6 +106,13 @@ extern "C" int32_t hipdnn_ep_state_create(const hipdnn_ep_state_options_t* optio
                     HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     "hipdnn_ep_state_create: alignment " + std::to_string(a) +
                         " must be a power of two between 16 and 2097152");
+  HIPDNN_EP_REQUIRE(opts.graph_capture == 0 || opts.graph_capture == 1, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_state_create: graph_capture is " + std::to_string(opts.graph_capture) +
+                        "; set 1 (capture and replay programs on GPU backends) or 0 (off)");
+  HIPDNN_EP_REQUIRE(opts.graph_cache_size >= 0 && opts.graph_cache_size <= hipdnn_ep::kMaxGraphCacheSize,
+                    HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_state_create: graph_cache_size " + std::to_string(opts.graph_cache_size) +
+                        " must be between 0 (the default, 8) and " + std::to_string(hipdnn_ep::kMaxGraphCacheSize));
   std::unique_ptr<hipdnn_ep::Device> device;
   if (int32_t status = hipdnn_ep::make_device(opts.backend, opts.device_ordinal, &device);
       status != HIPDNN_EP_STATUS_OK) {
@@ -103,6 +122,8 @@ extern "C" int32_t hipdnn_ep_state_create(const hipdnn_ep_state_options_t* optio
   state->backend = opts.backend;
   state->device_ordinal = opts.device_ordinal;
   state->alignment = a;
+  state->graph_capture = opts.graph_capture == 1 && opts.backend != HIPDNN_EP_BACKEND_CPU;
+  state->graph_cache_size = opts.graph_cache_size == 0 ? 8u : static_cast<uint32_t>(opts.graph_cache_size);
   state->device = std::move(device);
   state->allocator =
       std::make_unique<hipdnn_ep::CachingAllocator>(state->device.get(), a, opts.memory_limit_bytes);
@@ -123,6 +144,7 @@ extern "C" int32_t hipdnn_ep_state_destroy(hipdnn_ep_state_t* state) {
   std::unique_ptr<hipdnn_ep_state> owned(state);
   std::lock_guard<std::mutex> lock(state->memory_mutex);
   state->device->synchronize();
+  state->graphs.reset();  // gives the graphs' blocks back to the allocator before the leak check
   state->pool->release_all();
   state->host_scratch->release_all();
   const hipdnn_ep::AllocatorStats stats = state->allocator->stats();
@@ -148,6 +170,35 @@ extern "C" int32_t hipdnn_ep_synchronize(hipdnn_ep_state_t* state) {
   if (int32_t status = state->device->synchronize(); status != HIPDNN_EP_STATUS_OK) return status;
   state->host_scratch->release_retired();
   state->pool->release_retired();  // frees through the allocator, before the streams merge
+  hipdnn_ep::graph_release_retired(state);
   state->allocator->mark_streams_synchronized();
+  return HIPDNN_EP_STATUS_OK;
+}
+
+extern "C" int32_t hipdnn_ep_graph_stats(hipdnn_ep_state_t* state, hipdnn_ep_graph_stats_t* out_stats) {
+  HIPDNN_EP_REQUIRE(state != nullptr && out_stats != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_graph_stats: state and out_stats must not be NULL");
+  const uint64_t size = out_stats->struct_size;
+  HIPDNN_EP_REQUIRE(size >= sizeof(uint64_t), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_graph_stats: out_stats->struct_size is " + std::to_string(size) +
+                        "; set it to sizeof(hipdnn_ep_graph_stats_t)");
+  const hipdnn_ep::GraphStats& s = state->graph_stats;
+  hipdnn_ep_graph_stats_t all{};
+  all.captures = s.captures;
+  all.replays = s.replays;
+  all.uncaptured_runs = s.uncaptured_runs;
+  all.graphs_cached = hipdnn_ep::graph_count(state);
+  all.evictions = s.evictions;
+  all.last_uncaptured = s.last_uncaptured.c_str();
+#define HIPDNN_EP_WRITE_FIELD(field) \
+  if (hipdnn_ep::struct_covers(size, offsetof(hipdnn_ep_graph_stats_t, field), sizeof(all.field))) \
+  out_stats->field = all.field
+  HIPDNN_EP_WRITE_FIELD(captures);
+  HIPDNN_EP_WRITE_FIELD(replays);
+  HIPDNN_EP_WRITE_FIELD(uncaptured_runs);
+  HIPDNN_EP_WRITE_FIELD(graphs_cached);
+  HIPDNN_EP_WRITE_FIELD(evictions);
+  HIPDNN_EP_WRITE_FIELD(last_uncaptured);
+#undef HIPDNN_EP_WRITE_FIELD
   return HIPDNN_EP_STATUS_OK;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "caching_allocator.h"
+#include "graph_cache.h"
 #include "device.h"
 #include "host_scratch.h"
 
@@ -34,6 +35,15 @@ struct hipdnn_ep_state {
   // (hipdnn_ep_free leaves those alone; guarded by memory_mutex).
   const hipdnn_ep_output_allocator_t* output_allocator = nullptr;
   std::vector<void*> host_outputs;
+  // Graph capture and replay of programs (GPU backends; graph_cache.h).
+  bool graph_capture = false;
+  uint32_t graph_cache_size = 8;
+  std::unique_ptr<hipdnn_ep::GraphCache, hipdnn_ep::GraphCacheDeleter> graphs;
+  hipdnn_ep::GraphStats graph_stats;
+  // During a capture: the graph being captured, and why the program cannot be captured when
+  // it made a call that a graph cannot hold (a host read of device data, a host wait).
+  hipdnn_ep::CapturedGraph* capture = nullptr;
+  std::string capture_refusal;
 };
 
 namespace hipdnn_ep {

@@ -201,7 +201,8 @@ def test_memcpy(state: rt.State) -> None:
 
 class Options(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint64), ("backend", ctypes.c_int32), ("device_ordinal", ctypes.c_int32),
-                ("memory_limit_bytes", ctypes.c_uint64), ("alignment", ctypes.c_uint64)]
+                ("memory_limit_bytes", ctypes.c_uint64), ("alignment", ctypes.c_uint64),
+                ("graph_capture", ctypes.c_int32), ("graph_cache_size", ctypes.c_int32)]
 
 
 class Stats(ctypes.Structure):
@@ -241,6 +242,38 @@ def test_options_init_and_struct_size(runtime_lib: ctypes.CDLL) -> None:
     stats = Stats(struct_size=ctypes.sizeof(Stats))
     assert runtime_lib.hipdnn_ep_memory_stats(handle, ctypes.byref(stats)) == 0
     assert stats.memory_limit_bytes == 0
+    assert runtime_lib.hipdnn_ep_state_destroy(handle) == 0
+
+
+class GraphStats(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("struct_size", "captures", "replays", "uncaptured_runs",
+                                              "graphs_cached", "evictions")] + [("last_uncaptured", ctypes.c_char_p)]
+
+
+def test_graph_options_and_stats(runtime_lib: ctypes.CDLL) -> None:
+    options = Options()
+    runtime_lib.hipdnn_ep_state_options_init(ctypes.byref(options))
+    assert (options.graph_capture, options.graph_cache_size) == (1, 8)
+    for field, value, text in (("graph_capture", 2, "graph_capture is 2"),
+                               ("graph_cache_size", -1, "graph_cache_size -1 must be between 0")):
+        bad = Options()
+        runtime_lib.hipdnn_ep_state_options_init(ctypes.byref(bad))
+        setattr(bad, field, value)
+        assert _create(runtime_lib, bad)[0] == STATUS["INVALID_ARGUMENT"]
+        assert text in _last_error(runtime_lib)
+    # A caller built before ABI 1.3 (struct ends at alignment): the graph fields are not read.
+    old = Options()
+    runtime_lib.hipdnn_ep_state_options_init(ctypes.byref(old))
+    old.struct_size, old.graph_capture = 32, 7
+    status, handle = _create(runtime_lib, old)
+    assert status == STATUS["OK"]
+    stats = GraphStats(struct_size=ctypes.sizeof(GraphStats), captures=5)
+    assert runtime_lib.hipdnn_ep_graph_stats(handle, ctypes.byref(stats)) == 0
+    assert (stats.captures, stats.replays, stats.uncaptured_runs, stats.last_uncaptured) == (0, 0, 0, b"")
+    short = GraphStats(struct_size=16, replays=9)  # covers captures only
+    assert runtime_lib.hipdnn_ep_graph_stats(handle, ctypes.byref(short)) == 0 and short.replays == 9
+    short.struct_size = 4
+    assert runtime_lib.hipdnn_ep_graph_stats(handle, ctypes.byref(short)) == STATUS["INVALID_ARGUMENT"]
     assert runtime_lib.hipdnn_ep_state_destroy(handle) == 0
 
 

@@ -63,6 +63,15 @@
 #define hipEventDestroy cudaEventDestroy
 #define hipEventSynchronize cudaEventSynchronize
 #define hipStreamWaitEvent cudaStreamWaitEvent
+#define hipGraph_t cudaGraph_t
+#define hipGraphExec_t cudaGraphExec_t
+#define hipStreamBeginCapture cudaStreamBeginCapture
+#define hipStreamEndCapture cudaStreamEndCapture
+#define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphExecDestroy cudaGraphExecDestroy
+#define hipGraphDestroy cudaGraphDestroy
 
 
 #else  // HIP (AMD, or the HIP compile check)

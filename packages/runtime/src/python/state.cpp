@@ -41,13 +41,15 @@ nb::class_<PyState> bind_state(nb::module_& m) {
   cls.def(
          "__init__",
          [](PyState* self, const std::string& backend, int32_t device, std::optional<uint64_t> memory_limit,
-            uint64_t alignment) {
+            uint64_t alignment, bool graph_capture, int32_t graph_cache_size) {
            hipdnn_ep_state_options_t options;
            hipdnn_ep_state_options_init(&options);
            options.backend = backend_code(backend);
            options.device_ordinal = device;
            options.memory_limit_bytes = memory_limit.value_or(0);
            options.alignment = alignment;
+           options.graph_capture = graph_capture ? 1 : 0;
+           options.graph_cache_size = graph_cache_size;
            hipdnn_ep_state_t* raw = nullptr;
            check(hipdnn_ep_state_create(&options, &raw));
            auto* state = new (self) PyState();
@@ -56,7 +58,7 @@ nb::class_<PyState> bind_state(nb::module_& m) {
            state->device = options.device_ordinal;
          },
          nb::arg("backend") = "cpu", nb::arg("device") = 0, nb::arg("memory_limit") = nb::none(),
-         nb::arg("alignment") = 256)
+         nb::arg("alignment") = 256, nb::arg("graph_capture") = true, nb::arg("graph_cache_size") = 0)
       .def("close", [](PyState& self) { close_state(self, true); },
            "Destroys the state; raises LeakError (listing live blocks) if allocations were still live.")
       .def_prop_ro("closed", [](const PyState& self) { return self.raw == nullptr; })
@@ -75,6 +77,23 @@ nb::class_<PyState> bind_state(nb::module_& m) {
            "The hipdnn_ep_state_t* as an integer, for calling the C ABI directly (ctypes); owned by the State.")
       .def("set_stream", [](PyState& self, uint64_t stream) { check(hipdnn_ep_state_set_stream(self.get(), stream)); },
            nb::arg("stream"), "Orders later allocations, frees and copies on this stream id (0: default).")
+      .def(
+          "graph_stats",
+          [](PyState& self) {
+            hipdnn_ep_graph_stats_t s{};
+            s.struct_size = sizeof(s);
+            check(hipdnn_ep_graph_stats(self.get(), &s));
+            nb::dict d;
+            d["captures"] = s.captures;
+            d["replays"] = s.replays;
+            d["uncaptured_runs"] = s.uncaptured_runs;
+            d["graphs_cached"] = s.graphs_cached;
+            d["evictions"] = s.evictions;
+            d["last_uncaptured"] = std::string(s.last_uncaptured ? s.last_uncaptured : "");
+            return d;
+          },
+          "Graph capture and replay on this state (GPU backends): captures, replays, uncaptured_runs, "
+          "graphs_cached, evictions, and last_uncaptured (why the last run without a graph had none).")
       .def(
           "synchronize", [](PyState& self) { check(hipdnn_ep_synchronize(self.get())); },
           "Waits for all work; freed blocks become reusable on every stream; retired scratch/pool blocks are freed.");

@@ -70,6 +70,11 @@ TempBuffer::~TempBuffer() {
 }
 
 void wait_for_stream(hipdnn_ep_state_t* state, const char* what) {
+  if (state->capture != nullptr) {
+    // Nothing has run yet while a graph is captured: the check cannot be made now.
+    state->capture_refusal = std::string("kernel ") + what + " checks its data on the host after it runs";
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, state->capture_refusal + ", which a graph cannot capture");
+  }
   if (hipError_t e = hipStreamSynchronize(current_stream(state)); e != hipSuccess) {
     fail(HIPDNN_EP_STATUS_INTERNAL, gpu_error_text(std::string(what) + ": waiting for the kernel", e));
   }

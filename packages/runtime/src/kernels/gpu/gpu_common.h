@@ -147,7 +147,8 @@ class TempBuffer {
 };
 
 // Waits for the state's stream (a kernel that reports through the error
-// flags); throws INTERNAL naming `what` if the wait fails.
+// flags); throws INTERNAL naming `what` if the wait fails, UNSUPPORTED during
+// a graph capture (which it refuses: graph_cache.h).
 void wait_for_stream(hipdnn_ep_state_t* state, const char* what);
 // Clears the error flags before a kernel that may set them.
 void reset_error_flags(hipdnn_ep_state_t* state);

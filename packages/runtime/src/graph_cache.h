@@ -1,0 +1,60 @@
+// Graph capture and replay of compiled programs on the GPU backends.
+//
+// Launching a program's kernels one by one from the host costs more than the kernels themselves
+// on small inputs. A program run a second time with the same input shapes and weight pointers is
+// captured into a graph (hipStreamBeginCapture ... EndCapture) and, from then on, replayed with
+// one graph launch:
+//   * the graph owns everything its kernels touch: a staging buffer per graph input (each run
+//     copies its inputs there first), the output buffers (each run copies them into the memory
+//     the host provides, after the launch), its own pool of intermediates and host scratch, and
+//     every temporary block a kernel took during the capture (the allocator holds them);
+//   * a program whose run reads device data on the host (hipdnn_ep_memcpy DEVICE_TO_HOST, a
+//     kernel that waits to check its data) cannot be captured: the capture is abandoned, the
+//     run made without a graph, and the program is never tried again on that state
+//     (GraphStats::last_uncaptured says why);
+//   * a state holds at most graph_cache_size graphs, least recently used evicted; evicted
+//     graphs are freed at the next hipdnn_ep_synchronize, the rest with the state.
+// The host code of a program only depends on its input shapes (and weight pointers), which is
+// what makes a replay equal to a run; data-dependent host work is what refuses the capture.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime_internal.h"
+
+struct hipdnn_ep_artifact;
+
+namespace hipdnn_ep {
+
+struct GraphCache;     // the graphs of one state (gpu/gpu_graph.hip)
+struct CapturedGraph;  // one of them
+struct GraphCacheDeleter {
+  void operator()(GraphCache* cache) const;
+};
+
+struct GraphStats {
+  uint64_t captures = 0;
+  uint64_t replays = 0;
+  uint64_t uncaptured_runs = 0;
+  uint64_t evictions = 0;
+  std::string last_uncaptured;
+};
+
+// Runs artifact from a graph when it can. Returns true when it did (the run's status in
+// *status; outputs filled like a run's, from the host's allocator or hipdnn_ep_malloc), false
+// when the caller runs the program itself (the reason counted in state->graph_stats).
+// Called with the state marked running and the inputs validated.
+bool graph_run(hipdnn_ep_artifact* artifact, hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t* inputs,
+               hipdnn_ep_tensor_ref_t* outputs, int32_t* status);
+// During a capture: output index of the captured program, in memory the graph owns.
+int32_t graph_output_alloc(hipdnn_ep_state_t* state, hipdnn_ep_tensor_ref_t* outputs, int32_t index, uint64_t size);
+// During a capture: a copy the graph can hold (device to device, or host scratch to device),
+// else the capture is refused.
+int32_t graph_capture_copy(hipdnn_ep_state_t* state, void* dst, const void* src, uint64_t size, int32_t kind);
+// After the device was synchronized: frees evicted graphs.
+void graph_release_retired(hipdnn_ep_state_t* state);
+// Graphs the state holds now.
+uint64_t graph_count(const hipdnn_ep_state_t* state);
+
+}  // namespace hipdnn_ep

@@ -1,0 +1,184 @@
+"""Graph capture and replay of compiled programs on a GPU state (graph_cache.h).
+
+The artifacts come from tools/gpu_artifacts.py (--gpu-artifacts). Inputs and weights live in device
+memory the test allocates once, as a host such as the EP keeps them, and every run goes through
+hipdnn_ep_artifact_run. A state with graphs on must give what a state with graphs off gives (the
+same kernels: within 1e-6 of the output's scale) and what the cpu backend gives (the tolerance of
+test_gpu_artifacts.py), on the run that captures and on replays with new input values.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import pytest
+
+np = pytest.importorskip("numpy")
+rt = pytest.importorskip("hipdnn_ep_runtime")
+
+pytestmark = pytest.mark.gpu
+
+H2D, D2H = 1, 2
+DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float16): 10, np.dtype(np.int64): 7, np.dtype(np.int32): 6,
+          np.dtype(np.bool_): 9}
+
+
+class TensorRef(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dims", ctypes.POINTER(ctypes.c_int64)),
+                ("rank", ctypes.c_int32), ("dtype", ctypes.c_int32)]
+
+
+def _lib() -> ctypes.CDLL:
+    lib = ctypes.CDLL(rt.library_path())
+    lib.hipdnn_ep_last_error.restype = ctypes.c_char_p
+    lib.hipdnn_ep_artifact_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.hipdnn_ep_artifact_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(TensorRef),
+                                           ctypes.POINTER(TensorRef)]
+    lib.hipdnn_ep_artifact_close.argtypes = [ctypes.c_void_p]
+    lib.hipdnn_ep_free.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    return lib
+
+
+class Runner:
+    """An artifact on one state with device-resident inputs and weights (uploaded once, rewritten in place)."""
+
+    def __init__(self, lib: ctypes.CDLL, directory: Path, state: rt.State, arrays: list[np.ndarray]) -> None:
+        self.lib, self.state = lib, state
+        self.handle = ctypes.c_void_p()
+        assert lib.hipdnn_ep_artifact_open(str(directory / "program.so").encode(), ctypes.byref(self.handle)) == 0, \
+            lib.hipdnn_ep_last_error()
+        with rt.Artifact(directory) as artifact:
+            self.n_outputs = len(artifact.metadata["outputs"])
+        self.refs = (TensorRef * len(arrays))()
+        self.ptrs: list[int] = []
+        self.keep: list[object] = []
+        self.sizes: list[int] = []
+        for i, a in enumerate(arrays):
+            self.ptrs.append(state.malloc(max(a.nbytes, 1)))
+            self.sizes.append(a.nbytes)
+            self.set_input(i, a)
+
+    def set_input(self, i: int, a: np.ndarray) -> None:
+        """Writes a into input i's buffer (same byte size or smaller), with its shape."""
+        a = np.array(a, order="C")
+        assert a.nbytes <= max(self.sizes[i], 1)
+        self.state.memcpy(self.ptrs[i], a.ctypes.data, a.nbytes, H2D)
+        dims = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+        self.keep.append(dims)
+        self.refs[i] = TensorRef(self.ptrs[i], dims, a.ndim, DTYPES[a.dtype])
+
+    def run(self) -> list[np.ndarray]:
+        out = (TensorRef * self.n_outputs)()
+        state = ctypes.c_void_p(self.state._handle())
+        assert self.lib.hipdnn_ep_artifact_run(self.handle, state, self.refs, out) == 0, \
+            self.lib.hipdnn_ep_last_error()
+        results = []
+        for o in out:
+            shape = tuple(o.dims[d] for d in range(o.rank))
+            dtype = next(k for k, v in DTYPES.items() if v == o.dtype)
+            host = np.empty(shape, dtype)
+            if host.nbytes:
+                self.state.memcpy(host.ctypes.data, o.data, host.nbytes, D2H)
+            self.lib.hipdnn_ep_free(state, o.data)
+            results.append(host)
+        return results
+
+    def close(self) -> None:
+        for p in self.ptrs:
+            self.state.free(p)
+        self.lib.hipdnn_ep_artifact_close(self.handle)
+
+
+def _artifact(config: pytest.Config, name: str) -> Path:
+    directory = Path(config.getoption("--gpu-artifacts")) / name
+    if not (directory / "program.so").exists():
+        pytest.skip(f"no artifact {name}: run tools/gpu_artifacts.py (or pass --gpu-artifacts)")
+    return directory
+
+
+def _feeds(directory: Path) -> tuple[list[str], list[np.ndarray], dict[str, list[np.ndarray]]]:
+    feeds = np.load(directory / "feeds.npz")
+    weights = [feeds[f"weight/{i}"] for i in range(sum(k.startswith("weight/") for k in feeds.files))]
+    with rt.Artifact(directory) as artifact:
+        names = [i["name"] for i in artifact.metadata["inputs"]]
+    labels = sorted({k.split("/")[0] for k in feeds.files if not k.startswith("weight/")})
+    return labels, weights, {label: [feeds[f"{label}/{n}"] for n in names] for label in labels}
+
+
+def _close(actual: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol_scale: float, what: str) -> None:
+    assert len(actual) == len(expected), what
+    for a, e in zip(actual, expected, strict=True):
+        assert a.shape == e.shape and a.dtype == e.dtype, what
+        scale = float(np.max(np.abs(e.astype(np.float64)))) if e.size else 0.0
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=max(1e-6, atol_scale * scale), err_msg=what)
+
+
+def _perturbed(inputs: list[np.ndarray], seed: int) -> list[np.ndarray]:
+    """New values, same shapes: float inputs get noise, integer ones stay (they may be masks or ids)."""
+    rng = np.random.default_rng(seed)
+    return [x + rng.standard_normal(x.shape).astype(x.dtype) if x.dtype.kind == "f" else x for x in inputs]
+
+
+@pytest.mark.parametrize("name", ["three_node", "attention_seq128", "attention_dynamic", "shape_chain_dynamic"])
+def test_replay_matches_the_uncaptured_run_and_cpu(request: pytest.FixtureRequest, gpu_backend: str, name: str) -> None:
+    directory = _artifact(request.config, name)
+    labels, weights, by_label = _feeds(directory)
+    lib = _lib()
+    with rt.Artifact(directory) as artifact, rt.State(backend="cpu") as cpu, \
+            rt.State(backend=gpu_backend) as graphs, rt.State(backend=gpu_backend, graph_capture=False) as plain:
+        for label in labels:
+            first = by_label[label]
+            a = Runner(lib, directory, graphs, first + weights)
+            b = Runner(lib, directory, plain, first + weights)
+            for k in range(5):  # run 0 plain, run 1 captures, runs 2.. replay; new values from run 3 on
+                inputs = first if k < 3 else _perturbed(first, k)
+                for i, x in enumerate(inputs):
+                    a.set_input(i, x)
+                    b.set_input(i, x)
+                got, want = a.run(), b.run()
+                what = f"{name} {label} run {k}"
+                _close(got, want, 1e-6, 1e-6, what + " (graphs vs no graphs)")
+                _close(got, artifact.run(cpu, inputs + weights), 1e-4, 2e-5, what + " (vs cpu)")
+            a.close()
+            b.close()
+            graphs.synchronize()
+        stats = graphs.graph_stats()
+        assert stats["captures"] == len(labels), stats
+        assert stats["replays"] == 3 * len(labels), stats
+        assert plain.graph_stats()["last_uncaptured"] == "graph capture is off for this state"
+        assert plain.graph_stats()["captures"] == 0
+
+
+def test_graph_cache_is_bounded_and_freed(request: pytest.FixtureRequest, gpu_backend: str) -> None:
+    directory = _artifact(request.config, "attention_dynamic")
+    labels, weights, by_label = _feeds(directory)
+    lib = _lib()
+    with rt.Artifact(directory) as artifact, rt.State(backend="cpu") as cpu:
+        state = rt.State(backend=gpu_backend, graph_cache_size=1)
+        runners = {label: Runner(lib, directory, state, by_label[label] + weights) for label in labels[:2]}
+        for label in [labels[0]] * 3 + [labels[1]] * 3 + [labels[0]] * 3:
+            _close(runners[label].run(), artifact.run(cpu, by_label[label] + weights), 1e-4, 2e-5, label)
+        stats = state.graph_stats()
+        # each shape captured on its second run, replayed on its third; the cache keeps one graph
+        assert (stats["captures"], stats["replays"], stats["graphs_cached"], stats["evictions"]) == (3, 3, 1, 2), stats
+        for r in runners.values():
+            r.close()
+        state.synchronize()
+        state.close()  # raises LeakError if a graph's blocks were not given back
+
+
+def test_host_reads_are_run_without_a_graph(request: pytest.FixtureRequest, gpu_backend: str) -> None:
+    directory = _artifact(request.config, "reshape_target_input")
+    labels, weights, by_label = _feeds(directory)
+    lib = _lib()
+    with rt.Artifact(directory) as artifact, rt.State(backend="cpu") as cpu, rt.State(backend=gpu_backend) as gpu:
+        for label in labels:
+            r = Runner(lib, directory, gpu, by_label[label] + weights)
+            for _ in range(3):
+                _close(r.run(), artifact.run(cpu, by_label[label] + weights), 1e-6, 1e-6, label)
+            r.close()
+        stats = gpu.graph_stats()
+        assert (stats["captures"], stats["replays"], stats["graphs_cached"]) == (0, 0, 0), stats
+        assert "reads device data on the host" in stats["last_uncaptured"], stats
+        assert stats["uncaptured_runs"] == 3 * len(labels)
