@@ -1,25 +1,748 @@
-// The LLM kernels on the GPU backends: not written yet (the CPU backend has them, kernels/cpu/llm.cpp).
-// Each reports UNSUPPORTED, so a program that needs one fails with a clear status instead of a crash.
-// The CPU implementations are organised per output column (matmul_nbits) and per (batch, KV head)
-// (group_query_attention), the units a port maps to thread blocks.
+// The LLM kernels on the GPU backends: int4 MatMulNBits, RMS normalization (with the skip sum),
+// RotaryEmbedding and GroupQueryAttention with its KV cache. They compute in float whatever the
+// storage dtype and follow the CPU kernels (kernels/cpu/llm.cpp) operation for operation where
+// the order of a sum does not matter.
+//
+// matmul_nbits
+//   decode (M <= kGemvMaxRows rows of A): a fused dequantize-GEMV. One 32-lane group per output
+//     column streams the column's int4 bytes once, 16 bytes per lane per load where the column is
+//     16-byte aligned, dequantizes in registers and dots them with up to 4 rows of A at a time.
+//   prefill (more rows): B is dequantized to a [N, K] matrix of A's dtype in a temporary buffer
+//     and the product goes through the GEMM library (cuBLASLt / hipBLASLt, float accumulation).
+//     The dequantized matrix costs 2 (fp16) or 4 (fp32) bytes per weight written and read once,
+//     while the library's tuned tensor-core GEMM is used unchanged; a GEMM that dequantizes its B
+//     tiles in shared memory would save that traffic and is the next step if prefill needs it.
+// rms_norm: one block per normalized row, squares summed in float.
+// rotary_embedding: one thread per rotated pair.
+// group_query_attention: two launches on the stream.
+//   1. the present cache: the row's valid past (not copied when present and past are one buffer,
+//      the shared-buffer mode), then the new K (rotated) and V, then zeros (not written in the
+//      shared-buffer mode, where those positions are unused);
+//   2. attention: one block per (batch, KV head, tile of query rows); the tile holds query rows of
+//      that KV head's group, ordered token-major, so the block reads each key and value row of
+//      its KV head once for all of them. Keys come in chunks through shared memory with an
+//      online softmax (running max and sum per row), so any cache length works. Causal and
+//      window bounds limit the chunks a tile visits.
+//   seqlens_k and total_sequence_length are device data: the kernels check them and report a
+//   bad one through the device's error flags, which the host reads after the launch.
+#include <cmath>
+#include <memory>
 #include <string>
 
+#include "gpu/gpu_blas.h"
+#include "gpu/gpu_device.h"
+#include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
-#include "kernels/tensor_util.h"
+#include "kernels/validate.h"
 
 namespace hipdnn_ep::kernels::gpu {
 namespace {
 
-[[noreturn]] void not_yet(const char* kernel) {
-  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(kernel) + " is not implemented for the GPU backends yet "
-                                     "(use backend cpu for models with it)");
+// Error codes of these kernels in the device's error flags (word 1: the batch row or position).
+enum : int64_t { kErrorSeqlens = 16, kErrorTotalLength = 17, kErrorPastLength = 18, kErrorRotaryPosition = 19 };
+
+__device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+__device__ __forceinline__ int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// Sum over a group of 32 consecutive lanes (a CUDA warp, half an AMD wave64).
+__device__ __forceinline__ float lane_group_sum(float v) {
+  for (int mask = 16; mask > 0; mask >>= 1) {
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+    v += __shfl_xor_sync(0xffffffffu, v, mask, 32);
+#else
+    v += __shfl_xor(v, mask, 32);
+#endif
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------- MatMulNBits
+
+constexpr int kGemvMaxRows = 16;   // rows of A up to which the fused GEMV runs
+constexpr int kGemvColumns = 8;    // output columns per block (one 32-lane group each)
+
+// 8 elements of row a starting at k0 (< K), as float; zeros past K.
+template <typename T>
+__device__ __forceinline__ void load8(const T* a, int64_t k0, int64_t k, bool vector_ok, float (&out)[8]) {
+  if (vector_ok && k0 + 8 <= k) {
+    if constexpr (sizeof(T) == 2) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(a + k0);
+      const auto* h = reinterpret_cast<const __half*>(&raw);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) out[i] = __half2float(h[i]);
+    } else {
+      const float4 lo = *reinterpret_cast<const float4*>(a + k0);
+      const float4 hi = *reinterpret_cast<const float4*>(a + k0 + 4);
+      out[0] = lo.x; out[1] = lo.y; out[2] = lo.z; out[3] = lo.w;
+      out[4] = hi.x; out[5] = hi.y; out[6] = hi.z; out[7] = hi.w;
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = k0 + i < k ? static_cast<float>(load(a, k0 + i)) : 0.0f;
+}
+
+struct NbitsArgs {
+  const uint8_t* b;
+  const uint8_t* zp;  // null: zero point 8
+  int64_t m, k, n, block, blocks, col_bytes, zp_stride;
+};
+
+// The dequantization factors of the block holding nibble k0 of column col.
+template <typename T>
+__device__ __forceinline__ void block_factors(const NbitsArgs& p, const T* scales, int64_t col, int64_t k0,
+                                              float* scale, float* zero) {
+  const int64_t blk = k0 / p.block;
+  *scale = static_cast<float>(load(scales, col * p.blocks + blk));
+  if (p.zp == nullptr) {
+    *zero = 8.0f;
+  } else {
+    const uint8_t packed = p.zp[col * p.zp_stride + blk / 2];
+    *zero = static_cast<float>((blk & 1) == 0 ? (packed & 0x0F) : (packed >> 4));
+  }
+}
+
+// acc[r] += sum over the 8 nibbles of word (elements k0..k0+7) of a[r] * (q - zero) * scale.
+template <typename T, int kRows>
+__device__ __forceinline__ void gemv_word(const NbitsArgs& p, const T* a, const T* scales, int64_t col, int64_t row0,
+                                          uint32_t word, int64_t k0, bool a_vector, float (&acc)[kRows]) {
+  float scale, zero;
+  block_factors(p, scales, col, k0, &scale, &zero);
+  float w[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) w[i] = (static_cast<float>((word >> (4 * i)) & 0x0F) - zero) * scale;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (row0 + r >= p.m) break;
+    float x[8];
+    load8(a + (row0 + r) * p.k, k0, p.k, a_vector, x);
+    float dot = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) dot += x[i] * w[i];
+    acc[r] += dot;
+  }
+}
+
+// kLoad: 16 = the column is 16-byte aligned (uint4 loads), 4 = 4-byte aligned (words), 1 = bytes.
+template <typename T, int kRows, int kLoad>
+__global__ void gemv_nbits_kernel(NbitsArgs p, const T* a, const T* scales, const T* bias, T* y, bool a_vector) {
+  const int lane = threadIdx.x % 32;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kGemvColumns + threadIdx.x / 32;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kRows;
+  if (col >= p.n) return;
+  const uint8_t* bytes = p.b + col * p.col_bytes;
+  const int64_t words = p.col_bytes / 4;  // col_bytes = blocks * block / 2, a multiple of 8
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+  int64_t first_word = 0;
+  if constexpr (kLoad == 16) {
+    const int64_t quads = words / 4;
+    const auto* v = reinterpret_cast<const uint4*>(bytes);
+#pragma unroll 2
+    for (int64_t q = lane; q < quads; q += 32) {
+      const uint4 raw = v[q];
+      const uint32_t parts[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int64_t k0 = (q * 4 + j) * 8;
+        if (k0 < p.k) gemv_word<T, kRows>(p, a, scales, col, row0, parts[j], k0, a_vector, acc);
+      }
+    }
+    first_word = quads * 4;
+  }
+  for (int64_t wi = first_word + lane; wi < words; wi += 32) {
+    uint32_t word;
+    if constexpr (kLoad == 1) {
+      word = static_cast<uint32_t>(bytes[4 * wi]) | static_cast<uint32_t>(bytes[4 * wi + 1]) << 8 |
+             static_cast<uint32_t>(bytes[4 * wi + 2]) << 16 | static_cast<uint32_t>(bytes[4 * wi + 3]) << 24;
+    } else {
+      word = reinterpret_cast<const uint32_t*>(bytes)[wi];
+    }
+    const int64_t k0 = wi * 8;
+    if (k0 < p.k) gemv_word<T, kRows>(p, a, scales, col, row0, word, k0, a_vector, acc);
+  }
+  const float b = bias != nullptr ? static_cast<float>(load(bias, col)) : 0.0f;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const float sum = lane_group_sum(acc[r]);
+    if (lane == 0 && row0 + r < p.m) store(y, (row0 + r) * p.n + col, sum + b);
+  }
+}
+
+// w[col, k] = (q - zero) * scale for k < K: one thread per 4-byte word (8 elements).
+template <typename T>
+__global__ void dequantize_nbits_kernel(NbitsArgs p, const T* scales, T* w) {
+  const int64_t words_per_col = p.col_bytes / 4;
+  HIPDNN_EP_GRID_STRIDE(i, p.n * words_per_col) {
+    const int64_t col = i / words_per_col;
+    const int64_t k0 = (i % words_per_col) * 8;
+    if (k0 >= p.k) continue;
+    const uint8_t* bytes = p.b + col * p.col_bytes + (k0 / 2);
+    float scale, zero;
+    block_factors(p, scales, col, k0, &scale, &zero);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint8_t v = bytes[j];
+      if (k0 + 2 * j < p.k) store(w, col * p.k + k0 + 2 * j, (static_cast<float>(v & 0x0F) - zero) * scale);
+      if (k0 + 2 * j + 1 < p.k) store(w, col * p.k + k0 + 2 * j + 1, (static_cast<float>(v >> 4) - zero) * scale);
+    }
+  }
+}
+
+bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+template <typename T, int kRows>
+void launch_gemv(const NbitsArgs& p, const T* a, const T* scales, const T* bias, T* y, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((p.n + kGemvColumns - 1) / kGemvColumns),
+                  static_cast<unsigned>((p.m + kRows - 1) / kRows));
+  const bool a_vector = aligned(a, 16) && (p.k * static_cast<int64_t>(sizeof(T))) % 16 == 0;
+  const unsigned threads = 32 * kGemvColumns;
+  if (aligned(p.b, 16) && p.col_bytes % 16 == 0) {
+    gemv_nbits_kernel<T, kRows, 16><<<grid, threads, 0, stream>>>(p, a, scales, bias, y, a_vector);
+  } else if (aligned(p.b, 4)) {
+    gemv_nbits_kernel<T, kRows, 4><<<grid, threads, 0, stream>>>(p, a, scales, bias, y, a_vector);
+  } else {
+    gemv_nbits_kernel<T, kRows, 1><<<grid, threads, 0, stream>>>(p, a, scales, bias, y, a_vector);
+  }
+}
+
+// ---------------------------------------------------------------- rotary (shared by both ops)
+
+// Element i of a head vector x (its first rotary_dim elements rotated by angle index j):
+// pairs (j, j + rotary_dim / 2), or (2j, 2j + 1) when interleaved.
+template <typename T, typename C>
+__device__ __forceinline__ float rotated(const T* x, int64_t i, const C* cos_row, const C* sin_row, int64_t rotary_dim,
+                                         bool interleaved) {
+  const float v = load(x, i);
+  if (i >= rotary_dim) return v;
+  const int64_t half = rotary_dim / 2;
+  int64_t j, partner;
+  bool first;
+  if (interleaved) {
+    j = i / 2;
+    first = (i & 1) == 0;
+    partner = i ^ 1;
+  } else {
+    first = i < half;
+    j = first ? i : i - half;
+    partner = first ? i + half : i - half;
+  }
+  const float c = load(cos_row, j), s = load(sin_row, j), o = load(x, partner);
+  return first ? v * c - o * s : v * c + o * s;
+}
+
+template <typename T>
+__global__ void rotary_kernel(const T* x, const int64_t* pos, const T* cos, const T* sin, T* y, int64_t batch,
+                              int64_t seq, int64_t heads, int64_t head_size, int64_t rotary_dim, int64_t positions,
+                              int64_t width, bool bnsh, bool offset_only, bool interleaved, int64_t* flags) {
+  HIPDNN_EP_GRID_STRIDE(e, batch * seq * heads * head_size) {
+    const int64_t i = e % head_size;
+    const int64_t vec = e / head_size;  // (b, s, h) or (b, h, s)
+    int64_t b, s;
+    if (bnsh) {
+      s = vec % seq;
+      b = vec / (seq * heads);
+    } else {
+      s = (vec / heads) % seq;
+      b = vec / (seq * heads);
+    }
+    const int64_t position = offset_only ? pos[0] + s : pos[b * seq + s];
+    if (position < 0 || position >= positions) {
+      report_error(flags, kErrorRotaryPosition, position);
+      continue;
+    }
+    const T* xv = x + vec * head_size;
+    store(y, e, rotated(xv, i, cos + position * width, sin + position * width, rotary_dim, interleaved));
+  }
+}
+
+// ---------------------------------------------------------------- RMS norm
+
+template <typename T>
+__global__ void rms_norm_kernel(const T* x, const T* scale, const T* skip, const T* bias, T* y, T* sum_out,
+                                int64_t rows, int64_t size, float epsilon) {
+  __shared__ float shared[kBlock];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t base = r * size;
+    float squares = 0.0f;
+    for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+      float v = load(x, base + i);
+      if (skip != nullptr) v += load(skip, base + i);
+      if (bias != nullptr) v += load(bias, i);
+      squares += v * v;
+      if (sum_out != nullptr) store(sum_out, base + i, v);
+    }
+    squares = block_reduce(squares, [](float a, float b) { return a + b; }, shared);
+    const float inv_rms = 1.0f / sqrtf(squares / static_cast<float>(size) + epsilon);
+    for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+      float v = load(x, base + i);
+      if (skip != nullptr) v += load(skip, base + i);
+      if (bias != nullptr) v += load(bias, i);
+      store(y, base + i, v * inv_rms * static_cast<float>(load(scale, i)));
+    }
+  }
+}
+
+// A tensor as a dense one of dims `target`: itself when it already has that many elements, else a
+// broadcast copy in a temporary buffer. Null when absent.
+const void* dense(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args, int32_t index, const Dims& target,
+                  std::unique_ptr<TempBuffer>* holder) {
+  if (index >= args.n_inputs || !is_present(args.inputs[index])) return nullptr;
+  const hipdnn_ep_tensor_ref_t& t = args.inputs[index];
+  if (element_count(t) == element_count(target)) return t.data;
+  const size_t esize = dtype_size(t.dtype);
+  *holder = std::make_unique<TempBuffer>(state, static_cast<uint64_t>(element_count(target)) * esize);
+  strided_copy(state, t.data, 0, broadcast_strides(dims_of(t), target), (*holder)->data(), target, esize);
+  return (*holder)->data();
+}
+
+// ---------------------------------------------------------------- GroupQueryAttention
+
+struct GqaParams {
+  int64_t batch, seq, heads, kv_heads, head_size, past, present;
+  int64_t token_stride, kv_token_stride;  // elements between tokens of query (or packed QKV) and of key/value
+  int64_t rotary_dim, rotary_positions, rotary_width;
+  int64_t window;
+  float scale, softcap;
+  bool packed, do_rotary, interleaved, copy_past, zero_tail;
+};
+
+// The lengths of batch row b: valid keys and the past positions; false (and reported) when bad.
+struct RowLengths {
+  int64_t valid, past_len;
+  bool first_prompt;
+};
+
+__device__ __forceinline__ bool row_lengths(const GqaParams& g, const int32_t* seqlens, const int32_t* total_ptr,
+                                            int64_t b, int64_t* flags, bool report, RowLengths* out) {
+  const int64_t total = *total_ptr;
+  if (total < g.seq || total > g.present) {
+    if (report) report_error(flags, kErrorTotalLength, total);
+    return false;
+  }
+  out->first_prompt = g.seq == total;
+  out->valid = static_cast<int64_t>(seqlens[b]) + 1;
+  if (out->valid < 1 || out->valid > g.present) {
+    if (report) report_error(flags, kErrorSeqlens, b);
+    return false;
+  }
+  out->past_len = out->first_prompt ? 0 : out->valid - g.seq;
+  if (out->past_len < 0 || out->past_len > g.past) {
+    if (report) report_error(flags, kErrorPastLength, b);
+    return false;
+  }
+  return true;
+}
+
+__device__ __forceinline__ int64_t token_position(const RowLengths& r, int64_t s) {
+  return r.first_prompt ? (s < r.valid ? s : 1) : r.past_len + s;
+}
+
+// present[b, kvh, p, i] for every position p: past, new (rotated K), zeros.
+template <typename T>
+__global__ void gqa_present_kernel(GqaParams g, const T* query, const T* key, const T* value, const T* past_k,
+                                   const T* past_v, const int32_t* seqlens, const int32_t* total, const T* cos,
+                                   const T* sin, T* present_k, T* present_v, int64_t* flags) {
+  const int64_t d = g.head_size;
+  HIPDNN_EP_GRID_STRIDE(e, g.batch * g.kv_heads * g.present * d) {
+    const int64_t i = e % d;
+    const int64_t p = (e / d) % g.present;
+    const int64_t kvh = (e / (d * g.present)) % g.kv_heads;
+    const int64_t b = e / (d * g.present * g.kv_heads);
+    RowLengths r;
+    if (!row_lengths(g, seqlens, total, b, flags, kvh == 0 && p == 0 && i == 0, &r)) continue;
+    if (p < r.past_len) {
+      if (g.copy_past) {
+        const int64_t src = ((b * g.kv_heads + kvh) * g.past + p) * d + i;
+        present_k[e] = past_k[src];
+        present_v[e] = past_v[src];
+      }
+    } else if (p < r.past_len + g.seq) {
+      const int64_t s = p - r.past_len;
+      const T* k_row = g.packed ? query + (b * g.seq + s) * g.token_stride + (g.heads + kvh) * d
+                                : key + (b * g.seq + s) * g.kv_token_stride + kvh * d;
+      const T* v_row = g.packed ? query + (b * g.seq + s) * g.token_stride + (g.heads + g.kv_heads + kvh) * d
+                                : value + (b * g.seq + s) * g.kv_token_stride + kvh * d;
+      float k_value = load(k_row, i);
+      if (g.do_rotary) {
+        const int64_t position = token_position(r, s);
+        if (position < 0 || position >= g.rotary_positions) {
+          report_error(flags, kErrorRotaryPosition, position);
+          continue;
+        }
+        k_value = rotated(k_row, i, cos + position * g.rotary_width, sin + position * g.rotary_width, g.rotary_dim,
+                          g.interleaved);
+      }
+      store(present_k, e, k_value);
+      present_v[e] = v_row[i];
+    } else if (g.zero_tail) {
+      store(present_k, e, 0.0f);
+      store(present_v, e, 0.0f);
+    }
+  }
+}
+
+constexpr int kAttnThreads = 128;
+constexpr int kAttnRows = 16;     // query rows per block
+constexpr int kAttnKeys = 32;     // keys per chunk at most (fewer for large heads, to fit the shared memory)
+constexpr int kMaxHeadSize = 256;
+constexpr int kAccPerThread = kAttnRows * kMaxHeadSize / kAttnThreads;
+
+constexpr size_t kAttnSharedBytes = 46 * 1024;  // under the 48 KiB default with the static arrays
+
+// Keys per chunk for head size d, so that the shared memory fits kAttnSharedBytes.
+int attention_chunk(int64_t d) {
+  const int64_t fixed = 4 * (kAttnRows * d + kAttnRows * kAttnKeys + 3 * kAttnRows);
+  const int64_t keys = (static_cast<int64_t>(kAttnSharedBytes) - fixed) / (4 * (d + 1));
+  return static_cast<int>(keys < kAttnKeys ? keys : kAttnKeys);
+}
+
+size_t attention_shared_bytes(int64_t d, int chunk) {
+  return 4 * static_cast<size_t>(kAttnRows * d + chunk * (d + 1) + kAttnRows * kAttnKeys + 3 * kAttnRows);
+}
+
+// Dynamic shared memory: q [kAttnRows][d], kv [chunk][d + 1], p [kAttnRows][kAttnKeys], and per row
+// running max, sum and the rescale factor.
+template <typename T>
+__global__ void __launch_bounds__(kAttnThreads) gqa_attention_kernel(GqaParams g, const T* query, const T* cos,
+                                                                     const T* sin, const int32_t* seqlens,
+                                                                     const int32_t* total, const T* present_k,
+                                                                     const T* present_v, T* out, int chunk) {
+  extern __shared__ float smem[];
+  const int64_t d = g.head_size;
+  const int64_t group = g.heads / g.kv_heads;
+  const int64_t b = blockIdx.z, kvh = blockIdx.y;
+  const int64_t row_begin = static_cast<int64_t>(blockIdx.x) * kAttnRows;  // rows r = s * group + j
+  const int64_t rows = imin(kAttnRows, g.seq * group - row_begin);
+  float* q = smem;
+  float* kv = q + kAttnRows * d;
+  const int64_t kv_pitch = d + 1;
+  float* probs = kv + chunk * kv_pitch;
+  float* row_max = probs + kAttnRows * kAttnKeys;
+  float* row_sum = row_max + kAttnRows;
+  float* row_alpha = row_sum + kAttnRows;
+  __shared__ int64_t row_begin_key[kAttnRows], row_end_key[kAttnRows];
+
+  RowLengths len;
+  if (!row_lengths(g, seqlens, total, b, nullptr, false, &len)) return;  // reported by gqa_present_kernel
+  const T* present_k_head = present_k + (b * g.kv_heads + kvh) * g.present * d;
+  const T* present_v_head = present_v + (b * g.kv_heads + kvh) * g.present * d;
+
+  // This tile's queries in float, rotated; each row's key range [begin, end).
+  for (int64_t e = threadIdx.x; e < rows * d; e += blockDim.x) {
+    const int64_t r = e / d, i = e % d;
+    const int64_t row = row_begin + r;
+    const int64_t s = row / group, h = kvh * group + row % group;
+    const T* q_row = query + (b * g.seq + s) * g.token_stride + h * d;
+    float v = load(q_row, i);
+    if (g.do_rotary) {
+      const int64_t position = token_position(len, s);
+      if (position >= 0 && position < g.rotary_positions) {  // else reported by gqa_present_kernel
+        v = rotated(q_row, i, cos + position * g.rotary_width, sin + position * g.rotary_width, g.rotary_dim,
+                    g.interleaved);
+      }
+    }
+    q[r * d + i] = v;
+  }
+  if (threadIdx.x < kAttnRows) {
+    const int64_t r = threadIdx.x;
+    const int64_t s = (row_begin + r) / group;
+    const int64_t end = imin(len.past_len + s + 1, len.valid);
+    row_end_key[r] = r < rows ? end : 0;
+    row_begin_key[r] = r < rows && g.window > 0 ? imax(0, end - g.window) : 0;
+    row_max[r] = -INFINITY;
+    row_sum[r] = 0.0f;
+  }
+  __syncthreads();
+  int64_t key_begin = row_begin_key[0], key_end = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    key_begin = imin(key_begin, row_begin_key[r]);
+    key_end = imax(key_end, row_end_key[r]);
+  }
+
+  float acc[kAccPerThread];
+#pragma unroll
+  for (int j = 0; j < kAccPerThread; ++j) acc[j] = 0.0f;
+
+  for (int64_t t0 = key_begin; t0 < key_end; t0 += chunk) {
+    const int64_t keys = imin(chunk, key_end - t0);
+    for (int64_t e = threadIdx.x; e < keys * d; e += blockDim.x) {
+      kv[(e / d) * kv_pitch + e % d] = load(present_k_head, (t0 + e / d) * d + e % d);
+    }
+    __syncthreads();
+    // Scores, masked to each row's range.
+    for (int64_t e = threadIdx.x; e < kAttnRows * chunk; e += blockDim.x) {
+      const int64_t r = e / chunk, t = e % chunk;
+      float score = -INFINITY;
+      const int64_t key = t0 + t;
+      if (r < rows && t < keys && key >= row_begin_key[r] && key < row_end_key[r]) {
+        const float* qr = q + r * d;
+        const float* kr = kv + t * kv_pitch;
+        float dot = 0.0f;
+        for (int64_t i = 0; i < d; ++i) dot += qr[i] * kr[i];
+        score = dot * g.scale;
+        if (g.softcap > 0.0f) score = g.softcap * tanhf(score / g.softcap);
+      }
+      probs[r * kAttnKeys + t] = score;
+    }
+    __syncthreads();
+    // Online softmax: new running max, the rescale factor of what was accumulated, the chunk's weights.
+    if (threadIdx.x < kAttnRows) {
+      const int64_t r = threadIdx.x;
+      float m = row_max[r];
+      for (int t = 0; t < chunk; ++t) m = fmaxf(m, probs[r * kAttnKeys + t]);
+      const float alpha = m == -INFINITY ? 1.0f : expf(row_max[r] - m);
+      float sum = row_sum[r] * alpha;
+      for (int t = 0; t < chunk; ++t) {
+        const float s = probs[r * kAttnKeys + t];
+        const float w = s == -INFINITY ? 0.0f : expf(s - m);
+        probs[r * kAttnKeys + t] = w;
+        sum += w;
+      }
+      row_max[r] = m;
+      row_sum[r] = sum;
+      row_alpha[r] = alpha;
+    }
+    for (int64_t e = threadIdx.x; e < keys * d; e += blockDim.x) {
+      kv[(e / d) * kv_pitch + e % d] = load(present_v_head, (t0 + e / d) * d + e % d);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kAccPerThread; ++j) {
+      const int64_t e = threadIdx.x + static_cast<int64_t>(j) * kAttnThreads;
+      if (e < rows * d) {
+        const int64_t r = e / d, i = e % d;
+        float a = acc[j] * row_alpha[r];
+        for (int64_t t = 0; t < keys; ++t) a += probs[r * kAttnKeys + t] * kv[t * kv_pitch + i];
+        acc[j] = a;
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int j = 0; j < kAccPerThread; ++j) {
+    const int64_t e = threadIdx.x + static_cast<int64_t>(j) * kAttnThreads;
+    if (e < rows * d) {
+      const int64_t r = e / d, i = e % d;
+      const int64_t row = row_begin + r;
+      const int64_t s = row / group, h = kvh * group + row % group;
+      store(out, (b * g.seq + s) * g.heads * d + h * d + i, acc[j] / row_sum[r]);
+    }
+  }
+}
+
+// Reads the flags after the launches; throws INVALID_ARGUMENT naming the bad length.
+void check_gqa_flags(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args, const GqaParams& g) {
+  wait_for_stream(state, "group_query_attention");
+  const int64_t* flags = gpu_device(state).error_flags_host();
+  const int64_t code = flags[0], where = flags[1];
+  if (code == kErrorNone) return;
+  if (code == kErrorTotalLength) {
+    fail_invalid("total_sequence_length " + std::to_string(where) + " must be in [sequence length " +
+                 std::to_string(g.seq) + ", present length " + std::to_string(g.present) + "]");
+  }
+  if (code == kErrorRotaryPosition) {
+    fail_invalid("position " + std::to_string(where) + " is outside the rotary cache's " +
+                 std::to_string(g.rotary_positions) + " positions");
+  }
+  int32_t seqlen = 0;
+  const auto* seqlens = static_cast<const int32_t*>(args.inputs[5].data);
+  if (hipMemcpy(&seqlen, seqlens + where, sizeof(seqlen), hipMemcpyDeviceToHost) != hipSuccess) seqlen = -1;
+  if (code == kErrorSeqlens) {
+    fail_invalid("seqlens_k[" + std::to_string(where) + "] = " + std::to_string(seqlen) +
+                 " does not fit the present buffer of " + std::to_string(g.present) + " positions");
+  }
+  fail_invalid("seqlens_k[" + std::to_string(where) + "] = " + std::to_string(seqlen) + " with " +
+               std::to_string(g.seq) + " new tokens needs " + std::to_string(seqlen + 1 - g.seq) +
+               " past positions, but past_key has " + std::to_string(g.past));
 }
 
 }  // namespace
 
-void matmul_nbits(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t&) { not_yet("matmul_nbits"); }
-void rms_norm(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t&) { not_yet("rms_norm"); }
-void rotary_embedding(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t&) { not_yet("rotary_embedding"); }
-void group_query_attention(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t&) { not_yet("group_query_attention"); }
+void matmul_nbits(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  NbitsArgs p{};
+  p.k = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K];
+  p.n = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N];
+  p.block = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE];
+  p.m = element_count(args.inputs[0]) / p.k;
+  if (element_count(args.outputs[0]) == 0) return;
+  p.blocks = (p.k + p.block - 1) / p.block;
+  p.col_bytes = p.blocks * (p.block / 2);
+  p.zp_stride = (p.blocks + 1) / 2;
+  p.b = static_cast<const uint8_t*>(args.inputs[1].data);
+  p.zp = args.n_inputs > 3 && is_present(args.inputs[3]) ? static_cast<const uint8_t*>(args.inputs[3].data) : nullptr;
+  const bool has_bias = args.n_inputs > 4 && is_present(args.inputs[4]);
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "matmul_nbits", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* a = static_cast<const T*>(args.inputs[0].data);
+    const T* scales = static_cast<const T*>(args.inputs[2].data);
+    const T* bias = has_bias ? static_cast<const T*>(args.inputs[4].data) : nullptr;
+    T* y = static_cast<T*>(args.outputs[0].data);
+    if (p.m <= kGemvMaxRows) {
+      if (p.m == 1) {
+        launch_gemv<T, 1>(p, a, scales, bias, y, stream);
+      } else if (p.m == 2) {
+        launch_gemv<T, 2>(p, a, scales, bias, y, stream);
+      } else {
+        launch_gemv<T, 4>(p, a, scales, bias, y, stream);
+      }
+      check_launch("matmul_nbits");
+      return;
+    }
+    // Prefill: W [N, K] dequantized, then y = A W^T (+ bias through beta = 1 over y holding the bias).
+    TempBuffer w(state, static_cast<uint64_t>(p.n * p.k) * sizeof(T));
+    dequantize_nbits_kernel<<<grid_for(p.n * (p.col_bytes / 4)), kBlock, 0, stream>>>(p, scales,
+                                                                                       static_cast<T*>(w.data()));
+    check_launch("matmul_nbits (dequantize)");
+    if (has_bias) {
+      strided_copy(state, bias, 0, Dims{0, 1}, y, Dims{p.m, p.n}, sizeof(T));
+    }
+    GemmProblem g{};
+    g.dtype = args.inputs[0].dtype;
+    g.m = p.m;
+    g.n = p.n;
+    g.k = p.k;
+    g.trans_a = false;
+    g.trans_b = true;
+    g.a = a;
+    g.lda = p.k;
+    g.b = w.data();
+    g.ldb = p.k;
+    g.c = y;
+    g.ldc = p.n;
+    g.batch = 1;
+    g.alpha = 1.0f;
+    g.beta = has_bias ? 1.0f : 0.0f;
+    gpu_device(state).blas().gemm(g, stream);
+  });
+}
+
+void rms_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_RMS_NORM_INT_ATTR_AXIS]);
+  const auto epsilon = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RMS_NORM_FLOAT_ATTR_EPSILON]);
+  const Dims normalized(dims.begin() + static_cast<std::ptrdiff_t>(axis), dims.end());
+  const int64_t rows = dims_product(dims, 0, axis);
+  const int64_t size = element_count(normalized);
+  if (rows == 0 || size == 0) return;
+  std::unique_ptr<TempBuffer> scale_holder, skip_holder, bias_holder;
+  const void* scale = dense(state, args, 1, normalized, &scale_holder);
+  const void* skip = dense(state, args, 2, dims, &skip_holder);
+  const void* bias = dense(state, args, 3, normalized, &bias_holder);
+  void* sum_out = args.n_outputs > 1 ? args.outputs[1].data : nullptr;
+  const hipStream_t stream = current_stream(state);
+  const auto grid = static_cast<unsigned>(rows < 65535 * 8 ? rows : 65535 * 8);
+  dispatch_float_gpu(in.dtype, "rms_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    rms_norm_kernel<<<grid, kBlock, 0, stream>>>(static_cast<const T*>(in.data), static_cast<const T*>(scale),
+                                                 static_cast<const T*>(skip), static_cast<const T*>(bias),
+                                                 static_cast<T*>(args.outputs[0].data), static_cast<T*>(sum_out),
+                                                 rows, size, epsilon);
+  });
+  check_launch("rms_norm");
+}
+
+void rotary_embedding(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const int64_t n = element_count(in);
+  if (n == 0) return;
+  const Dims x = dims_of(in);
+  const bool interleaved = args.int_attrs[HIPDNN_EP_KERNEL_ROTARY_EMBEDDING_INT_ATTR_INTERLEAVED] != 0;
+  const int64_t num_heads_attr = args.int_attrs[HIPDNN_EP_KERNEL_ROTARY_EMBEDDING_INT_ATTR_NUM_HEADS];
+  const Dims cache = dims_of(args.inputs[2]);
+  int64_t rotary_dim = args.int_attrs[HIPDNN_EP_KERNEL_ROTARY_EMBEDDING_INT_ATTR_ROTARY_EMBEDDING_DIM];
+  if (rotary_dim == 0) rotary_dim = 2 * cache[1];
+  const bool bnsh = x.size() == 4;
+  const int64_t batch = x[0];
+  const int64_t seq = bnsh ? x[2] : x[1];
+  const int64_t head_size = bnsh ? x[3] : (num_heads_attr > 0 ? x[2] / num_heads_attr : rotary_dim);
+  const int64_t heads = bnsh ? x[1] : x[2] / head_size;
+  const bool offset_only = element_count(args.inputs[1]) == 1 && !(batch == 1 && seq == 1 && args.inputs[1].rank == 2);
+  GpuDevice& device = gpu_device(state);
+  reset_error_flags(state);
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(in.dtype, "rotary_embedding", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    rotary_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        static_cast<const T*>(in.data), static_cast<const int64_t*>(args.inputs[1].data),
+        static_cast<const T*>(args.inputs[2].data), static_cast<const T*>(args.inputs[3].data),
+        static_cast<T*>(args.outputs[0].data), batch, seq, heads, head_size, rotary_dim, cache[0], cache[1], bnsh,
+        offset_only, interleaved, device.error_flags_device());
+  });
+  check_launch("rotary_embedding");
+  // Positions are data on the device: one outside the cache is found by the kernel.
+  wait_for_stream(state, "rotary_embedding");
+  if (device.error_flags_host()[0] != kErrorRotaryPosition) return;
+  fail_invalid("position " + std::to_string(device.error_flags_host()[1]) + " is outside the rotary cache's " +
+               std::to_string(cache[0]) + " positions");
+}
+
+void group_query_attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const int64_t* ia = args.int_attrs;
+  GqaParams g{};
+  const Dims q = dims_of(args.inputs[0]);
+  g.batch = q[0];
+  g.seq = q[1];
+  g.heads = ia[HIPDNN_EP_KERNEL_GROUP_QUERY_ATTENTION_INT_ATTR_NUM_HEADS];
+  g.kv_heads = ia[HIPDNN_EP_KERNEL_GROUP_QUERY_ATTENTION_INT_ATTR_KV_NUM_HEADS];
+  g.packed = !is_present(args.inputs[1]);
+  g.head_size = q[2] / (g.packed ? g.heads + 2 * g.kv_heads : g.heads);
+  g.past = is_present(args.inputs[3]) ? args.inputs[3].dims[2] : 0;
+  g.present = args.outputs[1].dims[2];
+  g.token_stride = g.packed ? (g.heads + 2 * g.kv_heads) * g.head_size : g.heads * g.head_size;
+  g.kv_token_stride = g.packed ? g.token_stride : g.kv_heads * g.head_size;
+  g.window = ia[HIPDNN_EP_KERNEL_GROUP_QUERY_ATTENTION_INT_ATTR_LOCAL_WINDOW_SIZE];
+  g.do_rotary = ia[HIPDNN_EP_KERNEL_GROUP_QUERY_ATTENTION_INT_ATTR_DO_ROTARY] != 0;
+  g.interleaved = ia[HIPDNN_EP_KERNEL_GROUP_QUERY_ATTENTION_INT_ATTR_ROTARY_INTERLEAVED] != 0;
+  const double scale_attr = args.float_attrs[HIPDNN_EP_KERNEL_GROUP_QUERY_ATTENTION_FLOAT_ATTR_SCALE];
+  g.scale = scale_attr == 0.0 ? 1.0f / std::sqrt(static_cast<float>(g.head_size)) : static_cast<float>(scale_attr);
+  g.softcap = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_GROUP_QUERY_ATTENTION_FLOAT_ATTR_SOFTCAP]);
+  if (g.do_rotary) {
+    g.rotary_positions = args.inputs[7].dims[0];
+    g.rotary_width = args.inputs[7].dims[1];
+    g.rotary_dim = 2 * g.rotary_width;
+  }
+  // Shared-buffer mode: past and present are one buffer of one length; the valid past is in place.
+  const bool shared = g.past > 0 && args.inputs[3].data == args.outputs[1].data &&
+                      args.inputs[4].data == args.outputs[2].data && g.past == g.present;
+  g.copy_past = !shared;
+  g.zero_tail = !shared;
+  if (g.head_size > kMaxHeadSize) {
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, "head size " + std::to_string(g.head_size) + " is above the GPU kernel's " +
+                                           std::to_string(kMaxHeadSize));
+  }
+  if (g.batch == 0 || g.seq == 0) return;
+  GpuDevice& device = gpu_device(state);
+  reset_error_flags(state);
+  const hipStream_t stream = current_stream(state);
+  const auto* seqlens = static_cast<const int32_t*>(args.inputs[5].data);
+  const auto* total = static_cast<const int32_t*>(args.inputs[6].data);
+  dispatch_float_gpu(args.inputs[0].dtype, "group_query_attention", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto data = [&](int32_t i) { return is_present(args.inputs[i]) ? static_cast<const T*>(args.inputs[i].data) : nullptr; };
+    const T* cos = g.do_rotary ? data(7) : nullptr;
+    const T* sin = g.do_rotary ? data(8) : nullptr;
+    T* present_k = static_cast<T*>(args.outputs[1].data);
+    T* present_v = static_cast<T*>(args.outputs[2].data);
+    const int64_t cache_elements = g.batch * g.kv_heads * g.present * g.head_size;
+    gqa_present_kernel<<<grid_for(cache_elements), kBlock, 0, stream>>>(
+        g, data(0), data(1), data(2), data(3), data(4), seqlens, total, cos, sin, present_k, present_v,
+        device.error_flags_device());
+    check_launch("group_query_attention (present)");
+    const int64_t group = g.heads / g.kv_heads;
+    const dim3 grid(static_cast<unsigned>((g.seq * group + kAttnRows - 1) / kAttnRows),
+                    static_cast<unsigned>(g.kv_heads), static_cast<unsigned>(g.batch));
+    const int chunk = attention_chunk(g.head_size);
+    const size_t shared_bytes = attention_shared_bytes(g.head_size, chunk);
+    gqa_attention_kernel<<<grid, kAttnThreads, shared_bytes, stream>>>(g, data(0), cos, sin, seqlens, total, present_k,
+                                                                       present_v, static_cast<T*>(args.outputs[0].data),
+                                                                       chunk);
+    check_launch("group_query_attention");
+  });
+  check_gqa_flags(state, args, g);
+}
 
 }  // namespace hipdnn_ep::kernels::gpu

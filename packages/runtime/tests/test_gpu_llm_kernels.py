@@ -1,0 +1,285 @@
+"""The LLM kernels on the GPU (cuda/hip backends) against the CPU backend's.
+
+Each case runs one kernel on a cpu State over numpy arrays (the reference, itself checked against
+numpy in test_llm_kernels.py) and on a GPU State over device arrays, whose outputs start as
+garbage the kernel must overwrite. Tolerances, GPU vs CPU (`close`: |gpu - cpu| <= tol * (1 + |cpu|)
+elementwise, for float32 / float16):
+
+- matmul_nbits: 1e-4 / 4e-3. The GEMV (up to 16 rows of A) and the dequantize + GEMM path (more
+  rows) sum in float in another order; in float16 the GEMM path rounds the dequantized weights to
+  half before the library's float accumulation, and both round the result to half.
+- rms_norm: 2e-5 / 2e-3 (the CPU sums squares in double, the GPU in float).
+- rotary_embedding: 1e-6 / 1e-3 (the same float operations; half rounding of the result).
+- group_query_attention: 2e-5 / 4e-3 for the output (float online softmax in chunks vs the CPU's
+  two passes); the present cache is exact (copies and the same rotation arithmetic) in float32 and
+  within one half ulp in float16.
+
+Run with ``pytest --gpu=auto`` (skipped without a GPU backend or a GPU), ``--gpu=cuda`` to require one.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_gpu_kernels import DeviceArrays
+from test_llm_kernels import dequantized, quantized, rope_caches
+
+np = pytest.importorskip("numpy")
+rt = pytest.importorskip("hipdnn_ep_runtime")
+_core = rt._core
+
+pytestmark = pytest.mark.gpu
+
+F32, F16 = np.float32, np.float16
+TOL = {  # kernel: (float32, float16)
+    "matmul_nbits": (1e-4, 4e-3),
+    "rms_norm": (2e-5, 2e-3),
+    "rotary_embedding": (1e-6, 1e-3),
+    "group_query_attention": (2e-5, 4e-3),
+}
+
+
+@pytest.fixture(scope="module")
+def dev() -> DeviceArrays:
+    return DeviceArrays()
+
+
+@pytest.fixture(scope="module")
+def cpu() -> rt.State:
+    s = rt.State(backend="cpu")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def gpu(gpu_backend: str) -> rt.State:
+    s = rt.State(backend=gpu_backend)
+    yield s
+    s.close()  # raises LeakError if a kernel leaked a temporary
+
+
+def run_both(cpu, gpu, dev, kernel, inputs, outputs, ints=(), floats=()):
+    """Runs the kernel on both states; returns (gpu outputs, cpu outputs) as numpy arrays."""
+    inputs = [None if x is None else np.array(x, order="C") for x in inputs]
+    name = "hipdnn_ep_kernel_" + kernel
+    ints, floats = list(ints), [float(f) for f in floats]
+    expected = [np.full(shape, 77, dtype=dtype) for shape, dtype in outputs]
+    _core.call_kernel(cpu, name, inputs, expected, ints, floats)
+    dev_outputs = [dev.to_device(np.full(shape, 77, dtype=dtype)) for shape, dtype in outputs]
+    _core.call_kernel(gpu, name, [None if x is None else dev.to_device(x) for x in inputs], dev_outputs, ints, floats)
+    return [dev.to_host(o) for o in dev_outputs], expected
+
+
+def close(kernel, actual, expected, what=""):
+    tol = TOL[kernel][actual.dtype == F16]
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    assert np.isfinite(a).all(), f"{kernel} {what}: non-finite output"
+    bad = np.abs(a - e) > tol * (1 + np.abs(e))
+    assert not bad.any(), (f"{kernel} {what}: {bad.sum()} of {bad.size} elements differ by more than {tol}; "
+                           f"max difference {np.abs(a - e).max():.3g}")
+
+
+# ---------------------------------------------------------------- matmul_nbits
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("block", [16, 32, 128])
+@pytest.mark.parametrize("zero_points", [False, True])
+@pytest.mark.parametrize("a_shape", [(1, 1, 256), (3, 256), (2, 5, 200), (40, 256), (2, 24, 72)])
+def test_matmul_nbits(cpu, gpu, dev, dtype, block, zero_points, a_shape):
+    rng = np.random.default_rng(block + len(a_shape))
+    k, n = a_shape[-1], 44
+    b, scales, zp = quantized(rng, n, k, block, zero_points, dtype)
+    a = rng.standard_normal(a_shape).astype(dtype)
+    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits", [a, b, scales, zp], [((*a_shape[:-1], n), dtype)],
+                             ints=(k, n, 4, block))
+    close("matmul_nbits", y, want, f"{a_shape} block {block}")
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("m", [1, 2, 64])
+def test_matmul_nbits_llm_shape_with_bias(cpu, gpu, dev, dtype, m):
+    """K 4096, block 128 with zero points: the 16-byte loads of the decode GEMV, and the GEMM path."""
+    rng = np.random.default_rng(m)
+    k, n, block = 4096, 160, 128
+    b, scales, zp = quantized(rng, n, k, block, True, dtype)
+    a, bias = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal(n).astype(dtype)
+    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits", [a, b, scales, zp, bias], [((m, n), dtype)],
+                             ints=(k, n, 4, block))
+    close("matmul_nbits", y, want)
+    exact = a.astype(np.float64) @ dequantized(b, scales, zp, k) + bias
+    rel = np.linalg.norm(y.astype(np.float64) - exact) / np.linalg.norm(exact)
+    assert rel < (1e-6 if dtype == F32 else 1e-3)
+
+
+@pytest.mark.parametrize("offset", [4, 1])
+def test_matmul_nbits_unaligned_weights(cpu, gpu, dev, offset):
+    """B not 16-byte aligned: the word and byte loads give the same result."""
+    rng = np.random.default_rng(offset)
+    k, n, block = 256, 12, 32
+    b, scales, zp = quantized(rng, n, k, block, True, F32)
+    a = rng.standard_normal((1, k)).astype(F32)
+    (want,) = [np.zeros((1, n), F32)]
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_matmul_nbits", [a, b, scales, zp], [want], [k, n, 4, block], [])
+    padded = dev.to_device(np.concatenate([np.zeros(offset, np.uint8), b.reshape(-1)]))
+    y = dev.to_device(np.full((1, n), 77, F32))
+    _core.call_kernel(gpu, "hipdnn_ep_kernel_matmul_nbits", [dev.to_device(a), padded[offset:], dev.to_device(scales),
+                                                             dev.to_device(zp)], [y], [k, n, 4, block], [])
+    close("matmul_nbits", dev.to_host(y), want)
+
+
+# ---------------------------------------------------------------- rms_norm
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("shape,axis", [((2, 3, 64), 2), ((3, 4, 8), 1), ((2, 4096), 1), ((1, 1, 1000), 2)])
+def test_rms_norm(cpu, gpu, dev, dtype, shape, axis):
+    rng = np.random.default_rng(len(shape) + axis)
+    x, scale = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape[axis:]).astype(dtype)
+    (y,), (want,) = run_both(cpu, gpu, dev, "rms_norm", [x, scale], [(shape, dtype)], ints=(axis,), floats=(1e-5,))
+    close("rms_norm", y, want)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("skip_shape", [(2, 5, 32), (5, 32)])
+def test_rms_norm_with_skip_returns_the_sum(cpu, gpu, dev, dtype, with_bias, skip_shape):
+    rng = np.random.default_rng(4)
+    x, skip = rng.standard_normal((2, 5, 32)).astype(dtype), rng.standard_normal(skip_shape).astype(dtype)
+    scale = rng.standard_normal(32).astype(dtype)
+    bias = rng.standard_normal(32).astype(dtype) if with_bias else None
+    (y, s), (want_y, want_s) = run_both(cpu, gpu, dev, "rms_norm", [x, scale, skip, bias],
+                                        [(x.shape, dtype), (x.shape, dtype)], ints=(2,), floats=(1e-6,))
+    close("rms_norm", y, want_y, "output")
+    close("rms_norm", s, want_s, "sum")
+
+
+# ---------------------------------------------------------------- rotary
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding_bsd(cpu, gpu, dev, dtype, interleaved):
+    rng = np.random.default_rng(6)
+    b, s, h, d = 2, 5, 3, 16
+    x = rng.standard_normal((b, s, h * d)).astype(dtype)
+    pos = rng.integers(0, 40, (b, s)).astype(np.int64)
+    cos, sin = rope_caches(40, d, dtype)
+    (y,), (want,) = run_both(cpu, gpu, dev, "rotary_embedding", [x, pos, cos, sin], [(x.shape, dtype)],
+                             ints=(interleaved, h, 0))
+    close("rotary_embedding", y, want)
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding_bnsh_partial_dim_and_offset(cpu, gpu, dev, interleaved):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 4, 16)).astype(F32)
+    cos, sin = rope_caches(32, 16, F32)
+    (y,), (want,) = run_both(cpu, gpu, dev, "rotary_embedding", [x, np.array([3], np.int64), cos, sin],
+                             [(x.shape, F32)], ints=(interleaved, 0, 8))
+    close("rotary_embedding", y, want)
+
+
+def test_rotary_embedding_refuses_a_position_outside_the_cache(gpu, dev):
+    cos, sin = (dev.to_device(c) for c in rope_caches(8, 16, F32))
+    x, y = dev.to_device(np.ones((1, 2, 16), F32)), dev.to_device(np.zeros((1, 2, 16), F32))
+    with pytest.raises(rt.InvalidArgumentError, match="position 8 is outside the rotary cache's 8 positions"):
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_rotary_embedding",
+                          [x, dev.to_device(np.array([[0, 8]], np.int64)), cos, sin], [y], [0, 0, 0], [])
+
+
+# ---------------------------------------------------------------- group_query_attention
+
+def gqa_inputs(rng, dtype, bsz, seq, past, valid, heads, kv_heads, d, rotary, packed, max_pos=64):
+    q = rng.standard_normal((bsz, seq, heads * d)).astype(dtype)
+    k = rng.standard_normal((bsz, seq, kv_heads * d)).astype(dtype)
+    v = rng.standard_normal((bsz, seq, kv_heads * d)).astype(dtype)
+    past_k = rng.standard_normal((bsz, kv_heads, past, d)).astype(dtype) if past else None
+    past_v = rng.standard_normal((bsz, kv_heads, past, d)).astype(dtype) if past else None
+    total = max(valid) if seq != max(valid) or past == 0 else seq
+    present = max(past, total)
+    inputs = [np.concatenate([q, k, v], axis=-1), None, None] if packed else [q, k, v]
+    inputs += [past_k, past_v, np.array([x - 1 for x in valid], np.int32), np.array([total], np.int32)]
+    if rotary:
+        inputs += list(rope_caches(max_pos, d, dtype))
+    outputs = [((bsz, seq, heads * d), dtype), ((bsz, kv_heads, present, d), dtype),
+               ((bsz, kv_heads, present, d), dtype)]
+    return inputs, outputs
+
+
+CASES = {  # name: batch, seq, past (cache length), valid lengths, heads, kv_heads, head_size
+    "prompt": (1, 7, 0, [7], 4, 2, 16),
+    "prompt-batch-padded": (2, 6, 0, [6, 4], 4, 2, 16),
+    "decode": (2, 1, 9, [10, 10], 8, 2, 32),
+    "decode-ragged": (2, 1, 9, [10, 6], 4, 4, 16),
+    "continuation": (1, 5, 6, [11], 6, 2, 8),
+    "decode-8b-heads": (1, 1, 300, [301], 32, 8, 128),
+    "prompt-8b-heads-many-chunks": (1, 70, 0, [70], 32, 8, 128),
+    "head-256": (1, 3, 40, [43], 4, 2, 256),
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("rotary", [False, True])
+@pytest.mark.parametrize("case", CASES)
+def test_group_query_attention(cpu, gpu, dev, case, rotary, packed, dtype):
+    bsz, seq, past, valid, heads, kv_heads, d = CASES[case]
+    rng = np.random.default_rng(len(case) + 10 * rotary)
+    inputs, outputs = gqa_inputs(rng, dtype, bsz, seq, past, valid, heads, kv_heads, d, rotary, packed, max_pos=512)
+    got, want = run_both(cpu, gpu, dev, "group_query_attention", inputs, outputs, ints=(heads, kv_heads, -1, int(rotary), 0),
+                         floats=(0.0, 0.0))
+    for name, g, w in zip(("output", "present_key", "present_value"), got, want, strict=True):
+        close("group_query_attention", g, w, name)
+
+
+@pytest.mark.parametrize("window,softcap,interleaved", [(3, 0.0, 0), (-1, 2.0, 1), (2, 5.0, 1), (40, 0.0, 0)])
+def test_group_query_attention_window_softcap_interleaved(cpu, gpu, dev, window, softcap, interleaved):
+    rng = np.random.default_rng(12)
+    inputs, outputs = gqa_inputs(rng, F32, 1, 50, 0, [50], 4, 2, 16, True, False)
+    inputs[0] = inputs[0] * 3
+    got, want = run_both(cpu, gpu, dev, "group_query_attention", inputs, outputs,
+                         ints=(4, 2, window, 1, interleaved), floats=(0.5, softcap))
+    for g, w in zip(got, want, strict=True):
+        close("group_query_attention", g, w)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_group_query_attention_shared_buffer_in_place(cpu, gpu, dev, dtype):
+    """past and present are one device buffer (onnxruntime-genai's shared-buffer mode): the new token
+    is written in place after the valid past, nothing else of the buffer changes."""
+    rng = np.random.default_rng(13)
+    heads, kv_heads, d, max_len = 8, 2, 32, 20
+    inputs, outputs = gqa_inputs(rng, dtype, 2, 1, max_len, [6, 11], heads, kv_heads, d, True, True)
+    inputs[6] = np.array([11], np.int32)
+    past_k, past_v = inputs[3], inputs[4]
+    want = [np.full(shape, 77, dtype=t) for shape, t in outputs]
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_group_query_attention", inputs, want, [heads, kv_heads, -1, 1, 0],
+                      [0.0, 0.0])
+    cache_k, cache_v = dev.to_device(past_k), dev.to_device(past_v)
+    out = dev.to_device(np.full(outputs[0][0], 77, dtype))
+    dev_inputs = [None if x is None else dev.to_device(x) for x in inputs]
+    dev_inputs[3], dev_inputs[4] = cache_k, cache_v
+    _core.call_kernel(gpu, "hipdnn_ep_kernel_group_query_attention", dev_inputs, [out, cache_k, cache_v],
+                      [heads, kv_heads, -1, 1, 0], [0.0, 0.0])
+    close("group_query_attention", dev.to_host(out), want[0], "output")
+    got_k, got_v = dev.to_host(cache_k), dev.to_host(cache_v)
+    for b, n in enumerate([6, 11]):
+        close("group_query_attention", got_k[b, :, :n], want[1][b, :, :n], "present_key")
+        np.testing.assert_array_equal(got_v[b, :, :n], want[2][b, :, :n])
+        np.testing.assert_array_equal(got_k[b, :, n:], past_k[b, :, n:])  # untouched beyond the valid length
+        np.testing.assert_array_equal(got_v[b, :, n:], past_v[b, :, n:])
+
+
+def test_group_query_attention_refuses_lengths_that_do_not_fit(gpu, dev):
+    def run(seqlens, total, present):
+        q = dev.to_device(np.ones((1, 1, 16), F32))
+        past = dev.to_device(np.ones((1, 1, 4, 16), F32))
+        outs = [dev.to_device(np.zeros(s, F32)) for s in ((1, 1, 16), (1, 1, present, 16), (1, 1, present, 16))]
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_group_query_attention",
+                          [q, q, q, past, past, dev.to_device(np.array(seqlens, np.int32)),
+                           dev.to_device(np.array([total], np.int32))], outs, [1, 1, -1, 0, 0], [0.0, 0.0])
+
+    with pytest.raises(rt.InvalidArgumentError, match=r"seqlens_k\[0\] = 9 does not fit the present buffer of 5"):
+        run([9], 5, 5)
+    with pytest.raises(rt.InvalidArgumentError, match="total_sequence_length 7 must be in"):
+        run([4], 7, 5)
+    with pytest.raises(rt.InvalidArgumentError, match=r"seqlens_k\[0\] = 5 with 1 new tokens needs 5 past positions"):
+        run([5], 6, 6)
+    run([4], 5, 5)  # the state still works after the refusals
