@@ -5,9 +5,12 @@ numpy in test_llm_kernels.py) and on a GPU State over device arrays, whose outpu
 garbage the kernel must overwrite. Tolerances, GPU vs CPU (`close`: |gpu - cpu| <= tol * (1 + |cpu|)
 elementwise, for float32 / float16):
 
-- matmul_nbits: 1e-4 / 4e-3. The GEMV (up to 16 rows of A) and the dequantize + GEMM path (more
+- matmul_nbits: 1e-4 / 4e-3, relative to the output's largest magnitude (|gpu - cpu| <= tol *
+  max(1, max |cpu|)): each output is a sum of K products, so its rounding error is absolute, on the
+  scale of the largest outputs. The GEMV (up to 16 rows of A) and the dequantize + GEMM path (more
   rows) sum in float in another order; in float16 the GEMM path rounds the dequantized weights to
-  half before the library's float accumulation, and both round the result to half.
+  half before the library's float accumulation (measured on an H200: 0.0625 at outputs up to 45,
+  K 4096), and both round the result to half.
 - rms_norm: 2e-5 / 2e-3 (the CPU sums squares in double, the GPU in float).
 - rotary_embedding: 1e-6 / 1e-3 (the same float operations; half rounding of the result).
 - group_query_attention: 2e-5 / 4e-3 for the output (float online softmax in chunks vs the CPU's
@@ -73,7 +76,8 @@ def close(kernel, actual, expected, what=""):
     tol = TOL[kernel][actual.dtype == F16]
     a, e = actual.astype(np.float64), expected.astype(np.float64)
     assert np.isfinite(a).all(), f"{kernel} {what}: non-finite output"
-    bad = np.abs(a - e) > tol * (1 + np.abs(e))
+    bound = tol * max(1.0, float(np.abs(e).max())) if kernel == "matmul_nbits" else tol * (1 + np.abs(e))
+    bad = np.abs(a - e) > bound
     assert not bad.any(), (f"{kernel} {what}: {bad.sum()} of {bad.size} elements differ by more than {tol}; "
                            f"max difference {np.abs(a - e).max():.3g}")
 
@@ -223,8 +227,8 @@ def test_group_query_attention(cpu, gpu, dev, case, rotary, packed, dtype):
     bsz, seq, past, valid, heads, kv_heads, d = CASES[case]
     rng = np.random.default_rng(len(case) + 10 * rotary)
     inputs, outputs = gqa_inputs(rng, dtype, bsz, seq, past, valid, heads, kv_heads, d, rotary, packed, max_pos=512)
-    got, want = run_both(cpu, gpu, dev, "group_query_attention", inputs, outputs, ints=(heads, kv_heads, -1, int(rotary), 0),
-                         floats=(0.0, 0.0))
+    got, want = run_both(cpu, gpu, dev, "group_query_attention", inputs, outputs,
+                         ints=(heads, kv_heads, -1, int(rotary), 0), floats=(0.0, 0.0))
     for name, g, w in zip(("output", "present_key", "present_value"), got, want, strict=True):
         close("group_query_attention", g, w, name)
 

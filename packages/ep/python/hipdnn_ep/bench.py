@@ -4,10 +4,14 @@ and on ONNX Runtime's own EPs, side by side, with the memory-bandwidth floor of 
 The decoder (genai_config.json's `model.decoder`) is driven directly through ONNX Runtime sessions:
 per repetition, one prefill of `-l` tokens for `-b` sequences, then `-g` decode steps that feed each
 step's present KV back as the next past. Each EP runs in its own child process, so its peak memory
-(growth of the resident set from before the session) is its own. The floor of a decode step is the
-bytes it must read (every weight once, an embedding table one row per sequence, and the KV cache at
-the mean decode length) over this machine's measured memory copy rate (read + write, as
-`numpy.copyto` of a 256 MiB buffer achieves).
+(growth of the resident set from before the session) is its own; on a GPU the device memory the
+process holds after its runs (nvidia-smi, CUDA context included) is reported too. The floor of a
+decode step is the bytes it must read (every weight once, an embedding table one row per sequence,
+and the KV cache at the mean decode length) over the measured memory copy rate (read + write) of
+where the weights live: the host (`numpy.copyto` of a 256 MiB buffer) for the CPU, the device (a
+1 GiB device-to-device copy through hipdnn_ep_runtime) with `--option backend=cuda` or `hip`.
+Feeds and fetches are host arrays (numpy), as for a plain `InferenceSession.run`: on a GPU each
+step's time includes copying the inputs, the past KV cache and the logits between host and device.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class Result:
     decode_tok_s: float
     peak_rss_mib: float  # growth of the process's peak resident set over its size before the session
     session_s: float  # session creation (includes compiling for this EP)
+    device_mib: float | None = None  # device memory the process holds after its runs (nvidia-smi), GPU EPs
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,13 @@ def _session(decoder: Decoder, ep: str, options: dict[str, str]):
     if ep == "hipdnn":
         from . import register  # noqa: PLC0415
 
-        so.add_provider_for_devices(register(), {"backend": "cpu", **options})
+        options = {"backend": "cpu", **options}
+        devices = register()
+        # The EP device of the chosen backend (a GPU backend runs on the GPU device ORT found); the CPU
+        # device when ORT offers none for it (the backend option still selects it).
+        chosen = [d for d in devices if dict(d.ep_metadata).get("backend") == options["backend"]] or \
+            [d for d in devices if dict(d.ep_metadata).get("backend") == "cpu"]
+        so.add_provider_for_devices(chosen[:1], options)
         return ort.InferenceSession(str(decoder.model), sess_options=so)
     return ort.InferenceSession(str(decoder.model), sess_options=so, providers=[ORT_EPS[ep]])
 
@@ -132,7 +143,21 @@ def _run_ep(decoder: Decoder, ep: str, args: argparse.Namespace, options: dict[s
     pre = statistics.median(prefill)
     dec = statistics.median(decode) if decode else float("nan")
     peak = (_peak_rss_kib() - baseline) / 1024
-    return Result(ep, pre * 1e3, dec * 1e3, b * n_prompt / pre, b / dec if decode else float("nan"), peak, session_s)
+    device = _device_mib() if ep == "cuda" or options.get("backend", "cpu") != "cpu" else None
+    return Result(ep, pre * 1e3, dec * 1e3, b * n_prompt / pre, b / dec if decode else float("nan"), peak, session_s,
+                  device)
+
+
+def _device_mib() -> float | None:
+    """Device memory this process holds (nvidia-smi's per-process figure), or None where it cannot say."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    used = [float(f[1]) for f in (line.split(",") for line in out.splitlines())
+            if len(f) == 2 and f[0].strip() == str(os.getpid())]
+    return sum(used) if used else None
 
 
 def copy_bandwidth(size: int = 256 << 20, repeats: int = 5) -> float:
@@ -146,6 +171,27 @@ def copy_bandwidth(size: int = 256 << 20, repeats: int = 5) -> float:
         t = time.perf_counter()
         np.copyto(dst, src)
         best = min(best, time.perf_counter() - t)
+    return 2 * size / best
+
+
+def device_copy_bandwidth(backend: str, size: int = 1 << 30, repeats: int = 5) -> float:
+    """Bytes per second (read + write) of the best of `repeats` device-to-device copies of `size` bytes."""
+    import hipdnn_ep_runtime as rt  # noqa: PLC0415
+
+    device_to_device = 3  # hipdnn_ep_memcpy_kind DEVICE_TO_DEVICE
+    with rt.State(backend=backend) as state:
+        src, dst = state.malloc(size), state.malloc(size)
+        try:
+            best = float("inf")
+            for _ in range(repeats + 1):
+                state.synchronize()
+                t = time.perf_counter()
+                state.memcpy(dst, src, size, device_to_device)
+                state.synchronize()
+                best = min(best, time.perf_counter() - t)
+        finally:
+            state.free(src)
+            state.free(dst)
     return 2 * size / best
 
 
@@ -218,7 +264,8 @@ def run(args: argparse.Namespace) -> int:
 
     decoder = Decoder.read(Path(args.model))
     eps = args.ep or ["hipdnn", "cpu"] + (["cuda"] if "CUDAExecutionProvider" in ort.get_available_providers() else [])
-    bandwidth = copy_bandwidth()
+    backend = dict(kv.split("=", 1) for kv in args.option).get("backend", "cpu")
+    bandwidth = copy_bandwidth() if backend == "cpu" else device_copy_bandwidth(backend)
     context = args.prompt_length + (args.generation_length + 1) / 2
     weights, kv = decode_bytes(decoder, args.batch_size, context)
     floor_ms = (weights + kv) / bandwidth * 1e3
@@ -258,14 +305,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"model {decoder.model}  batch {args.batch_size}  prompt {args.prompt_length}  "
           f"generate {args.generation_length}  repetitions {args.repetitions} (+{args.warmup} warm-up)")
     print(f"decode floor: {weights / 2**20:.1f} MiB weights + {kv / 2**20:.1f} MiB KV per step at "
-          f"{bandwidth / 1e9:.1f} GB/s copy (read + write) = {floor_ms:.3f} ms per step")
+          f"{bandwidth / 1e9:.1f} GB/s {'host' if backend == 'cpu' else backend + ' device'} copy (read + write) = "
+          f"{floor_ms:.3f} ms per step")
     header = f"{'EP':<8} {'prefill ms':>11} {'prefill tok/s':>14} {'decode ms/step':>15} {'decode tok/s':>13} " \
-             f"{'x floor':>8} {'+peak MiB':>10} {'session s':>10}"
+             f"{'x floor':>8} {'+peak MiB':>10} {'device MiB':>11} {'session s':>10}"
     print(header)
     print("-" * len(header))
     for r in results:
         print(f"{r.ep:<8} {r.prefill_ms:>11.2f} {r.prefill_tok_s:>14.1f} {r.decode_ms:>15.3f} {r.decode_tok_s:>13.1f} "
-              f"{r.decode_ms / floor_ms:>8.2f} {r.peak_rss_mib:>10.0f} {r.session_s:>10.2f}")
+              f"{r.decode_ms / floor_ms:>8.2f} {r.peak_rss_mib:>10.0f} "
+              f"{'-' if r.device_mib is None else f'{r.device_mib:.0f}':>11} {r.session_s:>10.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"floor_ms": floor_ms, "weight_bytes": weights, "kv_bytes": kv,
                                                "copy_bytes_per_s": bandwidth,
