@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     config.clear_providers()
     config.append_provider(name)
     config.set_provider_option(name, "backend", args.backend)
+    config.set_provider_option(name, "compiler_python", sys.executable)  # this environment has the compiler
     if args.cache_dir:
         config.set_provider_option(name, "cache_dir", args.cache_dir)
     if args.backend != "cpu":

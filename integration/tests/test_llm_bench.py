@@ -32,6 +32,16 @@ def test_bench_smoke(tmp_path):
     assert data["floor_ms"] > 0 and data["copy_bytes_per_s"] > 1e8
 
 
+def test_a_gpu_backend_gets_the_gpu_device_only():
+    """ORT is handed one EP device: the backend's own, else the CPU one (not every device the EP offers)."""
+    from types import SimpleNamespace
+
+    cpu, gpu = (SimpleNamespace(name=b, ep_metadata={"backend": b, "device_id": "0"}) for b in ("cpu", "cuda"))
+    assert bench.devices_for_backend([gpu, cpu], "cuda") == [gpu]
+    assert bench.devices_for_backend([gpu, cpu], "cpu") == [cpu]
+    assert bench.devices_for_backend([cpu], "cuda") == [cpu]
+
+
 def test_decode_bytes_count_weights_once_and_one_embedding_row(tmp_path):
     spec = lm.SIZES["tiny"]
     folder = lm.write_model(spec, tmp_path / "tiny")

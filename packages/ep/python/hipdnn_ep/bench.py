@@ -74,15 +74,22 @@ def _session(decoder: Decoder, ep: str, options: dict[str, str]):
     if ep == "hipdnn":
         from . import register  # noqa: PLC0415
 
-        options = {"backend": "cpu", **options}
-        devices = register()
-        # The EP device of the chosen backend (a GPU backend runs on the GPU device ORT found); the CPU
-        # device when ORT offers none for it (the backend option still selects it).
-        chosen = [d for d in devices if dict(d.ep_metadata).get("backend") == options["backend"]] or \
-            [d for d in devices if dict(d.ep_metadata).get("backend") == "cpu"]
-        so.add_provider_for_devices(chosen[:1], options)
+        # The compiler runs in this interpreter's environment unless told otherwise (the EP's own guess
+        # from its install path misses installs outside lib/pythonX.Y, e.g. pip --target).
+        options = {"backend": "cpu", "compiler_python": sys.executable, **options}
+        so.add_provider_for_devices(devices_for_backend(register(), options["backend"]), options)
         return ort.InferenceSession(str(decoder.model), sess_options=so)
     return ort.InferenceSession(str(decoder.model), sess_options=so, providers=[ORT_EPS[ep]])
+
+
+def devices_for_backend(devices: list, backend: str) -> list:
+    """The one EP device to hand ORT for `backend`: the device the EP offers for it (a GPU backend runs
+    on the GPU ORT found), else its CPU device (the backend option then still selects the backend)."""
+    for wanted in (backend, "cpu"):
+        chosen = [d for d in devices if dict(d.ep_metadata).get("backend") == wanted]
+        if chosen:
+            return chosen[:1]
+    raise SystemExit(f"hipdnn-ep bench: the EP offers no device for backend {backend} nor the CPU")
 
 
 def _peak_rss_kib() -> int:
