@@ -31,6 +31,9 @@ import onnx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from models import attention_feeds, attention_model, shape_chain_model  # noqa: E402
 
+# The ONNX IR version the models are saved with: one every onnxruntime the EP supports reads (1.23 reads up
+# to 11), so that models written here also load on a machine with an older onnxruntime (the offline leg).
+IR_VERSION = 10
 ABI_TROUBLE = ("undefined symbol", "symbol lookup error", "cannot open shared object", "Segmentation", "core dumped")
 CLEAR = ("Fix:", "refused its inputs", "hipdnn-ep")
 
@@ -51,6 +54,21 @@ def _close(got: list[np.ndarray], want: list[np.ndarray]) -> str:
         if not np.allclose(g, w, rtol=1e-4, atol=tol):
             return f"output {k}: max abs difference {float(np.max(np.abs(g - w))):.3g} (tolerance {tol:.3g})"
     return ""
+
+
+def save(model: onnx.ModelProto, path: Path) -> None:
+    """Saves a model with an IR version every supported onnxruntime reads (IR_VERSION at most)."""
+    model.ir_version = min(model.ir_version, IR_VERSION)
+    onnx.save(model, path)
+
+
+def restamp(ctx: Path, source: Path) -> None:
+    """ORT stamps an EPContext model with the newest IR version it knows, which an older onnxruntime refuses
+    although nothing in the model needs it (written by 1.32, refused by 1.30): give it its source's back."""
+    written, source_ir = onnx.load(ctx), onnx.load(source, load_external_data=False).ir_version
+    if written.ir_version > source_ir:
+        written.ir_version = source_ir
+        onnx.save(written, ctx)
 
 
 def _x(batch: int, seq: int) -> dict[str, np.ndarray]:
@@ -139,12 +157,12 @@ class Cell:
     def run(self) -> None:
         for name, (kind, model, feeds_list) in _models().items():
             path = self.out / f"{name}.onnx"
-            onnx.save(model, path)
+            save(model, path)
             self.record(f"{kind}:{name}", lambda p=path, f=feeds_list: self.check_model(p, f))
             ctx = self.out / f"{name}_ctx.onnx"
             self.record(f"epcontext-write:{name}", lambda p=path, c=ctx, f=feeds_list: self.write_context(p, c, f))
         path = self.out / "refusal.onnx"
-        onnx.save(_reshape_4x2(), path)
+        save(_reshape_4x2(), path)
         self.record("dynamic:refuses_a_bad_feed", lambda: self.refuses(path))
         ctx = self.out / "refusal_ctx.onnx"
         self.record("epcontext-write:refusal", lambda: self.write_context(path, ctx, []))
@@ -163,6 +181,7 @@ class Cell:
         self.session(model, config)
         if not ctx.exists():
             return f"no EPContext model written to {ctx.name}"
+        restamp(ctx, model)
         return ""
 
     def refuses(self, path: Path, original: Path | None = None, **options: str) -> str:

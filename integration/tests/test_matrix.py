@@ -226,3 +226,22 @@ hipdnn_ep 0.3.0 has requirement hipdnn-ep-compiler[runtime]<1,>=0.5.0, but you h
         "hipdnn_ep 0.3.0 has requirement hipdnn-ep-compiler[runtime]<1,>=0.5.0, but you have hipdnn-ep-compiler 0.4.0.",
     ]
     assert matrix.pip_conflicts("No broken requirements found.\n") == []
+
+
+def test_models_and_epcontext_models_load_on_an_older_onnxruntime(tmp_path):
+    """Seen on the offline leg: models written here (onnx 1.23, IR 14; EPContext models stamped by ORT 1.32)
+    were refused by onnxruntime 1.30 ('Unsupported model IR version') although nothing in them needs it."""
+    import matrix_cell
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 14
+    matrix_cell.save(model, tmp_path / "m.onnx")
+    assert matrix_cell.onnx.load(tmp_path / "m.onnx").ir_version == matrix_cell.IR_VERSION <= 11  # 1.23 reads 11
+    model.ir_version = 14
+    matrix_cell.onnx.save(model, tmp_path / "m_ctx.onnx")  # as ORT stamps what it writes
+    matrix_cell.restamp(tmp_path / "m_ctx.onnx", tmp_path / "m.onnx")
+    assert matrix_cell.onnx.load(tmp_path / "m_ctx.onnx").ir_version == matrix_cell.IR_VERSION
