@@ -63,6 +63,14 @@ def test_dynamic_shape_compiles_once_and_runs_many_shapes(tmp_path: Path, ep_dev
     assert dims == [["batch", "seq"], ["batch", "seq"]], "dynamic dims reach the compiler symbolic"
 
 
+def test_the_compile_takes_the_lowering_of_the_support_check(tmp_path: Path, ep_devices, env: Env) -> None:
+    """The EP compiles the very bytes it had checked, against the same manifest and ABI, so the
+    compiler lowers the subgraph once per cold session, not twice."""
+    for k, dims in enumerate(([5, 3], ["n", 3])):
+        make_session(elementwise(tmp_path / f"m{k}.onnx", dims, "Sub"), ep_devices, env.options, NO_FALLBACK)
+    assert [c["lowering_kept"] for c in env.compiles()] == [True, True]
+
+
 def test_independent_branches_compile_as_one_program(tmp_path: Path, ep_devices, env: Env) -> None:
     nodes = [helper.make_node("Relu", ["x"], ["rx"]), helper.make_node("Tanh", ["y"], ["ty"]),
              helper.make_node("Add", ["rx", "ty"], ["s"]), helper.make_node("Neg", ["x"], ["n"])]

@@ -6,6 +6,7 @@ import ctypes
 import hashlib
 import json
 import tempfile
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import NamedTuple
@@ -127,6 +128,7 @@ class Lowered(NamedTuple):
 # taken (and dropped) by the compile that follows; a long-lived compiler process never grows.
 _KEPT_MAX = 4
 _kept: OrderedDict[str, Lowered] = OrderedDict()
+_kept_lock = threading.Lock()  # compile_model and check_support may be called from several threads
 
 
 def lowering_key(path: str | Path, manifest: str | Path | None, abi: str | tuple[int, int] | None) -> str | None:
@@ -155,19 +157,22 @@ def lower_model(model_or_path: onnx.ModelProto | str | Path, target: RuntimeAbi,
                 keep: bool = False) -> Lowered:
     """Load, import, run the pass pipeline and lower to the host program. A result kept under `key`
     (by lowering_key) is taken instead of computing it again; keep=True keeps this one under `key`."""
-    if key is not None and key in _kept:
-        if not keep:
-            return _kept.pop(key)
-        _kept.move_to_end(key)
-        return _kept[key]
+    if key is not None:
+        with _kept_lock:
+            found = _kept.get(key) if keep else _kept.pop(key, None)
+            if found is not None:
+                if keep:
+                    _kept.move_to_end(key)
+                return found
     model, _ = load_model(model_or_path)
     module = import_model(model)
     run_pipeline(module, abi=target)
     result = Lowered(model, module, lower_to_llvm(module, target))
     if keep and key is not None:
-        _kept[key] = result
-        while len(_kept) > _KEPT_MAX:
-            _kept.popitem(last=False)
+        with _kept_lock:
+            _kept[key] = result
+            while len(_kept) > _KEPT_MAX:
+                _kept.popitem(last=False)
     return result
 
 

@@ -12,6 +12,8 @@ that runs this file with the real interpreter; it
   $HIPDNN_EP_TEST_CAPABILITIES (a JSON object), its fields replace those of the
   capabilities answer (to simulate another compiler release, or one for another runtime ABI).
 
+* notes in each compile request it records whether the compiler already holds that model's
+  lowering from the support check (`lowering_kept`);
 * crashes (SIGSEGV) on a support or compile request while a file named `crash` exists beside
   that pointer file (to test how the EP replaces a compiler process that dies).
 
@@ -36,6 +38,17 @@ def _log_dir() -> Path | None:
     return Path(text) if text else None
 
 
+def _lowering_kept(request: dict) -> bool | None:
+    """Whether the compiler holds the lowering of this compile's model from a support check
+    (None: a compiler that keeps none)."""
+    from hipdnn_ep_compiler import compiler
+
+    if not hasattr(compiler, "lowering_key"):
+        return None
+    key = compiler.lowering_key(request["model"], request.get("manifest"), request.get("abi"))
+    return key is not None and key in compiler._kept
+
+
 def _record(request) -> None:
     log_dir = _log_dir()
     if log_dir is None:
@@ -43,6 +56,8 @@ def _record(request) -> None:
     log_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(request, dict):
         request = dict(request)
+        if request.get("action") == "compile" and isinstance(request.get("model"), str):
+            request["lowering_kept"] = _lowering_kept(request)
         paths = [request["model"]] if isinstance(request.get("model"), str) else []
         paths += [m for m in request.get("models", []) if isinstance(m, str)]
         copies = []
