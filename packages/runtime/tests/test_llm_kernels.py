@@ -300,3 +300,41 @@ def test_group_query_attention_refuses_lengths_that_do_not_fit(state):
         run_gqa(state, q, k, v, past, past, [4], 7, 1, 1, 5)
     with pytest.raises(InvalidArgumentError, match="present_key dims"):
         run_gqa(state, q, k, v, past, past, [4], 5, 1, 1, 3)
+
+
+# ---------------------------------------------------------------- several threads
+
+def test_matmul_nbits_large_enough_for_threads(state):
+    """2M multiply-adds: the columns are split over the hardware threads; the result is the same function."""
+    rng = np.random.default_rng(21)
+    k, n, block = 1024, 2048, 128
+    b, scales, zp = quantized(rng, n, k, block, True, F32)
+    a = rng.standard_normal((1, k)).astype(F32)
+    (y,) = call(state, "matmul_nbits", [a, b, scales, zp], [((1, n), F32)], ints=(k, n, 4, block))
+    close(y, a.astype(np.float64) @ dequantized(b, scales, zp, k), F32, tol=1e-4)
+
+
+def test_group_query_attention_large_enough_for_threads(state):
+    rng = np.random.default_rng(22)
+    bsz, heads, kv_heads, d, past = 2, 32, 8, 64, 255
+    q = rng.standard_normal((bsz, 1, heads * d)).astype(F32)
+    k, v = (rng.standard_normal((bsz, 1, kv_heads * d)).astype(F32) for _ in range(2))
+    past_k, past_v = (rng.standard_normal((bsz, kv_heads, past, d)).astype(F32) for _ in range(2))
+    cos, sin = rope_caches(300, d, F32)
+    got = run_gqa(state, q, k, v, past_k, past_v, [255, 200], 256, heads, kv_heads, 256, cos, sin)
+    want = gqa_ref(q, k, v, past_k, past_v, [255, 200], 256, heads, kv_heads, 256, cos, sin)
+    close(got[0], want[0], F32, tol=1e-4)
+    close(got[1][0], want[1][0], F32)
+    close(got[2][1, :, :201], want[2][1, :, :201], F32)
+
+
+def test_group_query_attention_error_on_a_worker_thread_reaches_the_caller(state):
+    """Row 1's position is outside the rotary cache; the pair that finds it may run on another thread."""
+    rng = np.random.default_rng(23)
+    bsz, heads, kv_heads, d, past = 2, 32, 8, 64, 255
+    q = rng.standard_normal((bsz, 1, heads * d)).astype(F32)
+    k, v = (rng.standard_normal((bsz, 1, kv_heads * d)).astype(F32) for _ in range(2))
+    past_k, past_v = (rng.standard_normal((bsz, kv_heads, past, d)).astype(F32) for _ in range(2))
+    cos, sin = rope_caches(220, d, F32)
+    with pytest.raises(InvalidArgumentError, match="position 255 is outside the rotary cache's 220 positions"):
+        run_gqa(state, q, k, v, past_k, past_v, [100, 255], 256, heads, kv_heads, 256, cos, sin)

@@ -7,12 +7,19 @@
 // cache once per KV head for all the query heads that share it. The loops are
 // written per (output column) and per (batch, KV head), the units a GPU port
 // maps to thread blocks. Everything computes in float.
+//
+// Large calls run on several threads (parallel_ranges): matmul_nbits splits the output columns,
+// group_query_attention the (batch, KV head) pairs. Each unit is computed exactly as on one thread,
+// so the results do not depend on the thread count.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -30,6 +37,41 @@ std::vector<float> to_float_vector(const hipdnn_ep_tensor_ref_t& t) {
   const T* src = static_cast<const T*>(t.data);
   for (int64_t i = 0; i < n; ++i) out[i] = load(src, i);
   return out;
+}
+
+// Multiply-adds below which a call stays on the calling thread: starting a thread costs tens of
+// microseconds, about what this much work takes.
+constexpr int64_t kMinWorkPerThread = int64_t{1} << 18;
+
+// Calls fn(begin, end) on contiguous ranges covering [0, items), on up to one thread per hardware
+// thread, with at least kMinWorkPerThread units of work (items * work_per_item in all) per
+// thread. The calling thread takes the first range. The first exception thrown is rethrown
+// after every thread has finished.
+template <typename Fn>
+void parallel_ranges(int64_t items, int64_t work_per_item, Fn&& fn) {
+  const int64_t hardware = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t by_work = std::max<int64_t>(1, items * std::max<int64_t>(work_per_item, 1) / kMinWorkPerThread);
+  const int64_t threads = std::min({hardware, by_work, std::max<int64_t>(items, 1)});
+  if (threads <= 1) {
+    fn(int64_t{0}, items);
+    return;
+  }
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto guarded = [&](int64_t begin, int64_t end) {
+    try {
+      fn(begin, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads - 1));
+  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(guarded, items * t / threads, items * (t + 1) / threads);
+  guarded(0, items / threads);
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
 }
 
 // ---------------------------------------------------------------- MatMulNBits
@@ -66,33 +108,35 @@ void matmul_nbits_typed(const hipdnn_ep_kernel_args_t& args, int64_t k, int64_t 
       a_sums[r * blocks + blk] = s;
     }
   }
-  std::vector<float> w(static_cast<size_t>(block));
-  std::vector<float> acc(static_cast<size_t>(m));
-  for (int64_t col = 0; col < n; ++col) {
-    std::fill(acc.begin(), acc.end(), 0.0f);
-    const uint8_t* col_bytes = b + col * blocks * blob;
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      const uint8_t* bytes = col_bytes + blk * blob;
-      for (int64_t i = 0; i < blob; ++i) {
-        w[2 * i] = static_cast<float>(bytes[i] & 0x0F);
-        w[2 * i + 1] = static_cast<float>(bytes[i] >> 4);
+  parallel_ranges(n, m * kp, [&](int64_t first, int64_t last) {
+    std::vector<float> w(static_cast<size_t>(block));
+    std::vector<float> acc(static_cast<size_t>(m));
+    for (int64_t col = first; col < last; ++col) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      const uint8_t* col_bytes = b + col * blocks * blob;
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        const uint8_t* bytes = col_bytes + blk * blob;
+        for (int64_t i = 0; i < blob; ++i) {
+          w[2 * i] = static_cast<float>(bytes[i] & 0x0F);
+          w[2 * i + 1] = static_cast<float>(bytes[i] >> 4);
+        }
+        const float scale = load(scales, col * blocks + blk);
+        float zero = 8.0f;
+        if (has_zp) {
+          const uint8_t packed = zp[col * zp_stride + blk / 2];
+          zero = static_cast<float>((blk % 2 == 0) ? (packed & 0x0F) : (packed >> 4));
+        }
+        for (int64_t r = 0; r < m; ++r) {
+          const float* ar = a.data() + r * kp + blk * block;
+          float dot = 0.0f;
+          for (int64_t i = 0; i < block; ++i) dot += ar[i] * w[i];
+          acc[r] += scale * (dot - zero * a_sums[r * blocks + blk]);
+        }
       }
-      const float scale = load(scales, col * blocks + blk);
-      float zero = 8.0f;
-      if (has_zp) {
-        const uint8_t packed = zp[col * zp_stride + blk / 2];
-        zero = static_cast<float>((blk % 2 == 0) ? (packed & 0x0F) : (packed >> 4));
-      }
-      for (int64_t r = 0; r < m; ++r) {
-        const float* ar = a.data() + r * kp + blk * block;
-        float dot = 0.0f;
-        for (int64_t i = 0; i < block; ++i) dot += ar[i] * w[i];
-        acc[r] += scale * (dot - zero * a_sums[r * blocks + blk]);
-      }
+      const float bias_value = has_bias ? static_cast<float>(load(bias, col)) : 0.0f;
+      for (int64_t r = 0; r < m; ++r) store(y, r * n + col, acc[r] + bias_value);
     }
-    const float bias_value = has_bias ? static_cast<float>(load(bias, col)) : 0.0f;
-    for (int64_t r = 0; r < m; ++r) store(y, r * n + col, acc[r] + bias_value);
-  }
+  });
 }
 
 // ---------------------------------------------------------------- RMS norm
@@ -250,10 +294,9 @@ void gqa_typed(const hipdnn_ep_kernel_args_t& args, const GqaShape& g) {
   if (do_rotary) rotary.push_back(RotaryCache::read<T>(args.inputs[7], args.inputs[8]));
   const int64_t rotary_dim = do_rotary ? 2 * rotary[0].width : 0;
 
-  std::vector<float> q(static_cast<size_t>(group * g.seq * d));   // this KV head's queries, rotated, in float
-  std::vector<float> kv_row(static_cast<size_t>(d));
-  std::vector<float> scores;                                       // [group * seq, keys]
-  std::vector<float> acc(static_cast<size_t>(group * g.seq * d));
+  // Every row's lengths first (a bad one fails before anything is written), then the (batch, KV
+  // head) pairs, independent of each other, on as many threads as the work warrants.
+  std::vector<int64_t> valids(static_cast<size_t>(g.batch)), past_lens(static_cast<size_t>(g.batch));
   for (int64_t b = 0; b < g.batch; ++b) {
     const int64_t valid = static_cast<int64_t>(seqlens[b]) + 1;
     if (valid < 1 || valid > g.present) {
@@ -266,9 +309,20 @@ void gqa_typed(const hipdnn_ep_kernel_args_t& args, const GqaShape& g) {
                    std::to_string(g.seq) + " new tokens needs " + std::to_string(past_len) +
                    " past positions, but past_key has " + std::to_string(g.past));
     }
-    const int64_t keys = past_len + g.seq;  // positions written in present for this row
-    scores.assign(static_cast<size_t>(group * g.seq * keys), 0.0f);
-    for (int64_t kvh = 0; kvh < g.kv_heads; ++kvh) {
+    valids[b] = valid;
+    past_lens[b] = past_len;
+  }
+  const int64_t work_per_pair = (g.present + g.seq) * d * group * g.seq * 2;
+  parallel_ranges(g.batch * g.kv_heads, work_per_pair, [&](int64_t first, int64_t last) {
+    std::vector<float> q(static_cast<size_t>(group * g.seq * d));  // this KV head's queries, rotated, in float
+    std::vector<float> kv_row(static_cast<size_t>(d));
+    std::vector<float> scores;                                      // [group * seq, keys]
+    std::vector<float> acc(static_cast<size_t>(group * g.seq * d));
+    for (int64_t pair = first; pair < last; ++pair) {
+      const int64_t b = pair / g.kv_heads, kvh = pair % g.kv_heads;
+      const int64_t valid = valids[b], past_len = past_lens[b];
+      const int64_t keys = past_len + g.seq;  // positions written in present for this row
+      scores.assign(static_cast<size_t>(group * g.seq * keys), 0.0f);
       const int64_t cache_base = (b * g.kv_heads + kvh) * g.present * d;
       const int64_t past_base = (b * g.kv_heads + kvh) * g.past * d;
       // present = the row's valid past prefix, the new tokens after it, zeros
@@ -347,7 +401,7 @@ void gqa_typed(const hipdnn_ep_kernel_args_t& args, const GqaShape& g) {
         for (int64_t i = 0; i < d; ++i) store(o, i, acc[r * d + i]);
       }
     }
-  }
+  });
 }
 
 }  // namespace
