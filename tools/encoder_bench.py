@@ -1,5 +1,6 @@
-"""BERT-base-shaped encoder in float16 on the GPU: hipdnn-ep's compiled program against PyTorch eager
-and PyTorch's CUDA-graph replay on the same weights, and ONNX Runtime's CUDA EP when installed.
+"""BERT-base-shaped encoder in float16 on the GPU: hipdnn-ep's compiled program (kernels launched one
+by one, and replayed from a captured graph) against PyTorch eager and PyTorch's CUDA-graph replay on
+the same weights, and ONNX Runtime's CUDA EP when installed (with and without its CUDA graph).
 
     python tools/encoder_bench.py --make DIR     where the compiler is: compile the fixed (seq 128)
                                                  and the dynamic encoder for the cuda backend
@@ -188,7 +189,9 @@ def run_torch(weights, feeds, runs: int) -> tuple[float, float, np.ndarray]:
     return eager, replay, ref
 
 
-def run_ort_cuda(weights, feeds, runs: int) -> tuple[float, np.ndarray] | str:
+def run_ort_cuda(weights, feeds, runs: int, seq: int | str, cuda_graph: bool) -> tuple[float, np.ndarray] | str:
+    """ms per forward of ONNX Runtime's CUDA EP with IO binding (inputs and output on the device),
+    on the dynamic (`seq` a name) or fixed model, optionally with its own CUDA graph replay."""
     try:
         import onnx  # noqa: F401
         import onnxruntime as ort
@@ -196,15 +199,21 @@ def run_ort_cuda(weights, feeds, runs: int) -> tuple[float, np.ndarray] | str:
         return f"not installed ({e.name})"
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         return f"onnxruntime {ort.__version__} has no CUDAExecutionProvider"
-    model = encoder_model(weights, "seq")
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CUDAExecutionProvider"])
-    binding = sess.io_binding()
-    for k, v in feeds.items():
-        binding.bind_ortvalue_input(k, ort.OrtValue.ortvalue_from_numpy(v, "cuda", 0))
-    binding.bind_output("last_hidden_state", "cuda", 0)
-    sess.run_with_iobinding(binding)
-    result = binding.copy_outputs_to_cpu()[0]
-    return time_loop(lambda: sess.run_with_iobinding(binding), lambda: None, runs) * 1e3, result
+    model = encoder_model(weights, seq)
+    options = {"enable_cuda_graph": "1"} if cuda_graph else {}
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(), providers=[("CUDAExecutionProvider", options)])
+        binding = sess.io_binding()
+        for k, v in feeds.items():
+            binding.bind_ortvalue_input(k, ort.OrtValue.ortvalue_from_numpy(v, "cuda", 0))
+        out = ort.OrtValue.ortvalue_from_shape_and_type([1, SEQ, HIDDEN], np.float16, "cuda", 0)
+        binding.bind_ortvalue_output("last_hidden_state", out)
+        sess.run_with_iobinding(binding)  # (with a CUDA graph: captured here)
+        sess.run_with_iobinding(binding)
+        result = out.numpy()
+        return time_loop(lambda: sess.run_with_iobinding(binding), lambda: None, runs) * 1e3, result
+    except Exception as e:  # noqa: BLE001 - a peer that cannot run this configuration is a row, not a failure
+        return f"failed: {str(e).splitlines()[0][:150]}"
 
 
 def floor_ms(seq: int = SEQ) -> tuple[float, float]:
@@ -233,13 +242,15 @@ def bench(folder: Path, runs: int) -> int:
             how = f"graph replay ({stats['replays']} replays)" if graphs else "kernels launched"
             rows.append((f"hipdnn-ep {name.split('_')[1]}, {how}", ms,
                          f"max|diff| vs torch {diff:.2e} (max|out| {scale:.1f}){'' if ok else ' MISMATCH'}"))
-    ort_result = run_ort_cuda(weights, feeds, runs)
-    if isinstance(ort_result, str):
-        rows.append(("onnxruntime CUDA EP", None, ort_result))
-    else:
+    ort_cases = (("dynamic", "seq", False), ("fixed", SEQ, False), ("fixed, its CUDA graph", SEQ, True))
+    for label, seq, cuda_graph in ort_cases:
+        ort_result = run_ort_cuda(weights, feeds, runs, seq, cuda_graph)
+        if isinstance(ort_result, str):
+            rows.append((f"onnxruntime CUDA EP ({label})", None, ort_result))
+            continue
         ms, out = ort_result
         diff = float(np.max(np.abs(out.astype(np.float32) - ref.astype(np.float32))))
-        rows.append(("onnxruntime CUDA EP (dynamic, io binding)", ms, f"max|diff| vs torch {diff:.2e}"))
+        rows.append((f"onnxruntime CUDA EP ({label}, io binding)", ms, f"max|diff| vs torch {diff:.2e}"))
     bytes_ms, flops_ms = floor_ms()
     print(f"BERT-base-shaped encoder: {LAYERS} layers, hidden {HIDDEN}, seq {SEQ}, batch 1, float16; ms per forward")
     print(f"floor: weights once {bytes_ms:.3f} ms (4.25 TB/s), matrix work {flops_ms:.3f} ms (780 TFLOP/s)")

@@ -30,6 +30,7 @@ OrtStatus* ORT_API_CALL EpDataTransfer::CopyTensorsImpl(OrtDataTransferImpl* thi
   auto* self = static_cast<EpDataTransfer*>(this_ptr);
   return Guard(self->api_.ort, [&] {
     const OrtApi& ort = self->api_.ort;
+    bool queued = false;  // a device-to-device copy is queued on the stream; the others have completed
     for (size_t i = 0; i < n; ++i) {
       bool src_gpu = self->api_.ep.MemoryDevice_GetDeviceType(self->api_.ep.Value_GetMemoryDevice(src[i])) ==
                      OrtMemoryInfoDeviceType_GPU;
@@ -44,8 +45,11 @@ OrtStatus* ORT_API_CALL EpDataTransfer::CopyTensorsImpl(OrtDataTransferImpl* thi
       ThrowIfError(ort, ort.GetTensorMutableData(dst[i], &d));
       ThrowIfError(ort, ort.GetTensorSizeInBytes(src[i], &bytes));
       if (bytes) self->rt_->Check("hipdnn_ep_memcpy", self->rt_->hipdnn_ep_memcpy(self->state_->get(), d, s, bytes, kind));
+      queued = queued || (bytes && kind == HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_DEVICE);
     }
-    self->rt_->Check("hipdnn_ep_synchronize", self->rt_->hipdnn_ep_synchronize(self->state_->get()));
+    // Copies that touch host memory return once done (hipdnn_ep_memcpy); only device-to-device
+    // ones need the wait before ORT uses the destination.
+    if (queued) self->rt_->Check("hipdnn_ep_synchronize", self->rt_->hipdnn_ep_synchronize(self->state_->get()));
   });
 }
 
