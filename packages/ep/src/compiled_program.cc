@@ -241,6 +241,10 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
     inputs[i] = {ptr, dims[i].data(), static_cast<int32_t>(dims[i].size()), dtype};
   }
 
+  // Until the log said whether this node is replayed from a graph: the state's graph figures before the run.
+  const bool note = device_backend && !graph_noted_.load(std::memory_order_relaxed);
+  uint64_t graph_runs_before = 0;
+  if (note) graph_runs_before = GraphRuns(state->get(), nullptr);
   // The program asks for each output once it knows the output's dims; OrtOutputs hands it ORT's buffer.
   OrtOutputs sink{this, ctx, state->get(), &allocs, {}, {}};
   hipdnn_ep_output_allocator_t allocator{sizeof(hipdnn_ep_output_allocator_t), &OrtOutputs::Alloc, &sink};
@@ -255,18 +259,24 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
   allocs.FreeAll();
   // The one wait of a Run: ORT reads the outputs once Compute returns.
   rt_->Check("hipdnn_ep_synchronize", rt_->hipdnn_ep_synchronize(state->get()));
-  if (device_backend && !graph_noted_.load(std::memory_order_relaxed)) NoteGraph(ctx, state->get());
+  if (note) NoteGraph(ctx, state->get(), graph_runs_before);
 }
 
-void CompiledProgram::NoteGraph(OrtKernelContext* ctx, hipdnn_ep_state_t* state) {
+uint64_t CompiledProgram::GraphRuns(hipdnn_ep_state_t* state, std::string* last_uncaptured) const {
   hipdnn_ep_graph_stats_t stats{};
   stats.struct_size = sizeof(stats);
-  if (rt_->hipdnn_ep_graph_stats(state, &stats) != HIPDNN_EP_STATUS_OK) return;
-  std::string why = stats.last_uncaptured ? stats.last_uncaptured : "";
+  if (rt_->hipdnn_ep_graph_stats(state, &stats) != HIPDNN_EP_STATUS_OK) return 0;
+  if (last_uncaptured != nullptr) *last_uncaptured = stats.last_uncaptured ? stats.last_uncaptured : "";
+  return stats.captures + stats.replays;
+}
+
+void CompiledProgram::NoteGraph(OrtKernelContext* ctx, hipdnn_ep_state_t* state, uint64_t graph_runs_before) {
+  std::string why;
+  const uint64_t graph_runs = GraphRuns(state, &why);
   // Said once per node: that it is replayed from a graph, or why it never will be.
   std::string note;
   OrtLoggingLevel level = ORT_LOGGING_LEVEL_INFO;
-  if (stats.captures + stats.replays > 0) {
+  if (graph_runs > graph_runs_before) {
     note = "replayed from a captured graph while its input shapes repeat";
   } else if (why.rfind("first run", 0) != 0) {
     note = "runs without a graph: " + why;

@@ -65,7 +65,10 @@ class CompiledProgram : public OrtNodeComputeInfo {
 
   void Run(OrtKernelContext* ctx);
   // Logs once whether the node is replayed from a graph, or why not (GPU backends).
-  void NoteGraph(OrtKernelContext* ctx, hipdnn_ep_state_t* state);
+  // (graph_runs_before: the state's captures + replays before this node's run.)
+  void NoteGraph(OrtKernelContext* ctx, hipdnn_ep_state_t* state, uint64_t graph_runs_before);
+  // The state's captures + replays so far, and why its last run without a graph had none.
+  uint64_t GraphRuns(hipdnn_ep_state_t* state, std::string* last_uncaptured) const;
   // Throws unless rc is OK; out of memory gets a message that says what to do.
   void CheckRun(const char* what, int32_t rc) const;
 
