@@ -265,34 +265,6 @@ def to_str(e: Expr) -> str:
     return "(" + " ".join([e[0]] + [to_str(a) for a in e[1:]]) + ")"
 
 
-def parse(text: str) -> Expr:
-    tokens = text.replace("(", " ( ").replace(")", " ) ").split()
-    pos = 0
-
-    def read() -> Expr:
-        nonlocal pos
-        tok = tokens[pos]
-        pos += 1
-        if tok == "(":
-            op = tokens[pos]
-            pos += 1
-            if op not in OPS:
-                raise ValueError(f"unknown expression op '{op}' in '{text}'")
-            args = []
-            while tokens[pos] != ")":
-                args.append(read())
-            pos += 1
-            return (op, *args)
-        if tok.lstrip("-").isdigit():
-            return int(tok)
-        return tok
-
-    result = read()
-    if pos != len(tokens):
-        raise ValueError(f"trailing text in expression '{text}'")
-    return result
-
-
 def broadcast(a: list[Expr], b: list[Expr]) -> list[Expr]:
     """Numpy broadcasting of two symbolic shapes (assumes the shapes are compatible at run time)."""
     n = max(len(a), len(b))
