@@ -61,8 +61,11 @@ def test_metadata_round_trip_and_content(dynamic_reshape_model, tmp_path):
     assert meta == info.metadata
     assert meta["format"] == 1 and meta["backend"] == "hip"
     assert meta["compiler"]["name"] == "hipdnn-ep-compiler"
-    assert meta["inputs"] == [{"name": "x", "dtype": 1, "dims": ["batch", "seq", 8]}]
-    assert meta["outputs"][0]["dims"] == ["batch", "seq", 8]
+    # one spelling of a dim: d<input>_<axis> (what the checks and sizes use); ONNX names only label it
+    assert meta["inputs"] == [{"name": "x", "dtype": 1, "dims": ["d0_0", "d0_1", 8],
+                               "dim_names": ["batch", "seq", None]}]
+    assert meta["outputs"][0]["dims"] == ["d0_0", "d0_1", 8]
+    assert meta["outputs"][0]["dim_names"] == ["batch", "seq", None]
     assert meta["weights"] == [{"name": "w", "dtype": 1, "dims": [8, 8], "source": {"kind": "inline"}}]
     assert len(meta["graph_hash"]) == 64
 

@@ -22,7 +22,7 @@ def test_compile_then_inspect_prints_abi_and_imports(dynamic_reshape_model, tmp_
     assert re.search(r"abi:      1\.3 ", out), out  # outputs come from hipdnn_ep_output_alloc (1.3)
     assert "backend:  cuda" in out
     assert "hipdnn_ep_get_host_scratch_base" in out and "hipdnn_ep_kernel_matmul" in out
-    assert "x  dtype=1  dims=['batch', 'seq', 8]" in out
+    assert "x  dtype=1  dims=[d0_0 (batch), d0_1 (seq), 8]" in out
 
 
 def test_inspect_json(static_model, tmp_path, capsys):

@@ -133,9 +133,9 @@ def format_metadata(meta: dict[str, Any]) -> str:
         "imports:",
         *[f"  {i['name']}  {i['hash']}" for i in meta["imports"]],
         "inputs:",
-        *[f"  {t['name']}  dtype={t['dtype']}  dims={t['dims']}" for t in meta["inputs"]],
+        *[f"  {t['name']}  dtype={t['dtype']}  dims={_dims(t)}" for t in meta["inputs"]],
         "outputs:",
-        *[f"  {t['name']}  dtype={t['dtype']}  dims={t['dims']}" for t in meta["outputs"]],
+        *[f"  {t['name']}  dtype={t['dtype']}  dims={_dims(t)}" for t in meta["outputs"]],
         "weights:",
         *[f"  {w['name']}  dtype={w['dtype']}  dims={w['dims']}  source={w['source']['kind']}"
           for w in meta["weights"]],
@@ -143,3 +143,9 @@ def format_metadata(meta: dict[str, Any]) -> str:
         f"{len(plan.get('buffers', []))} pool buffers",
     ]
     return "\n".join(lines)
+
+
+def _dims(t: dict) -> str:
+    """A tensor's dims as inspect shows them: the metadata's spelling, the ONNX name after a named one."""
+    names = t.get("dim_names") or [None] * len(t["dims"])
+    return "[" + ", ".join(str(d) if n is None else f"{d} ({n})" for d, n in zip(t["dims"], names, strict=False)) + "]"

@@ -22,7 +22,7 @@ from .artifact import BACKENDS, FORMAT, PROGRAM, ArtifactInfo, check_runtime_rea
 from .build_id import build_id
 from .errors import CompileError
 from .frontend import load_model
-from .frontend.importer import import_model
+from .frontend.importer import dim_spelling, import_model
 from .link import link_shared_object
 from .lowering import lower_to_llvm
 from .lowering.to_llvm import metadata_global
@@ -63,13 +63,12 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
     wtypes = _weight_types(module)
     outputs = []
     for o, refined in zip(signature["outputs"], lowered.output_dims, strict=False):
-        dims = o["dims"]
-        if dims is None or len(dims) != len(refined):
-            dims = [int(d) if d.lstrip("-").isdigit() else d for d in refined]
-        else:
-            dims = [d if d is not None else r for d, r in zip(dims, refined, strict=False)]
-            dims = [int(d) if isinstance(d, str) and d.lstrip("-").isdigit() else d for d in dims]
-        outputs.append({"name": o["name"], "dtype": o["dtype"], "dims": dims})
+        declared = o["dims"]
+        dims = [int(d) if d.lstrip("-").isdigit() else d for d in refined]
+        if declared is not None and len(declared) == len(dims):  # a dim ONNX declares static stays so
+            dims = [d if isinstance(d, int) else r for d, r in zip(declared, dims, strict=True)]
+        outputs.append(dim_spelling({"name": o["name"], "dtype": o["dtype"]}, dims,
+                                    declared if declared is not None and len(declared) == len(dims) else None))
     return {
         "format": FORMAT,
         "compiler": {"name": "hipdnn-ep-compiler", "version": __version__, "build_id": build_id()},

@@ -20,6 +20,7 @@ from torch_mlir.dialects import func
 
 from .. import dialect
 from .. import ir as hir
+from .. import symbolic as sym
 from ..errors import ModelError, UnsupportedError
 from ..ops import lookup
 
@@ -162,11 +163,12 @@ class _Importer:
             if dims is None:
                 raise UnsupportedError(f"{where}: inputs of unknown rank are not supported")
             arg_types.append(hir.tensor_type(dtype, dims))
+            # the metadata spells a dynamic dim one way: d<input>_<axis>, as the checks and sizes do
+            # (two inputs' dims of one ONNX name may differ); the ONNX names are labels beside them
+            inputs_meta.append(dim_spelling({"name": vi.name, "dtype": dtype}, [
+                d if isinstance(d, int) else sym.input_dim(len(arg_names), k) for k, d in enumerate(dims)], dims))
             arg_names.append(vi.name)
             self.dtypes[vi.name] = dtype
-            # a dynamic dim without a name gets one (unique to this input and axis) for the metadata
-            inputs_meta.append({"name": vi.name, "dtype": dtype,
-                                "dims": [f"{vi.name}_d{k}" if d is None else d for k, d in enumerate(dims)]})
         with ir.InsertionPoint(module.body):
             main = func.FuncOp("main", (arg_types, []))
         entry = main.add_entry_block()
@@ -220,6 +222,17 @@ class _Importer:
         main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, [v.type for v in outs]))
         signature = {"inputs": inputs_meta, "outputs": outputs_meta}
         main.attributes["hipdnn.signature"] = ir.StringAttr.get(json.dumps(signature))
+
+
+def dim_spelling(entry: dict, dims: list, onnx_dims: list | None) -> dict:
+    """A metadata tensor entry: `dims` (an int, or the expression of a dynamic dim over the program's
+    input dims, e.g. "d0_1"), and `dim_names`, the ONNX names of its dims (null where none), when the
+    model names some."""
+    entry["dims"] = dims
+    names = [d if isinstance(d, str) else None for d in onnx_dims or []]
+    if any(names):
+        entry["dim_names"] = names
+    return entry
 
 
 def import_model(model: onnx.ModelProto, context=None):
