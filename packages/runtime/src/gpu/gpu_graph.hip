@@ -243,10 +243,14 @@ bool graph_run(hipdnn_ep_artifact* artifact, hipdnn_ep_state_t* state, const hip
   g->key = key;
   ++state->graph_stats.captures;
   c.graphs.push_front(std::move(g));
-  while (c.graphs.size() > state->graph_cache_size) {
-    c.retired.push_back(std::move(c.graphs.back()));
-    c.graphs.pop_back();
-    ++state->graph_stats.evictions;
+  if (c.graphs.size() > state->graph_cache_size) {
+    // hipdnn_ep_synchronize, callable from any thread, frees the retired graphs under this lock
+    std::lock_guard<std::mutex> lock(state->memory_mutex);
+    while (c.graphs.size() > state->graph_cache_size) {
+      c.retired.push_back(std::move(c.graphs.back()));
+      c.graphs.pop_back();
+      ++state->graph_stats.evictions;
+    }
   }
   *status = launch(state, *c.graphs.front(), inputs, outputs);
   return true;
