@@ -12,14 +12,13 @@ namespace hipdnn_ep {
 
 namespace {
 
+// Which program input an entry of the metadata's `inputs`/`weights` is. Its dims are the runtime's to
+// read (hipdnn_ep_artifact_run_into checks every input against them): the EP hands over the shapes
+// ORT has, of the fused node's inputs and of the initializers it keeps.
 ArgSpec SpecFromMetadata(const json::Value& v) {
   ArgSpec a;
   a.name = v["name"].string;
   a.dtype = static_cast<int32_t>(v["dtype"].as_int());
-  if (v["dims"].is_array()) {
-    a.rank = static_cast<int32_t>(v["dims"].array.size());
-    for (const json::Value& d : v["dims"].array) a.dims.push_back(d.is_number() ? d.as_int() : -1);
-  }
   return a;
 }
 
@@ -155,7 +154,7 @@ CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi>
     // ORT guarantees initializer memory only during Compile: keep a copy.
     const char* p = static_cast<const char*>(init->data);
     a.host_copy.assign(p, p + init->size);
-    a.host_dims = a.dims;
+    a.host_dims = init->dims;
   }
 }
 

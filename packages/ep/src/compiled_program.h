@@ -19,8 +19,6 @@ namespace hipdnn_ep {
 struct ArgSpec {
   std::string name;
   int32_t dtype = 0;
-  int32_t rank = -1;             // -1: not stated
-  std::vector<int64_t> dims;     // -1 where the dim is symbolic
   int kernel_input = -1;         // index in the fused node's inputs, or
   std::vector<char> host_copy;   // the bytes, when ORT does not pass it
   std::vector<int64_t> host_dims;

@@ -262,7 +262,7 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
     const OrtValue* value = nullptr;
     ThrowIfError(ort, ort.ValueInfo_GetInitializerValue(vi, &value));
     TensorData d = ReadTensorValue(ort, value);
-    out.initializers.push_back({name, d.data, d.size});
+    out.initializers.push_back({name, d.data, d.size, d.dims});
     ProtoWriter t = TensorHeader(name, d);
     if (d.size <= kInlineLimit) {
       t.Bytes(tensor_f::kRawData, d.data, d.size);
@@ -357,7 +357,7 @@ SubgraphModel DescribeSubgraph(const ApiPtrs& api, const OrtGraph* graph) {
     const OrtValue* value = nullptr;
     ThrowIfError(ort, ort.ValueInfo_GetInitializerValue(vi, &value));
     TensorData d = ReadTensorValue(ort, value);
-    out.initializers.push_back({ValueName(ort, vi), d.data, d.size});
+    out.initializers.push_back({ValueName(ort, vi), d.data, d.size, d.dims});
   }
   return out;
 }

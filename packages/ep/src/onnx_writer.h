@@ -26,6 +26,7 @@ struct InitializerRef {
   std::string name;
   const void* data = nullptr;
   size_t size = 0;
+  std::vector<int64_t> dims;  // its shape, as ORT has it
 };
 
 struct SubgraphModel {
