@@ -43,11 +43,12 @@ def _weight_types(module) -> dict[str, tuple[int, list[int]]]:
 def _pool_buffers(module) -> list[dict]:
     """Every intermediate placed in the pool: the node that produces it, offset and size in bytes."""
     out = []
+    offsets = hir.pool_offsets(module)
     for op in hir.ops(module):
         for k, result in enumerate(op.results):
             if storage(op, k) == "pool":
                 out.append({"producer": hir.get_str(op, "onnx.node", op.name),
-                            "offset": _int_or_expr(hir.offset_of(result)),
+                            "offset": _int_or_expr(offsets[result]),
                             "bytes": _int_or_expr(size_bytes(result))})
     return out
 

@@ -356,6 +356,13 @@ def offset_of(value: ir.Value) -> sym.Expr | None:
     return None if tie is None else dim_expr(tie.operands[1])
 
 
+def pool_offsets(module: ir.Module) -> dict[ir.Value, sym.Expr]:
+    """Every pool buffer's offset (hipdnn.place), read with one memo: the offsets share their slot sums."""
+    memo: dict = {}
+    return {op.operation.operands[0]: dim_expr(op.operation.operands[1], memo)
+            for op in body(module).operations if op.operation.name == PLACE}
+
+
 def set_pool_size(module: ir.Module, size: sym.Expr) -> None:
     ret = body(module).operations[len(body(module).operations) - 1].operation
     create(POOL, index_operands([size], ret), [], {}, before=ret)

@@ -60,6 +60,7 @@ class _Lowering:
         self.n_inputs = len(func.regions[0].blocks[0].arguments)
         self.slots = hir.get_int(func, "hipdnn.host_scratch_slots", 0)
         self.pool_size = hir.pool_size(module)
+        self.offsets = hir.pool_offsets(module)
         self.min_minor = 0
         self.checks = chk.read(func)
         self.poison: str | None = None  # i1: some shape arithmetic since the last guard overflowed
@@ -382,7 +383,7 @@ class _Lowering:
                         self.store_field(self.ref, ref, "data", ptr)
                     self.data[value] = ptr
                 elif storage(op, r) == "pool":
-                    self.data[value] = e.gep(self.pool, self.expr(hir.offset_of(value)))
+                    self.data[value] = e.gep(self.pool, self.expr(self.offsets[value]))
 
         # 5. the ops
         for op in ops:
