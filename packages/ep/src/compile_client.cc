@@ -73,7 +73,7 @@ class CompilerServer {
         ended_.clear();
       }
       try {
-        return Exchange(line, timeout_s, where);
+        return Exchange(line, timeout_s, where, fresh);
       } catch (const Died& e) {
         if (fresh && attempt > 0) {
           throw EpError(std::string(e.what()) + "\nIt was the second compiler process to end during this request " +
@@ -92,8 +92,10 @@ class CompilerServer {
     using EpError::EpError;
   };
 
-  std::string Exchange(const std::string& line, int64_t timeout_s, const std::string& where) {
-    const off_t err_start = lseek(err_, 0, SEEK_END);
+  // `fresh`: the process was started for this request, so what it wrote to
+  // stderr while starting (an import that failed, say) belongs to the answer.
+  std::string Exchange(const std::string& line, int64_t timeout_s, const std::string& where, bool fresh) {
+    const off_t err_start = fresh ? 0 : lseek(err_, 0, SEEK_END);
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::seconds(std::min<int64_t>(timeout_s, int64_t{1} << 32));
     std::string out = line + "\n";

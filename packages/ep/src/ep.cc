@@ -461,7 +461,8 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
 
 void HipdnnEp::AskCompiler(const OrtGraph* graph, const std::vector<const OrtNode*>& nodes,
                            const std::vector<std::vector<size_t>>& producers, std::vector<bool>& supported,
-                           std::vector<std::pair<std::string, std::string>>& rejected_lines) {
+                           std::vector<std::pair<std::string, std::string>>& rejected_lines,
+                           std::string& compiler_error) {
   std::map<std::string, size_t> by_key;
   for (size_t i = 0; i < nodes.size(); ++i) by_key[NodeKey(ort, nodes[i])] = i;
   auto reject = [&](size_t i, const std::string& why) {
@@ -504,6 +505,7 @@ void HipdnnEp::AskCompiler(const OrtGraph* graph, const std::vector<const OrtNod
     try {
       verdicts = SupportVerdicts(models, target_abi);
     } catch (const std::exception& e) {
+      compiler_error = e.what();
       for (const std::vector<size_t>& group : groups) {
         for (size_t i : group) reject(i, std::string("the compiler could not check it: ") + e.what());
       }
@@ -608,7 +610,8 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
       if (it != index.end()) producers[i].push_back(it->second);
     }
   }
-  if (caps) AskCompiler(graph, nodes, producers, supported, rejected_lines);
+  std::string compiler_error = caps_error;
+  if (caps) AskCompiler(graph, nodes, producers, supported, rejected_lines, compiler_error);
   OrtNodeFusionOptions fusion{};
   fusion.ort_version_supported = ORT_API_VERSION;
   fusion.drop_constant_initializers = false;
@@ -624,7 +627,16 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
       ThrowIfError(ort, ep.EpGraphSupportInfo_AddNodesToFuse(info, nodes.data(), nodes.size(), &fusion));
       return;
     }
-    Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: nodes left to other EPs:" + all);
+    if (!compiler_error.empty()) {
+      // Not a verdict on the model but a broken install: at the default log
+      // level a user would otherwise see the model run, slowly, on another EP.
+      Log(ort, logger_, ORT_LOGGING_LEVEL_WARNING,
+          "hipdnn-ep: the compiler could not be used, so this graph's nodes run on other EPs: " + compiler_error +
+              "\nFix: install hipdnn-ep-compiler into that Python environment (pip install hipdnn-ep-compiler), or "
+              "name an interpreter that has it with the EP option compiler_python.");
+    } else {
+      Log(ort, logger_, ORT_LOGGING_LEVEL_INFO, "hipdnn-ep: nodes left to other EPs:" + all);
+    }
   }
   for (const OrtNode* node : ep_context_nodes) {
     ThrowIfError(ort, ep.EpGraphSupportInfo_AddNodesToFuse(info, &node, 1, &fusion));

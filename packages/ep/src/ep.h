@@ -72,9 +72,11 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
   // Asks the compiler about each candidate partition (as the subgraph Compile
   // would write) and drops the nodes it refuses, re-partitioning until every
   // partition is accepted; each refusal becomes a (node key, message) line.
+  // compiler_error is set when the compiler could not answer at all.
   void AskCompiler(const OrtGraph* graph, const std::vector<const OrtNode*>& nodes,
                    const std::vector<std::vector<size_t>>& producers, std::vector<bool>& supported,
-                   std::vector<std::pair<std::string, std::string>>& rejected_lines);
+                   std::vector<std::pair<std::string, std::string>>& rejected_lines,
+                   std::string& compiler_error);
   // The compiler's verdicts on the nodes of each model (cached per subgraph).
   std::vector<std::vector<NodeVerdict>> SupportVerdicts(const std::vector<struct SubgraphModel>& models,
                                                         const std::string& target_abi);

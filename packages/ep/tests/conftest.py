@@ -181,6 +181,8 @@ def broken_compiler(tmp_path: Path):
         "refuses-protocol": "read -r line; echo '{\"protocol\": 3, \"ok\": false, \"error\": {\"kind\": "
                             "\"BadRequest\", \"message\": \"unsupported protocol 2; this compiler speaks 3\"}}'",
         "hang": "read -r line; exec sleep 60",
+        # an interpreter that has the compiler but not its dependencies
+        "no-numpy": "echo \"ModuleNotFoundError: No module named 'numpy'\" >&2; exit 1",
     }
 
     def make(kind: str) -> Path:

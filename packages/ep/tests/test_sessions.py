@@ -454,11 +454,20 @@ def test_runtime_of_the_right_abi_lacking_functions_is_a_broken_install(tmp_path
         make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, options, NO_FALLBACK)
 
 
-def test_missing_compiler(tmp_path: Path, ep_devices, env: Env) -> None:
+def test_missing_compiler(tmp_path: Path, ep_devices, env: Env, broken_compiler, capfd) -> None:
     model = elementwise(tmp_path / "m.onnx", ["n", 4])
     options = dict(env.options, compiler_python=str(tmp_path / "no-python"))
-    # With fallback the model still runs (on the CPU EP) ...
+    # With fallback the model still runs (on the CPU EP), and a warning at ORT's default log level
+    # says why and how to fix it: a broken install is not a verdict on the model ...
     _check(make_session(model, ep_devices, options), _feeds((2, 4)))
+    err = capfd.readouterr().err
+    assert re.search(r"(?s)the compiler could not be used, so this graph's nodes run on other EPs: .*cannot start"
+                     r".*no-python.*Fix: install hipdnn-ep-compiler", err), err
+    # ... also where an interpreter starts but cannot import what the compiler needs.
+    broken = dict(env.options, compiler_python=str(broken_compiler("no-numpy")))
+    _check(make_session(elementwise(tmp_path / "m2.onnx", ["n", 4]), ep_devices, broken), _feeds((2, 4)))
+    err = capfd.readouterr().err
+    assert re.search(r"(?s)the compiler could not be used.*No module named 'numpy'.*Fix: install", err), err
     # ... without it, every node is listed with the reason.
     with pytest.raises(Exception, match=r"(?s)node 'add0' \(Add\): the compiler is unavailable.*cannot start"):
         make_session(model, ep_devices, options, NO_FALLBACK)
