@@ -217,3 +217,51 @@ def rand(shape, dtype=np.float32, seed=0, low=-3.0, high=3.0) -> np.ndarray:
         lo = max(int(low), np.iinfo(dtype).min)
         return r.integers(lo, int(high) + 1, size=shape).astype(dtype)
     return r.uniform(low, high, size=shape).astype(dtype)
+
+
+# The GPU kernel tests: device arrays, and a cpu and a GPU state per module.
+
+
+class DeviceArrays:
+    """numpy <-> device arrays through torch or cupy (whichever is installed), both DLPack producers."""
+
+    def __init__(self) -> None:
+        try:
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ImportError("torch without a GPU")
+            self.torch = torch
+            self.cupy = None
+        except ImportError:
+            self.torch = None
+            self.cupy = pytest.importorskip("cupy", reason="the GPU tests need torch (with CUDA) or cupy")
+
+    def to_device(self, a: np.ndarray):
+        if self.torch is not None:
+            return self.torch.from_numpy(np.array(a, order="C")).cuda()  # (ascontiguousarray makes 0-d 1-d)
+        return self.cupy.asarray(a)
+
+    def to_host(self, d) -> np.ndarray:
+        if self.torch is not None:
+            return d.cpu().numpy()
+        return self.cupy.asnumpy(d)
+
+
+@pytest.fixture(scope="module")
+def dev() -> DeviceArrays:
+    return DeviceArrays()
+
+
+@pytest.fixture(scope="module")
+def cpu() -> rt.State:
+    s = rt.State(backend="cpu")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def gpu(gpu_backend: str) -> rt.State:
+    s = rt.State(backend=gpu_backend)
+    yield s
+    s.close()  # raises LeakError if a kernel leaked a temporary

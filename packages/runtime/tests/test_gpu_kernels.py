@@ -44,51 +44,6 @@ HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}}
 EXACT = (0.0, 0.0)
 
 
-class DeviceArrays:
-    """numpy <-> device arrays through torch or cupy (whichever is installed), both DLPack producers."""
-
-    def __init__(self) -> None:
-        try:
-            import torch
-
-            if not torch.cuda.is_available():
-                raise ImportError("torch without a GPU")
-            self.torch = torch
-            self.cupy = None
-        except ImportError:
-            self.torch = None
-            self.cupy = pytest.importorskip("cupy", reason="the GPU tests need torch (with CUDA) or cupy")
-
-    def to_device(self, a: np.ndarray):
-        if self.torch is not None:
-            return self.torch.from_numpy(np.array(a, order="C")).cuda()  # (ascontiguousarray makes 0-d 1-d)
-        return self.cupy.asarray(a)
-
-    def to_host(self, d) -> np.ndarray:
-        if self.torch is not None:
-            return d.cpu().numpy()
-        return self.cupy.asnumpy(d)
-
-
-@pytest.fixture(scope="module")
-def dev() -> DeviceArrays:
-    return DeviceArrays()
-
-
-@pytest.fixture(scope="module")
-def cpu() -> rt.State:
-    s = rt.State(backend="cpu")
-    yield s
-    s.close()
-
-
-@pytest.fixture(scope="module")
-def gpu(gpu_backend: str) -> rt.State:
-    s = rt.State(backend=gpu_backend)
-    yield s
-    s.close()  # raises LeakError if a kernel leaked a temporary
-
-
 def i64(values) -> np.ndarray:
     return np.array(values, dtype=np.int64)
 

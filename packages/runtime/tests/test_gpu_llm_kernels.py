@@ -23,7 +23,6 @@ Run with ``pytest --gpu=auto`` (skipped without a GPU backend or a GPU), ``--gpu
 from __future__ import annotations
 
 import pytest
-from test_gpu_kernels import DeviceArrays
 from test_llm_kernels import dequantized, quantized, rope_caches
 
 np = pytest.importorskip("numpy")
@@ -39,25 +38,6 @@ TOL = {  # kernel: (float32, float16)
     "rotary_embedding": (1e-6, 1e-3),
     "group_query_attention": (2e-5, 4e-3),
 }
-
-
-@pytest.fixture(scope="module")
-def dev() -> DeviceArrays:
-    return DeviceArrays()
-
-
-@pytest.fixture(scope="module")
-def cpu() -> rt.State:
-    s = rt.State(backend="cpu")
-    yield s
-    s.close()
-
-
-@pytest.fixture(scope="module")
-def gpu(gpu_backend: str) -> rt.State:
-    s = rt.State(backend=gpu_backend)
-    yield s
-    s.close()  # raises LeakError if a kernel leaked a temporary
 
 
 def run_both(cpu, gpu, dev, kernel, inputs, outputs, ints=(), floats=()):
