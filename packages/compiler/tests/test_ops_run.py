@@ -32,6 +32,7 @@ CASES = [
     case("Log", X34, positive=True), case("Sqrt", X34, positive=True),
     case("Gelu", X34, opset=20), case("Gelu", X34, {"approximate": "tanh"}, opset=20, ident="Gelu-tanh"),
     case("Gelu", X34, domain="com.microsoft", ident="Gelu-contrib"),
+    case("FastGelu", X34, domain="com.microsoft"),
     case("MatMul", [("x", F, ["N", 3, 4]), ("y", F, [4, 5])]),
     case("MatMul", [("x", F, ["N", 1, 3, 4]), ("y", F, [2, 4, 5])], ident="MatMul-batched-broadcast"),
     case("Gemm", [("x", F, ["N", 4]), ("y", F, [5, 4]), ("c", F, [5])], {"transB": 1, "alpha": 0.5, "beta": 2.0}),

@@ -69,7 +69,7 @@ GROUPS: dict[str, Group] = {
         [*(Op(op, op, ["x"]) for op in ("Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Erf", "Identity")),
          Op("Log", "Log", ["p"]), Op("Sqrt", "Sqrt", ["p"]), Op("Gelu", "Gelu", ["x"]),
          Op("Gelu-tanh", "Gelu", ["x"], {"approximate": "tanh"}),
-         Op("Gelu-contrib", "Gelu", ["x"], domain=MS)]),
+         Op("Gelu-contrib", "Gelu", ["x"], domain=MS), Op("FastGelu", "FastGelu", ["x"], domain=MS)]),
     "linear": Group(
         [X, ("w", T.FLOAT, [4, 5]), ("a", T.FLOAT, ["N", 4]), ("m", T.FLOAT, ["N", 1, 3, 4]),
          ("v", T.FLOAT, [2, 4, 5])],
