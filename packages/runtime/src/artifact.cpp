@@ -72,9 +72,11 @@ const char* dtype_name(int32_t dtype) {
   }
 }
 
-std::string describe_dims(const std::vector<int64_t>& dims) {
+// A spec's dims as the metadata spells them (a dynamic one by its expression, e.g. d0_1), so that a
+// message names a dim the way the artifact, its checks and `inspect` do.
+std::string describe_dims(const TensorSpec& spec) {
   std::string out = "[";
-  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + (dims[i] < 0 ? "?" : std::to_string(dims[i]));
+  for (size_t i = 0; i < spec.dim_text.size(); ++i) out += (i ? ", " : "") + spec.dim_text[i];
   return out + "]";
 }
 
@@ -91,11 +93,17 @@ bool read_specs(const json::Value& metadata, const char* key, std::vector<Tensor
         !dims->is_array()) {
       return false;
     }
-    TensorSpec spec{name->as_string(), static_cast<int32_t>(dtype->as_int()), {}};
+    TensorSpec spec{name->as_string(), static_cast<int32_t>(dtype->as_int()), {}, {}};
     for (const json::Value& d : dims->items()) {
-      if (d.is_integer() && d.as_int() >= 0) spec.dims.push_back(d.as_int());
-      else if (d.is_string()) spec.dims.push_back(-1);
-      else return false;
+      if (d.is_integer() && d.as_int() >= 0) {
+        spec.dims.push_back(d.as_int());
+        spec.dim_text.push_back(std::to_string(d.as_int()));
+      } else if (d.is_string()) {
+        spec.dims.push_back(-1);
+        spec.dim_text.push_back(d.as_string());
+      } else {
+        return false;
+      }
     }
     out->push_back(std::move(spec));
   }
@@ -118,14 +126,14 @@ int32_t check_tensor(const char* api, const char* what, size_t index, const Tens
                         dtype_name(spec.dtype) + ")");
   HIPDNN_EP_REQUIRE(t.rank == static_cast<int32_t>(spec.dims.size()), status,
                     where + "rank " + std::to_string(t.rank) + " differs from the artifact's " +
-                        std::to_string(spec.dims.size()) + " " + describe_dims(spec.dims));
+                        std::to_string(spec.dims.size()) + " " + describe_dims(spec));
   HIPDNN_EP_REQUIRE(t.rank == 0 || t.dims != nullptr, status, where + "dims is NULL");
   int64_t elements = 1;
   for (int32_t d = 0; d < t.rank; ++d) {
     HIPDNN_EP_REQUIRE(t.dims[d] >= 0, status, where + "dim " + std::to_string(d) + " is negative");
     HIPDNN_EP_REQUIRE(spec.dims[d] < 0 || spec.dims[d] == t.dims[d], status,
                       where + "dim " + std::to_string(d) + " is " + std::to_string(t.dims[d]) +
-                          " but the artifact was compiled for " + describe_dims(spec.dims));
+                          " but the artifact was compiled for " + describe_dims(spec));
     elements *= t.dims[d];
   }
   HIPDNN_EP_REQUIRE(elements == 0 || t.data != nullptr, status, where + "data is NULL");

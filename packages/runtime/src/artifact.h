@@ -14,6 +14,7 @@ struct TensorSpec {
   std::string name;
   int32_t dtype = 0;
   std::vector<int64_t> dims;  // -1 where the dim is symbolic
+  std::vector<std::string> dim_text;  // each dim as the metadata spells it, for messages
 };
 
 }  // namespace hipdnn_ep

@@ -178,7 +178,7 @@ def test_inputs_are_validated_before_the_program_runs(host) -> None:
     outputs = (TensorRef * 1)()
     rc = h.lib.hipdnn_ep_artifact_run_into(h.artifact, h.state, inputs, outputs, ctypes.byref(h.allocator))
     assert rc == INVALID_ARGUMENT
-    assert "hipdnn_ep_artifact_run_into: input 0 'x': rank 2 differs from the artifact's 1 [?]" in h.error()
+    assert "hipdnn_ep_artifact_run_into: input 0 'x': rank 2 differs from the artifact's 1 [n]" in h.error()
     assert h.calls == []
 
 
