@@ -6,11 +6,13 @@ namespace hipdnn_ep {
 
 RuntimeState::RuntimeState(std::shared_ptr<RuntimeApi> rt, const StateConfig& config) : rt_(std::move(rt)) {
   hipdnn_ep_state_options_t opts{};
-  rt_->hipdnn_ep_state_options_init(&opts);
+  rt_->hipdnn_ep_state_options_init(&opts);  // the ABI 1.0 fields; the graph fields are set below
+  opts.struct_size = sizeof(opts);
   opts.backend = config.backend;
   opts.device_ordinal = config.device_id;
   opts.memory_limit_bytes = config.memory_limit_bytes;
   opts.graph_capture = config.graph_capture ? 1 : 0;
+  opts.graph_cache_size = 0;  // the runtime's default
   rt_->Check("hipdnn_ep_state_create", rt_->hipdnn_ep_state_create(&opts, &state_));
 }
 

@@ -1,6 +1,8 @@
 // State lifecycle, options, backend selection, streams and synchronization.
 #include "state.h"
 
+#include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "error.h"
@@ -13,9 +15,21 @@ constexpr uint64_t kMinAlignment = 16;
 constexpr size_t kLeakReportLines = 16;
 constexpr int32_t kMaxGraphCacheSize = 1024;
 
+// Every field's default, struct_size = sizeof.
+void default_options(hipdnn_ep_state_options_t* out) {
+  *out = hipdnn_ep_state_options_t{};
+  out->struct_size = sizeof(hipdnn_ep_state_options_t);
+  out->backend = HIPDNN_EP_BACKEND_CPU;
+  out->device_ordinal = 0;
+  out->memory_limit_bytes = 0;
+  out->alignment = 256;
+  out->graph_capture = 1;
+  out->graph_cache_size = 8;
+}
+
 // Copies the fields of *in that in->struct_size covers over the defaults.
 int32_t read_options(const hipdnn_ep_state_options_t* in, hipdnn_ep_state_options_t* out) {
-  hipdnn_ep_state_options_init(out);
+  default_options(out);
   if (in == nullptr) return HIPDNN_EP_STATUS_OK;
   HIPDNN_EP_REQUIRE(in->struct_size >= sizeof(uint64_t), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     "hipdnn_ep_state_create: options->struct_size is " + std::to_string(in->struct_size) +
@@ -82,16 +96,18 @@ uint64_t graph_count(const hipdnn_ep_state_t*) { return 0; }
 
 using hipdnn_ep::set_error;
 
+// Writes only the fields of ABI 1.0: a caller built for ABI 1.0 to 1.2 passes a struct that ends after
+// alignment, and says nothing of its size, so anything written past it lands on the caller's own memory
+// (its stack: released EPs crashed). The fields added later keep their defaults unless the caller sets them
+// and struct_size = sizeof(hipdnn_ep_state_options_t).
 extern "C" void hipdnn_ep_state_options_init(hipdnn_ep_state_options_t* options) {
   if (options == nullptr) return;
-  *options = hipdnn_ep_state_options_t{};
-  options->struct_size = sizeof(hipdnn_ep_state_options_t);
-  options->backend = HIPDNN_EP_BACKEND_CPU;
-  options->device_ordinal = 0;
-  options->memory_limit_bytes = 0;
-  options->alignment = 256;
-  options->graph_capture = 1;
-  options->graph_cache_size = 8;
+  constexpr size_t kAbi10Size = offsetof(hipdnn_ep_state_options_t, graph_capture);
+  static_assert(kAbi10Size == 32, "the ABI 1.0 fields of hipdnn_ep_state_options_t end at byte 32");
+  hipdnn_ep_state_options_t defaults;
+  hipdnn_ep::default_options(&defaults);
+  std::memcpy(options, &defaults, kAbi10Size);
+  options->struct_size = kAbi10Size;
 }
 
 extern "C" int32_t hipdnn_ep_state_create(const hipdnn_ep_state_options_t* options, hipdnn_ep_state_t** out_state) {

@@ -225,7 +225,7 @@ def _last_error(lib: ctypes.CDLL) -> str:
 def test_options_init_and_struct_size(runtime_lib: ctypes.CDLL) -> None:
     options = Options()
     runtime_lib.hipdnn_ep_state_options_init(ctypes.byref(options))
-    assert (options.struct_size, options.backend, options.alignment) == (ctypes.sizeof(Options), 0, 256)
+    assert (options.struct_size, options.backend, options.alignment) == (32, 0, 256)  # the ABI 1.0 fields
 
     bad = Options(struct_size=0, backend=0)
     status, _ = _create(runtime_lib, bad)
@@ -251,13 +251,11 @@ class GraphStats(ctypes.Structure):
 
 
 def test_graph_options_and_stats(runtime_lib: ctypes.CDLL) -> None:
-    options = Options()
-    runtime_lib.hipdnn_ep_state_options_init(ctypes.byref(options))
-    assert (options.graph_capture, options.graph_cache_size) == (1, 8)
     for field, value, text in (("graph_capture", 2, "graph_capture is 2"),
                                ("graph_cache_size", -1, "graph_cache_size -1 must be between 0")):
         bad = Options()
         runtime_lib.hipdnn_ep_state_options_init(ctypes.byref(bad))
+        bad.struct_size, bad.graph_capture, bad.graph_cache_size = ctypes.sizeof(Options), 1, 0
         setattr(bad, field, value)
         assert _create(runtime_lib, bad)[0] == STATUS["INVALID_ARGUMENT"]
         assert text in _last_error(runtime_lib)
@@ -274,6 +272,22 @@ def test_graph_options_and_stats(runtime_lib: ctypes.CDLL) -> None:
     assert runtime_lib.hipdnn_ep_graph_stats(handle, ctypes.byref(short)) == 0 and short.replays == 9
     short.struct_size = 4
     assert runtime_lib.hipdnn_ep_graph_stats(handle, ctypes.byref(short)) == STATUS["INVALID_ARGUMENT"]
+    assert runtime_lib.hipdnn_ep_state_destroy(handle) == 0
+
+
+def test_options_init_writes_nothing_past_an_older_callers_struct(runtime_lib: ctypes.CDLL) -> None:
+    """A caller built for ABI 1.0 to 1.2 hands init a 32-byte struct (and no size). Writing the fields ABI 1.3
+    appended overwrote what followed it, and released EPs crashed in session creation (the matrix's cells of
+    hipdnn-ep 0.1.0 and 0.2.0 on runtime 1.3)."""
+    buffer = (ctypes.c_uint8 * 48)(*([0xAB] * 48))
+    runtime_lib.hipdnn_ep_state_options_init(buffer)
+    assert bytes(buffer[32:]) == b"\xab" * 16, "init wrote past the ABI 1.0 fields"
+    old = Options.from_buffer(buffer)
+    assert (old.struct_size, old.backend, old.alignment) == (32, 0, 256)
+    # what an older caller then creates has the later fields' defaults: graph capture on, 8 graphs held
+    old.graph_capture = old.graph_cache_size = -5  # its memory past the struct: never read
+    status, handle = _create(runtime_lib, old)
+    assert status == STATUS["OK"], _last_error(runtime_lib)
     assert runtime_lib.hipdnn_ep_state_destroy(handle) == 0
 
 

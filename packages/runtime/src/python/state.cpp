@@ -44,6 +44,7 @@ nb::class_<PyState> bind_state(nb::module_& m) {
             uint64_t alignment, bool graph_capture, int32_t graph_cache_size) {
            hipdnn_ep_state_options_t options;
            hipdnn_ep_state_options_init(&options);
+           options.struct_size = sizeof(options);  // the graph fields below are set too
            options.backend = backend_code(backend);
            options.device_ordinal = device;
            options.memory_limit_bytes = memory_limit.value_or(0);
