@@ -353,14 +353,39 @@ def install(cell: Cell, work: Path) -> Path | None:
     links.mkdir()
     for w in (cell.compiler, cell.runtime, cell.ep):
         (links / w.path.name).symlink_to(w.path)
-    proc = _uv("install", "--quiet", "--no-index", "--find-links", str(links), f"{cell.ep.name}=={cell.ep.version}",
-               f"{cell.compiler.name}[runtime]=={cell.compiler.version}",
+    # --no-cache: uv keys a local wheel by its path and version, so a rebuilt HEAD wheel of the same name at
+    # the same cell path was installed from its first build (seen: cells ran a runtime an hour old)
+    proc = _uv("install", "--quiet", "--no-cache", "--no-index", "--find-links", str(links),
+               f"{cell.ep.name}=={cell.ep.version}", f"{cell.compiler.name}[runtime]=={cell.compiler.version}",
                f"{cell.runtime.name}=={cell.runtime.version}", python=python)
     if proc.returncode != 0:
         cell.install = " ".join(proc.stderr.split())[-600:]
         return None
+    site = next(venv.glob("lib/python*/site-packages"))
+    for w in (cell.compiler, cell.runtime, cell.ep):
+        stale = installed_differs(site, w.path)
+        if stale:
+            raise SystemExit(f"matrix: {cell.name}: the installed {w.name} is not {w.path}: {stale}")
     cell.install = "ok"
     return python
+
+
+def installed_differs(site: Path, wheel: Path) -> str:
+    """'' when every file the wheel's RECORD lists was installed into `site` with the wheel's hash, else the
+    first file that was not."""
+    with zipfile.ZipFile(wheel) as z:
+        record = next(n for n in z.namelist() if n.endswith(".dist-info/RECORD"))
+        wanted = [line.split(",") for line in z.read(record).decode().splitlines() if line.count(",") == 2]
+    for name, digest, _ in wanted:
+        if not digest or name.endswith(".dist-info/RECORD"):
+            continue
+        path = site / name
+        if not path.is_file():
+            return f"{name} is missing"
+        got = "sha256=" + urlsafe_b64encode(hashlib.sha256(path.read_bytes()).digest()).rstrip(b"=").decode()
+        if got != digest:
+            return f"{name} differs from the wheel's"
+    return ""
 
 
 def run_cell_script(python: Path, *args: str, timeout: float = 900, script: Path = CELL) -> dict[str, dict]:

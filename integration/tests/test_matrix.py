@@ -245,3 +245,24 @@ def test_models_and_epcontext_models_load_on_an_older_onnxruntime(tmp_path):
     matrix_cell.onnx.save(model, tmp_path / "m_ctx.onnx")  # as ORT stamps what it writes
     matrix_cell.restamp(tmp_path / "m_ctx.onnx", tmp_path / "m.onnx")
     assert matrix_cell.onnx.load(tmp_path / "m_ctx.onnx").ir_version == matrix_cell.IR_VERSION
+
+
+def test_an_install_that_is_not_the_wheel_is_caught(tmp_path):
+    """uv installed a cached earlier build of a same-named HEAD wheel; the matrix compares what was installed
+    with the wheel's RECORD."""
+    from base64 import urlsafe_b64encode
+    from hashlib import sha256
+
+    data = b"new library"
+    digest = "sha256=" + urlsafe_b64encode(sha256(data).digest()).rstrip(b"=").decode()
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("pkg/lib.so", data)
+        z.writestr("pkg-1.0.dist-info/RECORD", f"pkg/lib.so,{digest},{len(data)}\npkg-1.0.dist-info/RECORD,,\n")
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    assert matrix.installed_differs(site, wheel) == "pkg/lib.so is missing"
+    (site / "pkg/lib.so").write_bytes(b"old library")
+    assert matrix.installed_differs(site, wheel) == "pkg/lib.so differs from the wheel's"
+    (site / "pkg/lib.so").write_bytes(data)
+    assert matrix.installed_differs(site, wheel) == ""
