@@ -192,3 +192,19 @@ def test_version_script_with_a_minor_that_added_no_function_links(tmp_path):
     out = subprocess.run(["nm", "-D", "--defined-only", str(tmp_path / "t.so")], capture_output=True, text=True,
                          check=True).stdout
     assert "t_a@@T_1.0" in out and "t_b@@T_1.2" in out and "T_1.1" in out and "t_hidden" not in out
+
+
+def test_compile_adds_the_metadata_global_only_for_the_object(dynamic_reshape_model, tmp_path):
+    """A lowering kept for the compile after a support query stays as lowered: the metadata global the
+    compile adds to the program for its object is gone afterwards, and compiling twice gives one object."""
+    from hipdnn_ep_compiler import compiler
+
+    path = tmp_path / "m.onnx"
+    onnx.save(dynamic_reshape_model, path)
+    key = compiler.lowering_key(path, None, None)
+    kept = compiler.lower_model(path, load_abi(), key, keep=True)
+    before = str(kept.lowered.module)
+    compile_model(path, tmp_path / "a")  # takes the kept lowering
+    assert str(kept.lowered.module) == before and "__hipdnn_ep_meta" not in before
+    compile_model(path, tmp_path / "b")
+    assert (tmp_path / "a" / "program.so").read_bytes() == (tmp_path / "b" / "program.so").read_bytes()

@@ -25,7 +25,7 @@ from .frontend import load_model
 from .frontend.importer import dim_spelling, import_model
 from .link import link_shared_object
 from .lowering import lower_to_llvm
-from .lowering.to_llvm import metadata_global
+from .lowering.to_llvm import add_metadata_global
 from .passes import run_pipeline
 from .passes.plan_memory import ALIGNMENT as PLAN_ALIGNMENT
 from .passes.plan_memory import size_bytes, storage
@@ -94,15 +94,10 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
     }
 
 
-def emit_object(llvm_text: str, imports: list[str], object_path: Path) -> None:
+def emit_object(module: hir.ir.Module, imports: list[str], object_path: Path) -> None:
     """Translate the LLVM-dialect module to a PIC object file (one LLVM, end to end)."""
     from torch_mlir.execution_engine import ExecutionEngine
 
-    ctx = hir.new_context()
-    try:
-        module = hir.ir.Module.parse(llvm_text, ctx)
-    except Exception as exc:
-        raise RuntimeError(f"internal error: generated LLVM dialect does not parse: {exc}") from exc
     engine = ExecutionEngine(module, opt_level=2, enable_pic=True)
     # The runtime is not loaded at compile time: placeholder addresses make the imports
     # resolvable so the object can be written; they stay ordinary undefined references.
@@ -191,11 +186,15 @@ def compile_model(model_or_path: onnx.ModelProto | str | Path, out_dir: str | Pa
     key = None if isinstance(model_or_path, onnx.ModelProto) else lowering_key(model_or_path, manifest, abi)
     model, module, lowered = lower_model(model_or_path, target, key)
     meta = build_metadata(model, module, lowered, target, backend)
-    text = lowered.text + metadata_global(json.dumps(meta, separators=(",", ":"))) + "\n"
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="hipdnn-ep-compile-") as tmp:
-        obj = Path(tmp) / "program.o"
-        emit_object(text, lowered.imports, obj)
-        link_shared_object(obj, out / PROGRAM, target)
+    # the metadata global is the module's only for this object: a kept lowering stays as lowered
+    meta_global = add_metadata_global(lowered.module, json.dumps(meta, separators=(",", ":")))
+    try:
+        with tempfile.TemporaryDirectory(prefix="hipdnn-ep-compile-") as tmp:
+            obj = Path(tmp) / "program.o"
+            emit_object(lowered.module, lowered.imports, obj)
+            link_shared_object(obj, out / PROGRAM, target)
+    finally:
+        meta_global.erase()
     return ArtifactInfo(out, meta)

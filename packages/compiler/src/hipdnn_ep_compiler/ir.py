@@ -27,17 +27,6 @@ if __package__ + "._dialect_modules" not in _mlir.globals.dialect_search_modules
     _mlir.globals.append_dialect_search_prefix(__package__ + "._dialect_modules")
 
 
-def mlir_string(text: str) -> str:
-    """A quoted MLIR string literal; quotes, backslashes and non-printable bytes as \\XX escapes."""
-    out = []
-    for ch in text:
-        if ch in '"\\' or not (32 <= ord(ch) < 127):
-            out.extend(f"\\{b:02X}" for b in ch.encode())
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
 def new_context() -> ir.Context:
     """A context for our IR: the onnx and hipdnn ops are generic ops that dialect.py verifies."""
     ctx = ir.Context()

@@ -8,8 +8,7 @@ from hipdnn_ep_compiler import ir as hir
 from hipdnn_ep_compiler.abi import load_abi
 from hipdnn_ep_compiler.errors import AbiTargetError
 from hipdnn_ep_compiler.lowering import lower_to_llvm
-from hipdnn_ep_compiler.lowering.emitter import llvm_type
-from hipdnn_ep_compiler.lowering.to_llvm import metadata_global
+from hipdnn_ep_compiler.lowering.to_llvm import add_metadata_global
 
 STATIC = '''
 func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
@@ -25,6 +24,11 @@ func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
 '''
 
 
+def _type_text(t):
+    """How the LLVM dialect prints a manifest type name."""
+    return "!llvm.ptr" if t == "ptr" else t
+
+
 def _module(text):
     return hir.ir.Module.parse(text, hir.new_context())
 
@@ -37,8 +41,8 @@ def test_static_program_declares_only_what_it_calls_from_the_manifest():
     assert lowered.weights == ["w"] and lowered.host_scratch_slots == 0
     for name in lowered.imports:
         fn = abi.functions[name]
-        params = ", ".join(llvm_type(p) for p in fn.params_llvm)
-        assert f"llvm.func @{name}({params}) -> {llvm_type(fn.returns_llvm)}" in lowered.text
+        params = ", ".join(_type_text(p) for p in fn.params_llvm)
+        assert f"llvm.func @{name}({params}) -> {_type_text(fn.returns_llvm)}" in lowered.text
     entry = abi.program_entry
     assert f"llvm.func @{entry['name']}(" in lowered.text
     # binary ADD and unary TANH codes come from the manifest's enums
@@ -62,7 +66,60 @@ def test_target_minor_0_refuses_kernels():
 
 
 def test_metadata_global_is_nul_terminated_in_its_section():
-    g = metadata_global('{"a": "q\\"x"}')
+    lowered = lower_to_llvm(_module(STATIC), load_abi())
+    op = add_metadata_global(lowered.module, '{"a": "q\\"x"}')
+    assert list(lowered.module.body.operations)[-1].operation == op  # after the program's function
+    g = str(op)
     assert 'section = ".hipdnn_ep_meta"' in g
-    assert g.endswith("!llvm.array<14 x i8>")  # 13 bytes of JSON and the NUL
+    assert str(hir.ir.TypeAttr(op.attributes["global_type"]).value) == "!llvm.array<14 x i8>"  # 13 bytes and the NUL
     assert '\\22' in g and '\\00"' in g
+
+
+def test_program_is_a_verified_module_in_the_planned_modules_context():
+    planned = _module(STATIC)
+    lowered = lower_to_llvm(planned, load_abi())
+    assert isinstance(lowered.module, hir.ir.Module) and lowered.module.context is planned.context
+    lowered.module.operation.verify()
+    names = [op.operation.name for op in lowered.module.body.operations]
+    n = len(lowered.imports)  # the declarations, then the constant globals, then the program
+    assert names == ["llvm.func"] * n + ["llvm.mlir.global"] * (len(names) - n - 1) + ["llvm.func"]
+
+
+def _emitter_function():
+    from torch_mlir.dialects import llvm
+
+    from hipdnn_ep_compiler.lowering.emitter import FunctionEmitter, function_type, llvm_type
+
+    module = hir.ir.Module.create()
+    with hir.ir.InsertionPoint(module.body):
+        func = llvm.LLVMFuncOp("f", hir.ir.TypeAttr.get(function_type(["ptr"], "i32")))
+    return module, FunctionEmitter(func, [llvm_type("ptr")])
+
+
+def test_emitter_hoists_each_constant_and_alloca_to_the_entry_block_once():
+    with hir.new_context(), hir.ir.Location.unknown():
+        module, e = _emitter_function()
+        fail = e.func.body.blocks.append(hir.ir.IntegerType.get_signless(32))
+        e.store(e.const(7), e.gep(e.args[0], 8))
+        e.branch_unless(e.icmp("eq", e.load(e.args[0], "i64"), e.const(0)), fail, e.const(1, "i32"))
+        buf = e.alloca(4)  # at least 8 bytes, in the entry block though asked for in the second one
+        e.store(e.const(7), buf)  # the same constant as in the entry block, not a second one
+        e.ret(e.const(0, "i32"))
+        e.set_block(fail)
+        e.ret(fail.arguments[0])
+        e.finish()
+        module.operation.verify()
+        entry, second, _ = e.func.body.blocks
+        hoisted = [op.operation.name for op in entry.operations][:6]
+        assert hoisted == ["llvm.mlir.constant"] * 4 + ["llvm.alloca", "llvm.mlir.constant"]
+        assert str(module).count("llvm.mlir.constant(7 : i64)") == 1
+        assert "llvm.mlir.constant(8 : i64)" in str(entry.operations[4].operands[0].owner)
+        assert not any(op.operation.name == "llvm.mlir.constant" for op in second.operations)
+
+
+def test_emitter_refuses_a_constant_its_type_cannot_hold():
+    with hir.new_context(), hir.ir.Location.unknown():
+        _, e = _emitter_function()
+        assert e.const(-(2 ** 31), "i32") is not None and e.const(2 ** 32 - 1, "i32") is not None
+        with pytest.raises(ValueError, match="does not fit i32"):
+            e.const(2 ** 32, "i32")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from torch_mlir import ir
+from torch_mlir.dialects import llvm
 
 from .. import checks as chk
 from .. import dtypes
@@ -23,14 +24,12 @@ from ..errors import AbiTargetError, UnsupportedError
 from ..ops import kernel
 from ..passes.plan_memory import attr_name, size_bytes, storage
 from . import runtime_calls as rc
-from .emitter import FunctionEmitter, llvm_type
-
-FAIL = "^fail"
+from .emitter import FunctionEmitter, function_type, linkage, llvm_type
 
 
 @dataclass
 class LoweredProgram:
-    text: str  # LLVM dialect module without the metadata global
+    module: ir.Module  # the LLVM-dialect program, without the metadata global
     imports: list[str]  # runtime functions the program calls, in first-use order
     weights: list[str]  # weight names in program-input order (after the graph inputs)
     n_inputs: int
@@ -41,18 +40,21 @@ class LoweredProgram:
     min_minor: int = 0
     checks: list[chk.Check] = field(default_factory=list)  # what the program verifies, in order
 
+    @property
+    def text(self) -> str:
+        """The program as LLVM-dialect text (top-level ops one after the other, no module wrapper)."""
+        return "\n".join(str(op) for op in self.module.body.operations) + "\n"
+
 
 class _Lowering:
     def __init__(self, module: ir.Module, abi: RuntimeAbi):
         self.module = module
         self.abi = abi
-        self.e = FunctionEmitter()
         self.imports: dict[str, object] = {}
-        self.globals: list[str] = []
         self.global_cache: dict[str, str] = {}
-        self.symbols: dict[str, str] = {}  # "d0_1" / "v2_3" -> its i64 SSA value
-        self.data: dict = {}  # ir.Value -> ptr SSA
-        self.dims_ptr: dict = {}  # ir.Value -> ptr SSA of its dims array
+        self.symbols: dict[str, ir.Value] = {}  # "d0_1" / "v2_3" -> its i64 value
+        self.data: dict[ir.Value, ir.Value] = {}  # tensor -> its data pointer
+        self.dims_ptr: dict[ir.Value, ir.Value] = {}  # tensor -> the pointer to its dims array
         self.weights: list[str] = []
         self.ref = abi.struct(abi.name(rc.TENSOR_REF))
         self.args_struct = abi.struct(abi.name(rc.KERNEL_ARGS))
@@ -63,18 +65,29 @@ class _Lowering:
         self.offsets = hir.pool_offsets(module)
         self.min_minor = 0
         self.checks = chk.read(func)
-        self.poison: str | None = None  # i1: some shape arithmetic since the last guard overflowed
+        self.poison: ir.Value | None = None  # i1: some shape arithmetic since the last guard overflowed
+        # the program: an LLVM-dialect module in the planned module's context, built in run()
+        self.ctx = module.context
+        with self.ctx, ir.Location.unknown():
+            self.out = ir.Module.create()
+            entry = abi.program_entry
+            params = [p["llvm"] for p in entry["params"]]
+            with ir.InsertionPoint(self.out.body):
+                self.func = llvm.LLVMFuncOp(entry["name"], ir.TypeAttr.get(
+                    function_type(params, entry["returns"]["llvm"])))
+            self.e = FunctionEmitter(self.func, [llvm_type(p) for p in params])
+            self.fail = self.func.body.blocks.append(llvm_type("i32"))  # ^fail(%status: i32)
 
     # ------------------------------------------------------------ helpers
-    def call(self, suffix_or_name: str, args: list[str], check: bool = True) -> str | None:
+    def call(self, suffix_or_name: str, args: list[ir.Value], check: bool = True) -> ir.Value | None:
         name = suffix_or_name if suffix_or_name.startswith(self.abi.prefix + "_") else self.abi.name(suffix_or_name)
         fn = self.abi.function(name)  # raises AbiTargetError naming it when missing or too new
         if check:
             self.guard_overflow()
         self.imports.setdefault(name, fn)
-        status = self.e.call(name, args, fn.params_llvm, fn.returns_llvm)
+        status = self.e.call(name, args, fn.returns_llvm)
         if check and status is not None:
-            self.e.branch_unless(self.e.icmp("eq", status, self.e.const(0, "i32"), "i32"), FAIL, status)
+            self.e.branch_unless(self.e.icmp("eq", status, self.e.const(0, "i32")), self.fail, status)
         return status
 
     def enum_value(self, enum: str, key: str) -> int:
@@ -94,33 +107,40 @@ class _Lowering:
                 f"hipdnn-ep-runtime>={m}.{since} installed)")
         self.min_minor = max(self.min_minor, since)
 
-    def field(self, struct, base: str, name: str) -> tuple[str, str]:
+    def field(self, struct, base: ir.Value, name: str) -> tuple[ir.Value, str]:
         f = struct.fields[name]
         return self.e.gep(base, f.offset), f.llvm
 
-    def store_field(self, struct, base: str, name: str, value: str) -> None:
-        ptr, ty = self.field(struct, base, name)
-        self.e.store(value, ptr, ty)
+    def store_field(self, struct, base: ir.Value, name: str, value: ir.Value) -> None:
+        ptr, _ = self.field(struct, base, name)
+        self.e.store(value, ptr)
 
-    def load_field(self, struct, base: str, name: str) -> str:
+    def load_field(self, struct, base: ir.Value, name: str) -> ir.Value:
         ptr, ty = self.field(struct, base, name)
         return self.e.load(ptr, ty)
 
-    def input_ref(self, i: int) -> str:
+    def input_ref(self, i: int) -> ir.Value:
         return self.e.gep(self.input_base, i * self.ref.size)
 
-    def const_array(self, values: list[int], elem: str = "i64") -> str:
+    def add_global(self, name: str, elem: str, count: int, value: ir.Attribute) -> None:
+        """A private constant global `!llvm.array<count x elem>`, placed before the program's function."""
+        with ir.InsertionPoint(self.func):
+            llvm.GlobalOp(llvm.ArrayType.get(llvm_type(elem), count), name, linkage("private"), constant=True,
+                          value=value, addr_space=0)
+
+    def const_array(self, values: list[int], elem: str = "i64") -> ir.Value:
         values = values or [0]
         key = f"{elem}:{values}"
         if key not in self.global_cache:
             name = f"__hipdnn_const_{len(self.global_cache)}"
-            self.globals.append(
-                f"llvm.mlir.global private constant @{name}(dense<[{', '.join(map(str, values))}]> : "
-                f"tensor<{len(values)}x{elem}>) {{addr_space = 0 : i32}} : !llvm.array<{len(values)} x {elem}>")
+            ty = llvm_type(elem)
+            data = ir.DenseElementsAttr.get([ir.IntegerAttr.get(ty, v) for v in values],
+                                            type=ir.RankedTensorType.get([len(values)], ty))
+            self.add_global(name, elem, len(values), data)
             self.global_cache[key] = name
         return self.e.addressof(self.global_cache[key])
 
-    def expr(self, e: sym.Expr) -> str:
+    def expr(self, e: sym.Expr) -> ir.Value:
         """An i64 SSA value for the expression, as arith ops: canonicalize folds what is static and cse
         shares what is computed twice, then convert-arith-to-llvm lowers them (SHAPE_PIPELINE).
 
@@ -145,67 +165,57 @@ class _Lowering:
         if op == "ceildiv":
             return self.div(self.checked("add", vals[0], self.checked("add", vals[1], self.e.const(-1))), vals[1])
         if op in ("max", "min"):
-            return self.arith(f"{op}si {vals[0]}, {vals[1]} : i64")
+            return self.e.arith("MaxSIOp" if op == "max" else "MinSIOp", vals[0], vals[1])
         if op == "selneg":
-            return self.select(self.cmp("slt", vals[0], self.e.const(0)), vals[1], vals[2])
+            return self.e.select(self.e.cmpi("slt", vals[0], self.e.const(0)), vals[1], vals[2])
         if op == "selzero":
-            return self.select(self.cmp("eq", vals[0], self.e.const(0)), vals[1], vals[2])
+            return self.e.select(self.e.cmpi("eq", vals[0], self.e.const(0)), vals[1], vals[2])
         raise ValueError(f"unknown expression op {op}")
 
-    def load_symbol(self, e: str) -> str:
+    def load_symbol(self, e: str) -> ir.Value:
         i, k = sym.parse_symbol(e)
         if sym.is_value_symbol(e):
             base, elem = self.input_values[i]
             v = self.e.load(self.e.gep(base, k * (8 if elem == "i64" else 4)), elem)
-            return v if elem == "i64" else self.arith(f"extsi {v} : {elem} to i64")
+            return v if elem == "i64" else self.e.extsi(v)
         dims = self.load_field(self.ref, self.input_ref(i), "dims")
         return self.e.load(self.e.gep(dims, 8 * k), "i64")
 
-    def arith(self, text: str) -> str:
-        return self.e.emit(f"arith.{text}")
+    def flag_overflow(self, bit: ir.Value) -> None:
+        self.poison = bit if self.poison is None else self.e.arith("OrIOp", self.poison, bit)
 
-    def cmp(self, pred: str, a: str, b: str) -> str:
-        return self.arith(f"cmpi {pred}, {a}, {b} : i64")
-
-    def select(self, cond: str, a: str, b: str, ty: str = "i64") -> str:
-        return self.arith(f"select {cond}, {a}, {b} : {ty}")
-
-    def flag_overflow(self, bit: str) -> None:
-        self.poison = bit if self.poison is None else self.arith(f"ori {self.poison}, {bit} : i1")
-
-    def checked(self, op: str, a: str, b: str) -> str:
+    def checked(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
         """a + b or a * b; a wrap sets the overflow flag (symbolic.evaluate_int64 is the same arithmetic).
 
         arith has no overflow-reporting add or mul (its nsw flag is a promise, not a check), so the
         wrap is detected with arith ops that canonicalize folds away when both operands are constants:
         a sum wrapped when its sign differs from both operands' signs, a product when the high half of
         the 128-bit product is not the sign extension of the low half."""
+        e = self.e
         if op == "add":
-            r = self.arith(f"addi {a}, {b} : i64")
-            both = self.arith(f"andi {self.arith(f'xori {a}, {r} : i64')}, {self.arith(f'xori {b}, {r} : i64')} : i64")
-            self.flag_overflow(self.cmp("slt", both, self.e.const(0)))
+            r = e.arith("AddIOp", a, b)
+            both = e.arith("AndIOp", e.arith("XOrIOp", a, r), e.arith("XOrIOp", b, r))
+            self.flag_overflow(e.cmpi("slt", both, e.const(0)))
             return r
-        p = self.e.fresh()
-        self.e.lines.append(f"{p}:2 = arith.mulsi_extended {a}, {b} : i64")
-        low, high = f"{p}#0", f"{p}#1"
-        self.flag_overflow(self.cmp("ne", high, self.arith(f"shrsi {low}, {self.e.const(63)} : i64")))
+        low, high = e.mulsi_extended(a, b)
+        self.flag_overflow(e.cmpi("ne", high, e.arith("ShRSIOp", low, e.const(63))))
         return low
 
-    def div(self, a: str, b: str) -> str:
+    def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
         """a / b truncated; 0 when b is 0; INT64_MIN / -1 sets the overflow flag (never a trap)."""
         e = self.e
-        zero = self.cmp("eq", b, e.const(0))
-        wraps = self.arith(f"andi {self.cmp('eq', a, e.const(sym.INT64_MIN))}, {self.cmp('eq', b, e.const(-1))} : i1")
+        zero = e.cmpi("eq", b, e.const(0))
+        wraps = e.arith("AndIOp", e.cmpi("eq", a, e.const(sym.INT64_MIN)), e.cmpi("eq", b, e.const(-1)))
         self.flag_overflow(wraps)
-        safe = self.select(self.arith(f"ori {zero}, {wraps} : i1"), e.const(1), b)
-        return self.select(zero, e.const(0), self.arith(f"divsi {a}, {safe} : i64"))
+        safe = e.select(e.arith("OrIOp", zero, wraps), e.const(1), b)
+        return e.select(zero, e.const(0), e.arith("DivSIOp", a, safe))
 
     def guard_overflow(self) -> None:
         """Return INVALID_ARGUMENT if shape arithmetic computed so far overflowed int64."""
         if self.poison is not None:
             bit, self.poison = self.poison, None
             invalid = self.e.const(self.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
-            self.e.branch_unless(self.e.icmp("eq", bit, self.e.const(0, "i1"), "i1"), FAIL, invalid)
+            self.e.branch_unless(self.e.icmp("eq", bit, self.e.const(0, "i1")), self.fail, invalid)
 
     def emit_check(self, check: chk.Check) -> None:
         e = self.e
@@ -223,20 +233,19 @@ class _Lowering:
         if check.kind != "fits" and self.can_call(rc.SET_ERROR_MESSAGE):
             self.explain_unless(ok, check, invalid)
         else:  # ABI 1.1: the runtime re-derives the failing check from the metadata
-            e.branch_unless(ok, FAIL, invalid)
+            e.branch_unless(ok, self.fail, invalid)
 
     def can_call(self, suffix: str) -> bool:
         """Whether the target ABI has the runtime function (an optional call is left out, not refused)."""
         fn = self.abi.functions.get(self.abi.name(suffix))
         return fn is not None and fn.since <= self.abi.target_minor
 
-    def explain_unless(self, ok: str, check: chk.Check, status: str) -> None:
+    def explain_unless(self, ok: ir.Value, check: chk.Check, status: ir.Value) -> None:
         """Continue when `ok` holds; else tell the runtime which check failed, with its values, and fail."""
         e = self.e
-        e.block_counter += 2
-        explain, nxt = f"^bb{e.block_counter - 1}", f"^bb{e.block_counter}"
-        e.lines.append(f"llvm.cond_br {ok}, {nxt}, {explain}")
-        e.lines.append(f"{explain}:")
+        explain, nxt = e.new_block(self.fail), e.new_block(self.fail)
+        e.cond_br(ok, nxt, explain)
+        e.set_block(explain)
         # values only shown are evaluated here, without touching the overflow flag or the symbols
         # loaded on the main path (this block does not dominate it)
         symbols, poison = dict(self.symbols), self.poison
@@ -244,25 +253,24 @@ class _Lowering:
         self.symbols, self.poison = symbols, poison
         array = e.alloca(8 * max(len(values), 1))
         for k, v in enumerate(values):
-            e.store(v, e.gep(array, 8 * k), "i64")
+            e.store(v, e.gep(array, 8 * k))
         where = check.where.replace("{", "{{").replace("}", "}}")
         self.call(rc.SET_ERROR_MESSAGE, [self.state, self.string(f"{where}: {check.text}"), array,
                                          e.const(len(values), "i32")], check=False)
-        e.lines.append(f"llvm.br {FAIL}({status} : i32)")
-        e.lines.append(f"{nxt}:")
+        e.br(self.fail, [status])
+        e.set_block(nxt)
 
-    def string(self, text: str) -> str:
+    def string(self, text: str) -> ir.Value:
         """Pointer to a NUL-terminated constant string."""
         key = f"str:{text}"
         if key not in self.global_cache:
             data = text.encode() + b"\0"
             name = f"__hipdnn_str_{len(self.global_cache)}"
-            self.globals.append(f"llvm.mlir.global private constant @{name}({hir.mlir_string(data.decode())}) "
-                                f"{{addr_space = 0 : i32}} : !llvm.array<{len(data)} x i8>")
+            self.add_global(name, "i8", len(data), ir.StringAttr.get(data))
             self.global_cache[key] = name
         return self.e.addressof(self.global_cache[key])
 
-    def int_array(self, exprs: list[sym.Expr], slot: int, elem: str = "i64") -> str:
+    def int_array(self, exprs: list[sym.Expr], slot: int, elem: str = "i64") -> ir.Value:
         """Pointer to the array of `exprs`: constant data when static, else written to the host scratch."""
         if slot < 0:
             return self.const_array([int(x) for x in exprs], elem)
@@ -272,10 +280,10 @@ class _Lowering:
             v = self.expr(x)
             if elem != "i64":
                 v = self.e.trunc(v, elem)
-            self.e.store(v, self.e.gep(base, width * k), elem)
+            self.e.store(v, self.e.gep(base, width * k))
         return base
 
-    def tensor_refs(self, items: list[tuple[str, str, int, int]]) -> str:
+    def tensor_refs(self, items: list[tuple[ir.Value, ir.Value, int, int]]) -> ir.Value:
         """A stack array of tensor refs from (data, dims, rank, dtype)."""
         arr = self.e.alloca(self.ref.size * len(items))
         for k, (data, dims, rank, dtype) in enumerate(items):
@@ -286,23 +294,26 @@ class _Lowering:
             self.store_field(self.ref, r, "dtype", self.e.const(dtype, "i32"))
         return arr
 
-    def ref_of(self, value: ir.Value) -> tuple[str, str, int, int]:
+    def ref_of(self, value: ir.Value) -> tuple[ir.Value, ir.Value, int, int]:
         return (self.data[value], self.dims_ptr[value], len(hir.dims_of(value)),
                 hir.element_dtype(value))
 
-    def absent_ref(self) -> tuple[str, str, int, int]:
+    def absent_ref(self) -> tuple[ir.Value, ir.Value, int, int]:
         """An optional kernel input left out: NULL data and dims, rank -1."""
         return (self.e.null(), self.e.null(), -1, 0)
 
-    def param_ref(self, array_ptr: str, n: int) -> tuple[str, str, int, int]:
+    def param_ref(self, array_ptr: ir.Value, n: int) -> tuple[ir.Value, ir.Value, int, int]:
         return (array_ptr, self.const_array([n]), 1, hir.INT64)
 
     # ------------------------------------------------------------ program
     def run(self) -> LoweredProgram:
+        with self.ctx, ir.Location.unknown():
+            return self.build()
+
+    def build(self) -> LoweredProgram:
         e = self.e
-        params = self.abi.program_entry["params"]
         # the entry's parameters in manifest order: state, inputs, outputs
-        self.state, self.input_base, self.output_base = (f"%{p['name']}" for p in params)
+        self.state, self.input_base, self.output_base = e.args
         ops = hir.ops(self.module)
         ret = ops[-1]
         block = hir.body(self.module)
@@ -391,19 +402,19 @@ class _Lowering:
         for k, value in enumerate(ret.operands):
             self.store_shape(e.gep(self.output_base, k * self.ref.size), value)
         self.guard_overflow()
-        e.lines.append(f"llvm.return {e.const(0, 'i32')} : i32")
+        e.ret(e.const(0, "i32"))
 
         # failure: free what was allocated, report the status
-        e.lines.append(f"{FAIL}(%status: i32):")
+        e.set_block(self.fail)
         if len(ret.operands) and any(storage(op, k) == "output" for op in ops for k in range(len(op.results))):
             for k in range(len(ret.operands)):
                 ref = e.gep(self.output_base, k * self.ref.size)
                 self.call(rc.FREE, [self.state, self.load_field(self.ref, ref, "data")], check=False)
                 self.store_field(self.ref, ref, "data", e.null())
-        e.lines.append("llvm.return %status : i32")
+        e.ret(self.fail.arguments[0])
         return self.finish(ret)
 
-    def store_shape(self, ref: str, value: ir.Value) -> None:
+    def store_shape(self, ref: ir.Value, value: ir.Value) -> None:
         """Stores an output's dims, rank and dtype in its tensor ref."""
         e = self.e
         self.store_field(self.ref, ref, "dims", self.dims_ptr[value])
@@ -481,10 +492,10 @@ class _Lowering:
         out_arr = self.tensor_refs(outputs)
         ints = e.alloca(8 * len(int_vals))
         for k, v in enumerate(int_vals):
-            e.store(e.const(int(v)), e.gep(ints, 8 * k), "i64")
+            e.store(e.const(int(v)), e.gep(ints, 8 * k))
         floats = e.alloca(8 * len(float_vals))
         for k, v in enumerate(float_vals):
-            e.store(e.const_f64(v), e.gep(floats, 8 * k), "f64")
+            e.store(e.const_f64(v), e.gep(floats, 8 * k))
         self.store_field(s, args, "struct_size", e.const(s.size))
         self.store_field(s, args, "inputs", in_arr)
         self.store_field(s, args, "outputs", out_arr)
@@ -497,19 +508,19 @@ class _Lowering:
         self.call(kernel, [self.state, args])
 
     def finish(self, ret: ir.Operation) -> LoweredProgram:
-        decls = []
+        self.e.finish()
+        # the declarations of the runtime functions called, in first-use order, ahead of the globals
+        first = self.out.body.operations[0]
         for name, fn in self.imports.items():
-            ps = ", ".join(llvm_type(p) for p in fn.params_llvm)
-            r = "" if fn.returns_llvm == "void" else f" -> {llvm_type(fn.returns_llvm)}"
-            decls.append(f"llvm.func @{name}({ps}){r}")
-        entry = self.abi.program_entry
-        params = ", ".join(f"%{p['name']}: {llvm_type(p['llvm'])}" for p in entry["params"])
-        body = self.e.text()
-        text = "\n".join(decls + self.globals) + (
-            f"\nllvm.func @{entry['name']}({params}) -> {llvm_type(entry['returns']['llvm'])} {{\n{body}\n}}\n")
-        text = fold_shape_arithmetic(text)
+            llvm.LLVMFuncOp(name, ir.TypeAttr.get(function_type(fn.params_llvm, fn.returns_llvm)),
+                            ip=ir.InsertionPoint(first))
+        try:
+            self.out.operation.verify()
+        except ir.MLIRError as exc:
+            raise RuntimeError(f"internal error: the generated host program does not verify: {exc}") from exc
+        fold_shape_arithmetic(self.out)
         return LoweredProgram(
-            text=text, imports=list(self.imports), weights=self.weights, n_inputs=self.n_inputs,
+            module=self.out, imports=list(self.imports), weights=self.weights, n_inputs=self.n_inputs,
             pool_size=self.pool_size, host_scratch_slots=self.slots,
             output_dims=[[sym.to_str(d) for d in hir.dims_of(v)] for v in ret.operands],
             min_minor=self.min_minor,
@@ -522,18 +533,12 @@ class _Lowering:
 SHAPE_PIPELINE = "builtin.module(canonicalize, cse, convert-arith-to-llvm, canonicalize)"
 
 
-def fold_shape_arithmetic(text: str) -> str:
-    """Runs SHAPE_PIPELINE on the program's text (declarations, globals, the entry function)."""
+def fold_shape_arithmetic(module: ir.Module) -> None:
+    """Runs SHAPE_PIPELINE on the program (declarations, globals, the entry function), in place."""
     from torch_mlir.passmanager import PassManager
 
-    ctx = hir.new_context()
-    try:
-        module = ir.Module.parse(text, ctx)
-    except Exception as exc:
-        raise RuntimeError(f"internal error: the generated host program does not parse: {exc}") from exc
-    with ctx:
+    with module.context:
         PassManager.parse(SHAPE_PIPELINE).run(module.operation)
-    return "\n".join(str(op) for op in module.body.operations) + "\n"
 
 
 def lower_to_llvm(module: ir.Module, abi: RuntimeAbi) -> LoweredProgram:
@@ -541,10 +546,13 @@ def lower_to_llvm(module: ir.Module, abi: RuntimeAbi) -> LoweredProgram:
     return _Lowering(module, abi).run()
 
 
-def metadata_global(json_text: str) -> str:
-    """The LLVM global that holds the metadata JSON (NUL-terminated) in the manifest's metadata section."""
+def add_metadata_global(module: ir.Module, json_text: str) -> ir.Operation:
+    """Appends to the program the LLVM global that holds the metadata JSON (NUL-terminated) in the
+    manifest's metadata section; returns it (compile_model erases it once the object is written)."""
     from ..artifact import SECTION
 
     data = json_text.encode() + b"\0"
-    return (f"llvm.mlir.global external constant @__hipdnn_ep_meta({hir.mlir_string(data.decode())}) "
-            f'{{section = "{SECTION}", addr_space = 0 : i32}} : !llvm.array<{len(data)} x i8>')
+    with module.context, ir.Location.unknown(), ir.InsertionPoint(module.body):
+        return llvm.GlobalOp(llvm.ArrayType.get(llvm_type("i8"), len(data)), "__hipdnn_ep_meta",
+                             linkage("external"), constant=True,
+                             value=ir.StringAttr.get(data), section=SECTION, addr_space=0).operation
