@@ -16,13 +16,19 @@ candidate `new` of the same major:
     a released minor read keep loading). A manifest released before [artifact]
     existed read format 1 only.
 A change that breaks any of these needs `new.major > old.major`.
+
+Whatever the versions, a function that writes through a non-const pointer to a
+struct led by struct_size must declare how it bounds those writes (`writes`), and
+the bound must stay inside the struct its oldest caller passes: a caller built
+for the function's own minor passes the fields of that minor and nothing after
+them (see `write_bound_violations`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Function, Manifest
+from .model import CALLER_STRUCT_SIZE, Function, Manifest
 
 
 @dataclass(frozen=True)
@@ -39,8 +45,8 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
     if (new.major, new.minor) < (old.major, old.minor):
         return [Violation("abi", f"version went backwards: {old.major}.{old.minor} -> {new.major}.{new.minor}")]
     if new.major > old.major:
-        return []  # a new major may break anything
-    out: list[Violation] = []
+        return write_bound_violations(new)  # a new major may break anything but its own callers
+    out: list[Violation] = write_bound_violations(new)
     bumped = new.minor > old.minor
     need_major = f"bump the ABI major ({old.major} -> {old.major + 1}), or keep the old form"
     need_minor = f"bump the ABI minor ({old.major}.{old.minor} -> {old.major}.{old.minor + 1})"
@@ -208,3 +214,47 @@ def _dtype_rules(old: Manifest, fo: Function, new: Manifest, fn: Function):
     for i in sorted(set(old_later) | set(new_later)):
         yield (f"input {i}", old_later.get(i, old.all_dtypes()), new_later.get(i, new.all_dtypes()),
                lambda d, i=i: old.later_input_since(fo, i, d), lambda d, i=i: new.later_input_since(fn, i, d))
+
+
+def write_bound_violations(m: Manifest) -> list[Violation]:
+    """Writes through a struct pointer that could run past an older caller's struct.
+
+    A struct led by struct_size grows by appended fields, so the struct a caller passes ends
+    after the fields of the minor it was built for. A function writing through a non-const
+    pointer to one must declare its bound (`writes = { PARAM = BOUND }`), and, since callers
+    built for the function's own minor may call it, the bound must not reach past the fields
+    of that minor: `caller_struct_size` always holds, `fields_of_MAJOR.K` holds for K up to
+    the function's since, `all_fields` only while the struct has no field newer than the function.
+    """
+    out: list[Violation] = []
+    for fn in m.functions:
+        declared = dict(fn.writes)
+        for param, struct in m.written_structs(fn):
+            caller = tuple(f for f in struct.fields if f.since <= fn.since)
+            bound = declared.get(param.name)
+            if bound is None:
+                out.append(Violation(fn.name, (
+                    f"writes through '{param.decl()}' ({struct.name} grows by appended fields) but declares no "
+                    f"write bound, so the bump rules cannot tell whether it writes past the struct an older "
+                    f"caller passes: declare writes = {{ {param.name} = \"{CALLER_STRUCT_SIZE}\" }} if it reads "
+                    f"{param.name}->struct_size first and writes only the fields it covers, or "
+                    f"\"fields_of_{m.major}.{fn.since}\" if it writes the fields of {m.major}.{fn.since} and no more")))
+                continue
+            written = m.fields_written(fn, struct, bound)
+            if written is None:
+                continue
+            beyond = [f for f in written if f.since > fn.since]
+            if not beyond:
+                continue
+            newest = max(f.since for f in beyond)
+            names = ", ".join(f.param.name for f in beyond)
+            out.append(Violation(fn.name, (
+                f"writes {struct.name} through '{param.decl()}' with the bound \"{bound}\", which covers "
+                f"{names} (added in {m.major}.{min(f.since for f in beyond)}"
+                f"{f' to {m.major}.{newest}' if newest != min(f.since for f in beyond) else ''}); a caller built "
+                f"for {m.major}.{fn.since} (the function's since) passes {m.layout_size(caller)} bytes and would "
+                f"have {m.layout_size(written)} written, past its end. Make the function read "
+                f"{param.name}->struct_size and write only the fields it covers (writes = {{ {param.name} = "
+                f"\"{CALLER_STRUCT_SIZE}\" }}), or write only the fields of {m.major}.{fn.since} (writes = "
+                f"{{ {param.name} = \"fields_of_{m.major}.{fn.since}\" }})")))
+    return out

@@ -30,6 +30,10 @@ KERNEL_PARAMS = ("hipdnn_ep_state_t* state", "const hipdnn_ep_kernel_args_t* arg
 KERNEL_RETURNS = "int32_t"
 DTYPE_ENUM = "dtype"  # suffix of the enum that names element types
 DEFAULT_KEY = "default"  # the dtypes entry for ops without one of their own
+# How a function bounds its writes through a pointer to a struct that grows (see `writes`):
+CALLER_STRUCT_SIZE = "caller_struct_size"  # reads the caller's struct_size, writes only what it covers
+ALL_FIELDS = "all_fields"  # writes every field of the struct the runtime was built with (sizeof)
+_FIELDS_OF_RE = re.compile(r"^fields_of_(?P<major>\d+)\.(?P<minor>\d+)$")  # the fields of ABI MAJOR.MINOR
 
 _PARAM_RE = re.compile(r"^(?P<type>.+?)\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
 
@@ -163,6 +167,10 @@ class Function:
     # Element types added after the kernel: (table key, dtype, since); the key is "default" or an
     # op for input 0, the input index as text for a later input. Absent: the kernel's since.
     dtype_since: tuple[tuple[str, str, int], ...] = ()
+    # How the function bounds its writes through each non-const pointer to a struct that grows
+    # (`writes` in the manifest): (parameter, bound). Not part of the signature hash; a snapshot
+    # released before bounds were declared has none (nothing is claimed for it).
+    writes: tuple[tuple[str, str], ...] = ()
 
     @property
     def signature(self) -> str:
@@ -214,6 +222,33 @@ class Manifest:
 
     def kernels(self) -> list[Function]:
         return [f for f in self.functions if f.kind == "kernel"]
+
+    # -- writes through struct pointers ------------------------------------
+    def written_structs(self, fn: Function) -> list[tuple[Param, Struct]]:
+        """The parameters through which `fn` may write a struct that grows within a major: a
+        non-const single pointer to a struct led by struct_size. A caller built for an older minor
+        passes such a struct without the fields appended since, so each needs a write bound."""
+        out = []
+        for p in fn.params:
+            s = self.struct(p.type.base)
+            if s is not None and s.versioned and p.type.pointers == 1 and not p.type.const:
+                out.append((p, s))
+        return out
+
+    def fields_written(self, fn: Function, struct: Struct, bound: str) -> tuple[Field, ...] | None:
+        """The fields `fn` writes under `bound` (None: only those the caller's struct_size covers)."""
+        if bound == CALLER_STRUCT_SIZE:
+            return None
+        if bound == ALL_FIELDS:
+            return struct.fields
+        m = _FIELDS_OF_RE.match(bound)
+        assert m is not None, bound  # parse() accepts nothing else
+        return tuple(f for f in struct.fields if f.since <= int(m["minor"]))
+
+    @staticmethod
+    def layout_size(fields: tuple[Field, ...]) -> int:
+        """Bytes from the struct's start to the end of the last of `fields`."""
+        return max((f.offset + f.size for f in fields), default=0)
 
     # -- element types ---------------------------------------------------
     @property
@@ -380,10 +415,14 @@ def parse(text: str) -> Manifest:
 
     functions: list[Function] = []
     for f in raw.get("functions", []):
+        writes = f.get("writes", {})
+        if not isinstance(writes, dict) or not all(isinstance(v, str) for v in writes.values()):
+            raise ManifestError(f"function {f['name']}: writes must be a table {{ PARAM = \"BOUND\" }}, got {writes!r}")
         functions.append(Function(
             name=f["name"], kind="function", returns=CType.parse(f["returns"]),
             params=tuple(Param.parse(p) for p in f["params"]), since=int(f["since"]),
             status=f.get("status", "active"), callers=tuple(f["callers"]), doc=f.get("doc", ""),
+            writes=tuple((str(k), v) for k, v in writes.items()),
         ))
     dtype_order = {name: code for e in enums if e.name == f"{abi['prefix']}_{DTYPE_ENUM}" for name, code in e.values}
     for k in raw.get("kernels", []):
@@ -478,6 +517,24 @@ def _validate(m: Manifest, known: set[str]) -> None:
             raise ManifestError(f"struct {s.name}: a field predates the struct")
     for fn in m.kernels():
         _validate_kernel_dtypes(m, fn)
+    for fn in m.functions:
+        _validate_writes(m, fn)
+
+
+def _validate_writes(m: Manifest, fn: Function) -> None:
+    """Each `writes` entry names a pointer to a struct that grows and a bound parse() knows."""
+    written = {p.name: s for p, s in m.written_structs(fn)}
+    for param, bound in fn.writes:
+        if param not in written:
+            raise ManifestError(f"function {fn.name}: writes.{param} must name a parameter that is a non-const "
+                                f"pointer to a struct led by struct_size (here: {', '.join(written) or 'none'})")
+        fm = _FIELDS_OF_RE.match(bound)
+        if bound not in (CALLER_STRUCT_SIZE, ALL_FIELDS) and fm is None:
+            raise ManifestError(f"function {fn.name}: writes.{param} = {bound!r}: the bound must be "
+                                f"\"{CALLER_STRUCT_SIZE}\", \"{ALL_FIELDS}\" or \"fields_of_{m.major}.N\"")
+        if fm is not None and (int(fm["major"]) != m.major or int(fm["minor"]) > m.minor):
+            raise ManifestError(f"function {fn.name}: writes.{param} = {bound!r} names an ABI other than "
+                                f"{m.major}.0 to {m.major}.{m.minor}")
 
 
 def _validate_kernel_dtypes(m: Manifest, fn: Function) -> None:

@@ -34,6 +34,14 @@ def set_minor(text: str, minor: int) -> str:
     return re.sub(r"(?m)^minor = \d+$", f"minor = {minor}", text, count=1)
 
 
+def declare_writes(text: str, name: str, writes: str) -> str:
+    """Adds `writes = {...}` to the [[functions]] block of `name` (a snapshot released before
+    write bounds were declared has none)."""
+    pattern = re.compile(r'(?ms)^(\[\[functions\]\]\nname = "' + re.escape(name) + r'"\n.*?^callers = [^\n]*\n)')
+    assert pattern.search(text), f"{name} not in manifest"
+    return pattern.sub(lambda m: m[1] + f"writes = {writes}\n", text, count=1)
+
+
 def stub_source(m: Manifest, omit: frozenset[str] = frozenset(), extra: tuple[str, ...] = ()) -> str:
     """C definitions of every manifest function (bodies irrelevant: only the symbols matter here)."""
     lines = ['#include "hipdnn_ep/runtime_abi.h"']
@@ -71,4 +79,4 @@ def build_library(tmp_path: Path, manifest: Manifest):
     return build
 
 
-__all__ = ["edit_function", "parse", "set_minor", "stub_source"]
+__all__ = ["declare_writes", "edit_function", "parse", "set_minor", "stub_source"]

@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import edit_function, set_minor
+from conftest import declare_writes, edit_function, set_minor
 from hipdnn_ep_abi import compat, parse
 from hipdnn_ep_abi.__main__ import RELEASED_DIR, last_released, main
-from hipdnn_ep_abi.model import load
+from hipdnn_ep_abi.model import ManifestError, load
 
 NEW_FUNCTION = '''[[functions]]
 name = "hipdnn_ep_trim_cache"
@@ -26,8 +26,14 @@ doc = "Releases cached blocks until at most keep_bytes stay reserved."
 @pytest.fixture(scope="module")
 def manifest_text() -> str:
     """ABI 1.1 as released: the rules are tried on a fixed manifest (its minor is 1, the next is 2), so the
-    same edits keep testing the same rules as the committed manifest grows."""
-    return (RELEASED_DIR / "1.1.toml").read_text()
+    same edits keep testing the same rules as the committed manifest grows. It predates write bounds, so
+    they are declared as that runtime wrote: init filled every field, memory_stats what struct_size covers."""
+    return with_write_bounds((RELEASED_DIR / "1.1.toml").read_text())
+
+
+def with_write_bounds(text: str, init: str = "all_fields") -> str:
+    text = declare_writes(text, "hipdnn_ep_state_options_init", f'{{ options = "{init}" }}')
+    return declare_writes(text, "hipdnn_ep_memory_stats", '{ out_stats = "caller_struct_size" }')
 
 
 def violations(old_text: str, new_text: str) -> list[compat.Violation]:
@@ -276,3 +282,92 @@ def test_a_callback_type_is_frozen_within_a_major():
     assert any(v.startswith("hipdnn_ep_output_alloc_fn: callback type changed from 'int32_t "
                             "hipdnn_ep_output_alloc_fn(void*, int32_t, ") for v in found), found
     assert any(v.startswith("hipdnn_ep_artifact_run_into: the layout of a struct it takes changed") for v in found)
+
+
+# -- writes through a struct that grows: each declares its bound, and the bound stays inside the
+#    struct the function's oldest caller passes
+
+OPTIONS_FIELDS = '  ["uint64_t alignment", 0],\n]'
+GRAPH_FIELDS = '  ["uint64_t alignment", 0],\n  ["int32_t graph_capture", 3],\n  ["int32_t graph_cache_size", 3],\n]'
+
+
+def grown_options(init: str) -> tuple[str, str]:
+    """The 9394de5 situation: released 1.2, and a 1.3 candidate whose state options gained two fields
+    while hipdnn_ep_state_options_init (since 1.0) writes with the bound `init`."""
+    released = (RELEASED_DIR / "1.2.toml").read_text()
+    assert OPTIONS_FIELDS in released
+    candidate = set_minor(with_write_bounds(released, init).replace(OPTIONS_FIELDS, GRAPH_FIELDS), 3)
+    return released, candidate
+
+
+def test_a_struct_growing_under_a_writer_of_every_field_is_refused():
+    """ABI 1.3 appended graph_capture and graph_cache_size to the state options while init, since 1.0,
+    kept writing every field: 8 bytes past the 32-byte struct of a 1.0-1.2 caller (a crash in 12 matrix
+    cells). The appended fields alone obey the rules; the writer's bound does not."""
+    released, candidate = grown_options("all_fields")
+    found = violations(released, candidate)
+    assert [v.name for v in found] == ["hipdnn_ep_state_options_init"], found
+    msg = found[0].message
+    assert "graph_capture, graph_cache_size (added in 1.3)" in msg
+    assert "a caller built for 1.0 (the function's since) passes 32 bytes and would have 40 written" in msg
+    assert 'writes = { options = "caller_struct_size" }' in msg and 'writes = { options = "fields_of_1.0" }' in msg
+
+
+def test_a_bound_newer_than_the_function_is_refused():
+    released, candidate = grown_options("fields_of_1.3")
+    found = violations(released, candidate)
+    assert [v.name for v in found] == ["hipdnn_ep_state_options_init"]
+    assert "the bound \"fields_of_1.3\"" in found[0].message
+
+
+@pytest.mark.parametrize("init", ["fields_of_1.0", "caller_struct_size"])
+def test_a_struct_growing_under_a_bounded_writer_passes(init):
+    """eacb2e6's fix: init writes the fields of 1.0 (or would read the caller's struct_size)."""
+    released, candidate = grown_options(init)
+    assert violations(released, candidate) == []
+
+
+def test_an_undeclared_write_bound_is_refused():
+    """A function writing through a struct that grows must say how far it writes, before it can
+    grow: here hipdnn_ep_memory_stats declares nothing."""
+    released = (RELEASED_DIR / "1.2.toml").read_text()
+    candidate = declare_writes(released, "hipdnn_ep_state_options_init", '{ options = "fields_of_1.0" }')
+    found = violations(released, candidate)
+    assert [v.name for v in found] == ["hipdnn_ep_memory_stats"]
+    assert "declares no write bound" in found[0].message
+    assert 'declare writes = { out_stats = "caller_struct_size" }' in found[0].message
+    # A released snapshot predates the key: as the old side it is read without bounds and is not judged.
+    assert all(fn.writes == () for fn in parse(released).functions)
+
+
+def test_the_cli_refuses_the_replayed_crash(tmp_path, capsys):
+    released, candidate = grown_options("all_fields")
+    (tmp_path / "1.2.toml").write_text(released)
+    (tmp_path / "manifest.toml").write_text(candidate)
+    assert main(["--manifest", str(tmp_path / "manifest.toml"), "check-compat",
+                 "--released", str(tmp_path / "1.2.toml")]) == 1
+    assert "hipdnn_ep_state_options_init: writes hipdnn_ep_state_options_t through" in capsys.readouterr().err
+
+
+def test_the_committed_writers_declare_their_bounds(manifest):
+    assert compat.write_bound_violations(manifest) == []
+    assert {fn.name: dict(fn.writes) for fn in manifest.functions if fn.writes} == {
+        "hipdnn_ep_state_options_init": {"options": "fields_of_1.0"},
+        "hipdnn_ep_memory_stats": {"out_stats": "caller_struct_size"},
+        "hipdnn_ep_graph_stats": {"out_stats": "caller_struct_size"},
+    }
+
+
+@pytest.mark.parametrize(("writes", "error"), [
+    ('{ state = "caller_struct_size" }', "writes.state must name a parameter that is a non-const pointer"),
+    ('{ out_stats = "sizeof" }', "the bound must be"),
+    ('{ out_stats = "fields_of_1.9" }', "names an ABI other than 1.0 to 1.1"),
+])
+def test_a_malformed_write_bound_is_a_manifest_error(manifest_text, writes, error):
+    text = edit_function(manifest_text, "hipdnn_ep_memory_stats", None)
+    text = text.replace("# ---------------------------------------------------------------- kernels",
+                        '[[functions]]\nname = "hipdnn_ep_memory_stats"\nreturns = "int32_t"\n'
+                        'params = ["hipdnn_ep_state_t* state", "hipdnn_ep_memory_stats_t* out_stats"]\n'
+                        f'since = 0\ncallers = ["host"]\nwrites = {writes}\n\n# -- kernels', 1)
+    with pytest.raises(ManifestError, match=re.escape(error)):
+        parse(text)
