@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -329,6 +330,38 @@ std::string SelfExe() {
   return buf;
 }
 
+// The path the host interpreter was started as (argv[0], looked up on PATH
+// when it has no slash, as Python itself does for sys.executable), if it is
+// the same file as /proc/self/exe.  Unlike /proc/self/exe it keeps a virtual
+// environment's bin/python symlink, and with it the environment's packages.
+std::string InvokedInterpreter() {
+  namespace fs = std::filesystem;
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::string argv0;
+  if (!std::getline(cmdline, argv0, '\0') || argv0.empty()) return {};
+  std::error_code ec;
+  const fs::path self = fs::canonical("/proc/self/exe", ec);
+  if (ec) return {};
+  auto is_self = [&](const fs::path& p) {
+    std::error_code e;
+    const fs::path real = fs::canonical(p, e);
+    return !e && real == self;
+  };
+  if (argv0.find('/') != std::string::npos) {
+    const fs::path p = fs::absolute(argv0, ec);  // relative to the cwd: checked below
+    return !ec && is_self(p) ? p.string() : std::string();
+  }
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = dirs.substr(start, end - start);
+    if (!dir.empty() && is_self(fs::path(dir) / argv0)) return (fs::path(dir) / argv0).string();
+    start = end + 1;
+  }
+  return {};
+}
 
 // The interpreter of the Python environment this plugin is installed in:
 // the plugin lives in <prefix>/lib/pythonX.Y/site-packages/hipdnn_ep/, and
@@ -356,9 +389,10 @@ std::string PythonOfOwnEnvironment() {
 //     from the plugin's own path): hipdnn-ep-compiler is a dependency of the
 //     same wheel, so it is importable there, whatever PATH says and whether
 //     or not the host is Python;
-//  3. the running interpreter (/proc/self/exe) when the host is Python.  Not
-//     first: the kernel resolves the venv's python symlink to the base
-//     interpreter, which does not see the venv's packages;
+//  3. the running interpreter when the host is Python, as it was started
+//     (argv[0], so a venv's python keeps its packages) or else
+//     /proc/self/exe (which the kernel resolves to the base interpreter).
+//     Not first: the host may not be the environment hipdnn-ep is in;
 //  4. python3 on PATH.
 CompileClient::CompileClient(std::string python_option, int64_t timeout_s) : timeout_s_(timeout_s) {
   if (!python_option.empty()) {
@@ -374,7 +408,8 @@ CompileClient::CompileClient(std::string python_option, int64_t timeout_s) : tim
   }
   std::string self = SelfExe();
   if (HostIsPython() && std::filesystem::path(self).filename().string().rfind("python", 0) == 0) {
-    python_ = self;
+    const std::string invoked = InvokedInterpreter();
+    python_ = invoked.empty() ? self : invoked;
     python_reason_ = "the host Python interpreter";
     return;
   }
