@@ -3,6 +3,8 @@ results for our EP and ORT's CPU EP, and the bytes behind the decode floor."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -56,3 +58,66 @@ def test_decode_bytes_count_weights_once_and_one_embedding_row(tmp_path):
 def test_copy_bandwidth_is_measured():
     assert bench.copy_bandwidth(size=1 << 20, repeats=2) > 1e8
     assert np.isfinite(bench.copy_bandwidth(size=1 << 20, repeats=1))
+
+
+def _bench(folder, tmp_path, *extra):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700, exist_ok=True)
+    out = subprocess.run([sys.executable, "-m", "hipdnn_ep.cli", "bench", str(folder), "-l", "4", "-g", "2", "-r",
+                          "1", "-w", "1", f"--option=cache_dir={cache}", "--json", str(tmp_path / "r.json"), *extra],
+                         capture_output=True, text=True, timeout=300)
+    return out, (json.loads((tmp_path / "r.json").read_text()) if out.returncode == 0 else None)
+
+
+def test_bench_io_binding_with_a_shared_kv_buffer(tmp_path):
+    """--io binding on a shared-buffer model: one max_length buffer bound as past and present, static mask."""
+    folder = lm.write_model(dataclasses.replace(lm.SIZES["tiny"], shared_kv=True, max_length=16), tmp_path / "m")
+    out, data = _bench(folder, tmp_path, "--io", "binding", "--ep", "hipdnn", "--ep", "cpu")
+    assert out.returncode == 0, out.stderr
+    assert [(r["ep"], r["io"], r["kv"]) for r in data["results"]] == [("hipdnn", "binding", "shared"),
+                                                                      ("cpu", "binding", "shared")]
+    assert all(r["decode_tok_s"] > 0 for r in data["results"])
+    assert "binding" in out.stdout and "shared" in out.stdout
+
+
+def test_bench_refuses_a_run_longer_than_the_shared_buffer(tmp_path):
+    folder = lm.write_model(dataclasses.replace(lm.SIZES["tiny"], shared_kv=True, max_length=5), tmp_path / "m")
+    out, _ = _bench(folder, tmp_path, "--io", "binding", "--ep", "cpu")
+    assert out.returncode != 0
+    assert "exceeds the model's max_length 5" in out.stderr and "shorter -l/-g" in out.stderr
+
+
+def _last_logits(folder, io: str, ep: str, generate: int = 3) -> np.ndarray:
+    decoder = bench.Decoder.read(folder)
+    cache = folder.parent / "cache"
+    cache.mkdir(mode=0o700, exist_ok=True)
+    sess, ep_device = bench._session(decoder, ep, {"cache_dir": str(cache)} if ep == "hipdnn" else {})
+    args = argparse.Namespace(batch_size=2, prompt_length=5, generation_length=generate)
+    rng, timings = np.random.default_rng(3), ([], [])
+    dtype = np.float32
+    if io == "numpy":
+        return bench._feeds_numpy(decoder, sess, args, dtype, rng, timings, True)
+    memory = bench.DeviceMemory(ep, ep_device, {})
+    return bench._feeds_bound(decoder, sess, args, dtype, rng, timings, True, memory, decoder.shared_kv, {}).numpy()
+
+
+@pytest.mark.parametrize(("ep", "shared"), [("cpu", True), ("cpu", False), ("hipdnn", True)])
+def test_bound_steps_give_the_logits_of_host_steps(tmp_path, ep, shared):
+    """The IO-binding loop (KV cache kept in bound buffers; with the shared buffer, a zero-padded static mask)
+    computes what plain runs with host arrays compute, step after step, for the same tokens."""
+    folder = lm.write_model(dataclasses.replace(lm.SIZES["tiny"], shared_kv=shared, max_length=12), tmp_path / "m")
+    want = _last_logits(folder, "numpy", ep)
+    got = _last_logits(folder, "binding", ep)
+    assert want.shape == got.shape == (2, 1, lm.SIZES["tiny"].vocab)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_graph_notes_count_replayed_nodes_and_say_why_others_are_not():
+    log = "\n".join([
+        "[I:onnxruntime:, x] hipdnn-ep: node 'a' replayed from a captured graph while its input shapes repeat",
+        "[W:onnxruntime:, x] hipdnn-ep: node 'b' runs without a graph: not captured: gather checks",
+        "[W:onnxruntime:, x] hipdnn-ep: node 'c' runs without a graph: not captured: gather checks",
+        "unrelated line"])
+    assert bench.graph_notes(log) == ("1 node(s) replayed from captured graphs; 2 node(s) without a graph: "
+                                      "not captured: gather checks")
+    assert bench.graph_notes("nothing here") is None
