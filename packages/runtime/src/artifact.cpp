@@ -296,6 +296,14 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
   state->program_error.clear();
   if (int32_t status = artifact->entry(state, inputs, outputs); status != HIPDNN_EP_STATUS_OK) {
     std::string why = hipdnn_ep_last_error();
+    if (state->backend != HIPDNN_EP_BACKEND_CPU && state->device->synchronize() == HIPDNN_EP_STATUS_OK &&
+        state->device->take_data_error() != HIPDNN_EP_STATUS_OK) {
+      // A kernel that ran before the failure found bad data (recorded on the device, gpu/gpu_device.h): that
+      // came first, as the CPU backend would say, and a later run's wait must not report it.
+      status = HIPDNN_EP_STATUS_INVALID_ARGUMENT;
+      why = hipdnn_ep_last_error();
+      state->program_error.clear();
+    }
     if (!state->program_error.empty() && status == HIPDNN_EP_STATUS_INVALID_ARGUMENT) {
       // The program said which of its checks refused the inputs (ABI 1.2 artifacts).
       return set_error(status, "program " + artifact->path + " refused its inputs: " + state->program_error);

@@ -25,6 +25,10 @@ class Device {
   virtual int32_t copy(void* dst, const void* src, uint64_t size, int32_t kind, uint64_t stream) = 0;
   // Waits for all work on every stream of this device.
   virtual int32_t synchronize() = 0;
+  // After a wait: INVALID_ARGUMENT (the message set) when a kernel of the work found bad data that
+  // it could only report later (GPU backends: gpu/gpu_device.h), clearing the report; else OK. The
+  // CPU backend's kernels fail at once, so it has nothing to report.
+  virtual int32_t take_data_error() { return HIPDNN_EP_STATUS_OK; }
 };
 
 // The CPU backend: aligned host memory, synchronous execution, logical streams.

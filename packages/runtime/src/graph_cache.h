@@ -8,10 +8,11 @@
 //     copies its inputs there first), the output buffers (each run copies them into the memory
 //     the host provides, after the launch), its own pool of intermediates and host scratch, and
 //     every temporary block a kernel took during the capture (the allocator holds them);
-//   * a program whose run reads device data on the host (hipdnn_ep_memcpy DEVICE_TO_HOST, a
-//     kernel that waits to check its data) cannot be captured: the capture is abandoned, the
-//     run made without a graph, and the program is never tried again on that state
-//     (GraphStats::last_uncaptured says why);
+//   * a program whose run reads device data on the host (hipdnn_ep_memcpy DEVICE_TO_HOST) cannot
+//     be captured: the capture is abandoned, the run made without a graph, and the program is
+//     never tried again on that state (GraphStats::last_uncaptured says why). Kernels that check
+//     their data (gather, integer division, the LLM kernels) do not wait: they record a failure
+//     on the device, reported at the run's wait, so they are captured like any other;
 //   * a state holds at most graph_cache_size graphs, least recently used evicted; evicted
 //     graphs are freed at the next hipdnn_ep_synchronize, the rest with the state.
 // The host code of a program only depends on its input shapes (and weight pointers), which is

@@ -86,7 +86,15 @@ extern "C" int32_t hipdnn_ep_memcpy(hipdnn_ep_state_t* state, void* dst, const v
 #if defined(HIPDNN_EP_WITH_CUDA) || defined(HIPDNN_EP_WITH_HIP)
   if (state->capture != nullptr) return hipdnn_ep::graph_capture_copy(state, dst, src, size, kind);
 #endif
-  return state->device->copy(dst, src, size, kind, state->stream.load());
+  if (int32_t status = state->device->copy(dst, src, size, kind, state->stream.load()); status != HIPDNN_EP_STATUS_OK) {
+    return status;
+  }
+  // A copy to the host waited for the work before it: data that work computed from bad input (a kernel
+  // recorded the failure on the device) is refused here, before the host uses it.
+  if (kind == HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_HOST || kind == HIPDNN_EP_MEMCPY_KIND_HOST_TO_HOST) {
+    return state->device->take_data_error();
+  }
+  return HIPDNN_EP_STATUS_OK;
 }
 
 extern "C" int32_t hipdnn_ep_get_host_scratch_base(hipdnn_ep_state_t* state, uint64_t size, void** out_base) {

@@ -188,7 +188,8 @@ extern "C" int32_t hipdnn_ep_synchronize(hipdnn_ep_state_t* state) {
   state->pool->release_retired();  // frees through the allocator, before the streams merge
   hipdnn_ep::graph_release_retired(state);
   state->allocator->mark_streams_synchronized();
-  return HIPDNN_EP_STATUS_OK;
+  // The run's wait is where a kernel's data check that failed on the device is reported.
+  return state->device->take_data_error();
 }
 
 extern "C" int32_t hipdnn_ep_graph_stats(hipdnn_ep_state_t* state, hipdnn_ep_graph_stats_t* out_stats) {

@@ -10,6 +10,7 @@ test_gpu_artifacts.py), on the run that captures and on replays with new input v
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -68,20 +69,30 @@ class Runner:
         self.keep.append(dims)
         self.refs[i] = TensorRef(self.ptrs[i], dims, a.ndim, DTYPES[a.dtype])
 
-    def run(self) -> list[np.ndarray]:
+    def launch(self) -> ctypes.Array:
+        """hipdnn_ep_artifact_run alone (asserted to succeed): the outputs stay on the device."""
         out = (TensorRef * self.n_outputs)()
-        state = ctypes.c_void_p(self.state._handle())
-        assert self.lib.hipdnn_ep_artifact_run(self.handle, state, self.refs, out) == 0, \
-            self.lib.hipdnn_ep_last_error()
-        results = []
+        assert self.lib.hipdnn_ep_artifact_run(self.handle, ctypes.c_void_p(self.state._handle()), self.refs,
+                                               out) == 0, self.lib.hipdnn_ep_last_error()
+        return out
+
+    def free(self, out: ctypes.Array) -> None:
         for o in out:
-            shape = tuple(o.dims[d] for d in range(o.rank))
-            dtype = next(k for k, v in DTYPES.items() if v == o.dtype)
-            host = np.empty(shape, dtype)
-            if host.nbytes:
-                self.state.memcpy(host.ctypes.data, o.data, host.nbytes, D2H)
-            self.lib.hipdnn_ep_free(state, o.data)
-            results.append(host)
+            self.lib.hipdnn_ep_free(ctypes.c_void_p(self.state._handle()), o.data)
+
+    def run(self) -> list[np.ndarray]:
+        out = self.launch()
+        results = []
+        try:
+            for o in out:
+                shape = tuple(o.dims[d] for d in range(o.rank))
+                dtype = next(k for k, v in DTYPES.items() if v == o.dtype)
+                host = np.empty(shape, dtype)
+                if host.nbytes:
+                    self.state.memcpy(host.ctypes.data, o.data, host.nbytes, D2H)
+                results.append(host)
+        finally:
+            self.free(out)
         return results
 
     def close(self) -> None:
@@ -182,3 +193,82 @@ def test_host_reads_are_run_without_a_graph(request: pytest.FixtureRequest, gpu_
         assert (stats["captures"], stats["replays"], stats["graphs_cached"]) == (0, 0, 0), stats
         assert "reads device data on the host" in stats["last_uncaptured"], stats
         assert stats["uncaptured_runs"] == 3 * len(labels)
+
+
+def _with(inputs: list[np.ndarray], index: int, where: tuple[int, ...] | slice, value: int) -> list[np.ndarray]:
+    changed = [x.copy() for x in inputs]
+    changed[index][where] = value
+    return changed
+
+
+# Programs whose kernels check data on the device (tools/gpu_artifacts.py), and bad data for each.
+CHECKED: dict[str, Callable[[list[np.ndarray]], list[np.ndarray]]] = {
+    "embedding_dynamic": lambda x: _with(x, 0, (0, 3), 50),  # a token id past the 50-row table
+    "int_division_dynamic": lambda x: _with(x, 1, (4,), 0),  # a zero divisor
+    "llm_decode_shared_kv": lambda x: _with(x, 1, slice(None), 0),  # an all-zero attention mask: seqlens_k -1
+    "llm_rotary_dynamic": lambda x: _with(x, 2, slice(None), 16),  # a position past the 16-position cache
+}
+
+
+def _kernel_message(text: str) -> str:
+    """The failing kernel's part of a message (the CPU backend's run adds the program's path before it)."""
+    assert "hipdnn_ep_kernel_" in text, text
+    return text[text.index("hipdnn_ep_kernel_"):]
+
+
+@pytest.mark.parametrize("name", list(CHECKED))
+def test_programs_that_check_their_data_are_captured(request: pytest.FixtureRequest, gpu_backend: str,
+                                                     name: str) -> None:
+    """Their kernels record bad data on the device and never wait, so the program is captured; a replay
+    fed bad data fails at the run's wait (or at the first copy to the host) with the CPU backend's
+    message, and the next replay with good data is right."""
+    directory = _artifact(request.config, name)
+    labels, weights, by_label = _feeds(directory)
+    lib = _lib()
+    good = by_label[labels[0]]
+    bad = CHECKED[name](good)
+    with rt.Artifact(directory) as artifact, rt.State(backend="cpu") as cpu, rt.State(backend=gpu_backend) as gpu, \
+            rt.State(backend=gpu_backend, graph_capture=False) as plain:
+        expected = artifact.run(cpu, good + weights)
+        with pytest.raises(rt.InvalidArgumentError) as cpu_error:
+            artifact.run(cpu, bad + weights)
+        message = _kernel_message(str(cpu_error.value))
+        r = Runner(lib, directory, gpu, good + weights)
+        for k in range(3):  # a plain run, the capture, a replay
+            _close(r.run(), expected, 1e-4, 2e-5, f"{name} run {k}")
+        stats = gpu.graph_stats()
+        assert (stats["captures"], stats["replays"]) == (1, 2), stats
+
+        def set_inputs(runner: Runner, inputs: list[np.ndarray]) -> None:
+            for i, x in enumerate(inputs):
+                runner.set_input(i, x)
+
+        set_inputs(r, bad)
+        out = r.launch()  # the replay does not wait for its kernels
+        with pytest.raises(rt.InvalidArgumentError) as gpu_error:
+            gpu.synchronize()
+        assert _kernel_message(str(gpu_error.value)) == message
+        r.free(out)
+        gpu.synchronize()  # reported once
+        with pytest.raises(rt.InvalidArgumentError) as gpu_error:
+            r.run()  # the copy of the outputs to the host refuses them
+        assert _kernel_message(str(gpu_error.value)) == message
+        set_inputs(r, good)
+        _close(r.run(), expected, 1e-4, 2e-5, f"{name} after the bad data")
+        gpu.synchronize()
+        stats = gpu.graph_stats()
+        assert (stats["captures"], stats["replays"], stats["uncaptured_runs"]) == (1, 5, 1), stats
+
+        # Without graphs the run does not wait either: the same message at the wait.
+        p = Runner(lib, directory, plain, bad + weights)
+        out = p.launch()
+        with pytest.raises(rt.InvalidArgumentError) as gpu_error:
+            plain.synchronize()
+        assert _kernel_message(str(gpu_error.value)) == message
+        p.free(out)
+        set_inputs(p, good)
+        _close(p.run(), expected, 1e-4, 2e-5, f"{name} without graphs")
+        r.close()
+        p.close()
+        gpu.synchronize()
+        plain.synchronize()

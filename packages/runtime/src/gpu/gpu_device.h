@@ -10,6 +10,12 @@
 // host side may be reused or read (the compiled programs read the host
 // scratch right after copying dims into it, and rewrite it on the next run);
 // DEVICE_TO_DEVICE is asynchronous, ordered on the stream.
+//
+// Data errors: kernels that check their data (gather's indices, integer
+// division, the LLM kernels' lengths and positions) never wait for the device.
+// The first failure is written into the device's error record (pinned,
+// device-mapped host memory) and the host reads it once the work is done:
+// take_data_error, at hipdnn_ep_synchronize and after a DEVICE_TO_HOST copy.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +30,18 @@ namespace hipdnn_ep {
 
 class GpuBlas;  // gpu_blas.hip
 
+// What a kernel found wrong with its data: a code (kernels/gpu/gpu_common.h; 0 = none, the first
+// failure wins through an atomic compare-and-swap) and the values its message needs (the bad index,
+// the axis size, ...), so that the message is rebuilt from the record alone.
+struct DataErrorRecord {
+  unsigned long long code;
+  int64_t values[4];
+};
+
 class GpuDevice final : public Device {
  public:
-  GpuDevice(int32_t backend, int32_t ordinal, hipStream_t stream, int64_t* flags_host, int64_t* flags_device);
+  GpuDevice(int32_t backend, int32_t ordinal, hipStream_t stream, DataErrorRecord* errors_host,
+            DataErrorRecord* errors_device);
   ~GpuDevice() override;
 
   int32_t backend() const override { return backend_; }
@@ -36,6 +51,9 @@ class GpuDevice final : public Device {
   void release_host(void* ptr) override;
   int32_t copy(void* dst, const void* src, uint64_t size, int32_t kind, uint64_t stream) override;
   int32_t synchronize() override;
+  // Reports a recorded data error (INVALID_ARGUMENT with the kernel's message) and clears the
+  // record; OK when there is none. Call once the work that may have written it is done.
+  int32_t take_data_error() override;
 
   int32_t ordinal() const { return ordinal_; }
   // Makes this device current on the calling thread (threads of ONNX Runtime
@@ -44,10 +62,8 @@ class GpuDevice final : public Device {
   hipStream_t stream(uint64_t id) const { return id == 0 ? stream_ : reinterpret_cast<hipStream_t>(id); }
   // The GEMM library handle and workspace, created on first use.
   GpuBlas& blas();
-  // Two int64 words of pinned device-mapped memory through which kernels
-  // report data-dependent errors (a code, then a position); see gpu_common.h.
-  int64_t* error_flags_host() const { return flags_host_; }
-  int64_t* error_flags_device() const { return flags_device_; }
+  // The error record as kernels address it (see the top of this file).
+  DataErrorRecord* data_errors() const { return errors_device_; }
   // "cuda" or "hip", for messages.
   const char* name() const;
 
@@ -55,8 +71,8 @@ class GpuDevice final : public Device {
   int32_t backend_;
   int32_t ordinal_;
   hipStream_t stream_;
-  int64_t* flags_host_;
-  int64_t* flags_device_;
+  DataErrorRecord* errors_host_;
+  DataErrorRecord* errors_device_;
   GpuBlas* blas_ = nullptr;
   std::mutex blas_mutex_;
   // Over-aligned blocks: aligned pointer -> what the allocation call returned.

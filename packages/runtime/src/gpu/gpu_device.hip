@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gpu/gpu_blas.h"
+#include "kernels/gpu/gpu_common.h"
 #include "state.h"
 
 namespace hipdnn_ep {
@@ -22,16 +23,16 @@ std::string gpu_error_text(const std::string& what, hipError_t error) {
   return what + ": " + hipGetErrorName(error) + ": " + hipGetErrorString(error);
 }
 
-GpuDevice::GpuDevice(int32_t backend, int32_t ordinal, hipStream_t stream, int64_t* flags_host,
-                     int64_t* flags_device)
-    : backend_(backend), ordinal_(ordinal), stream_(stream), flags_host_(flags_host), flags_device_(flags_device) {}
+GpuDevice::GpuDevice(int32_t backend, int32_t ordinal, hipStream_t stream, DataErrorRecord* errors_host,
+                     DataErrorRecord* errors_device)
+    : backend_(backend), ordinal_(ordinal), stream_(stream), errors_host_(errors_host), errors_device_(errors_device) {}
 
 GpuDevice::~GpuDevice() {
   make_current();
   (void)hipStreamSynchronize(stream_);
   delete blas_;
   (void)hipStreamDestroy(stream_);
-  (void)hipHostFree(flags_host_);
+  (void)hipHostFree(errors_host_);
 }
 
 const char* GpuDevice::name() const { return backend_ == HIPDNN_EP_BACKEND_HIP ? "hip" : "cuda"; }
@@ -156,6 +157,16 @@ int32_t GpuDevice::synchronize() {
   return HIPDNN_EP_STATUS_OK;
 }
 
+int32_t GpuDevice::take_data_error() {
+  // Only kernels that found bad data write the record (the first one wins), and the work is done:
+  // taking the code clears it for the next run.
+  const unsigned long long code = __atomic_exchange_n(&errors_host_->code, 0ull, __ATOMIC_ACQ_REL);
+  if (code == 0) return HIPDNN_EP_STATUS_OK;
+  DataErrorRecord record = *errors_host_;
+  record.code = code;
+  return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT, kernels::gpu::data_error_message(record));
+}
+
 GpuBlas& GpuDevice::blas() {
   std::lock_guard<std::mutex> lock(blas_mutex_);
   if (blas_ == nullptr) blas_ = new GpuBlas(this);
@@ -190,21 +201,21 @@ int32_t make_gpu_device(int32_t backend, int32_t ordinal, std::unique_ptr<Device
   if (hipError_t e = hipStreamCreateWithFlags(&stream, hipStreamNonBlocking); e != hipSuccess) {
     return fail("creating a stream", e);
   }
-  void* flags = nullptr;
-  if (hipError_t e = hipHostMalloc(&flags, 2 * sizeof(int64_t), hipHostMallocMapped | hipHostMallocPortable);
+  void* errors = nullptr;
+  if (hipError_t e = hipHostMalloc(&errors, sizeof(DataErrorRecord), hipHostMallocMapped | hipHostMallocPortable);
       e != hipSuccess) {
     (void)hipStreamDestroy(stream);
-    return fail("allocating the pinned error flags", e);
+    return fail("allocating the pinned error record", e);
   }
-  std::memset(flags, 0, 2 * sizeof(int64_t));
-  void* flags_device = nullptr;
-  if (hipError_t e = hipHostGetDevicePointer(&flags_device, flags, 0); e != hipSuccess) {
-    (void)hipHostFree(flags);
+  std::memset(errors, 0, sizeof(DataErrorRecord));
+  void* errors_device = nullptr;
+  if (hipError_t e = hipHostGetDevicePointer(&errors_device, errors, 0); e != hipSuccess) {
+    (void)hipHostFree(errors);
     (void)hipStreamDestroy(stream);
-    return fail("mapping the pinned error flags", e);
+    return fail("mapping the pinned error record", e);
   }
-  *out = std::make_unique<GpuDevice>(backend, ordinal, stream, static_cast<int64_t*>(flags),
-                                     static_cast<int64_t*>(flags_device));
+  *out = std::make_unique<GpuDevice>(backend, ordinal, stream, static_cast<DataErrorRecord*>(errors),
+                                     static_cast<DataErrorRecord*>(errors_device));
   return HIPDNN_EP_STATUS_OK;
 }
 

@@ -22,16 +22,18 @@ __global__ void strided_copy_kernel(const T* src, T* dst, Layout<2> l, int64_t n
   }
 }
 
+// An index out of range writes zeros and is recorded (gpu_common.h: data checks).
 template <typename T, typename Index>
 __global__ void gather_kernel(const T* data, const Index* indices, T* out, int64_t n, int64_t n_indices,
-                              int64_t axis_len, int64_t inner, int64_t* flags) {
+                              int64_t axis, int64_t axis_len, int64_t inner, DataErrorRecord* errors) {
   HIPDNN_EP_GRID_STRIDE(i, n) {
     const int64_t r = i % inner;
     const int64_t j = (i / inner) % n_indices;
     const int64_t o = i / (inner * n_indices);
     int64_t index = static_cast<int64_t>(indices[j]);
     if (index < -axis_len || index >= axis_len) {
-      report_error(flags, kErrorIndexOutOfRange, j);
+      if (r == 0) report_error(errors, kErrorGatherIndex, index, j, axis, axis_len);
+      out[i] = T{};
       continue;
     }
     if (index < 0) index += axis_len;
@@ -69,21 +71,31 @@ TempBuffer::~TempBuffer() {
   state_->allocator->free(data_, state_->stream.load());
 }
 
-void wait_for_stream(hipdnn_ep_state_t* state, const char* what) {
-  if (state->capture != nullptr) {
-    // Nothing has run yet while a graph is captured: the check cannot be made now.
-    state->capture_refusal = std::string("kernel ") + what + " checks its data on the host after it runs";
-    fail(HIPDNN_EP_STATUS_UNSUPPORTED, state->capture_refusal + ", which a graph cannot capture");
+std::string data_error_message(const DataErrorRecord& record) {
+  const int64_t* v = record.values;
+  auto str = [](int64_t x) { return std::to_string(x); };
+  switch (record.code) {
+    case kErrorIntDivByZero: return "hipdnn_ep_kernel_binary: integer division by zero";
+    case kErrorGatherIndex:
+      return "hipdnn_ep_kernel_gather: index " + str(v[0]) + " at position " + str(v[1]) + " is out of range for axis " +
+             str(v[2]) + " of size " + str(v[3]);
+    case kErrorRotaryPosition:
+    case kErrorGqaRotaryPosition:
+      return std::string(record.code == kErrorRotaryPosition ? "hipdnn_ep_kernel_rotary_embedding"
+                                                              : "hipdnn_ep_kernel_group_query_attention") +
+             ": position " + str(v[0]) + " is outside the rotary cache's " + str(v[1]) + " positions";
+    case kErrorGqaTotalLength:
+      return "hipdnn_ep_kernel_group_query_attention: total_sequence_length " + str(v[0]) +
+             " must be in [sequence length " + str(v[1]) + ", present length " + str(v[2]) + "]";
+    case kErrorGqaSeqlens:
+      return "hipdnn_ep_kernel_group_query_attention: seqlens_k[" + str(v[0]) + "] = " + str(v[1]) +
+             " does not fit the present buffer of " + str(v[2]) + " positions";
+    case kErrorGqaPastLength:
+      return "hipdnn_ep_kernel_group_query_attention: seqlens_k[" + str(v[0]) + "] = " + str(v[1]) + " with " +
+             str(v[2]) + " new tokens needs " + str(v[1] + 1 - v[2]) + " past positions, but past_key has " + str(v[3]);
+    default: break;
   }
-  if (hipError_t e = hipStreamSynchronize(current_stream(state)); e != hipSuccess) {
-    fail(HIPDNN_EP_STATUS_INTERNAL, gpu_error_text(std::string(what) + ": waiting for the kernel", e));
-  }
-}
-
-void reset_error_flags(hipdnn_ep_state_t* state) {
-  int64_t* flags = gpu_device(state).error_flags_host();
-  flags[0] = kErrorNone;
-  flags[1] = -1;
+  return "a GPU kernel recorded an unknown data error (code " + std::to_string(record.code) + ")";
 }
 
 void transpose(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
@@ -146,37 +158,25 @@ void gather(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const int64_t n_indices = element_count(indices);
   const int64_t n = element_count(out);
   if (n == 0) return;
-  GpuDevice& device = gpu_device(state);
-  reset_error_flags(state);
+  DataErrorRecord* errors = gpu_device(state).data_errors();
   const hipStream_t stream = current_stream(state);
   const bool idx32 = indices.dtype == HIPDNN_EP_DTYPE_INT32;
+  const auto axis_attr = static_cast<int64_t>(axis);
   dispatch_by_size(dtype_size(data.dtype), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (idx32) {
       gather_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(data.data),
                                                         static_cast<const int32_t*>(indices.data),
-                                                        static_cast<T*>(out.data), n, n_indices, axis_len, inner,
-                                                        device.error_flags_device());
+                                                        static_cast<T*>(out.data), n, n_indices, axis_attr, axis_len,
+                                                        inner, errors);
     } else {
       gather_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(data.data),
                                                         static_cast<const int64_t*>(indices.data),
-                                                        static_cast<T*>(out.data), n, n_indices, axis_len, inner,
-                                                        device.error_flags_device());
+                                                        static_cast<T*>(out.data), n, n_indices, axis_attr, axis_len,
+                                                        inner, errors);
     }
   });
   check_launch("gather");
-  // Indices are data on the device: out-of-range ones are found by the kernel.
-  wait_for_stream(state, "gather");
-  if (device.error_flags_host()[0] != kErrorIndexOutOfRange) return;
-  const int64_t position = device.error_flags_host()[1];
-  int64_t value = 0;
-  const size_t isize = idx32 ? 4 : 8;
-  if (hipMemcpy(&value, static_cast<const char*>(indices.data) + position * static_cast<int64_t>(isize), isize,
-                hipMemcpyDeviceToHost) == hipSuccess && idx32) {
-    value = static_cast<int64_t>(static_cast<int32_t>(value));
-  }
-  fail_invalid("index " + std::to_string(value) + " at position " + std::to_string(position) +
-               " is out of range for axis " + std::to_string(axis) + " of size " + std::to_string(axis_len));
 }
 
 void expand(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {

@@ -32,8 +32,8 @@ __device__ __forceinline__ T wrap_mul(T a, T b) {
 // One functor per binary op; Int: integer arithmetic (wrapping).
 template <int64_t Op, typename C>
 struct BinaryOp {
-  int64_t* flags;
-  __device__ __forceinline__ auto operator()(C x, C y, int64_t i) const {
+  DataErrorRecord* errors;  // integer division by zero: 0 written, recorded (gpu_common.h: data checks)
+  __device__ __forceinline__ auto operator()(C x, C y) const {
     constexpr bool kInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
     if constexpr (Op == HIPDNN_EP_BINARY_OP_ADD) {
       if constexpr (kInt) return wrap_add(x, y); else return x + y;
@@ -44,7 +44,7 @@ struct BinaryOp {
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_DIV) {
       if constexpr (kInt) {
         if (y == 0) {
-          report_error(flags, kErrorIntDivByZero, i);
+          report_error(errors, kErrorIntDivByZero);
           return C{0};
         }
         if (y == -1) return wrap_sub(C{0}, x);  // INT_MIN / -1 would trap
@@ -69,14 +69,14 @@ __global__ void binary_kernel(const TIn* a, const TIn* b, TOut* out, Layout<3> l
   HIPDNN_EP_GRID_STRIDE(i, n) {
     int64_t off[3];
     offsets_at(l, i, off);
-    store(out, off[0], fn(load(a, off[1]), load(b, off[2]), i));
+    store(out, off[0], fn(load(a, off[1]), load(b, off[2])));
   }
 }
 
 // Same shape, contiguous: no index arithmetic.
 template <typename TIn, typename TOut, typename Fn>
 __global__ void binary_dense_kernel(const TIn* a, const TIn* b, TOut* out, int64_t n, Fn fn) {
-  HIPDNN_EP_GRID_STRIDE(i, n) { store(out, i, fn(load(a, i), load(b, i), i)); }
+  HIPDNN_EP_GRID_STRIDE(i, n) { store(out, i, fn(load(a, i), load(b, i))); }
 }
 
 template <typename TIn, typename TOut, int64_t Op>
@@ -86,9 +86,7 @@ void launch_binary(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t& a, co
   const Dims shape = dims_of(out);
   const int64_t n = element_count(shape);
   if (n == 0) return;
-  constexpr bool kChecked = Op == HIPDNN_EP_BINARY_OP_DIV && std::is_integral_v<C> && !std::is_same_v<C, bool>;
-  if constexpr (kChecked) reset_error_flags(state);
-  const BinaryOp<Op, C> fn{gpu_device(state).error_flags_device()};
+  const BinaryOp<Op, C> fn{gpu_device(state).data_errors()};
   const hipStream_t stream = current_stream(state);
   const auto* pa = static_cast<const TIn*>(a.data);
   const auto* pb = static_cast<const TIn*>(b.data);
@@ -101,11 +99,6 @@ void launch_binary(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t& a, co
     binary_kernel<<<grid_for(n), kBlock, 0, stream>>>(pa, pb, po, l, n, fn);
   }
   check_launch("binary");
-  if constexpr (kChecked) {
-    // A data-dependent error: wait for the kernel and look at the flags.
-    wait_for_stream(state, "binary");
-    if (gpu_device(state).error_flags_host()[0] == kErrorIntDivByZero) fail_invalid("integer division by zero");
-  }
 }
 
 template <typename T>

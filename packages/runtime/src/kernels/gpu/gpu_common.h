@@ -1,8 +1,8 @@
 // Shared pieces of the GPU kernels (HIP C++, built for CUDA through
 // gpu/hip_portability.h): device element types, strided layouts of up to
-// kMaxRank dims, launch helpers and the error flags that report
+// kMaxRank dims, launch helpers and the data checks that report
 // data-dependent failures (an integer division by zero, a gather index out
-// of range) back to the host.
+// of range, a length or position of the LLM kernels) back to the host.
 #ifndef HIPDNN_EP_KERNELS_GPU_GPU_COMMON_H_
 #define HIPDNN_EP_KERNELS_GPU_GPU_COMMON_H_
 
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gpu/gpu_device.h"
 #include "gpu/hip_portability.h"
 #include "hipdnn_ep/runtime_abi.h"
 #include "kernels/tensor_util.h"
@@ -106,15 +107,37 @@ inline unsigned grid_for(int64_t n) {
 #define HIPDNN_EP_GRID_STRIDE(i, n) \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{blockDim.x} * gridDim.x)
 
-// Error codes kernels write into the device's error flags (word 0; word 1
-// holds the first failing element position).
-enum : int64_t { kErrorNone = 0, kErrorIntDivByZero = 1, kErrorIndexOutOfRange = 2 };
+// Data checks. A kernel that finds bad data never reads or writes out of bounds: it skips the
+// access (gather and rotary_embedding write zeros there, integer division writes 0,
+// group_query_attention leaves a batch row with bad lengths as it was) and records the failure in
+// the device's error record (gpu_device.h). No kernel waits for the device to look at it: the host
+// reads the record at the run's one wait (hipdnn_ep_synchronize) or at a DEVICE_TO_HOST copy,
+// whichever comes first, and fails with the message the CPU backend gives (data_error_message),
+// so every program can be captured into a graph. The codes, and the record's values for each:
+enum : unsigned long long {
+  kErrorNone = 0,
+  kErrorIntDivByZero = 1,       // -
+  kErrorGatherIndex = 2,        // index, position, axis, axis size
+  kErrorRotaryPosition = 3,     // position, cache positions (rotary_embedding)
+  kErrorGqaRotaryPosition = 4,  // position, cache positions (group_query_attention)
+  kErrorGqaTotalLength = 5,     // total_sequence_length, sequence length, present length
+  kErrorGqaSeqlens = 6,         // batch row, seqlens_k, present length
+  kErrorGqaPastLength = 7,      // batch row, seqlens_k, sequence length, past length
+};
 
-__device__ __forceinline__ void report_error(int64_t* flags, int64_t code, int64_t position) {
-  if (atomicCAS(reinterpret_cast<unsigned long long*>(flags), 0ull, static_cast<unsigned long long>(code)) == 0ull) {
-    flags[1] = position;
+// Records a failure unless one is recorded already (the first one wins).
+__device__ __forceinline__ void report_error(DataErrorRecord* record, unsigned long long code, int64_t v0 = 0,
+                                             int64_t v1 = 0, int64_t v2 = 0, int64_t v3 = 0) {
+  if (atomicCAS(&record->code, 0ull, code) == 0ull) {
+    record->values[0] = v0;
+    record->values[1] = v1;
+    record->values[2] = v2;
+    record->values[3] = v3;
   }
 }
+
+// The CPU backend's message for a recorded failure, with the kernel's entry point name first.
+std::string data_error_message(const DataErrorRecord& record);
 
 // Tree reduction over one block (blockDim.x a power of two, at most kBlock);
 // every thread gets the result.
@@ -145,13 +168,6 @@ class TempBuffer {
   hipdnn_ep_state_t* state_;
   void* data_ = nullptr;
 };
-
-// Waits for the state's stream (a kernel that reports through the error
-// flags); throws INTERNAL naming `what` if the wait fails, UNSUPPORTED during
-// a graph capture (which it refuses: graph_cache.h).
-void wait_for_stream(hipdnn_ep_state_t* state, const char* what);
-// Clears the error flags before a kernel that may set them.
-void reset_error_flags(hipdnn_ep_state_t* state);
 
 // Throws a KernelError for the last launch error, naming the kernel.
 void check_launch(const char* what);

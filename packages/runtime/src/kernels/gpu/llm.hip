@@ -23,8 +23,9 @@
 //      its KV head once for all of them. Keys come in chunks through shared memory with an
 //      online softmax (running max and sum per row), so any cache length works. Causal and
 //      window bounds limit the chunks a tile visits.
-//   seqlens_k and total_sequence_length are device data: the kernels check them and report a
-//   bad one through the device's error flags, which the host reads after the launch.
+//   seqlens_k, total_sequence_length and the rotary positions are device data: the kernels check
+//   them, skip what a bad one would reach, and record it for the host to report at the run's wait
+//   (gpu_common.h: data checks); neither launch waits, so a decode step can be captured.
 #include <cmath>
 #include <memory>
 #include <string>
@@ -37,9 +38,6 @@
 
 namespace hipdnn_ep::kernels::gpu {
 namespace {
-
-// Error codes of these kernels in the device's error flags (word 1: the batch row or position).
-enum : int64_t { kErrorSeqlens = 16, kErrorTotalLength = 17, kErrorPastLength = 18, kErrorRotaryPosition = 19 };
 
 __device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 __device__ __forceinline__ int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -235,7 +233,8 @@ __device__ __forceinline__ float rotated(const T* x, int64_t i, const C* cos_row
 template <typename T>
 __global__ void rotary_kernel(const T* x, const int64_t* pos, const T* cos, const T* sin, T* y, int64_t batch,
                               int64_t seq, int64_t heads, int64_t head_size, int64_t rotary_dim, int64_t positions,
-                              int64_t width, bool bnsh, bool offset_only, bool interleaved, int64_t* flags) {
+                              int64_t width, bool bnsh, bool offset_only, bool interleaved,
+                              DataErrorRecord* errors) {
   HIPDNN_EP_GRID_STRIDE(e, batch * seq * heads * head_size) {
     const int64_t i = e % head_size;
     const int64_t vec = e / head_size;  // (b, s, h) or (b, h, s)
@@ -248,8 +247,9 @@ __global__ void rotary_kernel(const T* x, const int64_t* pos, const T* cos, cons
       b = vec / (seq * heads);
     }
     const int64_t position = offset_only ? pos[0] + s : pos[b * seq + s];
-    if (position < 0 || position >= positions) {
-      report_error(flags, kErrorRotaryPosition, position);
+    if (position < 0 || position >= positions) {  // zeros written, recorded (gpu_common.h: data checks)
+      if (i == 0) report_error(errors, kErrorRotaryPosition, position, positions);
+      store(y, e, 0.0f);
       continue;
     }
     const T* xv = x + vec * head_size;
@@ -308,28 +308,30 @@ struct GqaParams {
   bool packed, do_rotary, interleaved, copy_past, zero_tail;
 };
 
-// The lengths of batch row b: valid keys and the past positions; false (and reported) when bad.
+// The lengths of batch row b: valid keys and the past positions; false (and recorded when `report`) when bad.
+// A row with bad lengths is skipped: its output and present rows stay as they were.
 struct RowLengths {
   int64_t valid, past_len;
   bool first_prompt;
 };
 
 __device__ __forceinline__ bool row_lengths(const GqaParams& g, const int32_t* seqlens, const int32_t* total_ptr,
-                                            int64_t b, int64_t* flags, bool report, RowLengths* out) {
+                                            int64_t b, DataErrorRecord* errors, bool report, RowLengths* out) {
   const int64_t total = *total_ptr;
   if (total < g.seq || total > g.present) {
-    if (report) report_error(flags, kErrorTotalLength, total);
+    if (report) report_error(errors, kErrorGqaTotalLength, total, g.seq, g.present);
     return false;
   }
   out->first_prompt = g.seq == total;
-  out->valid = static_cast<int64_t>(seqlens[b]) + 1;
+  const int64_t seqlen = seqlens[b];
+  out->valid = seqlen + 1;
   if (out->valid < 1 || out->valid > g.present) {
-    if (report) report_error(flags, kErrorSeqlens, b);
+    if (report) report_error(errors, kErrorGqaSeqlens, b, seqlen, g.present);
     return false;
   }
   out->past_len = out->first_prompt ? 0 : out->valid - g.seq;
   if (out->past_len < 0 || out->past_len > g.past) {
-    if (report) report_error(flags, kErrorPastLength, b);
+    if (report) report_error(errors, kErrorGqaPastLength, b, seqlen, g.seq, g.past);
     return false;
   }
   return true;
@@ -343,7 +345,7 @@ __device__ __forceinline__ int64_t token_position(const RowLengths& r, int64_t s
 template <typename T>
 __global__ void gqa_present_kernel(GqaParams g, const T* query, const T* key, const T* value, const T* past_k,
                                    const T* past_v, const int32_t* seqlens, const int32_t* total, const T* cos,
-                                   const T* sin, T* present_k, T* present_v, int64_t* flags) {
+                                   const T* sin, T* present_k, T* present_v, DataErrorRecord* errors) {
   const int64_t d = g.head_size;
   HIPDNN_EP_GRID_STRIDE(e, g.batch * g.kv_heads * g.present * d) {
     const int64_t i = e % d;
@@ -351,7 +353,7 @@ __global__ void gqa_present_kernel(GqaParams g, const T* query, const T* key, co
     const int64_t kvh = (e / (d * g.present)) % g.kv_heads;
     const int64_t b = e / (d * g.present * g.kv_heads);
     RowLengths r;
-    if (!row_lengths(g, seqlens, total, b, flags, kvh == 0 && p == 0 && i == 0, &r)) continue;
+    if (!row_lengths(g, seqlens, total, b, errors, kvh == 0 && p == 0 && i == 0, &r)) continue;
     if (p < r.past_len) {
       if (g.copy_past) {
         const int64_t src = ((b * g.kv_heads + kvh) * g.past + p) * d + i;
@@ -367,8 +369,8 @@ __global__ void gqa_present_kernel(GqaParams g, const T* query, const T* key, co
       float k_value = load(k_row, i);
       if (g.do_rotary) {
         const int64_t position = token_position(r, s);
-        if (position < 0 || position >= g.rotary_positions) {
-          report_error(flags, kErrorRotaryPosition, position);
+        if (position < 0 || position >= g.rotary_positions) {  // the row stays as it was, recorded
+          if (i == 0) report_error(errors, kErrorGqaRotaryPosition, position, g.rotary_positions);
           continue;
         }
         k_value = rotated(k_row, i, cos + position * g.rotary_width, sin + position * g.rotary_width, g.rotary_dim,
@@ -532,32 +534,6 @@ __global__ void __launch_bounds__(kAttnThreads) gqa_attention_kernel(GqaParams g
   }
 }
 
-// Reads the flags after the launches; throws INVALID_ARGUMENT naming the bad length.
-void check_gqa_flags(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args, const GqaParams& g) {
-  wait_for_stream(state, "group_query_attention");
-  const int64_t* flags = gpu_device(state).error_flags_host();
-  const int64_t code = flags[0], where = flags[1];
-  if (code == kErrorNone) return;
-  if (code == kErrorTotalLength) {
-    fail_invalid("total_sequence_length " + std::to_string(where) + " must be in [sequence length " +
-                 std::to_string(g.seq) + ", present length " + std::to_string(g.present) + "]");
-  }
-  if (code == kErrorRotaryPosition) {
-    fail_invalid("position " + std::to_string(where) + " is outside the rotary cache's " +
-                 std::to_string(g.rotary_positions) + " positions");
-  }
-  int32_t seqlen = 0;
-  const auto* seqlens = static_cast<const int32_t*>(args.inputs[5].data);
-  if (hipMemcpy(&seqlen, seqlens + where, sizeof(seqlen), hipMemcpyDeviceToHost) != hipSuccess) seqlen = -1;
-  if (code == kErrorSeqlens) {
-    fail_invalid("seqlens_k[" + std::to_string(where) + "] = " + std::to_string(seqlen) +
-                 " does not fit the present buffer of " + std::to_string(g.present) + " positions");
-  }
-  fail_invalid("seqlens_k[" + std::to_string(where) + "] = " + std::to_string(seqlen) + " with " +
-               std::to_string(g.seq) + " new tokens needs " + std::to_string(seqlen + 1 - g.seq) +
-               " past positions, but past_key has " + std::to_string(g.past));
-}
-
 }  // namespace
 
 void matmul_nbits(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
@@ -661,8 +637,7 @@ void rotary_embedding(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& a
   const int64_t head_size = bnsh ? x[3] : (num_heads_attr > 0 ? x[2] / num_heads_attr : rotary_dim);
   const int64_t heads = bnsh ? x[1] : x[2] / head_size;
   const bool offset_only = element_count(args.inputs[1]) == 1 && !(batch == 1 && seq == 1 && args.inputs[1].rank == 2);
-  GpuDevice& device = gpu_device(state);
-  reset_error_flags(state);
+  DataErrorRecord* errors = gpu_device(state).data_errors();
   const hipStream_t stream = current_stream(state);
   dispatch_float_gpu(in.dtype, "rotary_embedding", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -670,14 +645,9 @@ void rotary_embedding(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& a
         static_cast<const T*>(in.data), static_cast<const int64_t*>(args.inputs[1].data),
         static_cast<const T*>(args.inputs[2].data), static_cast<const T*>(args.inputs[3].data),
         static_cast<T*>(args.outputs[0].data), batch, seq, heads, head_size, rotary_dim, cache[0], cache[1], bnsh,
-        offset_only, interleaved, device.error_flags_device());
+        offset_only, interleaved, errors);
   });
   check_launch("rotary_embedding");
-  // Positions are data on the device: one outside the cache is found by the kernel.
-  wait_for_stream(state, "rotary_embedding");
-  if (device.error_flags_host()[0] != kErrorRotaryPosition) return;
-  fail_invalid("position " + std::to_string(device.error_flags_host()[1]) + " is outside the rotary cache's " +
-               std::to_string(cache[0]) + " positions");
 }
 
 void group_query_attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
@@ -715,8 +685,7 @@ void group_query_attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args
                                            std::to_string(kMaxHeadSize));
   }
   if (g.batch == 0 || g.seq == 0) return;
-  GpuDevice& device = gpu_device(state);
-  reset_error_flags(state);
+  DataErrorRecord* errors = gpu_device(state).data_errors();
   const hipStream_t stream = current_stream(state);
   const auto* seqlens = static_cast<const int32_t*>(args.inputs[5].data);
   const auto* total = static_cast<const int32_t*>(args.inputs[6].data);
@@ -730,7 +699,7 @@ void group_query_attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args
     const int64_t cache_elements = g.batch * g.kv_heads * g.present * g.head_size;
     gqa_present_kernel<<<grid_for(cache_elements), kBlock, 0, stream>>>(
         g, data(0), data(1), data(2), data(3), data(4), seqlens, total, cos, sin, present_k, present_v,
-        device.error_flags_device());
+        errors);
     check_launch("group_query_attention (present)");
     const int64_t group = g.heads / g.kv_heads;
     const dim3 grid(static_cast<unsigned>((g.seq * group + kAttnRows - 1) / kAttnRows),
@@ -742,7 +711,6 @@ void group_query_attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args
                                                                        chunk);
     check_launch("group_query_attention");
   });
-  check_gqa_flags(state, args, g);
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
