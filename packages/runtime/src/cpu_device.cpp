@@ -1,3 +1,4 @@
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -35,6 +36,28 @@ class CpuDevice final : public Device {
     return HIPDNN_EP_STATUS_OK;
   }
   int32_t synchronize() override { return HIPDNN_EP_STATUS_OK; }  // execution is synchronous
+  // Streams and events are logical: work is complete when its call returns, so waits return at once.
+  int32_t create_stream(uint64_t* out) override {
+    *out = next_logical_id();
+    return HIPDNN_EP_STATUS_OK;
+  }
+  int32_t destroy_stream(uint64_t) override { return HIPDNN_EP_STATUS_OK; }
+  int32_t synchronize_stream(uint64_t) override { return HIPDNN_EP_STATUS_OK; }
+  int32_t create_event(uint64_t* out) override {
+    *out = next_logical_id();
+    return HIPDNN_EP_STATUS_OK;
+  }
+  int32_t destroy_event(uint64_t) override { return HIPDNN_EP_STATUS_OK; }
+  int32_t record_event(uint64_t, uint64_t) override { return HIPDNN_EP_STATUS_OK; }
+  int32_t stream_wait_event(uint64_t, uint64_t) override { return HIPDNN_EP_STATUS_OK; }
+  int32_t synchronize_event(uint64_t) override { return HIPDNN_EP_STATUS_OK; }
+
+ private:
+  // Distinct across the process and far from the small ids callers pick for logical streams.
+  static uint64_t next_logical_id() {
+    static std::atomic<uint64_t> next{uint64_t{1} << 48};
+    return next.fetch_add(1);
+  }
 };
 
 }  // namespace

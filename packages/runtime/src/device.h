@@ -29,6 +29,19 @@ class Device {
   // it could only report later (GPU backends: gpu/gpu_device.h), clearing the report; else OK. The
   // CPU backend's kernels fail at once, so it has nothing to report.
   virtual int32_t take_data_error() { return HIPDNN_EP_STATUS_OK; }
+
+  // Streams and events the caller owns (hipdnn_ep_stream_* / hipdnn_ep_event_*). Ids are handles
+  // on the GPU backends, logical on the CPU one; stream 0 is the device's own stream. Each
+  // returns a status with the error already set.
+  virtual int32_t create_stream(uint64_t* out) = 0;
+  virtual int32_t destroy_stream(uint64_t stream) = 0;
+  // Waits for the work ordered on one stream.
+  virtual int32_t synchronize_stream(uint64_t stream) = 0;
+  virtual int32_t create_event(uint64_t* out) = 0;
+  virtual int32_t destroy_event(uint64_t event) = 0;
+  virtual int32_t record_event(uint64_t event, uint64_t stream) = 0;
+  virtual int32_t stream_wait_event(uint64_t stream, uint64_t event) = 0;
+  virtual int32_t synchronize_event(uint64_t event) = 0;
 };
 
 // The CPU backend: aligned host memory, synchronous execution, logical streams.

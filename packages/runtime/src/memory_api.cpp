@@ -16,6 +16,7 @@ extern "C" int32_t hipdnn_ep_malloc(hipdnn_ep_state_t* state, uint64_t size, voi
                     "hipdnn_ep_malloc: state and out_ptr must not be NULL");
   *out_ptr = nullptr;
   Lock lock(state->memory_mutex);
+  state->stream_used.store(true, std::memory_order_relaxed);
   return state->allocator->allocate(size, state->stream.load(), out_ptr);
 }
 
@@ -25,6 +26,7 @@ extern "C" int32_t hipdnn_ep_free(hipdnn_ep_state_t* state, void* ptr) {
   for (void* p : state->host_outputs) {
     if (p == ptr) return HIPDNN_EP_STATUS_OK;  // the host's memory (a program cleaning up after a failure)
   }
+  state->stream_used.store(true, std::memory_order_relaxed);  // the block's reuse is ordered on the stream
   return state->allocator->free(ptr, state->stream.load());
 }
 
@@ -83,6 +85,7 @@ extern "C" int32_t hipdnn_ep_memcpy(hipdnn_ep_state_t* state, void* dst, const v
   if (size == 0) return HIPDNN_EP_STATUS_OK;
   HIPDNN_EP_REQUIRE(dst != nullptr && src != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     "hipdnn_ep_memcpy: NULL pointer for a copy of " + std::to_string(size) + " bytes");
+  state->stream_used.store(true, std::memory_order_relaxed);
 #if defined(HIPDNN_EP_WITH_CUDA) || defined(HIPDNN_EP_WITH_HIP)
   if (state->capture != nullptr) return hipdnn_ep::graph_capture_copy(state, dst, src, size, kind);
 #endif

@@ -85,6 +85,15 @@ int32_t make_device(int32_t backend, int32_t ordinal, std::unique_ptr<Device>* o
 
 int32_t state_backend(const hipdnn_ep_state_t* state) { return state->backend; }
 
+void finish_synchronization(hipdnn_ep_state_t* state) {
+  state->host_scratch->release_retired();
+  state->pool->release_retired();  // frees through the allocator, before the streams merge
+  graph_release_retired(state);
+  state->allocator->mark_streams_synchronized();
+  state->work_elsewhere = false;
+  state->stream_used.store(false, std::memory_order_relaxed);
+}
+
 #if !defined(HIPDNN_EP_WITH_CUDA) && !defined(HIPDNN_EP_WITH_HIP)
 // Without a GPU backend no state ever holds graphs.
 void GraphCacheDeleter::operator()(GraphCache*) const {}
@@ -176,6 +185,10 @@ extern "C" int32_t hipdnn_ep_state_set_stream(hipdnn_ep_state_t* state, uint64_t
   HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, "hipdnn_ep_state_set_stream: state is NULL");
   HIPDNN_EP_REQUIRE(stream != UINT64_MAX, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     "hipdnn_ep_state_set_stream: stream id UINT64_MAX is reserved");
+  std::lock_guard<std::mutex> lock(state->memory_mutex);
+  if (stream == state->stream.load()) return HIPDNN_EP_STATUS_OK;
+  // The stream left may still run the state's work: remember that until the state synchronizes.
+  if (state->stream_used.exchange(false)) state->work_elsewhere = true;
   state->stream.store(stream);
   return HIPDNN_EP_STATUS_OK;
 }
@@ -184,10 +197,7 @@ extern "C" int32_t hipdnn_ep_synchronize(hipdnn_ep_state_t* state) {
   HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, "hipdnn_ep_synchronize: state is NULL");
   std::lock_guard<std::mutex> lock(state->memory_mutex);
   if (int32_t status = state->device->synchronize(); status != HIPDNN_EP_STATUS_OK) return status;
-  state->host_scratch->release_retired();
-  state->pool->release_retired();  // frees through the allocator, before the streams merge
-  hipdnn_ep::graph_release_retired(state);
-  state->allocator->mark_streams_synchronized();
+  hipdnn_ep::finish_synchronization(state);
   // The run's wait is where a kernel's data check that failed on the device is reported.
   return state->device->take_data_error();
 }

@@ -28,6 +28,14 @@ struct hipdnn_ep_state {
   std::unique_ptr<hipdnn_ep::GrowOnDemandBlock> host_scratch;
   std::unique_ptr<hipdnn_ep::GrowOnDemandBlock> pool;
   std::atomic<uint64_t> stream{0};
+  // Whether work may have been ordered on the current stream since the state last synchronized
+  // (set by the calls that order work on it: malloc, free, copies, kernels through current_stream).
+  std::atomic<bool> stream_used{false};
+  // Whether a stream other than the current one may still hold the state's work (an earlier current
+  // stream, a copy queued on another stream) since the state last synchronized; guarded by
+  // memory_mutex. While set, hipdnn_ep_stream_synchronize on the current stream waits for the whole
+  // device.
+  bool work_elsewhere = false;
   std::atomic<bool> running{false};
   // Why the running program is about to fail (hipdnn_ep_set_error_message); cleared per run.
   std::string program_error;
@@ -47,6 +55,11 @@ struct hipdnn_ep_state {
 };
 
 namespace hipdnn_ep {
+
+// What a state's synchronization does once the state's work has completed (memory_mutex held):
+// releases retired host-scratch and pool blocks and evicted graphs, makes blocks freed on any
+// stream reusable on every stream, and forgets the streams that held work.
+void finish_synchronization(hipdnn_ep_state_t* state);
 
 // Whether a caller's versioned struct (first field uint64_t struct_size)
 // covers the field at offset with the given size.

@@ -54,6 +54,14 @@ class GpuDevice final : public Device {
   // Reports a recorded data error (INVALID_ARGUMENT with the kernel's message) and clears the
   // record; OK when there is none. Call once the work that may have written it is done.
   int32_t take_data_error() override;
+  int32_t create_stream(uint64_t* out) override;
+  int32_t destroy_stream(uint64_t stream) override;
+  int32_t synchronize_stream(uint64_t stream) override;
+  int32_t create_event(uint64_t* out) override;
+  int32_t destroy_event(uint64_t event) override;
+  int32_t record_event(uint64_t event, uint64_t stream) override;
+  int32_t stream_wait_event(uint64_t stream, uint64_t event) override;
+  int32_t synchronize_event(uint64_t event) override;
 
   int32_t ordinal() const { return ordinal_; }
   // Makes this device current on the calling thread (threads of ONNX Runtime

@@ -167,6 +167,114 @@ int32_t GpuDevice::take_data_error() {
   return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT, kernels::gpu::data_error_message(record));
 }
 
+namespace {
+hipEvent_t as_event(uint64_t event) { return reinterpret_cast<hipEvent_t>(event); }
+}  // namespace
+
+int32_t GpuDevice::create_stream(uint64_t* out) {
+  make_current();
+  hipStream_t s = nullptr;
+  // Like the device's own stream: no implicit wait for the legacy default stream, and capturable.
+  if (hipError_t e = hipStreamCreateWithFlags(&s, hipStreamNonBlocking); e != hipSuccess) {
+    (void)hipGetLastError();
+    return set_error(HIPDNN_EP_STATUS_INTERNAL,
+                     gpu_error_text(std::string("hipdnn_ep_stream_create: ") + name() + " device " +
+                                        std::to_string(ordinal_) + ": creating a stream failed",
+                                    e));
+  }
+  *out = reinterpret_cast<uint64_t>(s);
+  return HIPDNN_EP_STATUS_OK;
+}
+
+int32_t GpuDevice::destroy_stream(uint64_t id) {
+  make_current();
+  const hipStream_t s = stream(id);
+  hipError_t e = hipStreamSynchronize(s);
+  const hipError_t d = hipStreamDestroy(s);
+  if (e == hipSuccess) e = d;
+  if (e != hipSuccess) {
+    (void)hipGetLastError();
+    return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                     gpu_error_text("hipdnn_ep_stream_destroy: destroying stream " + std::to_string(id) +
+                                        " failed (is it a stream of hipdnn_ep_stream_create, destroyed once?)",
+                                    e));
+  }
+  return HIPDNN_EP_STATUS_OK;
+}
+
+int32_t GpuDevice::synchronize_stream(uint64_t id) {
+  make_current();
+  if (hipError_t e = hipStreamSynchronize(stream(id)); e != hipSuccess) {
+    (void)hipGetLastError();
+    return set_error(HIPDNN_EP_STATUS_INTERNAL,
+                     gpu_error_text("hipdnn_ep_stream_synchronize: waiting for stream " + std::to_string(id) +
+                                        " failed",
+                                    e));
+  }
+  return HIPDNN_EP_STATUS_OK;
+}
+
+int32_t GpuDevice::create_event(uint64_t* out) {
+  make_current();
+  hipEvent_t ev = nullptr;
+  if (hipError_t e = hipEventCreateWithFlags(&ev, hipEventDisableTiming); e != hipSuccess) {
+    (void)hipGetLastError();
+    return set_error(HIPDNN_EP_STATUS_INTERNAL,
+                     gpu_error_text(std::string("hipdnn_ep_event_create: ") + name() + " device " +
+                                        std::to_string(ordinal_) + ": creating an event failed",
+                                    e));
+  }
+  *out = reinterpret_cast<uint64_t>(ev);
+  return HIPDNN_EP_STATUS_OK;
+}
+
+int32_t GpuDevice::destroy_event(uint64_t event) {
+  make_current();
+  if (hipError_t e = hipEventDestroy(as_event(event)); e != hipSuccess) {
+    (void)hipGetLastError();
+    return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                     gpu_error_text("hipdnn_ep_event_destroy: destroying event " + std::to_string(event) + " failed",
+                                    e));
+  }
+  return HIPDNN_EP_STATUS_OK;
+}
+
+int32_t GpuDevice::record_event(uint64_t event, uint64_t id) {
+  make_current();
+  if (hipError_t e = hipEventRecord(as_event(event), stream(id)); e != hipSuccess) {
+    (void)hipGetLastError();
+    return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                     gpu_error_text("hipdnn_ep_event_record: recording event " + std::to_string(event) +
+                                        " on stream " + std::to_string(id) + " failed",
+                                    e));
+  }
+  return HIPDNN_EP_STATUS_OK;
+}
+
+int32_t GpuDevice::stream_wait_event(uint64_t id, uint64_t event) {
+  make_current();
+  if (hipError_t e = hipStreamWaitEvent(stream(id), as_event(event), 0); e != hipSuccess) {
+    (void)hipGetLastError();
+    return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                     gpu_error_text("hipdnn_ep_stream_wait_event: stream " + std::to_string(id) +
+                                        " waiting for event " + std::to_string(event) + " failed",
+                                    e));
+  }
+  return HIPDNN_EP_STATUS_OK;
+}
+
+int32_t GpuDevice::synchronize_event(uint64_t event) {
+  make_current();
+  if (hipError_t e = hipEventSynchronize(as_event(event)); e != hipSuccess) {
+    (void)hipGetLastError();
+    return set_error(HIPDNN_EP_STATUS_INTERNAL,
+                     gpu_error_text("hipdnn_ep_event_synchronize: waiting for event " + std::to_string(event) +
+                                        " failed",
+                                    e));
+  }
+  return HIPDNN_EP_STATUS_OK;
+}
+
 GpuBlas& GpuDevice::blas() {
   std::lock_guard<std::mutex> lock(blas_mutex_);
   if (blas_ == nullptr) blas_ = new GpuBlas(this);
@@ -221,6 +329,9 @@ int32_t make_gpu_device(int32_t backend, int32_t ordinal, std::unique_ptr<Device
 
 GpuDevice& gpu_device(hipdnn_ep_state_t* state) { return static_cast<GpuDevice&>(*state->device); }
 
-hipStream_t current_stream(hipdnn_ep_state_t* state) { return gpu_device(state).stream(state->stream.load()); }
+hipStream_t current_stream(hipdnn_ep_state_t* state) {
+  state->stream_used.store(true, std::memory_order_relaxed);  // work is about to be ordered on it
+  return gpu_device(state).stream(state->stream.load());
+}
 
 }  // namespace hipdnn_ep
