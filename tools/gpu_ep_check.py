@@ -10,12 +10,17 @@ device that ORT discovered and the EP offered (the runtime can drive it), and th
 trust_ep_context_code=1 (the artifacts were compiled elsewhere). It prints one line per model and
 shape (each shape run four times, so that the EP captures it into a graph and replays it, the last
 time with new values, with graph_capture on and off), then per-Run latencies against ORT's CPU EP,
-and exits 1 on a mismatch.
+and exits 1 on a mismatch. It also checks, from the session's log, that each compiled node ran on
+the stream ONNX Runtime created through the EP's factory (OrtSyncStreamImpl), with graph_capture on
+and off.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,7 +64,7 @@ def main(argv: list[str]) -> int:
     if not gpus:
         print("no GPU device offered by the EP")
         return 1
-    failed = False
+    failed = not stream_check(folder, gpus)
     for name, shapes in SHAPES.items():
         ctx = folder / f"{name}_ctx.onnx"
         if not ctx.exists():
@@ -95,6 +100,44 @@ def main(argv: list[str]) -> int:
                 sess.run(None, feeds)
             print(f"{name:20} {label:26} {(time.perf_counter() - start) / 500 * 1e6:8.1f} us/Run {shapes[-1]}")
     return 1 if failed else 0
+
+
+STREAM_NOTE = re.compile(r"node '[^']+' runs on (ONNX Runtime's stream 0x[0-9a-f]+, created by hipdnn-ep|[^\n]+)")
+
+
+def stream_check(folder: Path, gpus: list) -> bool:
+    """Each compiled node says once, at info level, which stream it runs on: ORT's, created by our factory."""
+    ok = True
+    for name in ("three_node", "attention_dynamic"):
+        ctx = folder / f"{name}_ctx.onnx"
+        if not ctx.exists():
+            continue
+        for graphs in ("1", "0"):
+            so = ort.SessionOptions()
+            so.log_severity_level = 1  # info: the stream note
+            so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+            so.add_provider_for_devices(gpus[:1], {"trust_ep_context_code": "1", "graph_capture": graphs})
+            feeds = feeds_for(name, 2, 7, seed=5)
+            want = ort.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"]).run(
+                None, feeds)[0]
+            with tempfile.TemporaryFile() as log:
+                saved = os.dup(2)
+                os.dup2(log.fileno(), 2)  # ORT's default log sink is stderr
+                try:
+                    sess = ort.InferenceSession(str(ctx), sess_options=so)
+                    got = [sess.run(None, feeds)[0] for _ in range(3)]  # plain, captured, replayed
+                finally:
+                    os.dup2(saved, 2)
+                    os.close(saved)
+                log.seek(0)
+                notes = STREAM_NOTE.findall(log.read().decode(errors="replace"))
+            match = all(np.allclose(g, want, rtol=1e-4, atol=1e-4) for g in got)
+            on_ours = bool(notes) and all(n.endswith("created by hipdnn-ep") for n in notes)
+            ok &= match and on_ours
+            verdict = "passed" if match and on_ours else "FAILED"
+            print(f"{name:20} graph_capture={graphs} stream: {notes or 'no stream note in the log'} "
+                  f"results {'match' if match else 'MISMATCH'}: stream check {verdict}")
+    return ok
 
 
 def feeds_for(name: str, batch: int, seq: int, seed: int) -> dict[str, np.ndarray]:

@@ -83,6 +83,8 @@ if [ -f "$ROOT/third_party/ort-headers/onnxruntime_ep_c_api.h" ]; then
       [ $rc -eq 0 ] || status=1
       row "EP on the GPU (EPContext models)" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
           "$(grep -c ' ok$' "$LOGS/ep_check.log") shapes match ORT's CPU EP; see ep_check.log"
+      row "EP on ORT's stream (ours)" "$(grep -q 'stream check FAILED' "$LOGS/ep_check.log" && echo FAIL || echo ok)" \
+          "$(grep -c 'stream check passed' "$LOGS/ep_check.log") sessions ran on a stream from the EP's factory"
     else
       row "EP on the GPU (EPContext models)" "skip" "no build/gpu-ep (tools/gpu_ep_check.py --make)"
     fi

@@ -1,11 +1,14 @@
 #include "compiled_program.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "ep_factory.h"
 #include "ep_options.h"
+#include "ep_stream.h"
 #include "json.h"
 
 namespace hipdnn_ep {
@@ -192,11 +195,55 @@ void CompiledProgram::CheckRun(const char* what, int32_t rc) const {
                 ORT_RUNTIME_EXCEPTION);
 }
 
+// Points a state at a stream for one Compute, and back at its own stream after (a handle of ORT's
+// stream must not outlive the Run in a pooled state).
+struct StreamScope {
+  const RuntimeApi& rt;
+  hipdnn_ep_state_t* state;
+  StreamScope(const RuntimeApi& r, hipdnn_ep_state_t* s, uint64_t stream) : rt(r), state(s) {
+    rt.Check("hipdnn_ep_state_set_stream", rt.hipdnn_ep_state_set_stream(state, stream));
+  }
+  ~StreamScope() { (void)rt.hipdnn_ep_state_set_stream(state, 0); }
+};
+
+uint64_t CompiledProgram::ComputeStream(OrtKernelContext* ctx) {
+  void* handle = nullptr;
+  if (OrtStatus* st = api_.ort.KernelContext_GetGPUComputeStream(ctx, &handle); st != nullptr) {
+    api_.ort.ReleaseStatus(st);
+    handle = nullptr;
+  }
+  const uint64_t stream = reinterpret_cast<uint64_t>(handle);
+  const bool own = stream != 0 && OwnStreams::Get().Contains(stream);
+  if (!stream_noted_.exchange(true)) {
+    // Said once per node: which stream its Runs are ordered on.
+    const OrtLogger* logger = nullptr;
+    if (OrtStatus* st = api_.ort.KernelContext_GetLogger(ctx, &logger); st != nullptr) {
+      api_.ort.ReleaseStatus(st);
+      logger = nullptr;
+    }
+    if (logger != nullptr) {
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(stream));
+      Log(api_.ort, *logger, ORT_LOGGING_LEVEL_INFO,
+          "hipdnn-ep: node '" + node_name_ + "' runs on " +
+              (own ? "ONNX Runtime's stream " + std::string(hex) + ", created by hipdnn-ep"
+                   : stream != 0 ? "the runtime state's own stream: ONNX Runtime's stream " + std::string(hex) +
+                                       " was not created by hipdnn-ep"
+                                 : std::string("the runtime state's own stream: ONNX Runtime passed none")));
+    }
+  }
+  return own ? stream : 0;
+}
+
 void CompiledProgram::Run(OrtKernelContext* ctx) {
   const OrtApi& ort = api_.ort;
   StatePool::Handle state = states_->Acquire();
-  RunAllocations allocs{*rt_, state->get(), {}};
   const bool device_backend = backend_ != HIPDNN_EP_BACKEND_CPU;
+  // GPU backends: the Run's work is ordered on the stream ORT hands this node (0: the state's own).
+  const uint64_t stream = device_backend ? ComputeStream(ctx) : 0;
+  std::optional<StreamScope> on_stream;
+  if (stream != 0) on_stream.emplace(*rt_, state->get(), stream);
+  RunAllocations allocs{*rt_, state->get(), {}};
 
   std::vector<std::vector<int64_t>> dims(args_.size());
   std::vector<hipdnn_ep_tensor_ref_t> inputs(args_.size());
@@ -256,8 +303,11 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
                                                          HIPDNN_EP_MEMCPY_KIND_DEVICE_TO_HOST));
   }
   allocs.FreeAll();
-  // The one wait of a Run: ORT reads the outputs once Compute returns.
-  rt_->Check("hipdnn_ep_synchronize", rt_->hipdnn_ep_synchronize(state->get()));
+  // The one wait of a Run, on its stream: ORT reads the outputs once Compute returns, and the
+  // runtime's memory rules (blocks freed here reused on other streams, retired scratch and pool
+  // blocks, evicted graphs) need the state's work done. All of it is on this stream, so the
+  // runtime waits for this stream only, not the whole device (hipdnn_ep_stream_synchronize).
+  rt_->Check("hipdnn_ep_stream_synchronize", rt_->hipdnn_ep_stream_synchronize(state->get(), stream));
   if (note) NoteGraph(ctx, state->get(), graph_runs_before);
 }
 

@@ -62,6 +62,9 @@ class CompiledProgram : public OrtNodeComputeInfo {
   };
 
   void Run(OrtKernelContext* ctx);
+  // The stream ORT hands this Compute when this library created it (GPU backends), else 0: the
+  // runtime state's own stream. Logs once per node which one it is.
+  uint64_t ComputeStream(OrtKernelContext* ctx);
   // Logs once whether the node is replayed from a graph, or why not (GPU backends).
   // (graph_runs_before: the state's captures + replays before this node's run.)
   void NoteGraph(OrtKernelContext* ctx, hipdnn_ep_state_t* state, uint64_t graph_runs_before);
@@ -82,6 +85,7 @@ class CompiledProgram : public OrtNodeComputeInfo {
   std::vector<std::string> outputs_;
   uint64_t id_;  // unique per program in the process: keys its weights' device copies in a state
   std::atomic<bool> graph_noted_{false};
+  std::atomic<bool> stream_noted_{false};
 };
 
 }  // namespace hipdnn_ep

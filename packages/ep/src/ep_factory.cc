@@ -13,6 +13,7 @@
 #include "ep_context.h"
 #include "ep_data_transfer.h"
 #include "ep_options.h"
+#include "ep_stream.h"
 #include "sha256.h"
 
 #ifndef HIPDNN_EP_VERSION
@@ -55,7 +56,7 @@ HipdnnEpFactory::HipdnnEpFactory(const char* registered_name, const ApiPtrs& api
   ReleaseAllocator = ReleaseAllocatorImpl;
   CreateDataTransfer = CreateDataTransferImpl;
   IsStreamAware = IsStreamAwareImpl;
-  CreateSyncStreamForDevice = nullptr;
+  CreateSyncStreamForDevice = CreateSyncStreamForDeviceImpl;
 }
 
 HipdnnEpFactory::~HipdnnEpFactory() {
@@ -300,6 +301,32 @@ OrtStatus* ORT_API_CALL HipdnnEpFactory::CreateDataTransferImpl(OrtEpFactory* th
   });
 }
 
-bool ORT_API_CALL HipdnnEpFactory::IsStreamAwareImpl(const OrtEpFactory*) noexcept { return false; }
+// Stream aware once a GPU device is offered: ORT then asks for a stream for each GPU memory device
+// of a session and hands it to Compute and the data transfer. The CPU backend has no streams (ORT
+// creates none for host memory either).
+bool ORT_API_CALL HipdnnEpFactory::IsStreamAwareImpl(const OrtEpFactory* this_ptr) noexcept {
+  return !static_cast<const HipdnnEpFactory*>(this_ptr)->gpu_memory_.empty();
+}
+
+OrtStatus* ORT_API_CALL HipdnnEpFactory::CreateSyncStreamForDeviceImpl(OrtEpFactory* this_ptr,
+                                                                       const OrtMemoryDevice* memory_device,
+                                                                       const OrtKeyValuePairs*,
+                                                                       OrtSyncStreamImpl** stream) noexcept {
+  auto* self = static_cast<HipdnnEpFactory*>(this_ptr);
+  *stream = nullptr;
+  return Guard(self->ort, [&] {
+    for (const GpuMemory& m : self->gpu_memory_) {
+      if (self->ep.MemoryDevice_AreEqual(self->ep.MemoryInfo_GetMemoryDevice(m.info), memory_device)) {
+        *stream = new EpSyncStream(*self, self->DeviceState(m.backend, m.device_id), self->Runtime(""));
+        return;
+      }
+    }
+    throw EpError("hipdnn-ep: ONNX Runtime asked for a stream on a memory device this EP did not offer (" +
+                      std::to_string(self->ep.MemoryDevice_GetDeviceType(memory_device)) + ", device " +
+                      std::to_string(self->ep.MemoryDevice_GetDeviceId(memory_device)) +
+                      "); streams exist for the GPU devices of GetSupportedDevices only",
+                  ORT_INVALID_ARGUMENT);
+  });
+}
 
 }  // namespace hipdnn_ep

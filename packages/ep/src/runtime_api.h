@@ -32,7 +32,17 @@ namespace hipdnn_ep {
   X(hipdnn_ep_artifact_run)            \
   X(hipdnn_ep_artifact_run_into)       \
   X(hipdnn_ep_artifact_close)          \
-  X(hipdnn_ep_graph_stats)
+  X(hipdnn_ep_graph_stats)             \
+  X(hipdnn_ep_state_set_stream)        \
+  X(hipdnn_ep_stream_create)           \
+  X(hipdnn_ep_stream_destroy)          \
+  X(hipdnn_ep_stream_synchronize)      \
+  X(hipdnn_ep_memcpy_on_stream)        \
+  X(hipdnn_ep_event_create)            \
+  X(hipdnn_ep_event_record)            \
+  X(hipdnn_ep_stream_wait_event)       \
+  X(hipdnn_ep_event_synchronize)       \
+  X(hipdnn_ep_event_destroy)
 
 class RuntimeApi {
  public:

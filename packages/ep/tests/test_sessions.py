@@ -540,6 +540,22 @@ def test_compile_timeout_stops_a_hung_compiler(tmp_path: Path, ep_devices, env: 
     assert time.monotonic() - start < 30
 
 
+def test_cpu_backend_runs_without_streams(tmp_path: Path, ep_devices, env: Env, capfd) -> None:
+    """Streams are a GPU matter: a CPU-backend node never takes one (no stream note in the session's
+    info log), and runs as before."""
+    model = elementwise(tmp_path / "m.onnx", [2, 4])
+    so = ort.SessionOptions()
+    so.log_severity_level = 1  # info: where the stream note of a GPU node goes
+    for k, v in NO_FALLBACK.items():
+        so.add_session_config_entry(k, v)
+    so.add_provider_for_devices(ep_devices, env.options)
+    sess = ort.InferenceSession(str(model), sess_options=so, enable_fallback=0)
+    _check(sess, _feeds((2, 4)))
+    err = capfd.readouterr().err
+    assert "HipdnnEp" in err, "the info log reaches stderr"
+    assert "runs on ONNX Runtime's stream" not in err and "own stream" not in err
+
+
 def test_unknown_option_is_refused(tmp_path: Path, ep_devices, env: Env) -> None:
     with pytest.raises(Exception, match=r"unknown option\(s\) ep.hipdnnep.cache_dri; the options are: backend"):
         make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, dict(env.options, cache_dri="x"))
