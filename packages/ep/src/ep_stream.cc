@@ -28,8 +28,34 @@ uint64_t OwnStreamHandle(const OrtApi& ort, OrtSyncStream* stream) {
   return handle != 0 && OwnStreams::Get().Contains(handle) ? handle : 0;
 }
 
+EventPool::~EventPool() {
+  for (uint64_t event : free_) (void)rt_->hipdnn_ep_event_destroy(device_->get(), event);
+}
+
+uint64_t EventPool::Take() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      const uint64_t event = free_.back();
+      free_.pop_back();
+      return event;
+    }
+  }
+  uint64_t event = 0;
+  rt_->Check("hipdnn_ep_event_create", rt_->hipdnn_ep_event_create(device_->get(), &event));
+  return event;
+}
+
+void EventPool::Give(uint64_t event) {
+  // A recorded event may be taken again at once: the next record replaces what it waits for, and
+  // waits already queued on it are not affected (hipdnn_ep_event_record).
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(event);
+}
+
 EpSyncStream::EpSyncStream(const ApiPtrs& api, std::shared_ptr<RuntimeState> device, std::shared_ptr<RuntimeApi> rt)
-    : OrtSyncStreamImpl{}, api_(api), device_(std::move(device)), rt_(std::move(rt)) {
+    : OrtSyncStreamImpl{}, api_(api), device_(std::move(device)), rt_(std::move(rt)),
+      events_(std::make_shared<EventPool>(device_, rt_)) {
   ort_version_supported = ORT_API_VERSION;
   Release = ReleaseImpl;
   GetHandle = GetHandleImpl;
@@ -74,17 +100,16 @@ OrtStatus* ORT_API_CALL EpSyncStream::OnSessionRunEndImpl(OrtSyncStreamImpl*) no
 }
 
 EpSyncNotification::EpSyncNotification(const EpSyncStream& stream)
-    : OrtSyncNotificationImpl{}, api_(stream.api_), device_(stream.device_), rt_(stream.rt_),
-      stream_(stream.handle_) {
+    : OrtSyncNotificationImpl{}, api_(stream.api_), events_(stream.events_), stream_(stream.handle_) {
   ort_version_supported = ORT_API_VERSION;
   Release = ReleaseImpl;
   Activate = ActivateImpl;
   WaitOnDevice = WaitOnDeviceImpl;
   WaitOnHost = WaitOnHostImpl;
-  rt_->Check("hipdnn_ep_event_create", rt_->hipdnn_ep_event_create(device_->get(), &event_));
+  event_ = events_->Take();
 }
 
-EpSyncNotification::~EpSyncNotification() { (void)rt_->hipdnn_ep_event_destroy(device_->get(), event_); }
+EpSyncNotification::~EpSyncNotification() { events_->Give(event_); }
 
 void ORT_API_CALL EpSyncNotification::ReleaseImpl(OrtSyncNotificationImpl* this_ptr) noexcept {
   delete static_cast<EpSyncNotification*>(this_ptr);
@@ -93,8 +118,8 @@ void ORT_API_CALL EpSyncNotification::ReleaseImpl(OrtSyncNotificationImpl* this_
 OrtStatus* ORT_API_CALL EpSyncNotification::ActivateImpl(OrtSyncNotificationImpl* this_ptr) noexcept {
   auto* self = static_cast<EpSyncNotification*>(this_ptr);
   return Guard(self->api_.ort, [&] {
-    self->rt_->Check("hipdnn_ep_event_record",
-                     self->rt_->hipdnn_ep_event_record(self->device_->get(), self->event_, self->stream_));
+    const RuntimeApi& rt = self->events_->rt();
+    rt.Check("hipdnn_ep_event_record", rt.hipdnn_ep_event_record(self->events_->state(), self->event_, self->stream_));
   });
 }
 
@@ -102,14 +127,14 @@ OrtStatus* ORT_API_CALL EpSyncNotification::WaitOnDeviceImpl(OrtSyncNotification
                                                               OrtSyncStream* consumer_stream) noexcept {
   auto* self = static_cast<EpSyncNotification*>(this_ptr);
   return Guard(self->api_.ort, [&] {
+    const RuntimeApi& rt = self->events_->rt();
     const uint64_t consumer = OwnStreamHandle(self->api_.ort, consumer_stream);
     if (consumer != 0) {
-      self->rt_->Check("hipdnn_ep_stream_wait_event",
-                       self->rt_->hipdnn_ep_stream_wait_event(self->device_->get(), consumer, self->event_));
+      rt.Check("hipdnn_ep_stream_wait_event",
+               rt.hipdnn_ep_stream_wait_event(self->events_->state(), consumer, self->event_));
     } else {
       // A stream the runtime does not know: wait on the host, which orders everything after.
-      self->rt_->Check("hipdnn_ep_event_synchronize",
-                       self->rt_->hipdnn_ep_event_synchronize(self->device_->get(), self->event_));
+      rt.Check("hipdnn_ep_event_synchronize", rt.hipdnn_ep_event_synchronize(self->events_->state(), self->event_));
     }
   });
 }
@@ -117,8 +142,8 @@ OrtStatus* ORT_API_CALL EpSyncNotification::WaitOnDeviceImpl(OrtSyncNotification
 OrtStatus* ORT_API_CALL EpSyncNotification::WaitOnHostImpl(OrtSyncNotificationImpl* this_ptr) noexcept {
   auto* self = static_cast<EpSyncNotification*>(this_ptr);
   return Guard(self->api_.ort, [&] {
-    self->rt_->Check("hipdnn_ep_event_synchronize",
-                     self->rt_->hipdnn_ep_event_synchronize(self->device_->get(), self->event_));
+    const RuntimeApi& rt = self->events_->rt();
+    rt.Check("hipdnn_ep_event_synchronize", rt.hipdnn_ep_event_synchronize(self->events_->state(), self->event_));
   });
 }
 

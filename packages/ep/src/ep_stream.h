@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "ep_utils.h"
 #include "runtime_state.h"
@@ -31,6 +32,26 @@ class OwnStreams {
 // The stream handle of an OrtSyncStream if this library created it, else 0.
 uint64_t OwnStreamHandle(const OrtApi& ort, OrtSyncStream* stream);
 
+// Events of one stream's notifications, reused: ORT creates and releases a notification per Run
+// for each cross-stream hand-off, and an event from the pool saves creating and destroying one
+// each time. Shared by the stream and its notifications (a notification may outlive its stream).
+class EventPool {
+ public:
+  EventPool(std::shared_ptr<RuntimeState> device, std::shared_ptr<RuntimeApi> rt)
+      : device_(std::move(device)), rt_(std::move(rt)) {}
+  ~EventPool();
+  uint64_t Take();
+  void Give(uint64_t event);
+  hipdnn_ep_state_t* state() const { return device_->get(); }
+  const RuntimeApi& rt() const { return *rt_; }
+
+ private:
+  std::shared_ptr<RuntimeState> device_;
+  std::shared_ptr<RuntimeApi> rt_;
+  std::mutex mu_;
+  std::vector<uint64_t> free_;
+};
+
 class EpSyncStream : public OrtSyncStreamImpl {
  public:
   // Creates a stream on the device of `device` (a state of the factory for that device).
@@ -50,6 +71,7 @@ class EpSyncStream : public OrtSyncStreamImpl {
   ApiPtrs api_;
   std::shared_ptr<RuntimeState> device_;
   std::shared_ptr<RuntimeApi> rt_;
+  std::shared_ptr<EventPool> events_;
   uint64_t handle_ = 0;
 };
 
@@ -68,8 +90,7 @@ class EpSyncNotification : public OrtSyncNotificationImpl {
   static OrtStatus* ORT_API_CALL WaitOnHostImpl(OrtSyncNotificationImpl* this_ptr) noexcept;
 
   ApiPtrs api_;
-  std::shared_ptr<RuntimeState> device_;
-  std::shared_ptr<RuntimeApi> rt_;
+  std::shared_ptr<EventPool> events_;
   uint64_t stream_;
   uint64_t event_ = 0;
 };
