@@ -105,6 +105,8 @@ def _session(decoder: Decoder, ep: str, options: dict[str, str], log_file: str |
         device = devices_for_backend(register(), options["backend"])
         so.add_provider_for_devices(device, options)
         return ort.InferenceSession(str(decoder.model), sess_options=so), device[0]
+    if ep == "cuda" and hasattr(ort, "preload_dlls"):
+        ort.preload_dlls()  # the CUDA and cuDNN libraries of the nvidia-* wheels, where installed
     return ort.InferenceSession(str(decoder.model), sess_options=so, providers=[ORT_EPS[ep]]), None
 
 
@@ -211,10 +213,10 @@ def _next_tokens(rng, sess, batch: int):
 
 
 def _feeds_bound(decoder: Decoder, sess, args: argparse.Namespace, kv_type, rng, timings: tuple[list, list],
-                 timed: bool, memory: DeviceMemory, shared: bool, cache: dict):
+                 timed: bool, memory: DeviceMemory, shared: bool, cache: dict, after_step=None):
     """One repetition through an IO binding with the KV cache and logits in the EP's memory (see the module
-    docstring). `cache` keeps the shared KV buffers and logits across repetitions. Returns the last step's
-    logits as an OrtValue."""
+    docstring). `cache` keeps the shared KV buffers and logits across repetitions; `after_step(step)` is called
+    after each step (0: the prompt), outside the timing. Returns the last step's logits as an OrtValue."""
     import numpy as np  # noqa: PLC0415
 
     inputs = {i.name for i in sess.get_inputs()}
@@ -262,6 +264,8 @@ def _feeds_bound(decoder: Decoder, sess, args: argparse.Namespace, kv_type, rng,
         io.synchronize_outputs()
         if timed:
             timings[min(step, 1)].append(time.perf_counter() - t)
+        if after_step is not None:
+            after_step(step)
         if not shared:
             for (past, _), value in zip(names, presents, strict=True):
                 io.bind_ortvalue_input(past, value)
