@@ -110,6 +110,27 @@ def test_matmul_nbits_unaligned_weights(cpu, gpu, dev, offset):
     close("matmul_nbits", dev.to_host(y), want)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_matmul_nbits_prefill_dequantizes_in_bounded_chunks(cpu, gpu_backend, dev, dtype):
+    """The GEMM path dequantizes W a chunk of columns at a time into a temporary of at most 32 MiB (an
+    lm_head of 128256 x 4096 took a 1 GiB one); three chunks, the last one partial, with a bias."""
+    rng = np.random.default_rng(7)
+    k, block, m = 4096, 128, 17
+    chunk = (32 << 20) // (k * np.dtype(dtype).itemsize)
+    n = 2 * chunk + 264
+    b, scales, zp = quantized(rng, n, k, block, True, dtype)
+    a, bias = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal(n).astype(dtype)
+    want = np.zeros((m, n), dtype)
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_matmul_nbits", [a, b, scales, zp, bias], [want], [k, n, 4, block], [])
+    y = dev.to_device(np.full((m, n), 77, dtype))
+    with rt.State(backend=gpu_backend) as state:  # its allocator holds only the kernel's temporary
+        _core.call_kernel(state, "hipdnn_ep_kernel_matmul_nbits", [dev.to_device(x) for x in (a, b, scales, zp, bias)],
+                          [y], [k, n, 4, block], [])
+        peak = state.memory_stats()["peak_bytes_in_use"]
+    assert peak <= (32 << 20), f"the dequantized temporary took {peak / 2**20:.1f} MiB"
+    close("matmul_nbits", dev.to_host(y), want)
+
+
 # ---------------------------------------------------------------- rms_norm
 
 @pytest.mark.parametrize("dtype", [F32, F16])

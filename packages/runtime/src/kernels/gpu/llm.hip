@@ -7,11 +7,14 @@
 //   decode (M <= kGemvMaxRows rows of A): a fused dequantize-GEMV. One 32-lane group per output
 //     column streams the column's int4 bytes once, 16 bytes per lane per load where the column is
 //     16-byte aligned, dequantizes in registers and dots them with up to 4 rows of A at a time.
-//   prefill (more rows): B is dequantized to a [N, K] matrix of A's dtype in a temporary buffer
-//     and the product goes through the GEMM library (cuBLASLt / hipBLASLt, float accumulation).
-//     The dequantized matrix costs 2 (fp16) or 4 (fp32) bytes per weight written and read once,
-//     while the library's tuned tensor-core GEMM is used unchanged; a GEMM that dequantizes its B
-//     tiles in shared memory would save that traffic and is the next step if prefill needs it.
+//   prefill (more rows): B is dequantized, a chunk of columns at a time, to a [columns, K] matrix
+//     of A's dtype in a temporary buffer of at most kDequantChunkBytes (one thread per 4-byte word
+//     of B, 16-byte stores of the 8 values), and each chunk's product goes through the GEMM library
+//     (cuBLASLt / hipBLASLt, float accumulation) into its columns of Y. The chunk bounds the
+//     temporary (an lm_head of 128256 x 4096 would otherwise need 1 GiB in fp16) and is small
+//     enough to be read back from L2. The dequantized chunk costs 2 (fp16) or 4 (fp32) bytes per
+//     weight written and read once, while the library's tuned tensor-core GEMM is used unchanged;
+//     a GEMM that dequantizes its B tiles in shared memory would save that traffic.
 // rms_norm: one block per normalized row, squares summed in float.
 // rotary_embedding: one thread per rotated pair.
 // group_query_attention: two launches on the stream.
@@ -58,6 +61,10 @@ __device__ __forceinline__ float lane_group_sum(float v) {
 
 constexpr int kGemvMaxRows = 16;   // rows of A up to which the fused GEMV runs
 constexpr int kGemvColumns = 8;    // output columns per block (one 32-lane group each)
+// The prefill path's dequantized temporary: at most this many bytes (a chunk of whole columns, at
+// least kDequantMinColumns of them).
+constexpr int64_t kDequantChunkBytes = int64_t{32} << 20;
+constexpr int64_t kDequantMinColumns = 256;
 
 // 8 elements of row a starting at k0 (< K), as float; zeros past K.
 template <typename T>
@@ -168,27 +175,51 @@ __global__ void gemv_nbits_kernel(NbitsArgs p, const T* a, const T* scales, cons
   }
 }
 
-// w[col, k] = (q - zero) * scale for k < K: one thread per 4-byte word (8 elements).
-template <typename T>
-__global__ void dequantize_nbits_kernel(NbitsArgs p, const T* scales, T* w) {
+// w[col - col0, k] = (q - zero) * scale for columns [col0, col0 + cols) and k < K: one thread per
+// 4-byte word of B (8 elements). kVector: B is 4-byte aligned and K % 8 == 0, so the word is one load
+// and its 8 values one 16-byte store (two for float32).
+template <typename T, bool kVector>
+__global__ void dequantize_nbits_kernel(NbitsArgs p, const T* scales, int64_t col0, int64_t cols, T* w) {
   const int64_t words_per_col = p.col_bytes / 4;
-  HIPDNN_EP_GRID_STRIDE(i, p.n * words_per_col) {
-    const int64_t col = i / words_per_col;
+  HIPDNN_EP_GRID_STRIDE(i, cols * words_per_col) {
+    const int64_t c = i / words_per_col;
+    const int64_t col = col0 + c;
     const int64_t k0 = (i % words_per_col) * 8;
     if (k0 >= p.k) continue;
     const uint8_t* bytes = p.b + col * p.col_bytes + (k0 / 2);
     float scale, zero;
     block_factors(p, scales, col, k0, &scale, &zero);
+    if constexpr (kVector) {
+      const uint32_t word = *reinterpret_cast<const uint32_t*>(bytes);
+      T v[8];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint8_t v = bytes[j];
-      if (k0 + 2 * j < p.k) store(w, col * p.k + k0 + 2 * j, (static_cast<float>(v & 0x0F) - zero) * scale);
-      if (k0 + 2 * j + 1 < p.k) store(w, col * p.k + k0 + 2 * j + 1, (static_cast<float>(v >> 4) - zero) * scale);
+      for (int j = 0; j < 8; ++j) v[j] = static_cast<T>((static_cast<float>((word >> (4 * j)) & 0x0F) - zero) * scale);
+      auto* out = reinterpret_cast<uint4*>(w + c * p.k + k0);
+      const auto* packed = reinterpret_cast<const uint4*>(v);
+#pragma unroll
+      for (int j = 0; j < static_cast<int>(sizeof(v) / sizeof(uint4)); ++j) out[j] = packed[j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint8_t v = bytes[j];
+        if (k0 + 2 * j < p.k) store(w, c * p.k + k0 + 2 * j, (static_cast<float>(v & 0x0F) - zero) * scale);
+        if (k0 + 2 * j + 1 < p.k) store(w, c * p.k + k0 + 2 * j + 1, (static_cast<float>(v >> 4) - zero) * scale);
+      }
     }
   }
 }
 
 bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// Columns of W dequantized at a time: all of them when they fit kDequantChunkBytes, else as many as
+// fit (a multiple of kDequantMinColumns, at least that many).
+int64_t dequant_chunk_columns(int64_t n, int64_t k, size_t item) {
+  const int64_t per_column = k * static_cast<int64_t>(item);
+  if (n * per_column <= kDequantChunkBytes) return n;
+  int64_t columns = kDequantChunkBytes / per_column / kDequantMinColumns * kDequantMinColumns;
+  if (columns < kDequantMinColumns) columns = kDequantMinColumns;
+  return columns < n ? columns : n;
+}
 
 template <typename T, int kRows>
 void launch_gemv(const NbitsArgs& p, const T* a, const T* scales, const T* bias, T* y, hipStream_t stream) {
@@ -567,31 +598,42 @@ void matmul_nbits(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args)
       check_launch("matmul_nbits");
       return;
     }
-    // Prefill: W [N, K] dequantized, then y = A W^T (+ bias through beta = 1 over y holding the bias).
-    TempBuffer w(state, static_cast<uint64_t>(p.n * p.k) * sizeof(T));
-    dequantize_nbits_kernel<<<grid_for(p.n * (p.col_bytes / 4)), kBlock, 0, stream>>>(p, scales,
-                                                                                       static_cast<T*>(w.data()));
-    check_launch("matmul_nbits (dequantize)");
+    // Prefill: y = A W^T a chunk of W's columns at a time (W [N, K] dequantized into a bounded
+    // temporary), the bias first written into y and added through beta = 1.
+    const int64_t columns = dequant_chunk_columns(p.n, p.k, sizeof(T));
+    TempBuffer w(state, static_cast<uint64_t>(columns * p.k) * sizeof(T));
     if (has_bias) {
       strided_copy(state, bias, 0, Dims{0, 1}, y, Dims{p.m, p.n}, sizeof(T));
     }
-    GemmProblem g{};
-    g.dtype = args.inputs[0].dtype;
-    g.m = p.m;
-    g.n = p.n;
-    g.k = p.k;
-    g.trans_a = false;
-    g.trans_b = true;
-    g.a = a;
-    g.lda = p.k;
-    g.b = w.data();
-    g.ldb = p.k;
-    g.c = y;
-    g.ldc = p.n;
-    g.batch = 1;
-    g.alpha = 1.0f;
-    g.beta = has_bias ? 1.0f : 0.0f;
-    gpu_device(state).blas().gemm(g, stream);
+    const bool vector = aligned(p.b, 4) && p.k % 8 == 0;
+    for (int64_t col0 = 0; col0 < p.n; col0 += columns) {
+      const int64_t cols = p.n - col0 < columns ? p.n - col0 : columns;
+      T* chunk = static_cast<T*>(w.data());
+      const unsigned grid = grid_for(cols * (p.col_bytes / 4));
+      if (vector) {
+        dequantize_nbits_kernel<T, true><<<grid, kBlock, 0, stream>>>(p, scales, col0, cols, chunk);
+      } else {
+        dequantize_nbits_kernel<T, false><<<grid, kBlock, 0, stream>>>(p, scales, col0, cols, chunk);
+      }
+      check_launch("matmul_nbits (dequantize)");
+      GemmProblem g{};
+      g.dtype = args.inputs[0].dtype;
+      g.m = p.m;
+      g.n = cols;
+      g.k = p.k;
+      g.trans_a = false;
+      g.trans_b = true;
+      g.a = a;
+      g.lda = p.k;
+      g.b = chunk;
+      g.ldb = p.k;
+      g.c = y + col0;
+      g.ldc = p.n;
+      g.batch = 1;
+      g.alpha = 1.0f;
+      g.beta = has_bias ? 1.0f : 0.0f;
+      gpu_device(state).blas().gemm(g, stream);
+    }
   });
 }
 
