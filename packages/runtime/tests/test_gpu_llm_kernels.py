@@ -94,6 +94,20 @@ def test_matmul_nbits_llm_shape_with_bias(cpu, gpu, dev, dtype, m):
     assert rel < (1e-6 if dtype == F32 else 1e-3)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize(("k", "block", "zero_points"), [(9000, 128, True), (4160, 32, False), (8192, 64, True)])
+def test_matmul_nbits_one_row_over_several_tiles(cpu, gpu, dev, dtype, k, block, zero_points):
+    """One row of A (the decode GEMV with A staged in shared memory 4096 elements at a time): K over
+    several tiles, a last block that K ends inside (9000 = 70 blocks of 128 + 40), with a bias."""
+    rng = np.random.default_rng(k)
+    n = 72
+    b, scales, zp = quantized(rng, n, k, block, zero_points, dtype)
+    a, bias = rng.standard_normal((1, k)).astype(dtype), rng.standard_normal(n).astype(dtype)
+    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits", [a, b, scales, zp, bias], [((1, n), dtype)],
+                             ints=(k, n, 4, block))
+    close("matmul_nbits", y, want, f"K {k} block {block}")
+
+
 @pytest.mark.parametrize("offset", [4, 1])
 def test_matmul_nbits_unaligned_weights(cpu, gpu, dev, offset):
     """B not 16-byte aligned: the word and byte loads give the same result."""
