@@ -259,6 +259,28 @@ def test_group_query_attention_window_softcap_interleaved(cpu, gpu, dev, window,
         close("group_query_attention", g, w)
 
 
+DECODE_CASES = {  # name: batch, past (cache length), valid lengths, heads, kv_heads, head_size, window, softcap
+    "long-cache": (1, 2047, [2000], 32, 8, 128, -1, 0.0),
+    "window-softcap-ragged": (2, 99, [100, 37], 16, 1, 64, 5, 2.0),
+    "head-256": (1, 70, [71], 4, 2, 256, -1, 0.0),
+    "group-32-tiled-kernel": (1, 40, [41], 64, 2, 16, -1, 0.0),
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", DECODE_CASES)
+def test_group_query_attention_decode_over_key_chunks(cpu, gpu, dev, case, dtype):
+    """One new token: the keys are split into chunks of 32 over blocks and merged (a group of up to 16
+    query heads per KV head); window, softcap, interleaved rotary and head size 256 on that path."""
+    bsz, past, valid, heads, kv_heads, d, window, softcap = DECODE_CASES[case]
+    rng = np.random.default_rng(len(case))
+    inputs, outputs = gqa_inputs(rng, dtype, bsz, 1, past, valid, heads, kv_heads, d, True, False, max_pos=2100)
+    got, want = run_both(cpu, gpu, dev, "group_query_attention", inputs, outputs,
+                         ints=(heads, kv_heads, window, 1, int(softcap > 0)), floats=(0.0, softcap))
+    for name, g, w in zip(("output", "present_key", "present_value"), got, want, strict=True):
+        close("group_query_attention", g, w, f"{case} {name}")
+
+
 @pytest.mark.parametrize("dtype", [F32, F16])
 def test_group_query_attention_shared_buffer_in_place(cpu, gpu, dev, dtype):
     """past and present are one device buffer (onnxruntime-genai's shared-buffer mode): the new token

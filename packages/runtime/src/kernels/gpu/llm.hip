@@ -181,11 +181,13 @@ __global__ void gemv_nbits_kernel(NbitsArgs p, const T* a, const T* scales, cons
 // One row of A (a decode step of one sequence), B 16-byte aligned, blocks of 32 or more elements:
 // each lane takes 16 bytes of B (32 weights of one quantization block) at a time. A is staged in
 // shared memory as float, kGemvTile elements per pass, by the block's 8 column groups together, with
-// the sum of each 32-element group. Nibble q becomes a float without a conversion instruction
+// the sum of each 32-element group; each lane's 16-byte loads of the tile's B are issued before A is
+// staged, so they are all in flight together. Nibble q becomes a float without a conversion instruction
 // (0x4B000000 | q is the float 2^23 + q) and the block's scale and zero point are applied once per
 // 32 weights: sum(x * (q - z) * s) = s * (sum(x * q) - z * sum(x)). Rows of 32 floats are padded by
 // 4 so that 8 lanes reading 8 different rows as float4 hit different banks.
 constexpr int kGemvTile = 4096;
+constexpr int kGemvLoads = kGemvTile / 32 / 32;  // 16-byte loads of B per lane per tile
 constexpr int kTileRow = 36;  // floats per staged 32-element group (32 + 4 of padding)
 
 __device__ __forceinline__ float nibble_value(uint32_t word, int i) {
@@ -205,6 +207,13 @@ __global__ void __launch_bounds__(32 * kGemvColumns) gemv1_nbits_kernel(NbitsArg
   float acc = 0.0f;
   for (int64_t t0 = 0; t0 < padded; t0 += kGemvTile) {
     const int groups = static_cast<int>((padded - t0 < kGemvTile ? padded - t0 : kGemvTile) / 32);
+    // The tile's B first: every lane's loads are in flight while A is staged.
+    uint4 raw[kGemvLoads];
+#pragma unroll
+    for (int u = 0; u < kGemvLoads; ++u) {
+      const int g = lane + 32 * u;
+      if (active && g < groups) raw[u] = v[t0 / 32 + g];
+    }
     __syncthreads();  // the previous tile is consumed
     for (int i = threadIdx.x; i < groups * 32; i += blockDim.x) {
       xs[(i / 32) * kTileRow + i % 32] = t0 + i < p.k ? load(a, t0 + i) : 0.0f;
@@ -218,13 +227,14 @@ __global__ void __launch_bounds__(32 * kGemvColumns) gemv1_nbits_kernel(NbitsArg
     }
     __syncthreads();
     if (!active) continue;
-#pragma unroll 4
-    for (int g = lane; g < groups; g += 32) {
-      const uint4 raw = v[t0 / 32 + g];
+#pragma unroll
+    for (int u = 0; u < kGemvLoads; ++u) {
+      const int g = lane + 32 * u;
+      if (g >= groups) break;
       float scale, zero;
       block_factors(p, scales, col, t0 + int64_t{g} * 32, &scale, &zero);
       const auto* x4 = reinterpret_cast<const float4*>(xs + g * kTileRow);
-      const uint32_t parts[4] = {raw.x, raw.y, raw.z, raw.w};
+      const uint32_t parts[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
       float dot = 0.0f;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -443,19 +453,24 @@ __device__ __forceinline__ int64_t token_position(const RowLengths& r, int64_t s
   return r.first_prompt ? (s < r.valid ? s : 1) : r.past_len + s;
 }
 
-// present[b, kvh, p, i] for every position p: past, new (rotated K), zeros.
+// present[b, kvh, p, i] for every position p: past, new (rotated K), zeros. In the shared-buffer
+// mode (nothing to copy, no zeros) only the new tokens' positions are visited.
 template <typename T>
 __global__ void gqa_present_kernel(GqaParams g, const T* query, const T* key, const T* value, const T* past_k,
                                    const T* past_v, const int32_t* seqlens, const int32_t* total, const T* cos,
                                    const T* sin, T* present_k, T* present_v, DataErrorRecord* errors) {
   const int64_t d = g.head_size;
-  HIPDNN_EP_GRID_STRIDE(e, g.batch * g.kv_heads * g.present * d) {
-    const int64_t i = e % d;
-    const int64_t p = (e / d) % g.present;
-    const int64_t kvh = (e / (d * g.present)) % g.kv_heads;
-    const int64_t b = e / (d * g.present * g.kv_heads);
+  const bool new_only = !g.copy_past && !g.zero_tail;
+  const int64_t positions = new_only ? g.seq : g.present;
+  HIPDNN_EP_GRID_STRIDE(x, g.batch * g.kv_heads * positions * d) {
+    const int64_t i = x % d;
+    const int64_t n = (x / d) % positions;
+    const int64_t kvh = (x / (d * positions)) % g.kv_heads;
+    const int64_t b = x / (d * positions * g.kv_heads);
     RowLengths r;
-    if (!row_lengths(g, seqlens, total, b, errors, kvh == 0 && p == 0 && i == 0, &r)) continue;
+    if (!row_lengths(g, seqlens, total, b, errors, kvh == 0 && n == 0 && i == 0, &r)) continue;
+    const int64_t p = new_only ? r.past_len + n : n;
+    const int64_t e = ((b * g.kv_heads + kvh) * g.present + p) * d + i;
     if (p < r.past_len) {
       if (g.copy_past) {
         const int64_t src = ((b * g.kv_heads + kvh) * g.past + p) * d + i;
@@ -504,6 +519,132 @@ int attention_chunk(int64_t d) {
 
 size_t attention_shared_bytes(int64_t d, int chunk) {
   return 4 * static_cast<size_t>(kAttnRows * d + chunk * (d + 1) + kAttnRows * kAttnKeys + 3 * kAttnRows);
+}
+
+// Decode (one new token per sequence): the keys are split into chunks of kDecodeKeys, one block per
+// (chunk, KV head, batch row), so a long cache is read by many blocks at once. A block computes its
+// chunk's scores for every query head of the KV head's group (one warp per key, lanes over the head
+// dims), their max and exponential sum, and the weighted sum of its values; a second kernel merges
+// the chunks of each head (rescaling each by exp(its max - the overall max)).
+constexpr int kDecodeThreads = 128;
+constexpr int kDecodeKeys = 32;
+constexpr int kDecodeMaxGroup = 16;  // query heads per KV head; larger groups take the tiled kernel
+
+// Keys [begin, end) of batch row b's new token (end 0: the row's lengths were refused).
+__device__ __forceinline__ void decode_key_range(const GqaParams& g, const int32_t* seqlens, const int32_t* total,
+                                                 int64_t b, RowLengths* len, int64_t* begin, int64_t* end) {
+  *begin = *end = 0;
+  if (!row_lengths(g, seqlens, total, b, nullptr, false, len)) return;  // reported by gqa_present_kernel
+  *end = imin(len->past_len + 1, len->valid);
+  *begin = g.window > 0 ? imax(0, *end - g.window) : 0;
+}
+
+// partial[b, h, chunk]: the chunk's unnormalized output (d floats), then its max score and exp sum.
+template <typename T>
+__global__ void __launch_bounds__(kDecodeThreads) gqa_decode_chunk_kernel(GqaParams g, const T* query, const T* cos,
+                                                                          const T* sin, const int32_t* seqlens,
+                                                                          const int32_t* total, const T* present_k,
+                                                                          const T* present_v, float* partial,
+                                                                          int64_t chunks) {
+  __shared__ float q[kDecodeMaxGroup * kMaxHeadSize];
+  __shared__ float probs[kDecodeMaxGroup][kDecodeKeys];
+  const int64_t chunk = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+  const int64_t d = g.head_size, group = g.heads / g.kv_heads;
+  RowLengths len;
+  int64_t begin, end;
+  decode_key_range(g, seqlens, total, b, &len, &begin, &end);
+  const int64_t k0 = begin + chunk * kDecodeKeys;
+  const int64_t keys = imin(kDecodeKeys, end - k0);
+  if (keys <= 0) return;  // past the row's keys: the merge reads only chunks that have some
+  const int64_t position = g.do_rotary ? token_position(len, 0) : 0;
+  const bool rotate = g.do_rotary && position >= 0 && position < g.rotary_positions;  // else reported
+  for (int64_t e = threadIdx.x; e < group * d; e += blockDim.x) {
+    const int64_t r = e / d, i = e % d;
+    const T* q_row = query + b * g.seq * g.token_stride + (kvh * group + r) * d;
+    q[e] = rotate ? rotated(q_row, i, cos + position * g.rotary_width, sin + position * g.rotary_width, g.rotary_dim,
+                            g.interleaved)
+                  : load(q_row, i);
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const T* k_head = present_k + (b * g.kv_heads + kvh) * g.present * d;
+  const T* v_head = present_v + (b * g.kv_heads + kvh) * g.present * d;
+  for (int64_t t = warp; t < keys; t += kDecodeThreads / 32) {
+    float k[kMaxHeadSize / 32];
+#pragma unroll
+    for (int j = 0; j < kMaxHeadSize / 32; ++j) {
+      const int64_t i = lane + 32 * j;
+      k[j] = i < d ? load(k_head, (k0 + t) * d + i) : 0.0f;
+    }
+    for (int64_t r = 0; r < group; ++r) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kMaxHeadSize / 32; ++j) {
+        const int64_t i = lane + 32 * j;
+        if (i < d) dot += q[r * d + i] * k[j];
+      }
+      dot = lane_group_sum(dot);
+      float score = dot * g.scale;
+      if (g.softcap > 0.0f) score = g.softcap * tanhf(score / g.softcap);
+      if (lane == 0) probs[r][t] = score;
+    }
+  }
+  __syncthreads();
+  float* out = partial + ((b * g.heads + kvh * group) * chunks + chunk) * (d + 2);
+  const int64_t row_stride = chunks * (d + 2);
+  if (threadIdx.x < group) {
+    const int64_t r = threadIdx.x;
+    float m = -INFINITY;
+    for (int64_t t = 0; t < keys; ++t) m = fmaxf(m, probs[r][t]);
+    float sum = 0.0f;
+    for (int64_t t = 0; t < keys; ++t) {
+      const float w = expf(probs[r][t] - m);
+      probs[r][t] = w;
+      sum += w;
+    }
+    out[r * row_stride + d] = m;
+    out[r * row_stride + d + 1] = sum;
+  }
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    float acc[kDecodeMaxGroup];
+#pragma unroll
+    for (int r = 0; r < kDecodeMaxGroup; ++r) acc[r] = 0.0f;
+    for (int64_t t = 0; t < keys; ++t) {
+      const float v = load(v_head, (k0 + t) * d + i);
+#pragma unroll
+      for (int r = 0; r < kDecodeMaxGroup; ++r) {
+        if (r < group) acc[r] += probs[r][t] * v;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kDecodeMaxGroup; ++r) {
+      if (r < group) out[r * row_stride + i] = acc[r];
+    }
+  }
+}
+
+// out[b, 0, h] = sum over chunks of exp(m_c - m) * o_c / sum over chunks of exp(m_c - m) * l_c.
+template <typename T>
+__global__ void __launch_bounds__(kDecodeThreads) gqa_decode_merge_kernel(GqaParams g, const int32_t* seqlens,
+                                                                          const int32_t* total, const float* partial,
+                                                                          int64_t chunks, T* out) {
+  const int64_t h = blockIdx.x, b = blockIdx.y, d = g.head_size;
+  RowLengths len;
+  int64_t begin, end;
+  decode_key_range(g, seqlens, total, b, &len, &begin, &end);
+  if (end <= begin) return;  // refused lengths: the row stays as it was, reported by gqa_present_kernel
+  const int64_t used = (end - begin + kDecodeKeys - 1) / kDecodeKeys;
+  const float* row = partial + (b * g.heads + h) * chunks * (d + 2);
+  float m = -INFINITY;
+  for (int64_t c = 0; c < used; ++c) m = fmaxf(m, row[c * (d + 2) + d]);
+  float sum = 0.0f;
+  for (int64_t c = 0; c < used; ++c) sum += expf(row[c * (d + 2) + d] - m) * row[c * (d + 2) + d + 1];
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t c = 0; c < used; ++c) acc += expf(row[c * (d + 2) + d] - m) * row[c * (d + 2) + i];
+    store(out, (b * g.heads + h) * d + i, acc / sum);
+  }
 }
 
 // Dynamic shared memory: q [kAttnRows][d], kv [chunk][d + 1], p [kAttnRows][kAttnKeys], and per row
@@ -809,12 +950,27 @@ void group_query_attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args
     const T* sin = g.do_rotary ? data(8) : nullptr;
     T* present_k = static_cast<T*>(args.outputs[1].data);
     T* present_v = static_cast<T*>(args.outputs[2].data);
-    const int64_t cache_elements = g.batch * g.kv_heads * g.present * g.head_size;
+    const int64_t cache_elements = g.batch * g.kv_heads * (shared ? g.seq : g.present) * g.head_size;
     gqa_present_kernel<<<grid_for(cache_elements), kBlock, 0, stream>>>(
         g, data(0), data(1), data(2), data(3), data(4), seqlens, total, cos, sin, present_k, present_v,
         errors);
     check_launch("group_query_attention (present)");
     const int64_t group = g.heads / g.kv_heads;
+    if (g.seq == 1 && group <= kDecodeMaxGroup) {
+      const int64_t chunks = (g.present + kDecodeKeys - 1) / kDecodeKeys;
+      TempBuffer partial(state, static_cast<uint64_t>(g.batch * g.heads * chunks * (g.head_size + 2)) * sizeof(float));
+      auto* partial_data = static_cast<float*>(partial.data());
+      gqa_decode_chunk_kernel<<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(g.kv_heads),
+                                     static_cast<unsigned>(g.batch)),
+                                kDecodeThreads, 0, stream>>>(g, data(0), cos, sin, seqlens, total, present_k, present_v,
+                                                             partial_data, chunks);
+      check_launch("group_query_attention (decode chunks)");
+      gqa_decode_merge_kernel<<<dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), kDecodeThreads,
+                                0, stream>>>(g, seqlens, total, partial_data, chunks,
+                                             static_cast<T*>(args.outputs[0].data));
+      check_launch("group_query_attention (decode merge)");
+      return;
+    }
     const dim3 grid(static_cast<unsigned>((g.seq * group + kAttnRows - 1) / kAttnRows),
                     static_cast<unsigned>(g.kv_heads), static_cast<unsigned>(g.batch));
     const int chunk = attention_chunk(g.head_size);
