@@ -274,7 +274,7 @@ __global__ void dequantize_nbits_kernel(NbitsArgs p, const T* scales, int64_t co
       auto* out = reinterpret_cast<uint4*>(w + c * p.k + k0);
       const auto* packed = reinterpret_cast<const uint4*>(v);
 #pragma unroll
-      for (int j = 0; j < static_cast<int>(sizeof(v) / sizeof(uint4)); ++j) out[j] = packed[j];
+      for (int j = 0; j < static_cast<int>(8 * sizeof(T) / sizeof(uint4)); ++j) out[j] = packed[j];
     } else {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
