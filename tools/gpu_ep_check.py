@@ -12,7 +12,8 @@ shape (each shape run four times, so that the EP captures it into a graph and re
 time with new values, with graph_capture on and off), then per-Run latencies against ORT's CPU EP,
 and exits 1 on a mismatch. It also checks, from the session's log, that each compiled node ran on
 the stream ONNX Runtime created through the EP's factory (OrtSyncStreamImpl), with graph_capture on
-and off.
+and off, and that a gather index out of range found on the device fails the Run with the runtime's
+message (the Run's wait on ORT's stream reports it).
 """
 
 from __future__ import annotations
@@ -41,14 +42,15 @@ def make(folder: Path) -> int:
     import onnx
 
     folder.mkdir(parents=True, exist_ok=True)
-    from gpu_artifacts import three_node_model
+    from gpu_artifacts import embedding_model, three_node_model
 
     sources = {"attention_dynamic": models.attention_model(hidden=64, heads=4),
                "attention_seq128": models.attention_model(batch=1, seq=128, hidden=64, heads=4),
-               "three_node": three_node_model()}
+               "three_node": three_node_model(), "embedding_dynamic": embedding_model()}
     for name, model in sources.items():
         model.ir_version = 10
         onnx.save(model, folder / f"{name}.onnx")
+        (folder / f"{name}_ctx.onnx").unlink(missing_ok=True)  # ORT refuses to overwrite one
         subprocess.run([sys.executable, "-m", "hipdnn_ep.cli", "compile", str(folder / f"{name}.onnx"), "--embed",
                         "-o", str(folder / f"{name}_ctx.onnx")], check=True)
     return 0
@@ -65,6 +67,7 @@ def main(argv: list[str]) -> int:
         print("no GPU device offered by the EP")
         return 1
     failed = not stream_check(folder, gpus)
+    failed |= not data_check(folder, gpus)
     for name, shapes in SHAPES.items():
         ctx = folder / f"{name}_ctx.onnx"
         if not ctx.exists():
@@ -137,6 +140,39 @@ def stream_check(folder: Path, gpus: list) -> bool:
             verdict = "passed" if match and on_ours else "FAILED"
             print(f"{name:20} graph_capture={graphs} stream: {notes or 'no stream note in the log'} "
                   f"results {'match' if match else 'MISMATCH'}: stream check {verdict}")
+    return ok
+
+
+def data_check(folder: Path, gpus: list) -> bool:
+    """A gather index out of range, found on the device, fails the Run at its wait on ORT's stream
+    (with the runtime's message), captured or not; the next Run with good ids is right again."""
+    ctx = folder / "embedding_dynamic_ctx.onnx"
+    if not ctx.exists():
+        return True
+    reference = ort.InferenceSession(str(folder / "embedding_dynamic.onnx"), providers=["CPUExecutionProvider"])
+    good = {"ids": np.random.default_rng(3).integers(0, 50, (2, 9), dtype=np.int64)}
+    bad = {"ids": good["ids"].copy()}
+    bad["ids"][1, 4] = 50  # the table has 50 rows
+    want = reference.run(None, good)[0]
+    ok = True
+    for graphs in ("1", "0"):
+        so = ort.SessionOptions()
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        so.add_provider_for_devices(gpus[:1], {"trust_ep_context_code": "1", "graph_capture": graphs})
+        sess = ort.InferenceSession(str(ctx), sess_options=so)
+        before = all(np.allclose(sess.run(None, good)[0], want, rtol=1e-5, atol=1e-6) for _ in range(3))
+        try:
+            sess.run(None, bad)
+            error = "no error"
+        except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
+            error = str(e)
+        refused = "hipdnn_ep_kernel_gather: index 50 at position" in error
+        after = np.allclose(sess.run(None, good)[0], want, rtol=1e-5, atol=1e-6)
+        ok &= before and refused and after
+        said = error[error.find("hipdnn_ep_kernel_gather"):][:70] if refused else "NOT REFUSED: " + error[:200]
+        verdict = "passed" if before and refused and after else "FAILED"
+        print(f"embedding_dynamic    graph_capture={graphs} good ids {'match' if before else 'MISMATCH'}; "
+              f"bad id: {said}; good again {'match' if after else 'MISMATCH'}: data check {verdict}")
     return ok
 
 

@@ -85,6 +85,8 @@ if [ -f "$ROOT/third_party/ort-headers/onnxruntime_ep_c_api.h" ]; then
           "$(grep -c ' ok$' "$LOGS/ep_check.log") shapes match ORT's CPU EP; see ep_check.log"
       row "EP on ORT's stream (ours)" "$(grep -q 'stream check FAILED' "$LOGS/ep_check.log" && echo FAIL || echo ok)" \
           "$(grep -c 'stream check passed' "$LOGS/ep_check.log") sessions ran on a stream from the EP's factory"
+      row "EP: bad data at the Run's wait" "$(grep -q 'data check FAILED' "$LOGS/ep_check.log" && echo FAIL || echo ok)" \
+          "$(grep -c 'data check passed' "$LOGS/ep_check.log") sessions refused a gather index out of range"
     else
       row "EP on the GPU (EPContext models)" "skip" "no build/gpu-ep (tools/gpu_ep_check.py --make)"
     fi
