@@ -96,9 +96,9 @@ def test_matmul_nbits_llm_shape_with_bias(cpu, gpu, dev, dtype, m):
 
 @pytest.mark.parametrize("dtype", [F32, F16])
 @pytest.mark.parametrize(("k", "block", "zero_points"), [(9000, 128, True), (4160, 32, False), (8192, 64, True)])
-def test_matmul_nbits_one_row_over_several_tiles(cpu, gpu, dev, dtype, k, block, zero_points):
-    """One row of A (the decode GEMV with A staged in shared memory 4096 elements at a time): K over
-    several tiles, a last block that K ends inside (9000 = 70 blocks of 128 + 40), with a bias."""
+def test_matmul_nbits_one_row_long_k(cpu, gpu, dev, dtype, k, block, zero_points):
+    """One row of A (the decode GEMV's own kernel, 4 loads of 16 bytes per lane in flight): K over
+    several rounds of loads, a last block that K ends inside (9000 = 70 blocks of 128 + 40), a bias."""
     rng = np.random.default_rng(k)
     n = 72
     b, scales, zp = quantized(rng, n, k, block, zero_points, dtype)

@@ -8,8 +8,8 @@
 //     column streams the column's int4 bytes once, 16 bytes per lane per load where the column is
 //     16-byte aligned, dequantizes in registers and dots them with up to 4 rows of A at a time.
 //     One row (a decode step of one sequence) with 16-byte aligned B and blocks of 32 or more has its
-//     own kernel (gemv1_nbits_kernel): A staged as float in shared memory, nibbles turned into floats
-//     without conversion instructions, scale and zero point applied once per 32 weights.
+//     own kernel (gemv1_nbits_kernel): 4 loads of 16 bytes of B per lane in flight, nibbles turned
+//     into q - z without conversion instructions, the scale applied once per 32 weights.
 //   prefill (more rows): B is dequantized, a chunk of columns at a time, to a [columns, K] matrix
 //     of A's dtype in a temporary buffer of at most kDequantChunkBytes (one thread per 4-byte word
 //     of B, 16-byte stores of the 8 values), and each chunk's product goes through the GEMM library
@@ -179,75 +179,72 @@ __global__ void gemv_nbits_kernel(NbitsArgs p, const T* a, const T* scales, cons
 }
 
 // One row of A (a decode step of one sequence), B 16-byte aligned, blocks of 32 or more elements:
-// each lane takes 16 bytes of B (32 weights of one quantization block) at a time. A is staged in
-// shared memory as float, kGemvTile elements per pass, by the block's 8 column groups together, with
-// the sum of each 32-element group; each lane's 16-byte loads of the tile's B are issued before A is
-// staged, so they are all in flight together. Nibble q becomes a float without a conversion instruction
-// (0x4B000000 | q is the float 2^23 + q) and the block's scale and zero point are applied once per
-// 32 weights: sum(x * (q - z) * s) = s * (sum(x * q) - z * sum(x)). Rows of 32 floats are padded by
-// 4 so that 8 lanes reading 8 different rows as float4 hit different banks.
-constexpr int kGemvTile = 4096;
-constexpr int kGemvLoads = kGemvTile / 32 / 32;  // 16-byte loads of B per lane per tile
-constexpr int kTileRow = 36;  // floats per staged 32-element group (32 + 4 of padding)
+// each lane takes 16 bytes of B (32 weights of one quantization block) at a time, kGemvLoads of them
+// in flight before the first is used; warps are independent (A is read through the L1 cache). A
+// nibble q becomes q - z without a conversion instruction: 0x4B000000 | q is the float 2^23 + q, minus
+// 2^23 + z. The block's scale is applied once per 32 weights.
+constexpr int kGemvLoads = 4;  // 16-byte loads of B per lane in flight
 
-__device__ __forceinline__ float nibble_value(uint32_t word, int i) {
-  return __int_as_float(0x4B000000 | ((word >> (4 * i)) & 0x0F)) - 8388608.0f;
+__device__ __forceinline__ float nibble_minus(uint32_t word, int i, float offset) {
+  return __int_as_float(0x4B000000 | ((word >> (4 * i)) & 0x0F)) - offset;
+}
+
+// 8 elements of A from k0 (a multiple of 8) as float, zeros past K.
+__device__ __forceinline__ void load8_row(const __half* a, int64_t k0, int64_t k, bool vector_ok, float (&x)[8]) {
+  if (vector_ok && k0 + 8 <= k) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(a + k0);
+    const auto* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(h[i]);
+      x[2 * i] = f.x;
+      x[2 * i + 1] = f.y;
+    }
+    return;
+  }
+  load8(a, k0, k, vector_ok, x);
+}
+__device__ __forceinline__ void load8_row(const float* a, int64_t k0, int64_t k, bool vector_ok, float (&x)[8]) {
+  load8(a, k0, k, vector_ok, x);
 }
 
 template <typename T>
 __global__ void __launch_bounds__(32 * kGemvColumns) gemv1_nbits_kernel(NbitsArgs p, const T* a, const T* scales,
-                                                                         const T* bias, T* y) {
-  __shared__ float xs[kGemvTile / 32 * kTileRow];
-  __shared__ float sums[kGemvTile / 32];
+                                                                         const T* bias, T* y, bool a_vector) {
   const int lane = threadIdx.x % 32;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kGemvColumns + threadIdx.x / 32;
-  const bool active = col < p.n;  // every thread takes part in staging A
-  const auto* v = reinterpret_cast<const uint4*>(p.b + (active ? col : 0) * p.col_bytes);
-  const int64_t padded = p.col_bytes * 2;  // blocks * block elements, a multiple of 32
+  if (col >= p.n) return;
+  const auto* v = reinterpret_cast<const uint4*>(p.b + col * p.col_bytes);
+  const int64_t groups = p.col_bytes / 16;  // of 32 weights
   float acc = 0.0f;
-  for (int64_t t0 = 0; t0 < padded; t0 += kGemvTile) {
-    const int groups = static_cast<int>((padded - t0 < kGemvTile ? padded - t0 : kGemvTile) / 32);
-    // The tile's B first: every lane's loads are in flight while A is staged.
+  for (int64_t g0 = 0; g0 < groups; g0 += 32 * kGemvLoads) {
     uint4 raw[kGemvLoads];
 #pragma unroll
     for (int u = 0; u < kGemvLoads; ++u) {
-      const int g = lane + 32 * u;
-      if (active && g < groups) raw[u] = v[t0 / 32 + g];
+      const int64_t g = g0 + lane + 32 * u;
+      if (g < groups) raw[u] = v[g];
     }
-    __syncthreads();  // the previous tile is consumed
-    for (int i = threadIdx.x; i < groups * 32; i += blockDim.x) {
-      xs[(i / 32) * kTileRow + i % 32] = t0 + i < p.k ? load(a, t0 + i) : 0.0f;
-    }
-    __syncthreads();
-    for (int g = threadIdx.x; g < groups; g += blockDim.x) {
-      float s = 0.0f;
-#pragma unroll 8
-      for (int j = 0; j < 32; ++j) s += xs[g * kTileRow + j];
-      sums[g] = s;
-    }
-    __syncthreads();
-    if (!active) continue;
 #pragma unroll
     for (int u = 0; u < kGemvLoads; ++u) {
-      const int g = lane + 32 * u;
+      const int64_t g = g0 + lane + 32 * u;
       if (g >= groups) break;
+      const int64_t k0 = g * 32;
+      if (k0 >= p.k) break;
       float scale, zero;
-      block_factors(p, scales, col, t0 + int64_t{g} * 32, &scale, &zero);
-      const auto* x4 = reinterpret_cast<const float4*>(xs + g * kTileRow);
+      block_factors(p, scales, col, k0, &scale, &zero);
+      const float offset = 8388608.0f + zero;
       const uint32_t parts[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
       float dot = 0.0f;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const float4 lo = x4[2 * j], hi = x4[2 * j + 1];
-        const uint32_t w = parts[j];
-        dot += lo.x * nibble_value(w, 0) + lo.y * nibble_value(w, 1) + lo.z * nibble_value(w, 2) +
-               lo.w * nibble_value(w, 3) + hi.x * nibble_value(w, 4) + hi.y * nibble_value(w, 5) +
-               hi.z * nibble_value(w, 6) + hi.w * nibble_value(w, 7);
+        float x[8];
+        load8_row(a, k0 + 8 * j, p.k, a_vector, x);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dot += x[i] * nibble_minus(parts[j], i, offset);
       }
-      acc += scale * (dot - zero * sums[g]);
+      acc += scale * dot;
     }
   }
-  if (!active) return;
   const float sum = lane_group_sum(acc);
   if (lane == 0) store(y, col, sum + (bias != nullptr ? static_cast<float>(load(bias, col)) : 0.0f));
 }
@@ -302,11 +299,11 @@ template <typename T, int kRows>
 void launch_gemv(const NbitsArgs& p, const T* a, const T* scales, const T* bias, T* y, hipStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.n + kGemvColumns - 1) / kGemvColumns),
                   static_cast<unsigned>((p.m + kRows - 1) / kRows));
+  const bool a_vector = aligned(a, 16) && (p.k * static_cast<int64_t>(sizeof(T))) % 16 == 0;
   if (p.m == 1 && p.block >= 32 && aligned(p.b, 16) && p.col_bytes % 16 == 0) {
-    gemv1_nbits_kernel<T><<<grid.x, 32 * kGemvColumns, 0, stream>>>(p, a, scales, bias, y);
+    gemv1_nbits_kernel<T><<<grid.x, 32 * kGemvColumns, 0, stream>>>(p, a, scales, bias, y, a_vector);
     return;
   }
-  const bool a_vector = aligned(a, 16) && (p.k * static_cast<int64_t>(sizeof(T))) % 16 == 0;
   const unsigned threads = 32 * kGemvColumns;
   if (aligned(p.b, 16) && p.col_bytes % 16 == 0) {
     gemv_nbits_kernel<T, kRows, 16><<<grid, threads, 0, stream>>>(p, a, scales, bias, y, a_vector);
