@@ -15,8 +15,33 @@
 #   --shared-kv under build/llm-models/ once. Bench flags default to -l 128 -g 32 -r 3 -w 1.
 # Environment: PYTHON (default python3), PROFILE=1 to also profile kernels, TESTS=1 to also run the
 #   runtime's GPU LLM kernel tests, HIPDNN_EP_CUDA_ARCHITECTURES (default 90).
+#
+# Packing here (a machine with a package index), for a device that takes at most ~60 MiB per call:
+#
+#   tools/llm_gpu_bench.sh --pack DIR TORCH_MLIR_WHEEL [ONNXRUNTIME_GPU_WHEEL]
+#
+# builds the hipdnn-ep and hipdnn-ep-compiler wheels, repacks torch-mlir without its torch-mlir-opt
+# binary as a .tar.xz (about 44 MB), splits onnxruntime-gpu into 55 MiB parts, and puts them in
+# folders DIR/c1, DIR/c2, ... of at most 56 MiB each: send each folder in its own call (carry it,
+# copy its files into one folder there, e.g. /tmp/w), then run this script on that folder.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = --pack ]; then
+  DIR=$(mkdir -p "$2" && cd "$2" && pwd); TM=$3; ORTGPU=${4:-}
+  work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+  mkdir -p "$DIR/c1"
+  for pkg in compiler ep; do uv build -q --wheel "$ROOT/packages/$pkg" -o "$DIR/c1" || exit 1; done
+  rm -f "$DIR/c1/.gitignore"
+  (cd "$work" && python3 -m zipfile -e "$TM" tm && rm -f tm/torch_mlir/_mlir_libs/torch-mlir-opt &&
+   tar -C tm -cf - . | xz -T0 -9 > "$DIR/c1/torch_mlir.tar.xz") || exit 1
+  if [ -n "$ORTGPU" ]; then
+    split -b 55M -a 2 "$ORTGPU" "$work/$(basename "$ORTGPU").part-"
+    n=2
+    for part in "$work"/*.part-*; do mkdir -p "$DIR/c$n" && mv "$part" "$DIR/c$n/" && n=$((n + 1)); done
+  fi
+  du -sh "$DIR"/c*
+  exit 0
+fi
 WHEELS=$(cd "$1" && pwd); OUT=$(mkdir -p "$2" && cd "$2" && pwd); shift 2
 SIZE=${1:-llama3-8b-8l}; [ $# -gt 0 ] && shift
 FLAGS=("$@"); [ ${#FLAGS[@]} -gt 0 ] || FLAGS=(-l 128 -g 32 -r 3 -w 1)

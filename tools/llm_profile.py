@@ -1,10 +1,10 @@
 """Where an LLM's prefill and decode time goes on a GPU: every kernel the process runs (this EP's, ORT's,
 the GEMM library's) recorded by torch.profiler through CUPTI, as tables of the kernels that take the most
-device time, per prefill and per decode step; and the decode GEMV of MatMulNBits in isolation, as bytes
-read over kernel time.
+device time, per prefill and per decode step; and MatMulNBits in isolation (the decode GEMV and the
+prefill path), as bytes of B read over kernel time.
 
     python tools/llm_profile.py MODEL_FOLDER [--ep hipdnn|cuda] [--option backend=cuda] [-l 128] [-g 16]
-    python tools/llm_profile.py --gemv          (the GEMV alone: 4096 x 14336 and 14336 x 4096, fp16)
+    python tools/llm_profile.py --gemv          (MatMulNBits alone: 4096 x 14336, 14336 x 4096, ..., fp16)
 
 The model runs as `hipdnn-ep bench --io binding` runs it (hipdnn_ep.bench): one warm-up repetition, then
 one profiled prefill and `-g` profiled decode steps. Needs torch with CUDA (CUPTI).
@@ -75,7 +75,8 @@ def profile_model(args: argparse.Namespace) -> None:
 
 
 def profile_gemv(args: argparse.Namespace) -> None:
-    """MatMulNBits' decode GEMV alone (M = 1, fp16, block 128 with zero points) on the cuda backend."""
+    """MatMulNBits alone (fp16, block 128 with zero points) on the cuda backend: the decode GEMV (M = 1) and the
+    prefill path (M = 128: dequantize in chunks + GEMM)."""
     import hipdnn_ep_runtime as rt  # noqa: PLC0415
     import torch  # noqa: PLC0415
     from torch.autograd import DeviceType  # noqa: PLC0415
@@ -84,13 +85,14 @@ def profile_gemv(args: argparse.Namespace) -> None:
     rng = np.random.default_rng(0)
     block = 128
     with rt.State(backend="cuda") as state:
-        for k, n in ((4096, 14336), (14336, 4096), (4096, 4096), (4096, 128256)):
+        for m, k, n in ((1, 4096, 14336), (1, 14336, 4096), (1, 4096, 4096), (1, 4096, 128256),
+                        (128, 4096, 14336), (128, 4096, 128256)):
             blocks = k // block
             b = torch.from_numpy(rng.integers(0, 256, (n, blocks, block // 2), dtype=np.uint8)).cuda()
             scales = torch.from_numpy((rng.random(n * blocks) * 0.02).astype(np.float16)).cuda()
             zp = torch.from_numpy(rng.integers(0, 256, n * ((blocks + 1) // 2), dtype=np.uint8)).cuda()
-            a = torch.from_numpy(rng.standard_normal((1, k)).astype(np.float16)).cuda()
-            y = torch.empty((1, n), dtype=torch.float16, device="cuda")
+            a = torch.from_numpy(rng.standard_normal((m, k)).astype(np.float16)).cuda()
+            y = torch.empty((m, n), dtype=torch.float16, device="cuda")
             inputs = [a, b, scales, zp]
             for _ in range(3):
                 rt._core.call_kernel(state, "hipdnn_ep_kernel_matmul_nbits", inputs, [y], [k, n, 4, block], [])
@@ -102,8 +104,9 @@ def profile_gemv(args: argparse.Namespace) -> None:
             kernels = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA and e.count]
             us = sum(e.self_device_time_total for e in kernels) / 20
             read = b.numel() + scales.numel() * 2 + zp.numel() + a.numel() * 2
-            print(f"GEMV K {k:>6} N {n:>6}: {us:8.1f} us, {read / 2**20:7.1f} MiB read, "
-                  f"{read / us / 1e6:6.2f} TB/s  ({', '.join(e.key[:60] for e in kernels)})")
+            print(f"M {m:>3} K {k:>6} N {n:>6}: {us:8.1f} us, {read / 2**20:7.1f} MiB of int4 B and A, "
+                  f"{read / us / 1e6:6.2f} TB/s, {2 * m * k * n / us / 1e6:6.1f} TFLOP/s  "
+                  f"({', '.join(e.key[:50] for e in kernels)})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-l", "--prompt-length", type=int, default=128)
     ap.add_argument("-g", "--generation-length", type=int, default=16)
     ap.add_argument("--top", type=int, default=15, help="kernels per table")
-    ap.add_argument("--gemv", action="store_true", help="profile the decode GEMV alone")
+    ap.add_argument("--gemv", action="store_true", help="profile MatMulNBits alone (decode GEMV and prefill path)")
     args = ap.parse_args(argv)
     if args.gemv:
         profile_gemv(args)
