@@ -322,6 +322,11 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
       return status;
     }
   }
+#if defined(HIPDNN_EP_WITH_CUDA) || defined(HIPDNN_EP_WITH_HIP)
+  if (state->backend != HIPDNN_EP_BACKEND_CPU) {
+    graph_note_run(state, inputs, artifact->n_graph_inputs, outputs, artifact->outputs.size());
+  }
+#endif
   if (allocator == nullptr || artifact->writes_in_place) return HIPDNN_EP_STATUS_OK;
   // A program compiled before ABI 1.3 allocated its outputs itself: move them into the host's memory.
   const int32_t kind = state->backend == HIPDNN_EP_BACKEND_CPU ? HIPDNN_EP_MEMCPY_KIND_HOST_TO_HOST

@@ -8,6 +8,11 @@
 //     copies its inputs there first), the output buffers (each run copies them into the memory
 //     the host provides, after the launch), its own pool of intermediates and host scratch, and
 //     every temporary block a kernel took during the capture (the allocator holds them);
+//   * except an output the host places on a graph input's memory (a KV cache bound as both past
+//     and present, updated in place): seen in the run before the capture, that input is used
+//     where it is and the output written there, so a decode step copies no cache; a replay needs
+//     the input at the same address (part of the match) and the host to place the output there
+//     again (checked before the launch; else the run is made without the graph);
 //   * a program whose run reads device data on the host (hipdnn_ep_memcpy DEVICE_TO_HOST) cannot
 //     be captured: the capture is abandoned, the run made without a graph, and the program is
 //     never tried again on that state (GraphStats::last_uncaptured says why). Kernels that check
@@ -48,7 +53,13 @@ struct GraphStats {
 // Called with the state marked running and the inputs validated.
 bool graph_run(hipdnn_ep_artifact* artifact, hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t* inputs,
                hipdnn_ep_tensor_ref_t* outputs, int32_t* status);
-// During a capture: output index of the captured program, in memory the graph owns.
+// After a run made without a graph that succeeded (graph_run returned false): notes the outputs the
+// host placed on a graph input's memory (a KV cache bound as both past and present), which a capture
+// of the same shapes then writes in place instead of staging the input and copying the output.
+void graph_note_run(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t* inputs, size_t n_graph_inputs,
+                    const hipdnn_ep_tensor_ref_t* outputs, size_t n_outputs);
+// During a capture: output index of the captured program, in memory the graph owns (or, written in
+// place, the graph input's memory the host placed it on).
 int32_t graph_output_alloc(hipdnn_ep_state_t* state, hipdnn_ep_tensor_ref_t* outputs, int32_t index, uint64_t size);
 // During a capture: a copy the graph can hold (device to device, or host scratch to device),
 // else the capture is refused.

@@ -272,3 +272,68 @@ def test_programs_that_check_their_data_are_captured(request: pytest.FixtureRequ
         p.close()
         gpu.synchronize()
         plain.synchronize()
+
+
+ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(TensorRef),
+                            ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p))
+
+
+class OutputAllocator(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint64), ("alloc", ALLOC_FN), ("context", ctypes.c_void_p)]
+
+
+def test_a_kv_cache_bound_as_past_and_present_is_updated_in_place(request: pytest.FixtureRequest,
+                                                                  gpu_backend: str) -> None:
+    """The host places present.* on the past_key_values.* memory (onnxruntime-genai's shared buffer): the
+    graph uses that memory in place, as the run without a graph does, instead of copying the cache in and
+    out on every replay; when the host places an output elsewhere, the run is made without the graph."""
+    directory = _artifact(request.config, "llm_decode_shared_kv")
+    labels, weights, by_label = _feeds(directory)
+    lib = _lib()
+    lib.hipdnn_ep_artifact_run_into.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(TensorRef),
+                                                ctypes.POINTER(TensorRef), ctypes.POINTER(OutputAllocator)]
+    with rt.Artifact(directory) as artifact, rt.State(backend="cpu") as cpu, rt.State(backend=gpu_backend) as gpu:
+        names = [i["name"] for i in artifact.metadata["inputs"]]
+        out_names = [o["name"] for o in artifact.metadata["outputs"]]
+        feeds = by_label[labels[0]]
+        expected = artifact.run(cpu, feeds + weights)
+        r = Runner(lib, directory, gpu, feeds + weights)
+        spare = {n: gpu.malloc(e.nbytes) for n, e in zip(out_names, expected, strict=True)}
+        places: dict[int, int] = {}
+
+        @ALLOC_FN
+        def alloc(_context, index, _ref, _size, out):  # the host's allocator, called from C
+            out[0] = places[index]
+            return 0
+
+        allocator = OutputAllocator(ctypes.sizeof(OutputAllocator), alloc, None)
+
+        def step(in_place: bool, what: str) -> None:
+            for i, x in enumerate(feeds):  # the cache as the feeds have it (past 5 positions)
+                r.set_input(i, x)
+            for j, n in enumerate(out_names):
+                cache = n.replace("present.", "past_key_values.")
+                places[j] = r.ptrs[names.index(cache)] if in_place and cache in names else spare[n]
+            out = (TensorRef * len(out_names))()
+            assert lib.hipdnn_ep_artifact_run_into(r.handle, ctypes.c_void_p(gpu._handle()), r.refs, out,
+                                                   ctypes.byref(allocator)) == 0, lib.hipdnn_ep_last_error()
+            assert [o.data for o in out] == [places[j] for j in range(len(out_names))], what
+            gpu.synchronize()
+            for j, e in enumerate(expected):
+                got = np.empty_like(e)
+                gpu.memcpy(got.ctypes.data, places[j], e.nbytes, D2H)
+                _close([got], [e], 1e-4, 2e-5, f"{what}: {out_names[j]}")
+
+        for k in range(4):  # a plain run, the capture, two replays
+            step(True, f"in place, run {k}")
+        stats = gpu.graph_stats()
+        assert (stats["captures"], stats["replays"]) == (1, 2), stats
+        step(False, "present placed elsewhere")
+        stats = gpu.graph_stats()
+        assert stats["replays"] == 2 and "elsewhere" in stats["last_uncaptured"], stats
+        step(True, "in place again")
+        assert gpu.graph_stats()["replays"] == 3
+        for p in spare.values():
+            gpu.free(p)
+        r.close()
+        gpu.synchronize()

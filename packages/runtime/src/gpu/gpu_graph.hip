@@ -23,22 +23,35 @@ struct CapturedGraph {
   std::unique_ptr<GrowOnDemandBlock> pool;          // the program's intermediates
   std::unique_ptr<GrowOnDemandBlock> host_scratch;  // its host scalars (read by captured copies)
   std::vector<void*> held;                          // allocator blocks its kernels use
-  std::vector<void*> staging;                       // per graph input (nullptr: no bytes)
+  std::vector<void*> staging;                       // per graph input (nullptr: no bytes, or used in place)
   std::vector<uint64_t> staging_bytes;
+  // Graph inputs used where they are, because the host places an output on them (a KV cache bound
+  // as both past and present): (input index, its data), which a replay's inputs must match.
+  std::vector<std::pair<size_t, void*>> in_place_inputs;
+  std::vector<void*> in_place_outputs;  // per output: the input memory it is written to, else nullptr
+  std::vector<uint64_t> in_place_bytes;  // and that input's size
   struct Output {
     std::vector<int64_t> dims;
     int32_t dtype = 0;
     void* data = nullptr;
     uint64_t bytes = 0;
+    bool in_place = false;  // data is a graph input's memory, where the host must place the output again
   };
   std::vector<Output> outputs;
+};
+
+// Shapes run once without a graph, and which outputs that run's host placed on a graph input's memory.
+struct SeenKey {
+  std::vector<int64_t> key;
+  std::vector<std::pair<size_t, size_t>> in_place;  // (graph input, output)
 };
 
 struct GraphCache {
   hipdnn_ep_state_t* state;
   std::list<std::unique_ptr<CapturedGraph>> graphs;     // most recently used first
   std::vector<std::unique_ptr<CapturedGraph>> retired;  // evicted, freed at the next synchronize
-  std::list<std::vector<int64_t>> seen;                 // keys run once without a graph
+  std::list<SeenKey> seen;                              // keys run once without a graph
+  SeenKey* pending = nullptr;                           // the entry of the run in progress (graph_note_run)
   std::unordered_map<uint64_t, std::string> refused;    // artifact serial -> why it cannot be captured
 };
 
@@ -73,7 +86,7 @@ void destroy(hipdnn_ep_state_t* state, CapturedGraph* g) {
 }
 
 GraphCache& cache(hipdnn_ep_state_t* state) {
-  if (!state->graphs) state->graphs.reset(new GraphCache{state, {}, {}, {}, {}});
+  if (!state->graphs) state->graphs.reset(new GraphCache{state, {}, {}, {}, nullptr, {}});
   return *state->graphs;
 }
 
@@ -83,7 +96,40 @@ bool uncaptured(hipdnn_ep_state_t* state, std::string why) {
   return false;
 }
 
-// One run from graph g: inputs into its staging buffers, the launch, outputs into the host's memory.
+// Whether graph g can run these inputs: its key matched, and the inputs it uses in place are where they were.
+bool matches(const CapturedGraph& g, const std::vector<int64_t>& key, const hipdnn_ep_tensor_ref_t* inputs) {
+  if (g.key != key) return false;
+  for (const auto& [i, data] : g.in_place_inputs) {
+    if (inputs[i].data != data) return false;
+  }
+  return true;
+}
+
+void set_output_ref(CapturedGraph::Output& o, hipdnn_ep_tensor_ref_t* ref) {
+  *ref = hipdnn_ep_tensor_ref_t{nullptr, o.dims.data(), static_cast<int32_t>(o.dims.size()), o.dtype};
+}
+
+// The outputs graph g writes in place: the host must place each where it was at the capture. False
+// (the run then made without the graph) when it places one elsewhere; *status holds a failure.
+bool place_in_place_outputs(hipdnn_ep_state_t* state, CapturedGraph& g, hipdnn_ep_tensor_ref_t* outputs,
+                            int32_t* status) {
+  *status = HIPDNN_EP_STATUS_OK;
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    CapturedGraph::Output& o = g.outputs[i];
+    if (!o.in_place) continue;
+    set_output_ref(o, &outputs[i]);
+    *status = hipdnn_ep_output_alloc(state, outputs, static_cast<int32_t>(i), o.bytes);
+    if (*status != HIPDNN_EP_STATUS_OK) return true;
+    if (outputs[i].data == o.data) continue;
+    // Without the host's allocator the block is new (it cannot be a live input's memory): give it back.
+    if (state->output_allocator == nullptr) (void)hipdnn_ep_free(state, outputs[i].data);
+    return false;
+  }
+  return true;
+}
+
+// One run from graph g: inputs into its staging buffers, the launch, outputs into the host's memory
+// (those written in place are placed already).
 int32_t launch(hipdnn_ep_state_t* state, CapturedGraph& g, const hipdnn_ep_tensor_ref_t* inputs,
                hipdnn_ep_tensor_ref_t* outputs) {
   const hipStream_t stream = current_stream(state);
@@ -101,7 +147,8 @@ int32_t launch(hipdnn_ep_state_t* state, CapturedGraph& g, const hipdnn_ep_tenso
   }
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     CapturedGraph::Output& o = g.outputs[i];
-    outputs[i] = hipdnn_ep_tensor_ref_t{nullptr, o.dims.data(), static_cast<int32_t>(o.dims.size()), o.dtype};
+    if (o.in_place) continue;
+    set_output_ref(o, &outputs[i]);
     if (int32_t status = hipdnn_ep_output_alloc(state, outputs, static_cast<int32_t>(i), o.bytes);
         status != HIPDNN_EP_STATUS_OK) {
       return status;
@@ -116,9 +163,20 @@ int32_t launch(hipdnn_ep_state_t* state, CapturedGraph& g, const hipdnn_ep_tenso
 }
 
 // Captures artifact's program into a new graph; nullptr (with the reason in *why) when it cannot.
+// in_place: (graph input, output) pairs the host placed on the same memory in the run before.
 std::unique_ptr<CapturedGraph> capture(hipdnn_ep_artifact* artifact, hipdnn_ep_state_t* state,
-                                       const hipdnn_ep_tensor_ref_t* inputs, std::string* why) {
+                                       const hipdnn_ep_tensor_ref_t* inputs,
+                                       const std::vector<std::pair<size_t, size_t>>& in_place, std::string* why) {
   auto g = std::make_unique<CapturedGraph>();
+  g->in_place_outputs.assign(artifact->outputs.size(), nullptr);
+  g->in_place_bytes.assign(artifact->outputs.size(), 0);
+  std::vector<bool> used_in_place(artifact->n_graph_inputs, false);
+  for (const auto& [i, j] : in_place) {
+    used_in_place[i] = true;
+    g->in_place_inputs.emplace_back(i, inputs[i].data);
+    g->in_place_outputs[j] = inputs[i].data;
+    g->in_place_bytes[j] = bytes_of(inputs[i]);
+  }
   hipdnn_ep_state* raw = state;
   g->pool = std::make_unique<GrowOnDemandBlock>(
       [raw](uint64_t size, void** out) { return raw->allocator->allocate(size, raw->stream.load(), out); },
@@ -130,6 +188,11 @@ std::unique_ptr<CapturedGraph> capture(hipdnn_ep_artifact* artifact, hipdnn_ep_s
   {
     std::lock_guard<std::mutex> lock(state->memory_mutex);
     for (size_t i = 0; i < artifact->n_graph_inputs; ++i) {
+      if (used_in_place[i]) {  // staged[i] stays the host's memory
+        g->staging.push_back(nullptr);
+        g->staging_bytes.push_back(0);
+        continue;
+      }
       const uint64_t bytes = bytes_of(inputs[i]);
       void* p = nullptr;
       if (bytes > 0) {
@@ -191,6 +254,7 @@ std::unique_ptr<CapturedGraph> capture(hipdnn_ep_artifact* artifact, hipdnn_ep_s
     o.dtype = outs[i].dtype;
     o.data = outs[i].data;
     o.bytes = bytes_of(outs[i]);
+    o.in_place = o.data != nullptr && o.data == g->in_place_outputs[i];
     g->outputs.push_back(std::move(o));
   }
   return g;
@@ -213,26 +277,32 @@ bool graph_run(hipdnn_ep_artifact* artifact, hipdnn_ep_state_t* state, const hip
     return uncaptured(state, "the program was compiled for ABI 1.2 or older and allocates its own outputs");
   }
   GraphCache& c = cache(state);
+  c.pending = nullptr;
   if (auto it = c.refused.find(artifact->serial); it != c.refused.end()) return uncaptured(state, it->second);
   thread_local std::vector<int64_t> key;
   make_key(artifact, inputs, &key);
   for (auto it = c.graphs.begin(); it != c.graphs.end(); ++it) {
-    if ((*it)->key != key) continue;
+    if (!matches(**it, key, inputs)) continue;
+    if (!place_in_place_outputs(state, **it, outputs, status)) {
+      return uncaptured(state, "the host placed an output the graph writes in place of an input elsewhere");
+    }
     c.graphs.splice(c.graphs.begin(), c.graphs, it);
     ++state->graph_stats.replays;
-    *status = launch(state, *c.graphs.front(), inputs, outputs);
+    if (*status == HIPDNN_EP_STATUS_OK) *status = launch(state, *c.graphs.front(), inputs, outputs);
     return true;
   }
   // Captured when a key repeats: a shape seen once may never come back.
-  auto seen = std::find(c.seen.begin(), c.seen.end(), key);
+  auto seen = std::find_if(c.seen.begin(), c.seen.end(), [](const SeenKey& s) { return s.key == key; });
   if (seen == c.seen.end()) {
-    c.seen.push_front(key);
+    c.seen.push_front(SeenKey{key, {}});
     if (c.seen.size() > 2 * static_cast<size_t>(state->graph_cache_size)) c.seen.pop_back();
+    c.pending = &c.seen.front();
     return uncaptured(state, "first run with these input shapes (captured when they repeat)");
   }
+  const std::vector<std::pair<size_t, size_t>> in_place = std::move(seen->in_place);
   c.seen.erase(seen);
   std::string why;
-  std::unique_ptr<CapturedGraph> g = capture(artifact, state, inputs, &why);
+  std::unique_ptr<CapturedGraph> g = capture(artifact, state, inputs, in_place, &why);
   set_error(HIPDNN_EP_STATUS_OK, "");
   if (!g) {
     // A refused program stays refused on this state; another failure is reported by the plain run.
@@ -252,11 +322,35 @@ bool graph_run(hipdnn_ep_artifact* artifact, hipdnn_ep_state_t* state, const hip
       ++state->graph_stats.evictions;
     }
   }
-  *status = launch(state, *c.graphs.front(), inputs, outputs);
+  if (!place_in_place_outputs(state, *c.graphs.front(), outputs, status)) {
+    return uncaptured(state, "the host placed an output the graph writes in place of an input elsewhere");
+  }
+  if (*status == HIPDNN_EP_STATUS_OK) *status = launch(state, *c.graphs.front(), inputs, outputs);
   return true;
 }
 
+void graph_note_run(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t* inputs, size_t n_graph_inputs,
+                    const hipdnn_ep_tensor_ref_t* outputs, size_t n_outputs) {
+  if (!state->graphs || state->graphs->pending == nullptr) return;
+  SeenKey& seen = *state->graphs->pending;
+  state->graphs->pending = nullptr;
+  for (size_t j = 0; j < n_outputs; ++j) {
+    if (outputs[j].data == nullptr) continue;
+    for (size_t i = 0; i < n_graph_inputs; ++i) {
+      if (inputs[i].data == outputs[j].data && bytes_of(inputs[i]) == bytes_of(outputs[j])) {
+        seen.in_place.emplace_back(i, j);
+        break;
+      }
+    }
+  }
+}
+
 int32_t graph_output_alloc(hipdnn_ep_state_t* state, hipdnn_ep_tensor_ref_t* outputs, int32_t index, uint64_t size) {
+  const auto k = static_cast<size_t>(index);
+  if (void* in_place = state->capture->in_place_outputs[k]; in_place != nullptr && state->capture->in_place_bytes[k] == size) {
+    outputs[index].data = in_place;  // where the host placed it in the run before: written in place
+    return HIPDNN_EP_STATUS_OK;
+  }
   std::lock_guard<std::mutex> lock(state->memory_mutex);
   void* p = nullptr;
   if (size > 0) {
