@@ -22,7 +22,7 @@ pytestmark = pytest.mark.gpu
 
 H2D, D2H = 1, 2
 DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float16): 10, np.dtype(np.int64): 7, np.dtype(np.int32): 6,
-          np.dtype(np.bool_): 9}
+          np.dtype(np.bool_): 9, np.dtype(np.uint8): 2}
 
 
 class TensorRef(ctypes.Structure):
@@ -237,7 +237,7 @@ def test_programs_that_check_their_data_are_captured(request: pytest.FixtureRequ
         for k in range(3):  # a plain run, the capture, a replay
             _close(r.run(), expected, 1e-4, 2e-5, f"{name} run {k}")
         stats = gpu.graph_stats()
-        assert (stats["captures"], stats["replays"]) == (1, 2), stats
+        assert (stats["captures"], stats["replays"]) == (1, 1), stats
 
         def set_inputs(runner: Runner, inputs: list[np.ndarray]) -> None:
             for i, x in enumerate(inputs):
@@ -257,7 +257,7 @@ def test_programs_that_check_their_data_are_captured(request: pytest.FixtureRequ
         _close(r.run(), expected, 1e-4, 2e-5, f"{name} after the bad data")
         gpu.synchronize()
         stats = gpu.graph_stats()
-        assert (stats["captures"], stats["replays"], stats["uncaptured_runs"]) == (1, 5, 1), stats
+        assert (stats["captures"], stats["replays"], stats["uncaptured_runs"]) == (1, 4, 1), stats
 
         # Without graphs the run does not wait either: the same message at the wait.
         p = Runner(lib, directory, plain, bad + weights)
