@@ -237,7 +237,7 @@ def test_programs_that_check_their_data_are_captured(request: pytest.FixtureRequ
         for k in range(3):  # a plain run, the capture, a replay
             _close(r.run(), expected, 1e-4, 2e-5, f"{name} run {k}")
         stats = gpu.graph_stats()
-        assert (stats["captures"], stats["replays"]) == (1, 1), stats
+        assert (stats["captures"], stats["replays"]) == (1, 1), stats["last_uncaptured"]
 
         def set_inputs(runner: Runner, inputs: list[np.ndarray]) -> None:
             for i, x in enumerate(inputs):
@@ -327,7 +327,7 @@ def test_a_kv_cache_bound_as_past_and_present_is_updated_in_place(request: pytes
         for k in range(4):  # a plain run, the capture, two replays
             step(True, f"in place, run {k}")
         stats = gpu.graph_stats()
-        assert (stats["captures"], stats["replays"]) == (1, 2), stats
+        assert (stats["captures"], stats["replays"]) == (1, 2), stats["last_uncaptured"]
         step(False, "present placed elsewhere")
         stats = gpu.graph_stats()
         assert stats["replays"] == 2 and "elsewhere" in stats["last_uncaptured"], stats

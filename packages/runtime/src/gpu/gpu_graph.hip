@@ -1,5 +1,8 @@
 // Graph capture and replay of compiled programs (graph_cache.h says what and why).
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <cstring>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -23,6 +26,8 @@ struct CapturedGraph {
   std::unique_ptr<GrowOnDemandBlock> pool;          // the program's intermediates
   std::unique_ptr<GrowOnDemandBlock> host_scratch;  // its host scalars (read by captured copies)
   std::vector<void*> held;                          // allocator blocks its kernels use
+  std::vector<void*> constants;                     // pinned copies of the program's constant data it reads
+  const void* program_base = nullptr;               // the program's image (its constant data lies there)
   std::vector<void*> staging;                       // per graph input (nullptr: no bytes, or used in place)
   std::vector<uint64_t> staging_bytes;
   // Graph inputs used where they are, because the host places an output on them (a KV cache bound
@@ -83,6 +88,8 @@ void destroy(hipdnn_ep_state_t* state, CapturedGraph* g) {
   if (g->host_scratch) g->host_scratch->release_all();
   for (void* p : g->held) (void)state->allocator->free(p, state->stream.load());
   g->held.clear();
+  for (void* p : g->constants) state->device->release_host(p);
+  g->constants.clear();
 }
 
 GraphCache& cache(hipdnn_ep_state_t* state) {
@@ -168,6 +175,7 @@ std::unique_ptr<CapturedGraph> capture(hipdnn_ep_artifact* artifact, hipdnn_ep_s
                                        const hipdnn_ep_tensor_ref_t* inputs,
                                        const std::vector<std::pair<size_t, size_t>>& in_place, std::string* why) {
   auto g = std::make_unique<CapturedGraph>();
+  if (Dl_info info{}; dladdr(reinterpret_cast<void*>(artifact->entry), &info) != 0) g->program_base = info.dli_fbase;
   g->in_place_outputs.assign(artifact->outputs.size(), nullptr);
   g->in_place_bytes.assign(artifact->outputs.size(), 0);
   std::vector<bool> used_in_place(artifact->n_graph_inputs, false);
@@ -378,8 +386,23 @@ int32_t graph_capture_copy(hipdnn_ep_state_t* state, void* dst, const void* src,
       std::lock_guard<std::mutex> lock(state->memory_mutex);
       owned = state->host_scratch->contains(src, size);
     }
-    if (!owned) refusal = "the program copies host memory outside its host scratch to the device";
     direction = hipMemcpyHostToDevice;
+    Dl_info info{};
+    if (!owned && state->capture->program_base != nullptr && dladdr(src, &info) != 0 &&
+        info.dli_fbase == state->capture->program_base) {
+      // The program's constant data (a static value a kernel reads on the device): read-only, so a pinned
+      // copy made now, which the graph owns, holds what every replay copies.
+      void* pinned = nullptr;
+      if (int32_t status = state->device->allocate_host(size, state->alignment, &pinned);
+          status != HIPDNN_EP_STATUS_OK) {
+        return status;
+      }
+      state->capture->constants.push_back(pinned);
+      std::memcpy(pinned, src, size);
+      src = pinned;
+      owned = true;
+    }
+    if (!owned) refusal = "the program copies host memory outside its host scratch to the device";
   }
   if (refusal != nullptr) {
     state->capture_refusal = refusal;
