@@ -29,8 +29,14 @@ extern "C" int32_t hipdnn_ep_stream_destroy(hipdnn_ep_state_t* state, uint64_t s
 extern "C" int32_t hipdnn_ep_stream_synchronize(hipdnn_ep_state_t* state, uint64_t stream) {
   HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     "hipdnn_ep_stream_synchronize: state is NULL");
-  Lock lock(state->memory_mutex);
+  // Another stream than the state's current one: only a wait, which leaves the state alone, so it
+  // holds no lock (the EP's Flush waits on ORT's stream while other threads allocate from the state).
   if (stream != state->stream.load()) return state->device->synchronize_stream(stream);
+  std::unique_lock<std::mutex> lock(state->memory_mutex);
+  if (stream != state->stream.load()) {  // another thread moved the state meanwhile
+    lock.unlock();
+    return state->device->synchronize_stream(stream);
+  }
   // The state's synchronization. Waiting for this stream covers all of the state's work unless an
   // earlier current stream may still hold some: then wait for the whole device.
   const int32_t status = state->work_elsewhere ? state->device->synchronize() : state->device->synchronize_stream(stream);
