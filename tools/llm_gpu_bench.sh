@@ -51,24 +51,37 @@ BUILD=$ROOT/build/llm-gpu
 mkdir -p "$SITE" "$BUILD"
 step() { echo "== $(date +%T) $*"; }
 
+# the model is written while the wheels install and the runtime builds
+MODEL=$ROOT/build/llm-models/$SIZE
+if [ -f "$MODEL/genai_config.json" ]; then
+  true & MODEL_PID=$!
+else
+  step "write $SIZE (shared KV buffer) in the background"
+  $PYTHON "$ROOT/tools/llm_models.py" "$MODEL" --size "$SIZE" --shared-kv > "$OUT/model.log" 2>&1 & MODEL_PID=$!
+fi
+
+if ! ls "$SITE"/hipdnn_ep_runtime/*.so >/dev/null 2>&1; then
+  step "build the runtime (cpu;cuda) in the background"
+  { HIPDNN_EP_BACKENDS="cpu;cuda" $PYTHON -m pip wheel --no-build-isolation --no-deps --no-index -w "$BUILD/wheels" \
+      -Cbuild-dir="$BUILD/runtime" -Ccmake.define.HIPDNN_EP_CUDA_ARCHITECTURES="${HIPDNN_EP_CUDA_ARCHITECTURES:-90}" \
+      "$ROOT/packages/runtime" > "$OUT/build.log" 2>&1; } & BUILD_PID=$!
+else
+  true & BUILD_PID=$!
+fi
+
 step "wheels from $WHEELS"
 for first in "$WHEELS"/*.part-aa; do
   [ -e "$first" ] || continue
   whole=${first%.part-aa}
   [ -e "$whole" ] || cat "$whole".part-* > "$whole"
 done
-for w in "$WHEELS"/*.whl; do
-  [ -e "$w" ] && { $PYTHON -m pip install -q --no-deps --no-index --target "$SITE" "$w" || exit 1; }
-done
+wheels=("$WHEELS"/*.whl)
+[ -e "${wheels[0]}" ] && { $PYTHON -m pip install -q --no-deps --no-index --target "$SITE" "${wheels[@]}" || exit 1; }
 for t in "$WHEELS"/*.tar.xz; do
   [ -e "$t" ] && { tar -C "$SITE" -xJf "$t" || exit 1; }
 done
-
+wait $BUILD_PID || { tail -30 "$OUT/build.log"; exit 1; }
 if ! ls "$SITE"/hipdnn_ep_runtime/*.so >/dev/null 2>&1; then
-  step "build the runtime (cpu;cuda)"
-  HIPDNN_EP_BACKENDS="cpu;cuda" $PYTHON -m pip wheel --no-build-isolation --no-deps --no-index -w "$BUILD/wheels" \
-    -Cbuild-dir="$BUILD/runtime" -Ccmake.define.HIPDNN_EP_CUDA_ARCHITECTURES="${HIPDNN_EP_CUDA_ARCHITECTURES:-90}" \
-    "$ROOT/packages/runtime" > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
   $PYTHON -m pip install -q --no-deps --no-index --target "$SITE" "$BUILD"/wheels/hipdnn_ep_runtime-*.whl || exit 1
 fi
 export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
@@ -77,11 +90,7 @@ NV=$($PYTHON -c "import glob, nvidia, os; print(':'.join(sorted({os.path.dirname
 export LD_LIBRARY_PATH=${NV}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 $PYTHON -c "import onnxruntime as o, hipdnn_ep as h; print('onnxruntime', o.__version__, o.get_available_providers()); print('hipdnn-ep', h.__file__)"
 
-MODEL=$ROOT/build/llm-models/$SIZE
-if [ ! -f "$MODEL/genai_config.json" ]; then
-  step "write $SIZE (shared KV buffer)"
-  $PYTHON "$ROOT/tools/llm_models.py" "$MODEL" --size "$SIZE" --shared-kv > "$OUT/model.log" 2>&1 || { tail "$OUT/model.log"; exit 1; }
-fi
+wait $MODEL_PID || { tail "$OUT/model.log"; exit 1; }
 
 EPS=(--ep hipdnn)
 $PYTHON -c "import onnxruntime as o, sys; sys.exit('CUDAExecutionProvider' not in o.get_available_providers())" && EPS+=(--ep cuda)
