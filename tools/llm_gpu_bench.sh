@@ -14,7 +14,8 @@
 # SIZE: a tools/llm_models.py size (default llama3-8b-8l; llama3-8b is the 32-layer one), written with
 #   --shared-kv under build/llm-models/ once. Bench flags default to -l 128 -g 32 -r 3 -w 1.
 # Environment: PYTHON (default python3), PROFILE=1 to also profile kernels, TESTS=1 to also run the
-#   runtime's GPU LLM kernel tests, HIPDNN_EP_CUDA_ARCHITECTURES (default 90).
+#   runtime's GPU LLM kernel tests, HIPDNN_EP_CUDA_ARCHITECTURES (default 90), BACKEND (this EP's
+#   backend, default cuda; cpu runs the whole flow on a machine without a GPU).
 #
 # Packing here (a machine with a package index), for a device that takes at most ~60 MiB per call:
 #
@@ -95,14 +96,14 @@ wait $MODEL_PID || { tail "$OUT/model.log"; exit 1; }
 EPS=(--ep hipdnn)
 $PYTHON -c "import onnxruntime as o, sys; sys.exit('CUDAExecutionProvider' not in o.get_available_providers())" && EPS+=(--ep cuda)
 step "bench ${EPS[*]} ${FLAGS[*]}"
-$PYTHON -m hipdnn_ep.cli bench "$MODEL" "${EPS[@]}" --option backend=cuda "${FLAGS[@]}" --json "$OUT/bench.json" \
+$PYTHON -m hipdnn_ep.cli bench "$MODEL" "${EPS[@]}" --option "backend=${BACKEND:-cuda}" "${FLAGS[@]}" --json "$OUT/bench.json" \
   2>&1 | tee "$OUT/bench.txt"
 status=${PIPESTATUS[0]}
 
 if [ "${PROFILE:-0}" = 1 ]; then
   step "profile"
   { $PYTHON "$ROOT/tools/llm_profile.py" --gemv
-    $PYTHON "$ROOT/tools/llm_profile.py" "$MODEL" --ep hipdnn --option backend=cuda -l 128 -g 16
+    $PYTHON "$ROOT/tools/llm_profile.py" "$MODEL" --ep hipdnn --option "backend=${BACKEND:-cuda}" -l 128 -g 16
     [[ " ${EPS[*]} " == *" cuda "* ]] && $PYTHON "$ROOT/tools/llm_profile.py" "$MODEL" --ep cuda -l 128 -g 16
   } > "$OUT/profile.txt" 2>&1
   cat "$OUT/profile.txt" | grep -v "^\[" | head -150
