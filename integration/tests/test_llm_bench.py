@@ -121,3 +121,15 @@ def test_graph_notes_count_replayed_nodes_and_say_why_others_are_not():
     assert bench.graph_notes(log) == ("1 node(s) replayed from captured graphs; 2 node(s) without a graph: "
                                       "not captured: gather checks")
     assert bench.graph_notes("nothing here") is None
+
+
+@pytest.mark.filterwarnings("ignore:Specified provider 'CUDAExecutionProvider' is not in available provider")
+def test_an_ort_ep_that_falls_back_to_the_cpu_is_refused(tmp_path):
+    """Asked for ORT's CUDA EP where onnxruntime cannot run it, ORT would run the CPU EP with a warning and
+    the table would show CPU figures under "cuda": the bench refuses instead."""
+    ort = pytest.importorskip("onnxruntime")
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("this onnxruntime has the CUDA EP")
+    folder = lm.write_model(lm.SIZES["tiny"], tmp_path / "m")
+    with pytest.raises(SystemExit, match="did not run the model on CUDAExecutionProvider"):
+        bench._session(bench.Decoder.read(folder), "cuda", {})

@@ -107,7 +107,12 @@ def _session(decoder: Decoder, ep: str, options: dict[str, str], log_file: str |
         return ort.InferenceSession(str(decoder.model), sess_options=so), device[0]
     if ep == "cuda" and hasattr(ort, "preload_dlls"):
         ort.preload_dlls()  # the CUDA and cuDNN libraries of the nvidia-* wheels, where installed
-    return ort.InferenceSession(str(decoder.model), sess_options=so, providers=[ORT_EPS[ep]]), None
+    sess = ort.InferenceSession(str(decoder.model), sess_options=so, providers=[ORT_EPS[ep]])
+    if sess.get_providers()[0] != ORT_EPS[ep]:  # ORT falls back to its CPU EP with a mere warning
+        raise SystemExit(f"hipdnn-ep bench: onnxruntime {ort.__version__} did not run the model on "
+                         f"{ORT_EPS[ep]} (it has {ort.get_available_providers()}); for CUDA install "
+                         "onnxruntime-gpu with its CUDA and cuDNN libraries on the library path")
+    return sess, None
 
 
 def devices_for_backend(devices: list, backend: str) -> list:
