@@ -352,6 +352,37 @@ def test_softmax_is_stable_for_large_inputs(state):
     np.testing.assert_allclose(out, softmax_ref(x, 1), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 7, 8, 9, 17, 128, 131])
+def test_softmax_last_axis_rows_of_any_length(state, dtype, length):
+    # The last axis takes the vectorized row path: lengths around the vector width and its multiples.
+    x = rand((3, length), dtype, low=-30, high=30, seed=length)
+    out = run(state, "softmax", [x], x.shape, ints=[1])
+    assert_close(out, softmax_ref(x, 1).astype(dtype), dtype)
+
+
+def test_softmax_exp_is_accurate_over_its_range(state):
+    # out[:, 1] = e^t / (1 + e^t): exercises exp() from -86 to 0 in the row path.
+    t = np.linspace(-86, 0, 2001).astype(F32)
+    x = np.stack([np.zeros_like(t), t], axis=1)
+    out = run(state, "softmax", [x], x.shape, ints=[1])
+    np.testing.assert_allclose(out, softmax_ref(x, 1), rtol=1e-6, atol=0)
+
+
+def test_softmax_rows_treat_special_values_like_the_general_path(state):
+    # Masked (-inf) entries get 0; a row of -inf, or with NaN or +inf, becomes NaN (as the
+    # general path, axis not last, computes it from the same values).
+    inf, nan = np.inf, np.nan
+    x = np.array([[-inf, 0, 1, -inf, 2], [-inf] * 5, [0, nan, 1, 2, 3], [0, inf, 1, 2, 3], [-1e30, 0, 1, 2, 1e30]], F32)
+    out = run(state, "softmax", [x], x.shape, ints=[1])
+    general = run(state, "softmax", [np.ascontiguousarray(x.T)], x.T.shape, ints=[0]).T
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(general))
+    np.testing.assert_allclose(out, general, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(out[0], softmax_ref(x[:1], 1)[0], rtol=1e-6, atol=0)
+    assert np.isnan(out[1:4]).all()
+    np.testing.assert_array_equal(out[4], [0, 0, 0, 0, 1])
+
+
 def layer_norm_ref(x, scale, bias, axis, eps):
     x = x.astype(np.float64)
     axes = tuple(range(axis, x.ndim))
