@@ -174,6 +174,29 @@ def test_unary_sigmoid_is_stable_at_extremes(state):
     assert np.all(np.isfinite(out))
 
 
+@pytest.mark.parametrize("op", ["ERF", "GELU_ERF"])
+def test_unary_erf_is_accurate_everywhere(state, op):
+    # Both sides of the 0.75 switch between erf's two approximations, the +-4 clamp, tiny and
+    # subnormal inputs (erf(x) ~ 2x / sqrt(pi)), and a length that is no multiple of the vector
+    # width and spans several chunks.
+    x = np.concatenate([np.linspace(-7, 7, 4001), np.linspace(0.74, 0.76, 101), [1e-30, -1e-30, 1e-41, 3.9, 4, 4.1]])
+    x = x.astype(F32)
+    out = run(state, "unary", [x], x.shape, ints=[UNARY[op]])
+    expected = UNARY_REF[op](x.astype(np.float64))
+    np.testing.assert_allclose(out, expected, rtol=5e-7, atol=1e-45 if op == "ERF" else 2e-7)
+
+
+@pytest.mark.parametrize("op", ["ERF", "GELU_ERF"])
+def test_unary_erf_special_values(state, op):
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], F32)
+    out = run(state, "unary", [x], x.shape, ints=[UNARY[op]])
+    if op == "ERF":
+        np.testing.assert_array_equal(out, [np.nan, 1, -1, 0, -0.0])
+        assert np.signbit(out[4])
+    else:  # 0.5 x (1 + erf(x / sqrt 2)); at -inf that is -inf * 0
+        np.testing.assert_array_equal(out[[0, 1, 3, 4]], [np.nan, np.inf, 0, 0])
+
+
 @pytest.mark.parametrize("dtype", [I32, I64])
 @pytest.mark.parametrize("op", ["RELU", "NEG"])
 def test_unary_integer(state, dtype, op):
