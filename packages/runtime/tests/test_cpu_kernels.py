@@ -294,6 +294,41 @@ def test_matmul(state, dtype, shapes):
     np.testing.assert_allclose(out.astype(np.float64), expected, rtol=tol, atol=tol)
 
 
+# Edges of the 4 x 8 register tile and of the 128 (k) x 256 (n) packed panels.
+TILE_EDGE_MNK = [(1, 1, 1), (1, 8, 8), (4, 8, 8), (5, 3, 9), (3, 7, 1), (7, 129, 17), (9, 257, 33),
+                 (3, 5, 257), (13, 300, 300), (128, 8, 128), (128, 128, 8)]
+
+
+@pytest.mark.parametrize("m,k,n", TILE_EDGE_MNK, ids=str)
+def test_matmul_tile_and_panel_edges(state, m, k, n):
+    a = rand((2, m, k), seed=m)
+    b = rand((k, n), seed=n)  # broadcast over the batch
+    out = run(state, "matmul", [a, b], (2, m, n))
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,k,n", TILE_EDGE_MNK[3:7], ids=str)
+def test_gemm_transposed_tile_edges(state, m, k, n):
+    a = rand((k, m), seed=1)
+    b = rand((n, k), seed=2)
+    out = run(state, "gemm", [a, b], (m, n), ints=[1, 1], floats=[1.0, 0.0])
+    np.testing.assert_allclose(out, a.T.astype(np.float64) @ b.T, rtol=1e-5, atol=1e-4)
+
+
+def test_matmul_non_finite_stays_in_its_row_and_column(state):
+    # The tile's zero padding multiplies real entries too: an inf must not leak into other outputs.
+    a = rand((5, 9))
+    b = rand((9, 11), seed=1)
+    a[4, 2] = np.inf
+    b[3, 10] = np.nan
+    out = run(state, "matmul", [a, b], (5, 11))
+    with np.errstate(invalid="ignore"):
+        expected = a.astype(np.float64) @ b
+    np.testing.assert_array_equal(np.isfinite(out), np.isfinite(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(out[finite], expected[finite], rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", [F32, F16])
 @pytest.mark.parametrize("trans_a", [0, 1])
 @pytest.mark.parametrize("trans_b", [0, 1])

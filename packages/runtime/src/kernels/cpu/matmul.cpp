@@ -1,15 +1,17 @@
 // CPU matrix products: MatMul (ONNX semantics, broadcast batch dims) and Gemm.
 //
 // Both reduce to accumulate_product(): acc(MxN, float) += op(A) op(B). It
-// packs a KC x NC panel of B and one KC-long slice of each A row into float
-// buffers (which also converts float16 and applies transposes), then runs an
-// i-k-j loop whose innermost loop streams contiguous floats: cache-friendly
-// and auto-vectorizable, with no BLAS dependency. Accumulation is in float.
+// packs a KC x NC panel of B and a KC x 4 block of A into float buffers (which
+// also converts float16 and applies transposes), then a micro-kernel keeps a
+// 4 x 8 tile of the result in vector registers over the panel's KC products:
+// each B load feeds four rows. No BLAS dependency; accumulation is in float, in
+// the order of k, so the results do not depend on the run.
 #include <algorithm>
 #include <array>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/vec_math.h"
 #include "kernels/tensor_util.h"
 #include "kernels/validate.h"
 
@@ -42,22 +44,70 @@ void pack(const MatrixView& v, int64_t r0, int64_t rows, int64_t c0, int64_t col
   });
 }
 
+// The register tile of the micro-kernel: kRows x kCols outputs stay in eight
+// vector registers across a whole panel of k.
+constexpr int64_t kRows = 4;
+constexpr int64_t kCols = 2 * vec::kWidth;
+
+// c[r * ldc + j] += sum_kk a[kk * kRows + r] * b[kk * ldb + j] for r < rows, j < cols;
+// `a` holds kRows rows (zero-padded), `b` kCols readable columns (zero-padded).
+void micro_kernel(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
+                  int64_t cols) {
+  vec::f32x4 acc[kRows][2];
+  for (auto& row : acc) row[0] = row[1] = vec::splat(0.0f);
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const vec::f32x4 b0 = vec::load(b + kk * ldb);
+    const vec::f32x4 b1 = vec::load(b + kk * ldb + vec::kWidth);
+    const float* ak = a + kk * kRows;
+    for (int64_t r = 0; r < kRows; ++r) {
+      const vec::f32x4 ar = vec::splat(ak[r]);
+      acc[r][0] += ar * b0;
+      acc[r][1] += ar * b1;
+    }
+  }
+  if (rows == kRows && cols == kCols) {
+    for (int64_t r = 0; r < kRows; ++r) {
+      float* cr = c + r * ldc;
+      vec::store(cr, vec::load(cr) + acc[r][0]);
+      vec::store(cr + vec::kWidth, vec::load(cr + vec::kWidth) + acc[r][1]);
+    }
+    return;
+  }
+  alignas(16) float tile[kRows][kCols];
+  for (int64_t r = 0; r < kRows; ++r) {
+    vec::store(tile[r], acc[r][0]);
+    vec::store(tile[r] + vec::kWidth, acc[r][1]);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] += tile[r][j];
+  }
+}
+
 // acc[i * n + j] += sum_k a(i, k) * b(k, j)
 void accumulate_product(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* acc) {
-  std::vector<float> b_panel(static_cast<size_t>(std::min(k, kPanelK) * std::min(n, kPanelN)));
-  std::vector<float> a_row(static_cast<size_t>(std::min(k, kPanelK)));
+  const int64_t kc_max = std::min(k, kPanelK);
+  const int64_t nc_max = (std::min(n, kPanelN) + kCols - 1) / kCols * kCols;  // padded to whole tiles
+  std::vector<float> b_panel(static_cast<size_t>(kc_max * nc_max));
+  std::vector<float> a_block(static_cast<size_t>(kc_max * kRows));
+  std::vector<float> a_row(static_cast<size_t>(kc_max));
   for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
     const int64_t kc = std::min(kPanelK, k - k0);
     for (int64_t n0 = 0; n0 < n; n0 += kPanelN) {
       const int64_t nc = std::min(kPanelN, n - n0);
-      pack(b, k0, kc, n0, nc, b_panel.data(), nc);
-      for (int64_t i = 0; i < m; ++i) {
-        pack(a, i, 1, k0, kc, a_row.data(), kc);
-        float* c_row = acc + i * n + n0;
-        for (int64_t kk = 0; kk < kc; ++kk) {
-          const float aik = a_row[kk];
-          const float* b_row = b_panel.data() + kk * nc;
-          for (int64_t j = 0; j < nc; ++j) c_row[j] += aik * b_row[j];
+      const int64_t ldb = (nc + kCols - 1) / kCols * kCols;
+      std::fill(b_panel.begin(), b_panel.end(), 0.0f);
+      pack(b, k0, kc, n0, nc, b_panel.data(), ldb);
+      for (int64_t i0 = 0; i0 < m; i0 += kRows) {
+        const int64_t rows = std::min(kRows, m - i0);
+        // a_block[kk * kRows + r] = a(i0 + r, k0 + kk), rows past m are 0.
+        std::fill(a_block.begin(), a_block.end(), 0.0f);
+        for (int64_t r = 0; r < rows; ++r) {
+          pack(a, i0 + r, 1, k0, kc, a_row.data(), kc);
+          for (int64_t kk = 0; kk < kc; ++kk) a_block[kk * kRows + r] = a_row[kk];
+        }
+        for (int64_t j0 = 0; j0 < nc; j0 += kCols) {
+          micro_kernel(kc, a_block.data(), b_panel.data() + j0, ldb, acc + i0 * n + n0 + j0, n, rows,
+                       std::min(kCols, nc - j0));
         }
       }
     }
