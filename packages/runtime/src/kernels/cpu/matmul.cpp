@@ -3,11 +3,12 @@
 // Both reduce to accumulate_product(): acc(MxN, float) += op(A) op(B). It
 // packs a KC x NC panel of B and a KC x 4 block of A into float buffers (which
 // also converts float16 and applies transposes), then a micro-kernel keeps a
-// 4 x 8 tile of the result in vector registers over the panel's KC products:
+// 4 x 8 (4 x 16 with AVX2) tile of the result in vector registers over the panel's KC products:
 // each B load feeds four rows. No BLAS dependency; accumulation is in float, in
 // the order of k, so the results do not depend on the run.
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -44,49 +45,87 @@ void pack(const MatrixView& v, int64_t r0, int64_t rows, int64_t c0, int64_t col
   });
 }
 
-// The register tile of the micro-kernel: kRows x kCols outputs stay in eight
-// vector registers across a whole panel of k.
+// The register tile of the micro-kernel: kRows x (2 vectors) outputs stay in
+// registers across a whole panel of k. The tile is 4 x 8 with baseline SSE2 and
+// 4 x 16 where the CPU has AVX2 (chosen at run time; the wheel targets plain
+// x86-64). Both compute every output as the same sequence of float multiplies
+// and adds in the order of k (no fused multiply-add), so they give identical bits.
 constexpr int64_t kRows = 4;
-constexpr int64_t kCols = 2 * vec::kWidth;
+constexpr int64_t kMaxCols = 16;  // the widest tile: panels are padded to a multiple of it
 
 // c[r * ldc + j] += sum_kk a[kk * kRows + r] * b[kk * ldb + j] for r < rows, j < cols;
-// `a` holds kRows rows (zero-padded), `b` kCols readable columns (zero-padded).
-void micro_kernel(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
-                  int64_t cols) {
-  vec::f32x4 acc[kRows][2];
-  for (auto& row : acc) row[0] = row[1] = vec::splat(0.0f);
+// `a` holds kRows rows (zero-padded), `b` 2 * W readable columns (zero-padded).
+template <typename V, int64_t W>
+__attribute__((always_inline)) inline void tile_kernel(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                                       float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  const V zero{};
+  V acc[kRows][2];
+  for (auto& row : acc) row[0] = row[1] = zero;
   for (int64_t kk = 0; kk < kc; ++kk) {
-    const vec::f32x4 b0 = vec::load(b + kk * ldb);
-    const vec::f32x4 b1 = vec::load(b + kk * ldb + vec::kWidth);
+    V b0;
+    V b1;
+    std::memcpy(&b0, b + kk * ldb, sizeof b0);
+    std::memcpy(&b1, b + kk * ldb + W, sizeof b1);
     const float* ak = a + kk * kRows;
     for (int64_t r = 0; r < kRows; ++r) {
-      const vec::f32x4 ar = vec::splat(ak[r]);
+      const V ar = zero + ak[r];  // broadcast
       acc[r][0] += ar * b0;
       acc[r][1] += ar * b1;
     }
   }
-  if (rows == kRows && cols == kCols) {
+  if (rows == kRows && cols == 2 * W) {
     for (int64_t r = 0; r < kRows; ++r) {
-      float* cr = c + r * ldc;
-      vec::store(cr, vec::load(cr) + acc[r][0]);
-      vec::store(cr + vec::kWidth, vec::load(cr + vec::kWidth) + acc[r][1]);
+      for (int64_t h = 0; h < 2; ++h) {
+        V cv;
+        std::memcpy(&cv, c + r * ldc + h * W, sizeof cv);
+        cv += acc[r][h];
+        std::memcpy(c + r * ldc + h * W, &cv, sizeof cv);
+      }
     }
     return;
   }
-  alignas(16) float tile[kRows][kCols];
-  for (int64_t r = 0; r < kRows; ++r) {
-    vec::store(tile[r], acc[r][0]);
-    vec::store(tile[r] + vec::kWidth, acc[r][1]);
-  }
+  alignas(32) float tile[kRows][2 * W];
+  std::memcpy(tile, acc, sizeof tile);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] += tile[r][j];
   }
 }
 
+using MicroKernel = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, int64_t, int64_t);
+
+void micro_kernel_sse(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
+                      int64_t cols) {
+  tile_kernel<vec::f32x4, vec::kWidth>(kc, a, b, ldb, c, ldc, rows, cols);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+typedef float f32x8 __attribute__((vector_size(32)));
+
+__attribute__((target("avx2"))) void micro_kernel_avx2(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                                       float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  tile_kernel<f32x8, 8>(kc, a, b, ldb, c, ldc, rows, cols);
+}
+#endif
+
+struct TileChoice {
+  MicroKernel kernel;
+  int64_t cols;
+};
+
+// The 16-column tile where the CPU has AVX2 and the product at least that many columns.
+TileChoice tile_choice(int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2 && n >= 16) return {micro_kernel_avx2, 16};
+#endif
+  return {micro_kernel_sse, 2 * vec::kWidth};
+}
+
 // acc[i * n + j] += sum_k a(i, k) * b(k, j)
 void accumulate_product(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* acc) {
   const int64_t kc_max = std::min(k, kPanelK);
-  const int64_t nc_max = (std::min(n, kPanelN) + kCols - 1) / kCols * kCols;  // padded to whole tiles
+  const TileChoice tile = tile_choice(n);
+  const int64_t nc_max = (std::min(n, kPanelN) + kMaxCols - 1) / kMaxCols * kMaxCols;  // padded to whole tiles
   std::vector<float> b_panel(static_cast<size_t>(kc_max * nc_max));
   std::vector<float> a_block(static_cast<size_t>(kc_max * kRows));
   std::vector<float> a_row(static_cast<size_t>(kc_max));
@@ -94,7 +133,7 @@ void accumulate_product(int64_t m, int64_t n, int64_t k, const MatrixView& a, co
     const int64_t kc = std::min(kPanelK, k - k0);
     for (int64_t n0 = 0; n0 < n; n0 += kPanelN) {
       const int64_t nc = std::min(kPanelN, n - n0);
-      const int64_t ldb = (nc + kCols - 1) / kCols * kCols;
+      const int64_t ldb = (nc + kMaxCols - 1) / kMaxCols * kMaxCols;
       std::fill(b_panel.begin(), b_panel.end(), 0.0f);
       pack(b, k0, kc, n0, nc, b_panel.data(), ldb);
       for (int64_t i0 = 0; i0 < m; i0 += kRows) {
@@ -105,9 +144,9 @@ void accumulate_product(int64_t m, int64_t n, int64_t k, const MatrixView& a, co
           pack(a, i0 + r, 1, k0, kc, a_row.data(), kc);
           for (int64_t kk = 0; kk < kc; ++kk) a_block[kk * kRows + r] = a_row[kk];
         }
-        for (int64_t j0 = 0; j0 < nc; j0 += kCols) {
-          micro_kernel(kc, a_block.data(), b_panel.data() + j0, ldb, acc + i0 * n + n0 + j0, n, rows,
-                       std::min(kCols, nc - j0));
+        for (int64_t j0 = 0; j0 < nc; j0 += tile.cols) {
+          tile.kernel(kc, a_block.data(), b_panel.data() + j0, ldb, acc + i0 * n + n0 + j0, n, rows,
+                      std::min(tile.cols, nc - j0));
         }
       }
     }
