@@ -9,6 +9,9 @@
 #include "kernels/cpu/vec_math.h"
 #include "kernels/tensor_util.h"
 
+// The f32x8 templates are inlined into AVX2 functions only (see vec_math.h).
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace hipdnn_ep::kernels::cpu {
 namespace {
 
@@ -93,9 +96,19 @@ float sigmoid(float x) {
   return e / (1.0f + e);
 }
 
-vec::f32x4 gelu_erf(vec::f32x4 x) {
-  return vec::splat(0.5f) * x * (vec::splat(1.0f) + vec::erf(x * vec::splat(0.70710678118654752f)));
-}
+// The vectorized unary ops, for map_unary_vec.
+struct ErfOp {
+  template <typename V>
+  HIPDNN_EP_VEC_INLINE V operator()(V x) const {
+    return vec::erf(x);
+  }
+};
+struct GeluErfOp {
+  template <typename V>
+  HIPDNN_EP_VEC_INLINE V operator()(V x) const {
+    return vec::splat<V>(0.5f) * x * (vec::splat<V>(1.0f) + vec::erf(x * vec::splat<V>(0.70710678118654752f)));
+  }
+};
 
 float gelu_tanh(float x) {
   constexpr float kSqrt2OverPi = 0.79788456080286536f;
@@ -110,25 +123,41 @@ void map_unary(const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_tensor_ref_t& o
   for (int64_t i = 0; i < n; ++i) store(y, i, fn(load(x, i)));
 }
 
-// map_unary for a function of four lanes (the float ops with a vec_math version).
-// Chunks go through a float buffer, filled and drained with whole rows (so that
-// vector loads never wait on just-written single lanes); the tail is padded with 0.
-template <typename T, typename Fn>
-void map_unary_vec(const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_tensor_ref_t& out, Fn fn) {
-  using vec::kWidth;
+// map_unary for an op of whole vectors (ErfOp, GeluErfOp). Chunks go through a
+// float buffer, filled and drained element by element (so that vector loads
+// never wait on just-written single lanes); the tail is padded with 0.
+template <typename V, typename T, typename Op>
+HIPDNN_EP_VEC_INLINE void map_unary_vec(const T* x, T* y, int64_t n, Op op) {
+  constexpr int64_t kWidth = vec::width<V>;
   constexpr int64_t kChunk = 256;
-  const auto* x = static_cast<const T*>(in.data);
-  auto* y = static_cast<T*>(out.data);
-  const int64_t n = element_count(in);
-  alignas(16) float buffer[kChunk];
+  alignas(32) float buffer[kChunk];
   for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
     const int64_t count = std::min(kChunk, n - c0);
     const int64_t padded = (count + kWidth - 1) / kWidth * kWidth;
     for (int64_t i = 0; i < count; ++i) buffer[i] = load(x, c0 + i);
     for (int64_t i = count; i < padded; ++i) buffer[i] = 0.0f;
-    for (int64_t i = 0; i < padded; i += kWidth) vec::store(buffer + i, fn(vec::load(buffer + i)));
+    for (int64_t i = 0; i < padded; i += kWidth) vec::store(buffer + i, op(vec::load<V>(buffer + i)));
     for (int64_t i = 0; i < count; ++i) store(y, c0 + i, buffer[i]);
   }
+}
+
+#if HIPDNN_EP_VEC_AVX2
+template <typename T, typename Op>
+HIPDNN_EP_TARGET_AVX2 void map_unary_vec_avx2(const T* x, T* y, int64_t n, Op op) {
+  map_unary_vec<vec::f32x8>(x, y, n, op);
+}
+#endif
+
+// Eight lanes where the CPU has AVX2, else four (the ops give the same bits either way).
+template <typename T, typename Op>
+void map_unary_vec_any(const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_tensor_ref_t& out, Op op) {
+  const auto* x = static_cast<const T*>(in.data);
+  auto* y = static_cast<T*>(out.data);
+  const int64_t n = element_count(in);
+#if HIPDNN_EP_VEC_AVX2
+  if (vec::has_avx2()) return map_unary_vec_avx2(x, y, n, op);
+#endif
+  map_unary_vec<vec::f32x4>(x, y, n, op);
 }
 
 template <typename T>
@@ -147,8 +176,8 @@ void unary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_t
       case HIPDNN_EP_UNARY_OP_LOG: return map_unary<T>(in, out, [](float x) { return std::log(x); });
       case HIPDNN_EP_UNARY_OP_SQRT: return map_unary<T>(in, out, [](float x) { return std::sqrt(x); });
       case HIPDNN_EP_UNARY_OP_NEG: return map_unary<T>(in, out, [](float x) { return -x; });
-      case HIPDNN_EP_UNARY_OP_ERF: return map_unary_vec<T>(in, out, [](vec::f32x4 x) { return vec::erf(x); });
-      case HIPDNN_EP_UNARY_OP_GELU_ERF: return map_unary_vec<T>(in, out, gelu_erf);
+      case HIPDNN_EP_UNARY_OP_ERF: return map_unary_vec_any<T>(in, out, ErfOp{});
+      case HIPDNN_EP_UNARY_OP_GELU_ERF: return map_unary_vec_any<T>(in, out, GeluErfOp{});
       case HIPDNN_EP_UNARY_OP_GELU_TANH: return map_unary<T>(in, out, gelu_tanh);
       default: break;
     }

@@ -56,7 +56,7 @@ constexpr int64_t kMaxCols = 16;  // the widest tile: panels are padded to a mul
 // c[r * ldc + j] += sum_kk a[kk * kRows + r] * b[kk * ldb + j] for r < rows, j < cols;
 // `a` holds kRows rows (zero-padded), `b` 2 * W readable columns (zero-padded).
 template <typename V, int64_t W>
-__attribute__((always_inline)) inline void tile_kernel(int64_t kc, const float* a, const float* b, int64_t ldb,
+HIPDNN_EP_VEC_INLINE void tile_kernel(int64_t kc, const float* a, const float* b, int64_t ldb,
                                                        float* c, int64_t ldc, int64_t rows, int64_t cols) {
   const V zero{};
   V acc[kRows][2];
@@ -95,15 +95,13 @@ using MicroKernel = void (*)(int64_t, const float*, const float*, int64_t, float
 
 void micro_kernel_sse(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
                       int64_t cols) {
-  tile_kernel<vec::f32x4, vec::kWidth>(kc, a, b, ldb, c, ldc, rows, cols);
+  tile_kernel<vec::f32x4, 4>(kc, a, b, ldb, c, ldc, rows, cols);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-typedef float f32x8 __attribute__((vector_size(32)));
-
-__attribute__((target("avx2"))) void micro_kernel_avx2(int64_t kc, const float* a, const float* b, int64_t ldb,
+#if HIPDNN_EP_VEC_AVX2
+HIPDNN_EP_TARGET_AVX2 void micro_kernel_avx2(int64_t kc, const float* a, const float* b, int64_t ldb,
                                                        float* c, int64_t ldc, int64_t rows, int64_t cols) {
-  tile_kernel<f32x8, 8>(kc, a, b, ldb, c, ldc, rows, cols);
+  tile_kernel<vec::f32x8, 8>(kc, a, b, ldb, c, ldc, rows, cols);
 }
 #endif
 
@@ -114,9 +112,8 @@ struct TileChoice {
 
 // The 16-column tile where the CPU has AVX2 and the product at least that many columns.
 TileChoice tile_choice(int64_t n) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2 && n >= 16) return {micro_kernel_avx2, 16};
+#if HIPDNN_EP_VEC_AVX2
+  if (vec::has_avx2() && n >= 16) return {micro_kernel_avx2, 16};
 #endif
   return {micro_kernel_sse, 2 * vec::kWidth};
 }

@@ -13,15 +13,18 @@
 #include "kernels/tensor_util.h"
 #include "kernels/validate.h"
 
+// The f32x8 templates are inlined into AVX2 functions only (see vec_math.h).
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace hipdnn_ep::kernels::cpu {
 namespace {
 
 // Softmax over rows of `len` contiguous elements (the axis is the last dim),
-// four lanes at a time. The maximum ignores NaN like std::fmax; a NaN element
-// then makes its whole row NaN through the sum, as in the general path below.
-template <typename T>
-void softmax_rows(const T* x, T* y, int64_t rows, int64_t len) {
-  using vec::kWidth;
+// a vector of lanes at a time. The maximum ignores NaN like std::fmax; a NaN
+// element then makes its whole row NaN through the sum, as in the general path.
+template <typename V, typename T>
+HIPDNN_EP_VEC_INLINE void softmax_rows(const T* x, T* y, int64_t rows, int64_t len) {
+  constexpr int64_t kWidth = vec::width<V>;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t padded = (len + kWidth - 1) / kWidth * kWidth;
   // Lanes past the end hold -inf: they never raise the maximum, and their exp() is zeroed below.
@@ -34,34 +37,34 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t len) {
       for (int64_t i = 0; i < len; ++i) row[i] = load(x, base + i);
     }
     // Two running maxima break the dependency chain; `v > m ? v : m` keeps m for NaN.
-    vec::f32x4 max0 = vec::splat(kNegInf);
-    vec::f32x4 max1 = max0;
+    V max0 = vec::splat<V>(kNegInf);
+    V max1 = max0;
     int64_t i = 0;
     for (; i + 2 * kWidth <= padded; i += 2 * kWidth) {
-      const vec::f32x4 v0 = vec::load(&row[i]);
-      const vec::f32x4 v1 = vec::load(&row[i + kWidth]);
+      const V v0 = vec::load<V>(&row[i]);
+      const V v1 = vec::load<V>(&row[i + kWidth]);
       max0 = v0 > max0 ? v0 : max0;
       max1 = v1 > max1 ? v1 : max1;
     }
     if (i < padded) {
-      const vec::f32x4 v0 = vec::load(&row[i]);
+      const V v0 = vec::load<V>(&row[i]);
       max0 = v0 > max0 ? v0 : max0;
     }
     max0 = max1 > max0 ? max1 : max0;
     // Subtracting the maximum keeps exp() in (0, 1]: no overflow. A row of
     // -inf (all masked) gives -inf - -inf = NaN, as the general path does.
-    const vec::f32x4 m = vec::splat(vec::max(max0));
-    vec::f32x4 sum = vec::splat(0.0f);
+    const V m = vec::splat<V>(vec::max(max0));
+    V sum = vec::splat<V>(0.0f);
     for (i = 0; i < padded; i += kWidth) {
-      vec::f32x4 e = vec::exp(vec::load(&row[i]) - m);
+      V e = vec::exp(vec::load<V>(&row[i]) - m);
       if (i + kWidth > len) {  // the padding lanes: exp(-inf - m) is 0 unless m is -inf or NaN
         for (int64_t lane = len - i; lane < kWidth; ++lane) e[lane] = 0.0f;
       }
       sum += e;
       vec::store(&row[i], e);
     }
-    const vec::f32x4 inverse = vec::splat(1.0f / vec::sum(sum));
-    for (i = 0; i < padded; i += kWidth) vec::store(&row[i], vec::load(&row[i]) * inverse);
+    const V inverse = vec::splat<V>(1.0f / vec::sum(sum));
+    for (i = 0; i < padded; i += kWidth) vec::store(&row[i], vec::load<V>(&row[i]) * inverse);
     if constexpr (std::is_same_v<T, float>) {
       std::memcpy(y + base, row.data(), static_cast<size_t>(len) * sizeof(float));
     } else {
@@ -71,12 +74,29 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t len) {
   }
 }
 
+#if HIPDNN_EP_VEC_AVX2
+template <typename T>
+HIPDNN_EP_TARGET_AVX2 void softmax_rows_avx2(const T* x, T* y, int64_t rows, int64_t len) {
+  softmax_rows<vec::f32x8>(x, y, rows, len);
+}
+#endif
+
+// Eight lanes where the CPU has AVX2, else four. The lane count changes the
+// order of the row's sum, so results may differ by an ulp between such CPUs.
+template <typename T>
+void softmax_rows_any(const T* x, T* y, int64_t rows, int64_t len) {
+#if HIPDNN_EP_VEC_AVX2
+  if (vec::has_avx2()) return softmax_rows_avx2(x, y, rows, len);
+#endif
+  softmax_rows<vec::f32x4>(x, y, rows, len);
+}
+
 // Softmax of x viewed as [outer, axis_len, inner] along the middle dim. All
 // `inner` columns of one outer slice are processed together so that every
 // pass reads memory contiguously.
 template <typename T>
 void softmax_typed(const T* x, T* y, int64_t outer, int64_t axis_len, int64_t inner) {
-  if (inner == 1) return softmax_rows(x, y, outer, axis_len);
+  if (inner == 1) return softmax_rows_any(x, y, outer, axis_len);
   std::vector<float> maxima(static_cast<size_t>(inner));
   std::vector<float> sums(static_cast<size_t>(inner));
   std::vector<float> exps(static_cast<size_t>(axis_len * inner));

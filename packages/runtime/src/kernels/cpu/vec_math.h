@@ -1,69 +1,113 @@
-// Portable SIMD helpers for the CPU kernels: four floats in a GCC/Clang vector
-// extension type, which the compiler lowers to whatever the target has (two
-// SSE2 registers on baseline x86-64, NEON on Arm), so no -march flag is
-// needed. The math functions here are branch-free so that whole vectors go
-// through them; each is accurate to a few float ulps on the range it states.
+// Portable SIMD helpers for the CPU kernels: floats in GCC/Clang vector
+// extension types, which the compiler lowers to whatever the target has (SSE2
+// on baseline x86-64, NEON on Arm), so no -march flag is needed. Everything is
+// a template over the vector type: f32x4 everywhere, and f32x8 inside functions
+// compiled for AVX2 (VEC_AVX2 below), which the kernels pick at run time.
+// The math functions are branch-free so that whole vectors go through them;
+// each is accurate to a few float ulps on the range it states, and gives the
+// same bits at either width.
 #ifndef HIPDNN_EP_KERNELS_CPU_VEC_MATH_H_
 #define HIPDNN_EP_KERNELS_CPU_VEC_MATH_H_
 
 #include <cstdint>
 #include <cstring>
 
+// Helpers must be inlined into their caller to take on its target (AVX2 or not).
+#define HIPDNN_EP_VEC_INLINE __attribute__((always_inline)) inline
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HIPDNN_EP_VEC_AVX2 1
+#define HIPDNN_EP_TARGET_AVX2 __attribute__((target("avx2")))
+#else
+#define HIPDNN_EP_VEC_AVX2 0
+#endif
+
+// f32x8 helpers return AVX vectors from functions that, on their own, target
+// SSE2; they are always inlined into AVX2 functions, so no call ever uses that ABI.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace hipdnn_ep::kernels::cpu::vec {
 
 constexpr int64_t kWidth = 4;
 typedef float f32x4 __attribute__((vector_size(16)));
-typedef int32_t i32x4 __attribute__((vector_size(16)));
+typedef float f32x8 __attribute__((vector_size(32)));  // only inside HIPDNN_EP_TARGET_AVX2 functions
 
-inline f32x4 splat(float v) { return f32x4{v, v, v, v}; }
-inline f32x4 load(const float* p) {
-  f32x4 v;
+template <typename V>
+constexpr int64_t width = static_cast<int64_t>(sizeof(V) / sizeof(float));
+template <typename V>
+using mask_t = decltype(V{} < V{});  // the int32 lanes a comparison gives
+
+// Whether this CPU runs AVX2 (checked once).
+inline bool has_avx2() {
+#if HIPDNN_EP_VEC_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+#else
+  return false;
+#endif
+}
+
+template <typename V>
+HIPDNN_EP_VEC_INLINE V splat(float v) {
+  return V{} + v;
+}
+template <typename V>
+HIPDNN_EP_VEC_INLINE V load(const float* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store(float* p, f32x4 v) { std::memcpy(p, &v, sizeof v); }
-inline i32x4 bits(f32x4 v) {
-  i32x4 b;
+template <typename V>
+HIPDNN_EP_VEC_INLINE void store(float* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
+template <typename V>
+HIPDNN_EP_VEC_INLINE mask_t<V> bits(V v) {
+  mask_t<V> b;
   std::memcpy(&b, &v, sizeof b);
   return b;
 }
-inline f32x4 from_bits(i32x4 b) {
-  f32x4 v;
+template <typename V>
+HIPDNN_EP_VEC_INLINE V from_bits(mask_t<V> b) {
+  V v;
   std::memcpy(&v, &b, sizeof v);
   return v;
 }
 // mask lanes are all ones (from a vector comparison) or all zeros.
-inline f32x4 select(i32x4 mask, f32x4 if_set, f32x4 if_clear) {
-  return from_bits((mask & bits(if_set)) | (~mask & bits(if_clear)));
+template <typename V>
+HIPDNN_EP_VEC_INLINE V select(mask_t<V> mask, V if_set, V if_clear) {
+  return from_bits<V>((mask & bits(if_set)) | (~mask & bits(if_clear)));
 }
 
 // exp(x) for x in [-87, 88] within about 2 ulps; 0 below -87 (the true value is
 // under 2^-125), +inf above 88, NaN for NaN.
-inline f32x4 exp(f32x4 x) {
-  const f32x4 lo = splat(-87.0f);
-  const f32x4 hi = splat(88.0f);
-  const i32x4 underflow = x < lo;
-  const i32x4 overflow = x > hi;
-  const f32x4 xc = select(underflow, lo, select(overflow, hi, x));
+template <typename V>
+HIPDNN_EP_VEC_INLINE V exp(V x) {
+  const V lo = splat<V>(-87.0f);
+  const V hi = splat<V>(88.0f);
+  const mask_t<V> underflow = x < lo;
+  const mask_t<V> overflow = x > hi;
+  const V xc = select(underflow, lo, select(overflow, hi, x));
   // x = n ln2 + r with |r| <= ln2 / 2; adding and subtracting 1.5 * 2^23 rounds
   // to the nearest integer. ln2 is split so that n * kLn2Hi is exact.
-  const f32x4 round = splat(12582912.0f);
-  const f32x4 n = (xc * splat(1.44269504088896341f) + round) - round;
+  const V round = splat<V>(12582912.0f);
+  const V n = (xc * splat<V>(1.44269504088896341f) + round) - round;
   constexpr float kLn2Hi = 2839.0f / 4096.0f;
   constexpr float kLn2Lo = 3.19461833e-5f;  // ln2 - kLn2Hi
-  const f32x4 r = (xc - n * splat(kLn2Hi)) - n * splat(kLn2Lo);
+  const V r = (xc - n * splat<V>(kLn2Hi)) - n * splat<V>(kLn2Lo);
   // exp(r) = 1 + r + r^2 q(r): q fitted by least squares in relative error on |r| <= ln2 / 2.
-  f32x4 q = splat(1.375140790e-3f);
-  q = q * r + splat(8.368916341e-3f);
-  q = q * r + splat(4.166953311e-2f);
-  q = q * r + splat(1.666651846e-1f);
-  q = q * r + splat(4.999998860e-1f);
-  const f32x4 p = (r * r * q + r) + splat(1.0f);
+  V q = splat<V>(1.375140790e-3f);
+  q = q * r + splat<V>(8.368916341e-3f);
+  q = q * r + splat<V>(4.166953311e-2f);
+  q = q * r + splat<V>(1.666651846e-1f);
+  q = q * r + splat<V>(4.999998860e-1f);
+  const V p = (r * r * q + r) + splat<V>(1.0f);
   // 2^n from the exponent bits: n is in [-126, 127] after the clamp.
-  const i32x4 scale = (__builtin_convertvector(n, i32x4) + 127) << 23;
-  const f32x4 result = p * from_bits(scale);
-  const f32x4 inf = splat(__builtin_inff());
-  return select(underflow, splat(0.0f), select(overflow, inf, result));
+  const mask_t<V> scale = (__builtin_convertvector(n, mask_t<V>) + 127) << 23;
+  const V result = p * from_bits<V>(scale);
+  const V inf = splat<V>(__builtin_inff());
+  return select(underflow, splat<V>(0.0f), select(overflow, inf, result));
 }
 
 // erf(x) within about 2 ulps (absolute error under 2e-7) for every float;
@@ -71,45 +115,53 @@ inline f32x4 exp(f32x4 x) {
 // 1 - exp(-x^2) g(t) with t = 1 / (1 + |x|), where g (= erfc(x) exp(x^2)) is
 // smooth. Both polynomials were fitted by least squares in double precision.
 // From |x| = 4 on, erf rounds to +-1 in float.
-inline f32x4 erf(f32x4 x) {
-  const i32x4 sign = bits(x) & i32x4{INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
-  const f32x4 a0 = from_bits(bits(x) & ~sign);
-  const f32x4 four = splat(4.0f);
-  const f32x4 a = a0 < four ? a0 : four;  // NaN becomes 4 here and is restored at the end
-  const f32x4 u = a * a;
-  f32x4 small = splat(-6.787303721e-4f);
-  small = small * u + splat(5.119888713e-3f);
-  small = small * u + splat(-2.683752002e-2f);
-  small = small * u + splat(1.128344032e-1f);
-  small = small * u + splat(-3.761262404e-1f);
-  small = small * u + splat(1.128379166e+0f);
+template <typename V>
+HIPDNN_EP_VEC_INLINE V erf(V x) {
+  const mask_t<V> sign = bits(x) & (mask_t<V>{} + INT32_MIN);
+  const V a0 = from_bits<V>(bits(x) & ~sign);
+  const V four = splat<V>(4.0f);
+  const V a = a0 < four ? a0 : four;  // NaN becomes 4 here and is restored at the end
+  const V u = a * a;
+  V small = splat<V>(-6.787303721e-4f);
+  small = small * u + splat<V>(5.119888713e-3f);
+  small = small * u + splat<V>(-2.683752002e-2f);
+  small = small * u + splat<V>(1.128344032e-1f);
+  small = small * u + splat<V>(-3.761262404e-1f);
+  small = small * u + splat<V>(1.128379166e+0f);
   small = small * a;
-  const f32x4 t = splat(1.0f) / (splat(1.0f) + a);
-  f32x4 g = splat(4.807654675e-1f);
-  g = g * t + splat(-1.722871646e+0f);
-  g = g * t + splat(2.318769216e+0f);
-  g = g * t + splat(-1.023438142e+0f);
-  g = g * t + splat(-6.106760470e-1f);
-  g = g * t + splat(4.726065204e-1f);
-  g = g * t + splat(5.171043389e-1f);
-  g = g * t + splat(5.700732878e-1f);
-  g = g * t + splat(-3.040970370e-4f);
-  const f32x4 large = splat(1.0f) - exp(-u) * g;
-  const f32x4 magnitude = a < splat(0.75f) ? small : large;
-  const f32x4 result = from_bits(bits(magnitude) | sign);
+  const V t = splat<V>(1.0f) / (splat<V>(1.0f) + a);
+  V g = splat<V>(4.807654675e-1f);
+  g = g * t + splat<V>(-1.722871646e+0f);
+  g = g * t + splat<V>(2.318769216e+0f);
+  g = g * t + splat<V>(-1.023438142e+0f);
+  g = g * t + splat<V>(-6.106760470e-1f);
+  g = g * t + splat<V>(4.726065204e-1f);
+  g = g * t + splat<V>(5.171043389e-1f);
+  g = g * t + splat<V>(5.700732878e-1f);
+  g = g * t + splat<V>(-3.040970370e-4f);
+  const V large = splat<V>(1.0f) - exp(-u) * g;
+  const V magnitude = a < splat<V>(0.75f) ? small : large;
+  const V result = from_bits<V>(bits(magnitude) | sign);
   return x == x ? result : x;
 }
 
-// Horizontal sum in a fixed order (the result does not depend on the build).
-inline float sum(f32x4 v) {
-  return (v[0] + v[2]) + (v[1] + v[3]);
+// Horizontal sum, halving the width each step: a fixed order for each width.
+template <typename V>
+HIPDNN_EP_VEC_INLINE float sum(V v) {
+  for (int64_t half = width<V> / 2; half >= 1; half /= 2) {
+    for (int64_t i = 0; i < half; ++i) v[i] += v[i + half];
+  }
+  return v[0];
 }
-inline float max(f32x4 v) {
+template <typename V>
+HIPDNN_EP_VEC_INLINE float max(V v) {
   float m = v[0];
-  for (int i = 1; i < kWidth; ++i) m = v[i] > m ? v[i] : m;
+  for (int64_t i = 1; i < width<V>; ++i) m = v[i] > m ? v[i] : m;
   return m;
 }
 
 }  // namespace hipdnn_ep::kernels::cpu::vec
+
+#pragma GCC diagnostic pop
 
 #endif  // HIPDNN_EP_KERNELS_CPU_VEC_MATH_H_
