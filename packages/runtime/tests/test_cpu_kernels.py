@@ -78,7 +78,9 @@ def test_manifest_lists_the_kernels_tested_here():
 # ---------------------------------------------------------------- binary
 
 BROADCAST_SHAPES = [((2, 3), (2, 3)), ((4, 1, 3), (2, 1)), ((), (5,)), ((3, 1), (1, 4)), ((0, 3), (1, 3)),
-                    ((2, 0, 1), (4,))]
+                    ((2, 0, 1), (4,)),
+                    # rows of the constant-stride loops: both contiguous, one side a scalar per row
+                    ((2, 37), ()), ((37,), (2, 37)), ((3, 37), (3, 1)), ((3, 1), (3, 37))]
 
 
 def trunc_div(a, b):

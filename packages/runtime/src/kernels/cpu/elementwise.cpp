@@ -51,7 +51,18 @@ void broadcast_binary(const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_re
     TOut* o = po + off[0];
     const TIn* x = pa + off[1];
     const TIn* y = pb + off[2];
-    for (int64_t i = 0; i < n; ++i) store(o, i * st[0], fn(load(x, i * st[1]), load(y, i * st[2])));
+    // The common rows get loops with constant strides, which the compiler vectorizes.
+    if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+      for (int64_t i = 0; i < n; ++i) store(o, i, fn(load(x, i), load(y, i)));
+    } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+      const auto yv = load(y, 0);
+      for (int64_t i = 0; i < n; ++i) store(o, i, fn(load(x, i), yv));
+    } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+      const auto xv = load(x, 0);
+      for (int64_t i = 0; i < n; ++i) store(o, i, fn(xv, load(y, i)));
+    } else {
+      for (int64_t i = 0; i < n; ++i) store(o, i * st[0], fn(load(x, i * st[1]), load(y, i * st[2])));
+    }
   });
 }
 
