@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -32,15 +33,22 @@ struct MatrixView {
   int64_t col_stride;
 };
 
-// dst[r * ld + c] = view(r0 + r, c0 + c) as float.
-void pack(const MatrixView& v, int64_t r0, int64_t rows, int64_t c0, int64_t cols, float* dst, int64_t ld) {
+// dst[r * ld_r + c * ld_c] = view(r0 + r, c0 + c) as float.
+void pack(const MatrixView& v, int64_t r0, int64_t rows, int64_t c0, int64_t cols, float* dst, int64_t ld_r,
+          int64_t ld_c) {
   dispatch_float(v.dtype, "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* base = static_cast<const T*>(v.data) + v.offset;
     for (int64_t r = 0; r < rows; ++r) {
       const T* src = base + (r0 + r) * v.row_stride + c0 * v.col_stride;
-      float* out = dst + r * ld;
-      for (int64_t c = 0; c < cols; ++c) out[c] = load(src, c * v.col_stride);
+      float* out = dst + r * ld_r;
+      if constexpr (std::is_same_v<T, float>) {
+        if (v.col_stride == 1 && ld_c == 1) {
+          std::memcpy(out, src, static_cast<size_t>(cols) * sizeof(float));
+          continue;
+        }
+      }
+      for (int64_t c = 0; c < cols; ++c) out[c * ld_c] = load(src, c * v.col_stride);
     }
   });
 }
@@ -125,22 +133,18 @@ void accumulate_product(int64_t m, int64_t n, int64_t k, const MatrixView& a, co
   const int64_t nc_max = (std::min(n, kPanelN) + kMaxCols - 1) / kMaxCols * kMaxCols;  // padded to whole tiles
   std::vector<float> b_panel(static_cast<size_t>(kc_max * nc_max));
   std::vector<float> a_block(static_cast<size_t>(kc_max * kRows));
-  std::vector<float> a_row(static_cast<size_t>(kc_max));
   for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
     const int64_t kc = std::min(kPanelK, k - k0);
     for (int64_t n0 = 0; n0 < n; n0 += kPanelN) {
       const int64_t nc = std::min(kPanelN, n - n0);
       const int64_t ldb = (nc + kMaxCols - 1) / kMaxCols * kMaxCols;
       std::fill(b_panel.begin(), b_panel.end(), 0.0f);
-      pack(b, k0, kc, n0, nc, b_panel.data(), ldb);
+      pack(b, k0, kc, n0, nc, b_panel.data(), ldb, 1);
       for (int64_t i0 = 0; i0 < m; i0 += kRows) {
         const int64_t rows = std::min(kRows, m - i0);
         // a_block[kk * kRows + r] = a(i0 + r, k0 + kk), rows past m are 0.
-        std::fill(a_block.begin(), a_block.end(), 0.0f);
-        for (int64_t r = 0; r < rows; ++r) {
-          pack(a, i0 + r, 1, k0, kc, a_row.data(), kc);
-          for (int64_t kk = 0; kk < kc; ++kk) a_block[kk * kRows + r] = a_row[kk];
-        }
+        if (rows < kRows) std::fill(a_block.begin(), a_block.end(), 0.0f);
+        pack(a, i0, rows, k0, kc, a_block.data(), 1, kRows);
         for (int64_t j0 = 0; j0 < nc; j0 += tile.cols) {
           tile.kernel(kc, a_block.data(), b_panel.data() + j0, ldb, acc + i0 * n + n0 + j0, n, rows,
                       std::min(tile.cols, nc - j0));
@@ -217,11 +221,11 @@ void gemm(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   dispatch_float(c.dtype, "gemm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pc = static_cast<const T*>(c.data);
-    write_output(out, 0, m * n, [&](int64_t j) {
-      const int64_t row = j / n;
-      const int64_t col = j % n;
-      return alpha * acc[j] + beta * load(pc, row * c_strides[0] + col * c_strides[1]);
-    });
+    for (int64_t row = 0; row < m; ++row) {
+      const float* acc_row = acc.data() + row * n;
+      const T* c_row = pc + row * c_strides[0];
+      write_output(out, row * n, n, [&](int64_t col) { return alpha * acc_row[col] + beta * load(c_row, col * c_strides[1]); });
+    }
   });
 }
 
