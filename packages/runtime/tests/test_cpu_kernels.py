@@ -296,9 +296,9 @@ def test_matmul(state, dtype, shapes):
     np.testing.assert_allclose(out.astype(np.float64), expected, rtol=tol, atol=tol)
 
 
-# Edges of the 4 x 8 register tile and of the 128 (k) x 256 (n) packed panels.
+# Edges of the register tiles (4 x 8, 4 x 16, 8 x 8) and of the 128 (k) x 256 (n) packed panels.
 TILE_EDGE_MNK = [(1, 1, 1), (1, 8, 8), (4, 8, 8), (5, 3, 9), (3, 7, 1), (7, 129, 17), (9, 257, 33),
-                 (3, 5, 257), (13, 300, 300), (128, 8, 128), (128, 128, 8)]
+                 (3, 5, 257), (13, 300, 300), (128, 8, 128), (128, 128, 8), (13, 130, 12)]
 
 
 @pytest.mark.parametrize("m,k,n", TILE_EDGE_MNK, ids=str)

@@ -1,9 +1,9 @@
 // CPU matrix products: MatMul (ONNX semantics, broadcast batch dims) and Gemm.
 //
 // Both reduce to accumulate_product(): acc(MxN, float) += op(A) op(B). It
-// packs a KC x NC panel of B and a KC x 4 block of A into float buffers (which
+// packs a KC x NC panel of B and a KC x 4 (or 8) block of A into float buffers (which
 // also converts float16 and applies transposes), then a micro-kernel keeps a
-// 4 x 8 (4 x 16 with AVX2) tile of the result in vector registers over the panel's KC products:
+// 4 x 8 (with AVX2 4 x 16 or 8 x 8) tile of the result in vector registers over the panel's KC products:
 // each B load feeds four rows. No BLAS dependency; accumulation is in float, in
 // the order of k, so the results do not depend on the run.
 #include <algorithm>
@@ -53,37 +53,41 @@ void pack(const MatrixView& v, int64_t r0, int64_t rows, int64_t c0, int64_t col
   });
 }
 
-// The register tile of the micro-kernel: kRows x (2 vectors) outputs stay in
-// registers across a whole panel of k. The tile is 4 x 8 with baseline SSE2 and
-// 4 x 16 where the CPU has AVX2 (chosen at run time; the wheel targets plain
-// x86-64). Both compute every output as the same sequence of float multiplies
+// The register tile of the micro-kernel: R x (NV vectors) outputs stay in
+// registers across a whole panel of k. The tile is 4 x 8 with baseline SSE2;
+// where the CPU has AVX2 (chosen at run time; the wheel targets plain x86-64)
+// it is 4 x 16, or 8 x 8 for products of fewer than 16 columns (attention's
+// head dim). All compute every output as the same sequence of float multiplies
 // and adds in the order of k (no fused multiply-add), so they give identical bits.
-constexpr int64_t kRows = 4;
+constexpr int64_t kMaxRows = 8;
 constexpr int64_t kMaxCols = 16;  // the widest tile: panels are padded to a multiple of it
 
-// c[r * ldc + j] += sum_kk a[kk * kRows + r] * b[kk * ldb + j] for r < rows, j < cols;
-// `a` holds kRows rows (zero-padded), `b` 2 * W readable columns (zero-padded).
-template <typename V, int64_t W>
-HIPDNN_EP_VEC_INLINE void tile_kernel(int64_t kc, const float* a, const float* b, int64_t ldb,
-                                                       float* c, int64_t ldc, int64_t rows, int64_t cols) {
+// c[r * ldc + j] += sum_kk a[kk * R + r] * b[kk * ldb + j] for r < rows, j < cols;
+// `a` holds R rows (zero-padded), `b` NV * W readable columns (zero-padded).
+template <typename V, int64_t W, int64_t R, int64_t NV>
+HIPDNN_EP_VEC_INLINE void tile_kernel(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+                                      int64_t rows, int64_t cols) {
   const V zero{};
-  V acc[kRows][2];
-  for (auto& row : acc) row[0] = row[1] = zero;
+  V acc[R][NV];
+  for (int64_t r = 0; r < R; ++r) {
+    acc[r][0] = zero;
+    if constexpr (NV == 2) acc[r][1] = zero;
+  }
   for (int64_t kk = 0; kk < kc; ++kk) {
     V b0;
-    V b1;
+    V b1{};
     std::memcpy(&b0, b + kk * ldb, sizeof b0);
-    std::memcpy(&b1, b + kk * ldb + W, sizeof b1);
-    const float* ak = a + kk * kRows;
-    for (int64_t r = 0; r < kRows; ++r) {
+    if constexpr (NV == 2) std::memcpy(&b1, b + kk * ldb + W, sizeof b1);
+    const float* ak = a + kk * R;
+    for (int64_t r = 0; r < R; ++r) {
       const V ar = zero + ak[r];  // broadcast
       acc[r][0] += ar * b0;
-      acc[r][1] += ar * b1;
+      if constexpr (NV == 2) acc[r][1] += ar * b1;
     }
   }
-  if (rows == kRows && cols == 2 * W) {
-    for (int64_t r = 0; r < kRows; ++r) {
-      for (int64_t h = 0; h < 2; ++h) {
+  if (rows == R && cols == NV * W) {
+    for (int64_t r = 0; r < R; ++r) {
+      for (int64_t h = 0; h < NV; ++h) {
         V cv;
         std::memcpy(&cv, c + r * ldc + h * W, sizeof cv);
         cv += acc[r][h];
@@ -92,7 +96,7 @@ HIPDNN_EP_VEC_INLINE void tile_kernel(int64_t kc, const float* a, const float* b
     }
     return;
   }
-  alignas(32) float tile[kRows][2 * W];
+  alignas(32) float tile[R][NV * W];
   std::memcpy(tile, acc, sizeof tile);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] += tile[r][j];
@@ -103,27 +107,31 @@ using MicroKernel = void (*)(int64_t, const float*, const float*, int64_t, float
 
 void micro_kernel_sse(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t rows,
                       int64_t cols) {
-  tile_kernel<vec::f32x4, 4>(kc, a, b, ldb, c, ldc, rows, cols);
+  tile_kernel<vec::f32x4, 4, 4, 2>(kc, a, b, ldb, c, ldc, rows, cols);
 }
 
 #if HIPDNN_EP_VEC_AVX2
-HIPDNN_EP_TARGET_AVX2 void micro_kernel_avx2(int64_t kc, const float* a, const float* b, int64_t ldb,
-                                                       float* c, int64_t ldc, int64_t rows, int64_t cols) {
-  tile_kernel<vec::f32x8, 8>(kc, a, b, ldb, c, ldc, rows, cols);
+HIPDNN_EP_TARGET_AVX2 void micro_kernel_avx2(int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
+                                             int64_t ldc, int64_t rows, int64_t cols) {
+  tile_kernel<vec::f32x8, 8, 4, 2>(kc, a, b, ldb, c, ldc, rows, cols);
+}
+HIPDNN_EP_TARGET_AVX2 void micro_kernel_avx2_narrow(int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
+                                                    int64_t ldc, int64_t rows, int64_t cols) {
+  tile_kernel<vec::f32x8, 8, 8, 1>(kc, a, b, ldb, c, ldc, rows, cols);
 }
 #endif
 
 struct TileChoice {
   MicroKernel kernel;
+  int64_t rows;
   int64_t cols;
 };
 
-// The 16-column tile where the CPU has AVX2 and the product at least that many columns.
 TileChoice tile_choice(int64_t n) {
 #if HIPDNN_EP_VEC_AVX2
-  if (vec::has_avx2() && n >= 16) return {micro_kernel_avx2, 16};
+  if (vec::has_avx2()) return n >= 16 ? TileChoice{micro_kernel_avx2, 4, 16} : TileChoice{micro_kernel_avx2_narrow, 8, 8};
 #endif
-  return {micro_kernel_sse, 2 * vec::kWidth};
+  return {micro_kernel_sse, 4, 2 * vec::kWidth};
 }
 
 // acc[i * n + j] += sum_k a(i, k) * b(k, j)
@@ -132,7 +140,7 @@ void accumulate_product(int64_t m, int64_t n, int64_t k, const MatrixView& a, co
   const TileChoice tile = tile_choice(n);
   const int64_t nc_max = (std::min(n, kPanelN) + kMaxCols - 1) / kMaxCols * kMaxCols;  // padded to whole tiles
   std::vector<float> b_panel(static_cast<size_t>(kc_max * nc_max));
-  std::vector<float> a_block(static_cast<size_t>(kc_max * kRows));
+  std::vector<float> a_block(static_cast<size_t>(kc_max * kMaxRows));
   for (int64_t k0 = 0; k0 < k; k0 += kPanelK) {
     const int64_t kc = std::min(kPanelK, k - k0);
     for (int64_t n0 = 0; n0 < n; n0 += kPanelN) {
@@ -140,11 +148,11 @@ void accumulate_product(int64_t m, int64_t n, int64_t k, const MatrixView& a, co
       const int64_t ldb = (nc + kMaxCols - 1) / kMaxCols * kMaxCols;
       std::fill(b_panel.begin(), b_panel.end(), 0.0f);
       pack(b, k0, kc, n0, nc, b_panel.data(), ldb, 1);
-      for (int64_t i0 = 0; i0 < m; i0 += kRows) {
-        const int64_t rows = std::min(kRows, m - i0);
-        // a_block[kk * kRows + r] = a(i0 + r, k0 + kk), rows past m are 0.
-        if (rows < kRows) std::fill(a_block.begin(), a_block.end(), 0.0f);
-        pack(a, i0, rows, k0, kc, a_block.data(), 1, kRows);
+      for (int64_t i0 = 0; i0 < m; i0 += tile.rows) {
+        const int64_t rows = std::min(tile.rows, m - i0);
+        // a_block[kk * tile.rows + r] = a(i0 + r, k0 + kk), rows past m are 0.
+        if (rows < tile.rows) std::fill(a_block.begin(), a_block.end(), 0.0f);
+        pack(a, i0, rows, k0, kc, a_block.data(), 1, tile.rows);
         for (int64_t j0 = 0; j0 < nc; j0 += tile.cols) {
           tile.kernel(kc, a_block.data(), b_panel.data() + j0, ldb, acc + i0 * n + n0 + j0, n, rows,
                       std::min(tile.cols, nc - j0));
