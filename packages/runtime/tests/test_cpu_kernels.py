@@ -429,18 +429,21 @@ def test_softmax_exp_is_accurate_over_its_range(state):
     np.testing.assert_allclose(out, softmax_ref(x, 1), rtol=1e-6, atol=0)
 
 
-def test_softmax_rows_treat_special_values_like_the_general_path(state):
+@pytest.mark.parametrize("length", [5, 8], ids=["padded", "whole_vectors"])
+def test_softmax_rows_treat_special_values_like_the_general_path(state, length):
     # Masked (-inf) entries get 0; a row of -inf, or with NaN or +inf, becomes NaN (as the
-    # general path, axis not last, computes it from the same values).
+    # general path, axis not last, computes it from the same values). Rows of 8 take the
+    # unbuffered path where the CPU works on 4 or 8 lanes.
     inf, nan = np.inf, np.nan
     x = np.array([[-inf, 0, 1, -inf, 2], [-inf] * 5, [0, nan, 1, 2, 3], [0, inf, 1, 2, 3], [-1e30, 0, 1, 2, 1e30]], F32)
+    x = np.concatenate([x, np.full((5, length - 5), -inf, F32)], axis=1)
     out = run(state, "softmax", [x], x.shape, ints=[1])
     general = run(state, "softmax", [np.ascontiguousarray(x.T)], x.T.shape, ints=[0]).T
     np.testing.assert_array_equal(np.isnan(out), np.isnan(general))
     np.testing.assert_allclose(out, general, rtol=1e-6, atol=0)
     np.testing.assert_allclose(out[0], softmax_ref(x[:1], 1)[0], rtol=1e-6, atol=0)
     assert np.isnan(out[1:4]).all()
-    np.testing.assert_array_equal(out[4], [0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(out[4], [0, 0, 0, 0, 1] + [0] * (length - 5))
 
 
 def layer_norm_ref(x, scale, bias, axis, eps):

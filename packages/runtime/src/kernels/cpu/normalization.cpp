@@ -22,6 +22,36 @@ namespace {
 // Softmax over rows of `len` contiguous elements (the axis is the last dim),
 // a vector of lanes at a time. The maximum ignores NaN like std::fmax; a NaN
 // element then makes its whole row NaN through the sum, as in the general path.
+// One float row of whole vectors (len a multiple of the width), read from x
+// and written to y directly; the same operations as the buffered path below.
+template <typename V>
+HIPDNN_EP_VEC_INLINE void softmax_row_in_place(const float* x, float* y, int64_t len) {
+  constexpr int64_t kWidth = vec::width<V>;
+  V max0 = vec::splat<V>(-std::numeric_limits<float>::infinity());
+  V max1 = max0;
+  int64_t i = 0;
+  for (; i + 2 * kWidth <= len; i += 2 * kWidth) {
+    const V v0 = vec::load<V>(x + i);
+    const V v1 = vec::load<V>(x + i + kWidth);
+    max0 = v0 > max0 ? v0 : max0;
+    max1 = v1 > max1 ? v1 : max1;
+  }
+  if (i < len) {
+    const V v0 = vec::load<V>(x + i);
+    max0 = v0 > max0 ? v0 : max0;
+  }
+  max0 = max1 > max0 ? max1 : max0;
+  const V m = vec::splat<V>(vec::max(max0));
+  V sum = vec::splat<V>(0.0f);
+  for (i = 0; i < len; i += kWidth) {
+    const V e = vec::exp(vec::load<V>(x + i) - m);
+    sum += e;
+    vec::store(y + i, e);
+  }
+  const V inverse = vec::splat<V>(1.0f / vec::sum(sum));
+  for (i = 0; i < len; i += kWidth) vec::store(y + i, vec::load<V>(y + i) * inverse);
+}
+
 template <typename V, typename T>
 HIPDNN_EP_VEC_INLINE void softmax_rows(const T* x, T* y, int64_t rows, int64_t len) {
   constexpr int64_t kWidth = vec::width<V>;
@@ -32,6 +62,10 @@ HIPDNN_EP_VEC_INLINE void softmax_rows(const T* x, T* y, int64_t rows, int64_t l
   for (int64_t o = 0; o < rows; ++o) {
     const int64_t base = o * len;
     if constexpr (std::is_same_v<T, float>) {
+      if (padded == len) {  // whole vectors: no buffer needed
+        softmax_row_in_place<V>(x + base, y + base, len);
+        continue;
+      }
       std::memcpy(row.data(), x + base, static_cast<size_t>(len) * sizeof(float));
     } else {
       for (int64_t i = 0; i < len; ++i) row[i] = load(x, base + i);
