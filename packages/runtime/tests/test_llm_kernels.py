@@ -314,12 +314,20 @@ def test_matmul_nbits_large_enough_for_threads(state):
     close(y, a.astype(np.float64) @ dequantized(b, scales, zp, k), F32, tol=1e-4)
 
 
-def test_group_query_attention_large_enough_for_threads(state):
-    rng = np.random.default_rng(22)
+def decode_inputs_for_threads(rng):
+    """One decode token for 2 sequences over 32 query / 8 KV heads and 255 past positions: enough
+    (sequence, KV head) pairs to be split over threads. Returns q, k, v, past_k, past_v and the head size."""
     bsz, heads, kv_heads, d, past = 2, 32, 8, 64, 255
     q = rng.standard_normal((bsz, 1, heads * d)).astype(F32)
     k, v = (rng.standard_normal((bsz, 1, kv_heads * d)).astype(F32) for _ in range(2))
     past_k, past_v = (rng.standard_normal((bsz, kv_heads, past, d)).astype(F32) for _ in range(2))
+    return q, k, v, past_k, past_v, d
+
+
+def test_group_query_attention_large_enough_for_threads(state):
+    rng = np.random.default_rng(22)
+    q, k, v, past_k, past_v, d = decode_inputs_for_threads(rng)
+    heads, kv_heads = 32, 8
     cos, sin = rope_caches(300, d, F32)
     got = run_gqa(state, q, k, v, past_k, past_v, [255, 200], 256, heads, kv_heads, 256, cos, sin)
     want = gqa_ref(q, k, v, past_k, past_v, [255, 200], 256, heads, kv_heads, 256, cos, sin)
@@ -331,10 +339,8 @@ def test_group_query_attention_large_enough_for_threads(state):
 def test_group_query_attention_error_on_a_worker_thread_reaches_the_caller(state):
     """Row 1's position is outside the rotary cache; the pair that finds it may run on another thread."""
     rng = np.random.default_rng(23)
-    bsz, heads, kv_heads, d, past = 2, 32, 8, 64, 255
-    q = rng.standard_normal((bsz, 1, heads * d)).astype(F32)
-    k, v = (rng.standard_normal((bsz, 1, kv_heads * d)).astype(F32) for _ in range(2))
-    past_k, past_v = (rng.standard_normal((bsz, kv_heads, past, d)).astype(F32) for _ in range(2))
+    q, k, v, past_k, past_v, d = decode_inputs_for_threads(rng)
+    heads, kv_heads = 32, 8
     cos, sin = rope_caches(220, d, F32)
     with pytest.raises(InvalidArgumentError, match="position 255 is outside the rotary cache's 220 positions"):
         run_gqa(state, q, k, v, past_k, past_v, [100, 255], 256, heads, kv_heads, 256, cos, sin)
