@@ -102,7 +102,7 @@ status=${PIPESTATUS[0]}
 
 if [ "${PROFILE:-0}" = 1 ]; then
   step "profile"
-  { $PYTHON "$ROOT/tools/llm_profile.py" --gemv
+  { $PYTHON "$ROOT/tools/llm_kernel_bench.py" --backend "${BACKEND:-cuda}"
     $PYTHON "$ROOT/tools/llm_profile.py" "$MODEL" --ep hipdnn --option "backend=${BACKEND:-cuda}" -l 128 -g 16
     [[ " ${EPS[*]} " == *" cuda "* ]] && $PYTHON "$ROOT/tools/llm_profile.py" "$MODEL" --ep cuda -l 128 -g 16
   } > "$OUT/profile.txt" 2>&1

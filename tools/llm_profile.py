@@ -1,10 +1,9 @@
 """Where an LLM's prefill and decode time goes on a GPU: every kernel the process runs (this EP's, ORT's,
 the GEMM library's) recorded by torch.profiler through CUPTI, as tables of the kernels that take the most
-device time, per prefill and per decode step; and MatMulNBits in isolation (the decode GEMV and the
-prefill path), as bytes of B read over kernel time.
+device time, per prefill and per decode step. The kernels alone, against their floors, are
+tools/llm_kernel_bench.py's.
 
     python tools/llm_profile.py MODEL_FOLDER [--ep hipdnn|cuda] [--option backend=cuda] [-l 128] [-g 16]
-    python tools/llm_profile.py --gemv          (MatMulNBits alone: 4096 x 14336, 14336 x 4096, ..., fp16)
 
 The model runs as `hipdnn-ep bench --io binding` runs it (hipdnn_ep.bench): one warm-up repetition, then
 one profiled prefill and `-g` profiled decode steps. Needs torch with CUDA (CUPTI).
@@ -74,57 +73,16 @@ def profile_model(args: argparse.Namespace) -> None:
                       1e3 * sum(timings[1]) / steps, args.top)
 
 
-def profile_gemv(args: argparse.Namespace) -> None:
-    """MatMulNBits alone (fp16, block 128 with zero points) on the cuda backend: the decode GEMV (M = 1) and the
-    prefill path (M = 128: dequantize in chunks + GEMM)."""
-    import hipdnn_ep_runtime as rt  # noqa: PLC0415
-    import torch  # noqa: PLC0415
-    from torch.autograd import DeviceType  # noqa: PLC0415
-    from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
-
-    rng = np.random.default_rng(0)
-    block = 128
-    with rt.State(backend="cuda") as state:
-        for m, k, n in ((1, 4096, 14336), (1, 14336, 4096), (1, 4096, 4096), (1, 4096, 128256),
-                        (128, 4096, 14336), (128, 4096, 128256)):
-            blocks = k // block
-            b = torch.from_numpy(rng.integers(0, 256, (n, blocks, block // 2), dtype=np.uint8)).cuda()
-            scales = torch.from_numpy((rng.random(n * blocks) * 0.02).astype(np.float16)).cuda()
-            zp = torch.from_numpy(rng.integers(0, 256, n * ((blocks + 1) // 2), dtype=np.uint8)).cuda()
-            a = torch.from_numpy(rng.standard_normal((m, k)).astype(np.float16)).cuda()
-            y = torch.empty((m, n), dtype=torch.float16, device="cuda")
-            inputs = [a, b, scales, zp]
-            for _ in range(3):
-                rt._core.call_kernel(state, "hipdnn_ep_kernel_matmul_nbits", inputs, [y], [k, n, 4, block], [])
-            state.synchronize()
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for _ in range(20):
-                    rt._core.call_kernel(state, "hipdnn_ep_kernel_matmul_nbits", inputs, [y], [k, n, 4, block], [])
-                state.synchronize()
-            kernels = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA and e.count]
-            us = sum(e.self_device_time_total for e in kernels) / 20
-            read = b.numel() + scales.numel() * 2 + zp.numel() + a.numel() * 2
-            print(f"M {m:>3} K {k:>6} N {n:>6}: {us:8.1f} us, {read / 2**20:7.1f} MiB of int4 B and A, "
-                  f"{read / us / 1e6:6.2f} TB/s, {2 * m * k * n / us / 1e6:6.1f} TFLOP/s  "
-                  f"({', '.join(e.key[:50] for e in kernels)})")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("model", nargs="?", help="onnxruntime-genai model folder")
+    ap.add_argument("model", help="onnxruntime-genai model folder")
     ap.add_argument("--ep", choices=("hipdnn", "cuda"), default="hipdnn")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="hipdnn-ep option")
     ap.add_argument("-l", "--prompt-length", type=int, default=128)
     ap.add_argument("-g", "--generation-length", type=int, default=16)
     ap.add_argument("--top", type=int, default=15, help="kernels per table")
-    ap.add_argument("--gemv", action="store_true", help="profile MatMulNBits alone (decode GEMV and prefill path)")
     args = ap.parse_args(argv)
-    if args.gemv:
-        profile_gemv(args)
-    if args.model:
-        profile_model(args)
-    elif not args.gemv:
-        ap.error("give a model folder or --gemv")
+    profile_model(args)
     return 0
 
 
