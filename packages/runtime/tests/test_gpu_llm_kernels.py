@@ -170,6 +170,63 @@ def test_rms_norm_with_skip_returns_the_sum(cpu, gpu, dev, dtype, with_bias, ski
     close("rms_norm", s, want_s, "sum")
 
 
+# The kernel's paths: a row in registers read once (16-byte vectors, or single elements when the row
+# length is not a multiple of 8 halves / 4 floats), a group of threads per row sized to it (one vector
+# each for few rows, up to 4 each and several rows per block for many); longer rows take the general
+# two-pass kernel.
+RMS_ROWS = [
+    (1, 4096),    # a decode step: one row, 512 threads
+    (300, 4096),  # many rows: 4 vectors per thread, several rows per block
+    (700, 96),    # many short rows: a few lanes per row, many rows per warp
+    (3, 16384),   # the most the registers hold in 16-byte vectors
+    (5, 4095),    # not a multiple of 8: single elements
+    (3, 37),
+    (2, 5001),    # single elements, too long for registers: the general kernel
+    (2, 20000),   # vectors, too long for registers: the general kernel
+]
+RMS_INPUTS = ["plain", "skip", "skip+sum", "skip+bias+sum"]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("shape", RMS_ROWS, ids=[f"{r}x{s}" for r, s in RMS_ROWS])
+@pytest.mark.parametrize("inputs", RMS_INPUTS)
+def test_rms_norm_paths(cpu, gpu, dev, dtype, shape, inputs):
+    rng = np.random.default_rng(shape[0] * 7 + shape[1])
+    x, scale = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape[-1]).astype(dtype)
+    skip = rng.standard_normal(shape).astype(dtype) if "skip" in inputs else None
+    bias = rng.standard_normal(shape[-1]).astype(dtype) if "bias" in inputs else None
+    outputs = [(shape, dtype)] * (2 if "sum" in inputs else 1)
+    got, want = run_both(cpu, gpu, dev, "rms_norm", [x, scale, skip, bias], outputs, ints=(1,), floats=(1e-5,))
+    close("rms_norm", got[0], want[0], "output")
+    if "sum" in inputs:
+        close("rms_norm", got[1], want[1], "sum")
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("misaligned", ["x", "skip", "sum"])
+def test_rms_norm_unaligned_pointers(cpu, gpu, dev, dtype, misaligned):
+    """A tensor not 16-byte aligned (one element into a buffer): the single-element loads and stores."""
+    rng = np.random.default_rng(11)
+    shape = (6, 1024)
+    x, skip = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    scale = rng.standard_normal(shape[-1]).astype(dtype)
+    want = [np.zeros(shape, dtype), np.zeros(shape, dtype)]
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_rms_norm", [x, scale, skip, None], want, [1], [1e-5])
+
+    def placed(a, offset):
+        flat = dev.to_device(np.concatenate([np.zeros(offset, dtype), a.reshape(-1)]))
+        return flat[offset:].reshape(shape)
+
+    d_x = placed(x, 1 if misaligned == "x" else 0)
+    d_skip = placed(skip, 1 if misaligned == "skip" else 0)
+    y = placed(np.full(shape, 77, dtype), 0)
+    total = placed(np.full(shape, 77, dtype), 1 if misaligned == "sum" else 0)
+    _core.call_kernel(gpu, "hipdnn_ep_kernel_rms_norm", [d_x, dev.to_device(scale), d_skip, None], [y, total], [1],
+                      [1e-5])
+    close("rms_norm", dev.to_host(y), want[0], "output")
+    close("rms_norm", dev.to_host(total), want[1], "sum")
+
+
 # ---------------------------------------------------------------- rotary
 
 @pytest.mark.parametrize("dtype", [F32, F16])
