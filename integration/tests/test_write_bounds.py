@@ -93,6 +93,8 @@ class _Caller:
                 args.append(buffer)
             elif str(p.type) == f"{self.m.prefix}_state_t*":
                 args.append(self.state)
+            elif p.name in ("backend", "device_ordinal"):
+                args.append(ctypes.c_int32(0))  # the device of the CPU state
             else:
                 pytest.fail(f"{fn.name}: this test cannot pass its parameter '{p.decl()}'; teach _Caller._call "
                             f"how, so that its write bound is checked")

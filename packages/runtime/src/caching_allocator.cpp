@@ -31,10 +31,18 @@ bool CachingAllocator::FreeOrder::operator()(const Block* a, const Block* b) con
   return std::tie(a->stream, a->size, a->addr) < std::tie(b->stream, b->size, b->addr);
 }
 
-CachingAllocator::CachingAllocator(Device* device, uint64_t alignment, uint64_t memory_limit)
-    : device_(device), alignment_(alignment), limit_(memory_limit) {}
+CachingAllocator::CachingAllocator(Device* device, uint64_t alignment, uint64_t memory_limit,
+                                   DeviceMemoryTotals* totals)
+    : device_(device), alignment_(alignment), limit_(memory_limit), totals_(totals) {
+  if (totals_ != nullptr) totals_->add_state();
+}
 
 CachingAllocator::~CachingAllocator() {
+  if (totals_ != nullptr) {
+    totals_->sub_in_use(stats_.bytes_in_use);
+    totals_->sub_reserved(stats_.bytes_reserved);
+    totals_->remove_state();
+  }
   for (Segment* seg : segments_) {
     for (Block* b = seg->first; b != nullptr;) {
       Block* next = b->next;
@@ -95,6 +103,7 @@ int32_t CachingAllocator::grow(uint64_t size, uint64_t stream, Block** out) {
   seg->first = block;
   segments_.push_back(seg);
   stats_.bytes_reserved += segment_size;
+  if (totals_ != nullptr) totals_->add_reserved(segment_size);
   *out = block;
   return HIPDNN_EP_STATUS_OK;
 }
@@ -131,6 +140,7 @@ int32_t CachingAllocator::allocate(uint64_t size, uint64_t stream, void** out) {
   live_.emplace(block->addr, block);
   stats_.bytes_in_use += block->size;
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  if (totals_ != nullptr) totals_->add_in_use(block->size);
   stats_.allocation_count += 1;
   stats_.live_allocations = live_.size();
   *out = reinterpret_cast<void*>(block->addr);
@@ -179,6 +189,7 @@ int32_t CachingAllocator::free(void* ptr, uint64_t stream) {
   Block* block = it->second;
   live_.erase(it);
   stats_.bytes_in_use -= block->size;
+  if (totals_ != nullptr) totals_->sub_in_use(block->size);
   stats_.live_allocations = live_.size();
   block->allocated = false;
   block->requested = 0;
@@ -210,6 +221,7 @@ void CachingAllocator::release_cached() {
     delete seg->first;
     device_->release(seg->base);
     stats_.bytes_reserved -= seg->size;
+    if (totals_ != nullptr) totals_->sub_reserved(seg->size);
     delete seg;
   }
   segments_.swap(kept);

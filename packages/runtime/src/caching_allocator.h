@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device.h"
+#include "device_memory.h"
 
 namespace hipdnn_ep {
 
@@ -27,8 +28,9 @@ struct AllocatorStats {
 
 class CachingAllocator {
  public:
-  // memory_limit 0 means no limit; alignment is a power of two.
-  CachingAllocator(Device* device, uint64_t alignment, uint64_t memory_limit);
+  // memory_limit 0 means no limit; alignment is a power of two. totals (may be null): the device's
+  // process-wide figures, which this allocator's blocks and segments count in while it lives.
+  CachingAllocator(Device* device, uint64_t alignment, uint64_t memory_limit, DeviceMemoryTotals* totals = nullptr);
   ~CachingAllocator();  // releases every segment; call leak_report() first
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -82,6 +84,7 @@ class CachingAllocator {
   uint64_t alignment_;
   uint64_t limit_;
   AllocatorStats stats_;
+  DeviceMemoryTotals* totals_;
   std::set<Block*, FreeOrder> free_;
   std::unordered_map<uintptr_t, Block*> live_;
   std::vector<Segment*> segments_;

@@ -76,6 +76,41 @@ extern "C" int32_t hipdnn_ep_memory_stats(hipdnn_ep_state_t* state, hipdnn_ep_me
   return HIPDNN_EP_STATUS_OK;
 }
 
+extern "C" int32_t hipdnn_ep_device_memory_stats(int32_t backend, int32_t device_ordinal,
+                                                 hipdnn_ep_device_memory_stats_t* out_stats) {
+  HIPDNN_EP_REQUIRE(out_stats != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_device_memory_stats: out_stats must not be NULL");
+  HIPDNN_EP_REQUIRE(backend == HIPDNN_EP_BACKEND_CPU || backend == HIPDNN_EP_BACKEND_CUDA ||
+                        backend == HIPDNN_EP_BACKEND_HIP,
+                    HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_device_memory_stats: backend " + std::to_string(backend) +
+                        " is not a hipdnn_ep_backend value (CPU, CUDA or HIP)");
+  HIPDNN_EP_REQUIRE(device_ordinal >= 0, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_device_memory_stats: device_ordinal is " + std::to_string(device_ordinal) +
+                        "; it must be >= 0");
+  const uint64_t size = out_stats->struct_size;
+  HIPDNN_EP_REQUIRE(size >= sizeof(uint64_t), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    "hipdnn_ep_device_memory_stats: out_stats->struct_size is " + std::to_string(size) +
+                        "; set it to sizeof(hipdnn_ep_device_memory_stats_t)");
+  const hipdnn_ep::DeviceMemoryTotals& totals = hipdnn_ep::device_memory_totals(backend, device_ordinal);
+  hipdnn_ep_device_memory_stats_t all{};
+  all.bytes_in_use = totals.in_use();
+  all.peak_bytes_in_use = totals.peak_in_use();
+  all.bytes_reserved = totals.reserved();
+  all.peak_bytes_reserved = totals.peak_reserved();
+  all.states = totals.states();
+#define HIPDNN_EP_WRITE_FIELD(field) \
+  if (hipdnn_ep::struct_covers(size, offsetof(hipdnn_ep_device_memory_stats_t, field), sizeof(all.field))) \
+  out_stats->field = all.field
+  HIPDNN_EP_WRITE_FIELD(bytes_in_use);
+  HIPDNN_EP_WRITE_FIELD(peak_bytes_in_use);
+  HIPDNN_EP_WRITE_FIELD(bytes_reserved);
+  HIPDNN_EP_WRITE_FIELD(peak_bytes_reserved);
+  HIPDNN_EP_WRITE_FIELD(states);
+#undef HIPDNN_EP_WRITE_FIELD
+  return HIPDNN_EP_STATUS_OK;
+}
+
 extern "C" int32_t hipdnn_ep_memcpy(hipdnn_ep_state_t* state, void* dst, const void* src, uint64_t size,
                                     int32_t kind) {
   HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, "hipdnn_ep_memcpy: state is NULL");

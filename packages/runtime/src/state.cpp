@@ -151,7 +151,8 @@ extern "C" int32_t hipdnn_ep_state_create(const hipdnn_ep_state_options_t* optio
   state->graph_cache_size = opts.graph_cache_size == 0 ? 8u : static_cast<uint32_t>(opts.graph_cache_size);
   state->device = std::move(device);
   state->allocator =
-      std::make_unique<hipdnn_ep::CachingAllocator>(state->device.get(), a, opts.memory_limit_bytes);
+      std::make_unique<hipdnn_ep::CachingAllocator>(state->device.get(), a, opts.memory_limit_bytes,
+                                                    &hipdnn_ep::device_memory_totals(opts.backend, opts.device_ordinal));
   hipdnn_ep_state* raw = state.get();
   state->host_scratch = std::make_unique<hipdnn_ep::GrowOnDemandBlock>(
       [raw](uint64_t size, void** out) { return raw->device->allocate_host(size, raw->alignment, out); },

@@ -335,3 +335,59 @@ def test_view_shares_state_memory_through_dlpack(state: rt.State) -> None:
         state.view(ptr, [1], "float8")
     del view
     state.free(ptr)
+
+
+def test_device_memory_stats_add_up_every_state_of_the_device() -> None:
+    """The process-wide figures count the blocks and segments of all states on a device at once, so their
+    peak is the most held at one time (per-state peaks, reached at different times, cannot give it)."""
+    before = rt.device_memory_stats("cpu")
+    with rt.State() as a, rt.State() as b:
+        during = rt.device_memory_stats("cpu")
+        assert during["states"] == before["states"] + 2
+        pa = a.malloc(3 << 20)
+        pb = b.malloc(5 << 20)
+        both = rt.device_memory_stats("cpu")
+        assert both["bytes_in_use"] == before["bytes_in_use"] + (8 << 20)
+        reserved = a.memory_stats()["bytes_reserved"] + b.memory_stats()["bytes_reserved"]
+        assert both["bytes_reserved"] == before["bytes_reserved"] + reserved
+        assert both["peak_bytes_in_use"] >= both["bytes_in_use"]
+        assert both["peak_bytes_reserved"] >= both["bytes_reserved"]
+        a.free(pa)
+        b.free(pb)
+        assert rt.device_memory_stats("cpu")["bytes_in_use"] == before["bytes_in_use"]
+    after = rt.device_memory_stats("cpu")
+    assert (after["bytes_in_use"], after["bytes_reserved"], after["states"]) == (
+        before["bytes_in_use"], before["bytes_reserved"], before["states"])
+    assert after["peak_bytes_in_use"] >= before["bytes_in_use"] + (8 << 20)
+    assert rt.device_memory_stats("cpu", device=7) == dict.fromkeys(after, 0)  # a device no state used
+
+
+def test_device_memory_stats_refuse_bad_arguments() -> None:
+    with pytest.raises(rt.InvalidArgumentError, match="unknown backend 'gpu'"):
+        rt.device_memory_stats("gpu")
+    with pytest.raises(rt.InvalidArgumentError, match="device_ordinal is -1"):
+        rt.device_memory_stats("cpu", device=-1)
+
+
+class DeviceMemoryStats(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("struct_size", "bytes_in_use", "peak_bytes_in_use", "bytes_reserved",
+                                              "peak_bytes_reserved", "states")]
+
+
+def test_device_memory_stats_c_entry_point(runtime_lib: ctypes.CDLL) -> None:
+    fn = runtime_lib.hipdnn_ep_device_memory_stats
+    with rt.State() as s:
+        p = s.malloc(1 << 20)
+        full = DeviceMemoryStats(struct_size=ctypes.sizeof(DeviceMemoryStats))
+        assert fn(0, 0, ctypes.byref(full)) == STATUS["OK"]
+        assert full.states >= 1 and full.bytes_in_use >= 1 << 20 and full.peak_bytes_reserved >= full.bytes_reserved
+        short = DeviceMemoryStats(struct_size=16, peak_bytes_in_use=123)  # covers bytes_in_use only
+        assert fn(0, 0, ctypes.byref(short)) == STATUS["OK"]
+        assert short.bytes_in_use == full.bytes_in_use and short.peak_bytes_in_use == 123
+        s.free(p)
+    short.struct_size = 4
+    assert fn(0, 0, ctypes.byref(short)) == STATUS["INVALID_ARGUMENT"]
+    assert "struct_size is 4" in _last_error(runtime_lib)
+    assert fn(9, 0, ctypes.byref(full)) == STATUS["INVALID_ARGUMENT"]
+    assert "backend 9 is not a hipdnn_ep_backend value" in _last_error(runtime_lib)
+    assert fn(0, 0, None) == STATUS["INVALID_ARGUMENT"]

@@ -355,6 +355,7 @@ def test_the_committed_writers_declare_their_bounds(manifest):
         "hipdnn_ep_state_options_init": {"options": "fields_of_1.0"},
         "hipdnn_ep_memory_stats": {"out_stats": "caller_struct_size"},
         "hipdnn_ep_graph_stats": {"out_stats": "caller_struct_size"},
+        "hipdnn_ep_device_memory_stats": {"out_stats": "caller_struct_size"},
     }
 
 

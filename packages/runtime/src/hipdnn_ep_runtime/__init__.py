@@ -21,6 +21,7 @@ from ._core import (
     abi_manifest,
     abi_version,
     built_backends,
+    device_memory_stats,
 )
 from ._version import __version__
 
@@ -39,6 +40,7 @@ __all__ = [
     "abi_version",
     "built_backends",
     "cmake_dir",
+    "device_memory_stats",
     "include_dir",
     "library_path",
     "missing_exports",

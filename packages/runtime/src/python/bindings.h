@@ -42,7 +42,11 @@ struct PyState {
   hipdnn_ep_state_t* get() const;  // raises if closed
 };
 
+// The hipdnn_ep_backend value of a backend name (cpu, cuda, hip); raises for another name.
+int32_t backend_code(const std::string& name);
+
 void bind_errors(nb::module_& m);
+void bind_device_memory(nb::module_& m);
 nb::class_<PyState> bind_state(nb::module_& m);
 void bind_memory(nb::class_<PyState>& state);
 void bind_tensor_view(nb::module_& m);

@@ -42,6 +42,27 @@ void bind_tensor_view(nb::module_& m) {
       .def_prop_ro("ptr", [](const TensorView& v) { return reinterpret_cast<uintptr_t>(v.data); });
 }
 
+void bind_device_memory(nb::module_& m) {
+  m.def(
+      "device_memory_stats",
+      [](const std::string& backend, int32_t device) {
+        hipdnn_ep_device_memory_stats_t s{};
+        s.struct_size = sizeof s;
+        check(hipdnn_ep_device_memory_stats(backend_code(backend), device, &s));
+        nb::dict d;
+        d["bytes_in_use"] = s.bytes_in_use;
+        d["peak_bytes_in_use"] = s.peak_bytes_in_use;
+        d["bytes_reserved"] = s.bytes_reserved;
+        d["peak_bytes_reserved"] = s.peak_bytes_reserved;
+        d["states"] = s.states;
+        return d;
+      },
+      nb::arg("backend") = "cpu", nb::arg("device") = 0,
+      "Device memory of one device across every state of this process (an EP's too, when it loaded this "
+      "runtime library): bytes in use and reserved by the states' allocators, now and at most at once, and "
+      "the states open on it.");
+}
+
 void bind_memory(nb::class_<PyState>& cls) {
   // The GIL is released around the allocator calls so that threads really run them concurrently.
   cls.def(

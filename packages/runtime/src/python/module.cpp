@@ -85,6 +85,7 @@ NB_MODULE(_core, m) {
         return backends;
       },
       "The backends this runtime was built with (HIPDNN_EP_BACKENDS); a GPU one still needs a usable GPU.");
+  py::bind_device_memory(m);
   py::bind_tensor_view(m);
   auto state = py::bind_state(m);
   py::bind_memory(state);

@@ -7,7 +7,6 @@
 #include "bindings.h"
 
 namespace hipdnn_ep::python {
-namespace {
 
 int32_t backend_code(const std::string& name) {
   if (name == "cpu") return HIPDNN_EP_BACKEND_CPU;
@@ -15,6 +14,8 @@ int32_t backend_code(const std::string& name) {
   if (name == "hip") return HIPDNN_EP_BACKEND_HIP;
   raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "unknown backend '" + name + "' (expected cpu, cuda or hip)");
 }
+
+namespace {
 
 void close_state(PyState& self, bool raise_on_leak) {
   if (self.raw == nullptr) return;
