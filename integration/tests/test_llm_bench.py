@@ -32,6 +32,12 @@ def test_bench_smoke(tmp_path):
     for r in data["results"]:
         assert r["prefill_tok_s"] > 0 and r["decode_tok_s"] > 0 and r["decode_ms"] > 0
     assert data["floor_ms"] > 0 and data["copy_bytes_per_s"] > 1e8
+    # The EP's runtime allocators' peak (its states' memory, host memory on the cpu backend) beside the
+    # resident bytes; ORT's CPU EP has no such figure.
+    hipdnn, cpu = data["results"]
+    assert hipdnn["runtime_peak_mib"] > 0 and cpu["runtime_peak_mib"] is None
+    assert data["resident_weight_bytes"] > data["weight_bytes"] and data["resident_kv_bytes"]["growing"] > 0
+    assert "rt peak MiB" in out.stdout and "target: peak device memory <= 1.10 x (weights + KV)" in out.stdout
 
 
 def test_a_gpu_backend_gets_the_gpu_device_only():
@@ -53,6 +59,34 @@ def test_decode_bytes_count_weights_once_and_one_embedding_row(tmp_path):
     rope = 2 * spec.max_length * spec.head_dim // 2 * item
     assert weights == spec.weight_bytes() - embedding + 2 * spec.hidden * item + rope
     assert kv == spec.kv_bytes(2, 10)
+
+
+def test_resident_bytes_count_every_weight_and_the_longest_kv_cache(tmp_path):
+    spec = lm.SIZES["tiny"]
+    folder = lm.write_model(spec, tmp_path / "tiny")
+    weights, kv = bench.resident_bytes(bench.Decoder.read(folder), batch=2, positions=12)
+    rope = 2 * spec.max_length * spec.head_dim // 2 * 4
+    assert weights == spec.weight_bytes() + rope  # the whole embedding table, unlike a decode step
+    assert kv == spec.kv_bytes(2, 12)
+
+
+def test_runtime_peak_is_every_state_of_the_device_in_this_process():
+    """The bench's worker reads the peak through the runtime library the EP loaded (one copy per process):
+    here, two states of this process; a device without states has no figure."""
+    rt = pytest.importorskip("hipdnn_ep_runtime")
+    with rt.State() as a, rt.State() as b:
+        pa, pb = a.malloc(3 << 20), b.malloc(5 << 20)
+        a.free(pa)
+        b.free(pb)
+        assert bench.runtime_peak_bytes("cpu", 0) >= 8 << 20
+    assert bench.runtime_peak_bytes("cpu", 6) is None
+
+
+def test_memory_ratio_prefers_the_runtime_peak_and_marks_nvidia_smi():
+    r = bench.Result("hipdnn", 1, 1, 1, 1, 0, 0, device_mib=600.0, runtime_peak_mib=110.0)
+    assert bench.memory_ratio(r, 100 << 20) == "1.10"
+    assert bench.memory_ratio(dataclasses.replace(r, runtime_peak_mib=None), 100 << 20) == "6.00*"
+    assert bench.memory_ratio(dataclasses.replace(r, runtime_peak_mib=None, device_mib=None), 100 << 20) == "-"
 
 
 def test_copy_bandwidth_is_measured():

@@ -5,7 +5,9 @@ The decoder (genai_config.json's `model.decoder`) is driven directly through ONN
 per repetition, one prefill of `-l` tokens for `-b` sequences, then `-g` decode steps. Each EP runs in
 its own child process, so its peak memory (growth of the resident set from before the session) is its
 own; on a GPU the device memory the process holds after its runs (nvidia-smi: the CUDA context and
-every cached block included) is reported too. The floor of a decode step is the bytes it must read
+every cached block included) is reported too, and for this EP the most memory the runtime's allocators
+held at once (every state on its device, from hipdnn_ep_runtime.device_memory_stats), beside what the
+model needs resident: every weight and the KV cache at its longest. The floor of a decode step is the bytes it must read
 (every weight once, an embedding table one row per sequence, and the KV cache at the mean decode
 length) over the measured memory copy rate (read + write) of where the weights live: the host
 (`numpy.copyto` of a 256 MiB buffer) for the CPU, the device (a 1 GiB device-to-device copy through
@@ -55,6 +57,7 @@ class Result:
     peak_rss_mib: float  # growth of the process's peak resident set over its size before the session
     session_s: float  # session creation (includes compiling for this EP)
     device_mib: float | None = None  # device memory the process holds after its runs (nvidia-smi), GPU EPs
+    runtime_peak_mib: float | None = None  # hipdnn: the most its runtime's allocators held at once (all states)
     io: str = "numpy"  # how steps were fed: numpy or binding
     kv: str = "growing"  # KV cache: growing (past + new per step) or shared (one max_length buffer)
     graphs: str | None = None  # this EP's graph capture as its log says (hipdnn with a GPU backend)
@@ -310,9 +313,27 @@ def _run_ep(decoder: Decoder, ep: str, args: argparse.Namespace, options: dict[s
     dec = statistics.median(decode) if decode else float("nan")
     peak = (_peak_rss_kib() - baseline) / 1024
     device = _device_mib() if _gpu_ep(ep, options) else None
+    runtime_peak = None
+    if ep == "hipdnn":
+        ordinal = options.get("device_id") or dict(ep_device.ep_metadata).get("device_id", "0")
+        runtime_peak = runtime_peak_bytes(options.get("backend", "cpu"), int(ordinal))
     b = args.batch_size
     return Result(ep, pre * 1e3, dec * 1e3, b * args.prompt_length / pre, b / dec if decode else float("nan"), peak,
-                  session_s, device, io, "shared" if shared else "growing")
+                  session_s, device, None if runtime_peak is None else runtime_peak / 2**20, io,
+                  "shared" if shared else "growing")
+
+
+def runtime_peak_bytes(backend: str, device: int) -> int | None:
+    """The most memory the runtime's caching allocators held at once in this process on one device: every state
+    of this EP there (its allocator's, its runs', with the weights they uploaded), since the process started.
+    None where the runtime cannot say: a runtime before ABI 1.3, or no state open on that device from the
+    runtime library this module loaded (an EP given another library by its runtime_library option)."""
+    import hipdnn_ep_runtime as rt  # noqa: PLC0415  (the library the EP loaded: one copy per process)
+
+    if not hasattr(rt, "device_memory_stats"):
+        return None
+    stats = rt.device_memory_stats(backend, device)
+    return stats["peak_bytes_reserved"] if stats["states"] else None
 
 
 def _device_mib() -> float | None:
@@ -362,12 +383,11 @@ def device_copy_bandwidth(backend: str, size: int = 1 << 30, repeats: int = 5) -
     return 2 * size / best
 
 
-def decode_bytes(decoder: Decoder, batch: int, context: float) -> tuple[int, float]:
-    """(weight bytes one decode step reads, KV bytes at `context` positions)."""
-    import onnx  # noqa: PLC0415
+def _weight_bytes(model, batch: int | None) -> int:
+    """Bytes of the model's initializers; with `batch`, an embedding table (a Gather's data and nothing else's)
+    counts one row per sequence (what a decode step reads of it)."""
     from onnx import helper  # noqa: PLC0415
 
-    model = onnx.load(str(decoder.model), load_external_data=False)
     gathered = {n.input[0] for n in model.graph.node if n.op_type == "Gather"}
     users: dict[str, int] = {}
     for n in model.graph.node:
@@ -379,12 +399,34 @@ def decode_bytes(decoder: Decoder, batch: int, context: float) -> tuple[int, flo
         count = 1
         for d in t.dims:
             count *= d
-        if t.name in gathered and users.get(t.name) == 1 and t.dims:  # an embedding table: one row per sequence
+        if batch is not None and t.name in gathered and users.get(t.name) == 1 and t.dims:
             count = batch * (count // t.dims[0])
         weights += count * item
+    return weights
+
+
+def _kv_bytes(model, decoder: Decoder, batch: int, positions: float) -> float:
+    import onnx  # noqa: PLC0415
+
     kv_item = 2 if any(i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16 for i in model.graph.input) else 4
-    kv = 2 * decoder.layers * batch * decoder.kv_heads * context * decoder.head_size * kv_item
-    return weights, kv
+    return 2 * decoder.layers * batch * decoder.kv_heads * positions * decoder.head_size * kv_item
+
+
+def decode_bytes(decoder: Decoder, batch: int, context: float) -> tuple[int, float]:
+    """(weight bytes one decode step reads, KV bytes at `context` positions)."""
+    import onnx  # noqa: PLC0415
+
+    model = onnx.load(str(decoder.model), load_external_data=False)
+    return _weight_bytes(model, batch), _kv_bytes(model, decoder, batch, context)
+
+
+def resident_bytes(decoder: Decoder, batch: int, positions: int) -> tuple[int, int]:
+    """(bytes of every weight, bytes of the KV cache at `positions` positions): what an EP must hold in its memory
+    to generate; issue 11's target for peak device memory is this plus 10%."""
+    import onnx  # noqa: PLC0415
+
+    model = onnx.load(str(decoder.model), load_external_data=False)
+    return _weight_bytes(model, None), int(_kv_bytes(model, decoder, batch, positions))
 
 
 def _main(argv: list[str]) -> int:
@@ -430,6 +472,16 @@ def _progress():
     return Progress(transient=True)
 
 
+def memory_ratio(r: Result, resident: int) -> str:
+    """The table's peak memory over weights + KV: the runtime's peak for this EP, else nvidia-smi's figure
+    marked *, else '-'."""
+    if r.runtime_peak_mib is not None:
+        return f"{r.runtime_peak_mib * 2**20 / resident:.2f}"
+    if r.device_mib is not None:
+        return f"{r.device_mib * 2**20 / resident:.2f}*"
+    return "-"
+
+
 def graph_notes(log: str) -> str | None:
     """What this EP's log says about graph capture: how many nodes were replayed from a captured graph, and
     why the others run without one (the EP says it once per node, at ORT's info level). None: nothing said."""
@@ -463,6 +515,8 @@ def run(args: argparse.Namespace) -> int:
     context = args.prompt_length + (args.generation_length + 1) / 2
     weights, kv = decode_bytes(decoder, args.batch_size, context)
     floor_ms = (weights + kv) / bandwidth * 1e3
+    all_weights, kv_growing = resident_bytes(decoder, args.batch_size, args.prompt_length + args.generation_length)
+    kv_shared = resident_bytes(decoder, args.batch_size, decoder.max_length)[1]
     base = [sys.executable, "-m", "hipdnn_ep.bench", args.model, "-l", str(args.prompt_length), "-g",
             str(args.generation_length), "-r", str(args.repetitions), "-w", str(args.warmup), "-b",
             str(args.batch_size), *(f"--option={o}" for o in args.option), *(["--io", args.io] if args.io else [])]
@@ -511,21 +565,34 @@ def run(args: argparse.Namespace) -> int:
     print(f"decode floor: {weights / 2**20:.1f} MiB weights + {kv / 2**20:.1f} MiB KV per step at "
           f"{bandwidth / 1e9:.1f} GB/s {'host' if backend == 'cpu' else backend + ' device'} copy (read + write) = "
           f"{floor_ms:.3f} ms per step")
+    shared_text = f" ({kv_shared / 2**20:.1f} MiB as the shared buffer of {decoder.max_length})"
+    print(f"resident: {all_weights / 2**20:.1f} MiB weights + {kv_growing / 2**20:.1f} MiB KV cache at "
+          f"{args.prompt_length + args.generation_length} positions{shared_text if decoder.shared_kv else ''}; "
+          "target: peak device memory <= 1.10 x (weights + KV)")
     header = f"{'EP':<8} {'io':<8} {'kv':<8} {'prefill ms':>11} {'prefill tok/s':>14} {'decode ms/step':>15} " \
-             f"{'decode tok/s':>13} {'x floor':>8} {'+peak MiB':>10} {'device MiB':>11} {'session s':>10}"
+             f"{'decode tok/s':>13} {'x floor':>8} {'+peak MiB':>10} {'device MiB':>11} {'rt peak MiB':>12} " \
+             f"{'x W+KV':>7} {'session s':>10}"
     print(header)
     print("-" * len(header))
     for r in results:
+        resident = all_weights + (kv_shared if r.kv == "shared" else kv_growing)
         print(f"{r.ep:<8} {r.io:<8} {r.kv:<8} {r.prefill_ms:>11.2f} {r.prefill_tok_s:>14.1f} {r.decode_ms:>15.3f} "
               f"{r.decode_tok_s:>13.1f} {r.decode_ms / floor_ms:>8.2f} {r.peak_rss_mib:>10.0f} "
-              f"{'-' if r.device_mib is None else f'{r.device_mib:.0f}':>11} {r.session_s:>10.2f}")
+              f"{'-' if r.device_mib is None else f'{r.device_mib:.0f}':>11} "
+              f"{'-' if r.runtime_peak_mib is None else f'{r.runtime_peak_mib:.0f}':>12} "
+              f"{memory_ratio(r, resident):>7} {r.session_s:>10.2f}")
     print("+peak MiB: growth of the process's peak resident set (host); device MiB: what nvidia-smi says the "
-          "process holds after its runs (CUDA context and every block its allocator caches included)")
+          "process holds after its runs (CUDA context and every block its allocator caches included); rt peak MiB: "
+          "the most memory hipdnn's runtime allocators held at once (every state on its device; host memory on the "
+          "cpu backend); x W+KV: rt peak over weights + KV cache, or with * device MiB over it (nvidia-smi: an "
+          "upper bound, the context included)")
     for r in results:
         if r.graphs:
             print(f"{r.ep} graphs: {r.graphs}")
     if args.json:
         Path(args.json).write_text(json.dumps({"floor_ms": floor_ms, "weight_bytes": weights, "kv_bytes": kv,
+                                               "resident_weight_bytes": all_weights,
+                                               "resident_kv_bytes": {"growing": kv_growing, "shared": kv_shared},
                                                "copy_bytes_per_s": bandwidth,
                                                "results": [asdict(r) for r in results]}, indent=2))
     return 0 if len(results) == len(eps) else 1
