@@ -57,7 +57,7 @@ class Result:
     peak_rss_mib: float  # growth of the process's peak resident set over its size before the session
     session_s: float  # session creation (includes compiling for this EP)
     device_mib: float | None = None  # device memory the process holds after its runs (nvidia-smi), GPU EPs
-    runtime_peak_mib: float | None = None  # hipdnn: the most its runtime's allocators held at once (all states)
+    runtime_peak_mib: float | None = None  # hipdnn: the most its runtime held at once (all states)
     io: str = "numpy"  # how steps were fed: numpy or binding
     kv: str = "growing"  # KV cache: growing (past + new per step) or shared (one max_length buffer)
     graphs: str | None = None  # this EP's graph capture as its log says (hipdnn with a GPU backend)
@@ -324,8 +324,9 @@ def _run_ep(decoder: Decoder, ep: str, args: argparse.Namespace, options: dict[s
 
 
 def runtime_peak_bytes(backend: str, device: int) -> int | None:
-    """The most memory the runtime's caching allocators held at once in this process on one device: every state
-    of this EP there (its allocator's, its runs', with the weights they uploaded), since the process started.
+    """The most memory the runtime held at once in this process on one device (its caching allocators' segments
+    and GEMM workspaces): every state of this EP there (its allocator's, its runs', with the weights they
+    uploaded), since the process started.
     None where the runtime cannot say: a runtime before ABI 1.3, or no state open on that device from the
     runtime library this module loaded (an EP given another library by its runtime_library option)."""
     import hipdnn_ep_runtime as rt  # noqa: PLC0415  (the library the EP loaded: one copy per process)
@@ -583,9 +584,9 @@ def run(args: argparse.Namespace) -> int:
               f"{memory_ratio(r, resident):>7} {r.session_s:>10.2f}")
     print("+peak MiB: growth of the process's peak resident set (host); device MiB: what nvidia-smi says the "
           "process holds after its runs (CUDA context and every block its allocator caches included); rt peak MiB: "
-          "the most memory hipdnn's runtime allocators held at once (every state on its device; host memory on the "
-          "cpu backend); x W+KV: rt peak over weights + KV cache, or with * device MiB over it (nvidia-smi: an "
-          "upper bound, the context included)")
+          "the most memory hipdnn's runtime held at once (allocator segments and GEMM workspaces of every state on "
+          "its device; host memory on the cpu backend); x W+KV: rt peak over weights + KV cache, or with * device "
+          "MiB over it (nvidia-smi: an upper bound, the context included)")
     for r in results:
         if r.graphs:
             print(f"{r.ep} graphs: {r.graphs}")

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "device_memory.h"
 #include "gpu/gpu_device.h"
 #include "gpu/hip_blas_portability.h"
 #include "kernels/tensor_util.h"
@@ -47,6 +48,7 @@ GpuBlas::GpuBlas(GpuDevice* device) : device_(device) {
   handle_ = handle;
   if (hipMalloc(&workspace_, kWorkspaceBytes) == hipSuccess) {
     workspace_size_ = kWorkspaceBytes;
+    device_memory_totals(device_->backend(), device_->ordinal()).add_reserved(kWorkspaceBytes);
   } else {
     (void)hipGetLastError();
     workspace_ = nullptr;  // algorithms that need no workspace still run
@@ -55,7 +57,10 @@ GpuBlas::GpuBlas(GpuDevice* device) : device_(device) {
 
 GpuBlas::~GpuBlas() {
   for (auto& entry : plans_) delete entry.second;
-  if (workspace_ != nullptr) hipFree(workspace_);
+  if (workspace_ != nullptr) {
+    hipFree(workspace_);
+    device_memory_totals(device_->backend(), device_->ordinal()).sub_reserved(workspace_size_);
+  }
   if (handle_ != nullptr) hipblasLtDestroy(static_cast<hipblasLtHandle_t>(handle_));
 }
 
