@@ -37,6 +37,7 @@ class Case:
     make: Callable         # (torch, rng) -> (inputs, outputs, ints, floats)
     bytes_moved: int = 0   # memory-bound cases: bytes the kernel must read and write
     flops: int = 0         # compute-bound cases: useful floating-point operations
+    sets: int = 1          # input sets the calls rotate through, so that a case's data is not read from L2
 
 
 def _nbits(m: int, k: int, n: int) -> tuple[Callable, int]:
@@ -53,6 +54,12 @@ def _nbits(m: int, k: int, n: int) -> tuple[Callable, int]:
 
     weight_bytes = n * blocks * BLOCK // 2 + n * blocks * 2 + n * ((blocks + 1) // 2)
     return make, weight_bytes + 2 * m * (k + n)
+
+
+def _weight_sets(moved: int) -> int:
+    """Input sets of a decode GEMV whose weights together are several times the L2 cache (60 MB on an H200),
+    as a decode step's layers are: one set of 8 to 30 MB would stay in L2 between calls."""
+    return max(1, -(-(256 << 20) // moved))
 
 
 def _rms_norm(rows: int, skip: bool) -> tuple[Callable, int]:
@@ -93,9 +100,11 @@ def cases() -> list[Case]:
     for label, k, n in (("qkv_proj", HIDDEN, (HEADS + 2 * KV_HEADS) * HEAD), ("o_proj", HIDDEN, HIDDEN),
                         ("gate/up_proj", HIDDEN, INTER), ("down_proj", INTER, HIDDEN), ("lm_head", HIDDEN, VOCAB)):
         make, moved = _nbits(1, k, n)
-        out.append(Case("gemv", f"M 1 {label} {n}x{k}", "matmul_nbits", make, bytes_moved=moved))
+        out.append(Case("gemv", f"M 1 {label} {n}x{k}", "matmul_nbits", make, bytes_moved=moved,
+                        sets=_weight_sets(moved)))
     make, moved = _nbits(4, HIDDEN, INTER)
-    out.append(Case("gemv", f"M 4 gate/up_proj {INTER}x{HIDDEN}", "matmul_nbits", make, bytes_moved=moved))
+    out.append(Case("gemv", f"M 4 gate/up_proj {INTER}x{HIDDEN}", "matmul_nbits", make, bytes_moved=moved,
+                    sets=_weight_sets(moved)))
     for m in (128, 2048):
         make, _ = _nbits(m, HIDDEN, INTER)
         out.append(Case("prefill-matmul", f"M {m} gate/up_proj {INTER}x{HIDDEN}", "matmul_nbits", make,
@@ -116,8 +125,21 @@ def cases() -> list[Case]:
     return out
 
 
-def _device_us(torch, fn: Callable[[], None], iters: int) -> float:
-    """Mean device time of fn's kernels per call, from the CUDA profiler."""
+def _kernel_label(name: str) -> str:
+    """A CUDA kernel's name without namespaces, template arguments and parameters."""
+    name = name.replace("(anonymous namespace)", "").split("(")[0]
+    depth, plain = 0, ""
+    for ch in name:
+        depth += ch == "<"
+        if depth == 0:
+            plain += ch
+        depth -= ch == ">"
+    return plain.split("::")[-1].split(" ")[-1]
+
+
+def _device_us(torch, fn: Callable[[], None], iters: int, per_kernel: dict | None = None) -> float:
+    """Mean device time of fn's kernels per call, from the CUDA profiler; per_kernel, when given, gets
+    each kernel's share (by name)."""
     from torch.autograd import DeviceType  # noqa: PLC0415
     from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
 
@@ -128,6 +150,10 @@ def _device_us(torch, fn: Callable[[], None], iters: int) -> float:
             fn()
         torch.cuda.synchronize()
     kernels = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
+    if per_kernel is not None:
+        for e in kernels:
+            label = _kernel_label(e.key)
+            per_kernel[label] = per_kernel.get(label, 0.0) + e.self_device_time_total / iters
     return sum(e.self_device_time_total for e in kernels) / iters
 
 
@@ -164,13 +190,17 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     with rt.State(backend=args.backend) as state:
         for case in selected:
-            inputs, outputs, ints, floats = case.make(torch, rng)
+            made = [case.make(torch, rng) for _ in range(case.sets)]
             name = "hipdnn_ep_kernel_" + case.kernel
+            turn = [0]
 
-            def call(name=name, inputs=inputs, outputs=outputs, ints=ints, floats=floats):
+            def call(name=name, made=made, turn=turn):
+                inputs, outputs, ints, floats = made[turn[0] % len(made)]
+                turn[0] += 1
                 rt._core.call_kernel(state, name, inputs, outputs, ints, floats)
 
-            us = _device_us(torch, call, args.iters)
+            per_kernel: dict[str, float] = {}
+            us = _device_us(torch, call, args.iters, per_kernel)
             state.synchronize()
             if case.bytes_moved:
                 rate, floor_us = case.bytes_moved / us / 1e6, case.bytes_moved / bandwidth * 1e6
@@ -179,12 +209,16 @@ def main(argv: list[str] | None = None) -> int:
                 rate, floor_us = case.flops / us / 1e6, case.flops / matrix_rate * 1e6
                 rate_text = f"{rate:7.1f} TFLOP/s"
             rows.append({"group": case.group, "case": case.name, "us": us, "rate": rate_text.strip(),
-                         "floor_us": floor_us, "x_floor": us / floor_us})
-            del inputs, outputs
+                         "floor_us": floor_us, "x_floor": us / floor_us, "kernels": per_kernel})
+            del made
     print(f"\n{'group':<15} {'case':<32} {'us':>9} {'rate':>14} {'floor us':>9} {'x floor':>8}")
     for r in rows:
         print(f"{r['group']:<15} {r['case']:<32} {r['us']:>9.1f} {r['rate']:>14} {r['floor_us']:>9.1f} "
               f"{r['x_floor']:>8.2f}")
+    for r in rows:  # the cases of several kernels: each one's time
+        if len(r["kernels"]) > 1:
+            print(f"  {r['case']}: " + ", ".join(f"{k} {v:.1f} us" for k, v in sorted(r["kernels"].items(),
+                                                                                   key=lambda kv: -kv[1])))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"copy_bytes_per_s": bandwidth, "matrix_flops_per_s": matrix_rate, "rows": rows}, f, indent=1)
