@@ -65,7 +65,7 @@ def close(kernel, actual, expected, what=""):
 # ---------------------------------------------------------------- matmul_nbits
 
 @pytest.mark.parametrize("dtype", [F32, F16])
-@pytest.mark.parametrize("block", [16, 32, 128])
+@pytest.mark.parametrize("block", [16, 32, 64, 128])
 @pytest.mark.parametrize("zero_points", [False, True])
 @pytest.mark.parametrize("a_shape", [(1, 1, 256), (3, 256), (2, 5, 200), (40, 256), (2, 24, 72)])
 def test_matmul_nbits(cpu, gpu, dev, dtype, block, zero_points, a_shape):
@@ -106,6 +106,35 @@ def test_matmul_nbits_one_row_long_k(cpu, gpu, dev, dtype, k, block, zero_points
     (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits", [a, b, scales, zp, bias], [((1, n), dtype)],
                              ints=(k, n, 4, block))
     close("matmul_nbits", y, want, f"K {k} block {block}")
+
+
+@pytest.mark.parametrize("m", [1, 3, 8])
+@pytest.mark.parametrize(("k", "n", "block", "zero_points"),
+                         [(1001, 40, 128, True), (4096, 33, 256, False), (9000, 24, 128, True), (512, 16, 128, False)])
+def test_matmul_nbits_tensor_core_gemv(cpu, gpu, dev, m, k, n, block, zero_points):
+    """float16, 1..8 rows of A, blocks of a multiple of 128 (the tensor-core GEMV on CUDA): K not a multiple
+    of 8 (A read element by element) and ending inside the last block, N not a multiple of the block's 16
+    columns, blocks of 256 (two steps of K per block), no zero points, a bias."""
+    rng = np.random.default_rng(k + m)
+    b, scales, zp = quantized(rng, n, k, block, zero_points, F16)
+    a, bias = rng.standard_normal((m, k)).astype(F16), rng.standard_normal(n).astype(F16)
+    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits", [a, b, scales, zp, bias], [((m, n), F16)],
+                             ints=(k, n, 4, block))
+    close("matmul_nbits", y, want, f"M {m} K {k} N {n} block {block}")
+    exact = a.astype(np.float64) @ dequantized(b, scales, zp, k) + bias
+    rel = np.linalg.norm(y.astype(np.float64) - exact) / np.linalg.norm(exact)
+    assert rel < 1e-3
+
+
+@pytest.mark.parametrize(("n", "k"), [(6144, 4096), (4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)])
+def test_matmul_nbits_decode_at_llama_8b_shapes(cpu, gpu, dev, n, k):
+    """One row of A at Llama-3.1-8B's projections (packed QKV, o_proj, gate/up, down_proj, lm_head): float16,
+    blocks of 128 with zero points, as the decode step runs them."""
+    rng = np.random.default_rng(n + k)
+    b, scales, zp = quantized(rng, n, k, 128, True, F16)
+    a = rng.standard_normal((1, k)).astype(F16)
+    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits", [a, b, scales, zp], [((1, n), F16)], ints=(k, n, 4, 128))
+    close("matmul_nbits", y, want, f"{n}x{k}")
 
 
 @pytest.mark.parametrize("offset", [4, 1])
