@@ -349,18 +349,51 @@ DECODE_CASES = {  # name: batch, past (cache length), valid lengths, heads, kv_h
     "long-cache": (1, 2047, [2000], 32, 8, 128, -1, 0.0),
     "window-softcap-ragged": (2, 99, [100, 37], 16, 1, 64, 5, 2.0),
     "head-256": (1, 70, [71], 4, 2, 256, -1, 0.0),
-    "group-32-tiled-kernel": (1, 40, [41], 64, 2, 16, -1, 0.0),
+    "group-32": (1, 40, [41], 64, 2, 16, -1, 0.0),
+    "8b-past-128": (1, 128, [129], 32, 8, 128, -1, 0.0),
+    "split-ragged": (2, 1100, [1100, 300], 32, 8, 128, -1, 0.0),
+    "split-window-softcap": (2, 1500, [1500, 700], 16, 4, 64, 300, 3.0),
+    "head-20-scalar-loads": (1, 50, [51], 4, 2, 20, -1, 0.0),
 }
 
 
 @pytest.mark.parametrize("dtype", [F32, F16])
 @pytest.mark.parametrize("case", DECODE_CASES)
 def test_group_query_attention_decode_over_key_chunks(cpu, gpu, dev, case, dtype):
-    """One new token: the keys are split into chunks of 32 over blocks and merged (a group of up to 16
-    query heads per KV head); window, softcap, interleaved rotary and head size 256 on that path."""
+    """One new token: short caches in one block per KV head, long ones split over blocks and merged
+    (ragged rows using fewer splits), groups above 8 query heads over several blocks; window, softcap,
+    interleaved rotary, head size 256 and a head size that is no multiple of 8 (element loads)."""
     bsz, past, valid, heads, kv_heads, d, window, softcap = DECODE_CASES[case]
     rng = np.random.default_rng(len(case))
     inputs, outputs = gqa_inputs(rng, dtype, bsz, 1, past, valid, heads, kv_heads, d, True, False, max_pos=2100)
+    got, want = run_both(cpu, gpu, dev, "group_query_attention", inputs, outputs,
+                         ints=(heads, kv_heads, window, 1, int(softcap > 0)), floats=(0.0, softcap))
+    for name, g, w in zip(("output", "present_key", "present_value"), got, want, strict=True):
+        close("group_query_attention", g, w, f"{case} {name}")
+
+
+PREFILL_CASES = {  # name: batch, seq, past, valid lengths, heads, kv_heads, head_size, window, softcap
+    "8b-prompt-128": (1, 128, 0, [128], 32, 8, 128, -1, 0.0),
+    "8b-prompt-1024": (1, 1024, 0, [1024], 32, 8, 128, -1, 0.0),
+    "8b-prompt-ragged-batch": (3, 100, 0, [100, 37, 64], 32, 8, 128, -1, 0.0),
+    "continuation-ragged": (2, 40, 90, [130, 101], 8, 2, 64, -1, 0.0),
+    "window-softcap": (1, 200, 0, [200], 8, 2, 64, 37, 3.0),
+    "group-1-odd-tiles": (1, 77, 0, [77], 4, 4, 64, -1, 0.0),
+    "group-8-window-over-past": (1, 70, 60, [130], 16, 2, 128, 100, 0.0),
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", PREFILL_CASES)
+def test_group_query_attention_prefill(cpu, gpu, dev, case, dtype):
+    """Prompts and continuations at head sizes 64 and 128 (float16 takes the tensor-core kernel on CUDA):
+    the 8B head layout at 128 and 1024 tokens, ragged batches, key tiles cut by the causal diagonal,
+    the window and the softcap, groups of 1 to 8 query heads."""
+    bsz, seq, past, valid, heads, kv_heads, d, window, softcap = PREFILL_CASES[case]
+    rng = np.random.default_rng(len(case) + seq)
+    inputs, outputs = gqa_inputs(rng, dtype, bsz, seq, past, valid, heads, kv_heads, d, True, case.startswith("cont"),
+                                 max_pos=past + seq + 8)
+    inputs[0] = inputs[0] * 2  # sharper softmax rows than unit-variance scores give
     got, want = run_both(cpu, gpu, dev, "group_query_attention", inputs, outputs,
                          ints=(heads, kv_heads, window, 1, int(softcap > 0)), floats=(0.0, softcap))
     for name, g, w in zip(("output", "present_key", "present_value"), got, want, strict=True):

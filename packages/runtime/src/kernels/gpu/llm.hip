@@ -47,6 +47,7 @@
 //   seqlens_k, total_sequence_length and the rotary positions are device data: the kernels check
 //   them, skip what a bad one would reach, and record it for the host to report at the run's wait
 //   (gpu_common.h: data checks); neither launch waits, so a decode step can be captured.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <memory>
@@ -920,14 +921,19 @@ size_t attention_shared_bytes(int64_t d, int chunk) {
   return 4 * static_cast<size_t>(kAttnRows * d + chunk * (d + 1) + kAttnRows * kAttnKeys + 3 * kAttnRows);
 }
 
-// Decode (one new token per sequence): the keys are split into chunks of kDecodeKeys, one block per
-// (chunk, KV head, batch row), so a long cache is read by many blocks at once. A block computes its
-// chunk's scores for every query head of the KV head's group (one warp per key, lanes over the head
-// dims), their max and exponential sum, and the weighted sum of its values; a second kernel merges
-// the chunks of each head (rescaling each by exp(its max - the overall max)).
-constexpr int kDecodeThreads = 128;
-constexpr int kDecodeKeys = 32;
-constexpr int kDecodeMaxGroup = 16;  // query heads per KV head; larger groups take the tiled kernel
+// Decode (one new token per sequence): one block per (key split, KV head, batch row, chunk of up to
+// kDecodeHeads query heads of the KV head's group). A block's 256 threads form slots of `lanes`
+// lanes (lanes * 8 >= head size, a power of two); a slot holds one key row, 8 elements per lane
+// (one 16-byte load of float16), so a pass reads 256 / lanes keys at once, and kDecodeBatch passes'
+// loads of K and V are in flight together. Each slot keeps a running max, sum and weighted sum of
+// values per query head (online softmax); the slots are merged through shared memory at the end.
+// Short caches take one split: the block writes the output. Longer ones are split over enough
+// blocks to fill the GPU, each writes its unnormalized sum, max and exp sum, and a second kernel
+// merges the splits of each head (rescaling each by exp(its max - the overall max)).
+constexpr int kDecodeThreads = 256;
+constexpr int kDecodeBatch = 4;         // keys per slot whose loads are in flight together
+constexpr int kDecodeHeads = 8;         // query heads per block at most (larger groups use more blocks)
+constexpr int kDecodeSingleBatches = 4;  // caches of at most this many batches of passes take one split
 
 // Keys [begin, end) of batch row b's new token (end 0: the row's lengths were refused).
 __device__ __forceinline__ void decode_key_range(const GqaParams& g, const int32_t* seqlens, const int32_t* total,
@@ -938,103 +944,166 @@ __device__ __forceinline__ void decode_key_range(const GqaParams& g, const int32
   *begin = g.window > 0 ? imax(0, *end - g.window) : 0;
 }
 
-// partial[b, h, chunk]: the chunk's unnormalized output (d floats), then its max score and exp sum.
-template <typename T>
-__global__ void __launch_bounds__(kDecodeThreads) gqa_decode_chunk_kernel(GqaParams g, const T* query, const T* cos,
-                                                                          const T* sin, const int32_t* seqlens,
-                                                                          const int32_t* total, const T* present_k,
-                                                                          const T* present_v, float* partial,
-                                                                          int64_t chunks) {
-  __shared__ float q[kDecodeMaxGroup * kMaxHeadSize];
-  __shared__ float probs[kDecodeMaxGroup][kDecodeKeys];
-  const int64_t chunk = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+struct DecodeSplit {
+  int lanes;               // lanes per key row
+  int64_t keys_per_split;  // a multiple of the keys of one batch of passes
+  int64_t splits;
+  bool vector;             // rows are read with 16-byte loads
+};
+
+// Splits > 1: partial[b, h, split] = the split's unnormalized output (d floats), then its max score
+// and exp sum. One split: out[b, 0, h] directly.
+template <typename T, int G>
+__global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g, const T* query, const T* cos,
+                                                                    const T* sin, const int32_t* seqlens,
+                                                                    const int32_t* total, const T* present_k,
+                                                                    const T* present_v, DecodeSplit split,
+                                                                    float* partial, T* out) {
+  __shared__ float slot_max[kDecodeThreads][G];
+  __shared__ float slot_sum[kDecodeThreads][G];
+  __shared__ float reduce[kDecodeThreads * 8];
   const int64_t d = g.head_size, group = g.heads / g.kv_heads;
+  const int64_t b = blockIdx.z, kvh = blockIdx.y / ((group + G - 1) / G);
+  const int64_t head0 = kvh * group + (blockIdx.y % ((group + G - 1) / G)) * G;  // this block's first query head
+  const int heads = static_cast<int>(imin(G, (kvh + 1) * group - head0));
   RowLengths len;
   int64_t begin, end;
   decode_key_range(g, seqlens, total, b, &len, &begin, &end);
-  const int64_t k0 = begin + chunk * kDecodeKeys;
-  const int64_t keys = imin(kDecodeKeys, end - k0);
-  if (keys <= 0) return;  // past the row's keys: the merge reads only chunks that have some
+  const int64_t k_lo = begin + blockIdx.x * split.keys_per_split;
+  const int64_t k_hi = imin(end, k_lo + split.keys_per_split);
+  if (k_lo >= k_hi) return;  // past the row's keys: the merge reads only splits that have some
+  const int lanes = split.lanes, slots = kDecodeThreads / lanes;
+  const int slot = threadIdx.x / lanes, sub = threadIdx.x % lanes;
+  const int64_t i0 = static_cast<int64_t>(sub) * 8;  // this lane's 8 elements of a row
+
+  // This lane's elements of the block's queries, rotated, times the scale.
   const int64_t position = g.do_rotary ? token_position(len, 0) : 0;
   const bool rotate = g.do_rotary && position >= 0 && position < g.rotary_positions;  // else reported
-  for (int64_t e = threadIdx.x; e < group * d; e += blockDim.x) {
-    const int64_t r = e / d, i = e % d;
-    const T* q_row = query + b * g.seq * g.token_stride + (kvh * group + r) * d;
-    q[e] = rotate ? rotated(q_row, i, cos + position * g.rotary_width, sin + position * g.rotary_width, g.rotary_dim,
-                            g.interleaved)
-                  : load(q_row, i);
+  float q[G][8];
+#pragma unroll
+  for (int r = 0; r < G; ++r) {
+    const T* q_row = query + b * g.seq * g.token_stride + (head0 + r) * d;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int64_t i = i0 + e;
+      float v = 0.0f;
+      if (r < heads && i < d) {
+        v = rotate ? rotated(q_row, i, cos + position * g.rotary_width, sin + position * g.rotary_width,
+                             g.rotary_dim, g.interleaved)
+                   : load(q_row, i);
+      }
+      q[r][e] = v * g.scale;
+    }
   }
-  __syncthreads();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float m[G], l[G], acc[G][8];
+#pragma unroll
+  for (int r = 0; r < G; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[r][e] = 0.0f;
+  }
   const T* k_head = present_k + (b * g.kv_heads + kvh) * g.present * d;
   const T* v_head = present_v + (b * g.kv_heads + kvh) * g.present * d;
-  for (int64_t t = warp; t < keys; t += kDecodeThreads / 32) {
-    float k[kMaxHeadSize / 32];
+  // Every thread runs the same passes (the lane sums shuffle across slots of a warp); keys past
+  // k_hi are masked.
+  for (int64_t base = k_lo; base < k_hi; base += static_cast<int64_t>(slots) * kDecodeBatch) {
+    float kx[kDecodeBatch][8], vx[kDecodeBatch][8];
 #pragma unroll
-    for (int j = 0; j < kMaxHeadSize / 32; ++j) {
-      const int64_t i = lane + 32 * j;
-      k[j] = i < d ? load(k_head, (k0 + t) * d + i) : 0.0f;
-    }
-    for (int64_t r = 0; r < group; ++r) {
-      float dot = 0.0f;
+    for (int j = 0; j < kDecodeBatch; ++j) {
+      const int64_t key = base + j * slots + slot;
+      if (key < k_hi) {
+        load8(k_head + key * d, i0, d, split.vector, kx[j]);
+        load8(v_head + key * d, i0, d, split.vector, vx[j]);
+      } else {
 #pragma unroll
-      for (int j = 0; j < kMaxHeadSize / 32; ++j) {
-        const int64_t i = lane + 32 * j;
-        if (i < d) dot += q[r * d + i] * k[j];
-      }
-      dot = lane_group_sum(dot);
-      float score = dot * g.scale;
-      if (g.softcap > 0.0f) score = g.softcap * tanhf(score / g.softcap);
-      if (lane == 0) probs[r][t] = score;
-    }
-  }
-  __syncthreads();
-  float* out = partial + ((b * g.heads + kvh * group) * chunks + chunk) * (d + 2);
-  const int64_t row_stride = chunks * (d + 2);
-  if (threadIdx.x < group) {
-    const int64_t r = threadIdx.x;
-    float m = -INFINITY;
-    for (int64_t t = 0; t < keys; ++t) m = fmaxf(m, probs[r][t]);
-    float sum = 0.0f;
-    for (int64_t t = 0; t < keys; ++t) {
-      const float w = expf(probs[r][t] - m);
-      probs[r][t] = w;
-      sum += w;
-    }
-    out[r * row_stride + d] = m;
-    out[r * row_stride + d + 1] = sum;
-  }
-  __syncthreads();
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-    float acc[kDecodeMaxGroup];
-#pragma unroll
-    for (int r = 0; r < kDecodeMaxGroup; ++r) acc[r] = 0.0f;
-    for (int64_t t = 0; t < keys; ++t) {
-      const float v = load(v_head, (k0 + t) * d + i);
-#pragma unroll
-      for (int r = 0; r < kDecodeMaxGroup; ++r) {
-        if (r < group) acc[r] += probs[r][t] * v;
+        for (int e = 0; e < 8; ++e) kx[j][e] = vx[j][e] = 0.0f;
       }
     }
 #pragma unroll
-    for (int r = 0; r < kDecodeMaxGroup; ++r) {
-      if (r < group) out[r * row_stride + i] = acc[r];
+    for (int r = 0; r < G; ++r) {
+      float s[kDecodeBatch];
+      float mx = m[r];
+#pragma unroll
+      for (int j = 0; j < kDecodeBatch; ++j) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dot += q[r][e] * kx[j][e];
+        for (int mask = lanes / 2; mask > 0; mask >>= 1) dot += lane_xor(dot, mask);
+        if (g.softcap > 0.0f) dot = g.softcap * tanhf(dot / g.softcap);
+        s[j] = base + j * slots + slot < k_hi ? dot : -INFINITY;
+        mx = fmaxf(mx, s[j]);
+      }
+      if (mx == -INFINITY) continue;  // no key of this slot yet
+      const float c = expf(m[r] - mx);
+      float sum = l[r] * c;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[r][e] *= c;
+#pragma unroll
+      for (int j = 0; j < kDecodeBatch; ++j) {
+        const float p = expf(s[j] - mx);
+        sum += p;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r][e] += p * vx[j][e];
+      }
+      m[r] = mx;
+      l[r] = sum;
     }
+  }
+  // Merge the slots: each head's overall max, every slot's weight exp(its max - that), the sums.
+  if (sub == 0) {
+#pragma unroll
+    for (int r = 0; r < G; ++r) {
+      slot_max[slot][r] = m[r];
+      slot_sum[slot][r] = l[r];
+    }
+  }
+  __syncthreads();
+  const int64_t row_stride = split.splits * (d + 2);
+#pragma unroll
+  for (int r = 0; r < G; ++r) {
+    if (r >= heads) break;  // the same for the whole block
+    float mx = -INFINITY;
+    for (int s = 0; s < slots; ++s) mx = fmaxf(mx, slot_max[s][r]);
+    const float w = m[r] == -INFINITY ? 0.0f : expf(m[r] - mx);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) reduce[threadIdx.x * 8 + e] = acc[r][e] * w;
+    __syncthreads();
+    const int64_t h = head0 + r;
+    for (int64_t i = threadIdx.x; i < d; i += kDecodeThreads) {
+      float value = 0.0f, sum = 0.0f;
+      for (int s = 0; s < slots; ++s) {
+        value += reduce[(s * lanes + i / 8) * 8 + i % 8];
+        if (slot_max[s][r] != -INFINITY) sum += expf(slot_max[s][r] - mx) * slot_sum[s][r];
+      }
+      if (split.splits == 1) {
+        store(out, (b * g.heads + h) * d + i, value / sum);
+      } else {
+        float* row = partial + (b * g.heads + h) * row_stride + blockIdx.x * (d + 2);
+        row[i] = value;
+        if (i == 0) {
+          row[d] = mx;
+          row[d + 1] = sum;
+        }
+      }
+    }
+    __syncthreads();
   }
 }
 
-// out[b, 0, h] = sum over chunks of exp(m_c - m) * o_c / sum over chunks of exp(m_c - m) * l_c.
+// out[b, 0, h] = sum over splits of exp(m_c - m) * o_c / sum over splits of exp(m_c - m) * l_c.
 template <typename T>
 __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_merge_kernel(GqaParams g, const int32_t* seqlens,
                                                                           const int32_t* total, const float* partial,
-                                                                          int64_t chunks, T* out) {
+                                                                          int64_t keys_per_split, int64_t splits,
+                                                                          T* out) {
   const int64_t h = blockIdx.x, b = blockIdx.y, d = g.head_size;
   RowLengths len;
   int64_t begin, end;
   decode_key_range(g, seqlens, total, b, &len, &begin, &end);
   if (end <= begin) return;  // refused lengths: the row stays as it was, reported by gqa_present_kernel
-  const int64_t used = (end - begin + kDecodeKeys - 1) / kDecodeKeys;
-  const float* row = partial + (b * g.heads + h) * chunks * (d + 2);
+  const int64_t used = (end - begin + keys_per_split - 1) / keys_per_split;
+  const float* row = partial + (b * g.heads + h) * splits * (d + 2);
   float m = -INFINITY;
   for (int64_t c = 0; c < used; ++c) m = fmaxf(m, row[c * (d + 2) + d]);
   float sum = 0.0f;
@@ -1175,6 +1244,349 @@ __global__ void __launch_bounds__(kAttnThreads) gqa_attention_kernel(GqaParams g
     }
   }
 }
+
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+// Prefill in float16 on tensor cores (CUDA, sm_80 and later; mma.sync through inline PTX, which
+// Hopper runs as well): one block of kFlashWarps warps per (tile of kFlashRows query rows, KV head,
+// batch row), the rows ordered as in gqa_attention_kernel; each warp owns 16 rows. The queries are
+// rotated, rounded to half and kept in registers as MMA fragments; keys and values come in tiles of
+// kFlashKeys rows through shared memory (cp.async, the next tile's keys loading while the current
+// values are used, and the reverse); S = Q K^T and O += P V are m16n8k16 MMAs with float
+// accumulators, and the online softmax runs on the S fragments in registers (base-2 exponentials,
+// P rounded to half for the second product). Tiles of keys outside every row's causal / window range
+// are skipped; the last tiles of the diagonal are masked per element. Blocks start from the last
+// query tile, which has the most keys.
+constexpr int kFlashWarps = 4;
+constexpr int kFlashRows = 16 * kFlashWarps;  // query rows per block
+constexpr int kFlashKeys = 64;                // keys per tile (== kFlashRows: the query tile is staged in the key tile)
+constexpr int kFlashPad = 8;                  // halfs after each shared row: ldmatrix rows fall in distinct banks
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// c += a (16 x 16, row-major fragment) * b (16 x 8, column-major fragment), float accumulators.
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// 16 bytes global -> shared, asynchronously; zeros when !valid (nothing is read then).
+__device__ __forceinline__ void copy16_async(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void copy_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
+
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kFlashWarps * 32) gqa_flash_kernel(GqaParams g, const __half* query,
+                                                                     const __half* cos, const __half* sin,
+                                                                     const int32_t* seqlens, const int32_t* total,
+                                                                     const __half* present_k,
+                                                                     const __half* present_v, __half* out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int kPitch = D + kFlashPad;
+  constexpr int kChunks = D / 8;  // 16-byte pieces of a row
+  __shared__ __align__(16) __half k_tile[kFlashKeys * kPitch];
+  __shared__ __align__(16) __half v_tile[kFlashKeys * kPitch];
+  const int64_t group = g.heads / g.kv_heads;
+  const int64_t b = blockIdx.z, kvh = blockIdx.y;
+  const int64_t row_begin = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kFlashRows;  // rows r = s * group + j
+  const int64_t rows = g.seq * group;
+  RowLengths len;
+  if (!row_lengths(g, seqlens, total, b, nullptr, false, &len)) return;  // reported by gqa_present_kernel
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Keys [begin, end) of the rows of token s; both grow with s.
+  auto end_of = [&](int64_t s) { return static_cast<int>(imin(len.past_len + s + 1, len.valid)); };
+  auto begin_of = [&](int end) { return g.window > 0 ? (end > g.window ? end - static_cast<int>(g.window) : 0) : 0; };
+
+  // The tile's queries, rotated, as half, staged in k_tile: a warp per row, lanes over the elements.
+  for (int r = warp; r < kFlashRows; r += kFlashWarps) {
+    const int64_t row = row_begin + r;
+    if (row >= rows) {
+      for (int i = lane; i < D; i += 32) k_tile[r * kPitch + i] = __float2half_rn(0.0f);
+      continue;
+    }
+    const int64_t s = row / group, h = kvh * group + row % group;
+    const __half* q_row = query + (b * g.seq + s) * g.token_stride + h * D;
+    const int64_t position = g.do_rotary ? token_position(len, s) : 0;
+    const bool rotate = g.do_rotary && position >= 0 && position < g.rotary_positions;  // else reported
+    const __half* cos_row = cos + position * g.rotary_width;
+    const __half* sin_row = sin + position * g.rotary_width;
+    for (int i = lane; i < D; i += 32) {
+      const float v = rotate ? rotated(q_row, i, cos_row, sin_row, g.rotary_dim, g.interleaved) : load(q_row, i);
+      k_tile[r * kPitch + i] = __float2half_rn(v);
+    }
+  }
+  __syncthreads();
+  uint32_t qf[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const int r = warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+    ldmatrix_x4(qf[kk], shared_address(&k_tile[r * kPitch + kk * 16 + (lane / 16) * 8]));
+  }
+  __syncthreads();  // k_tile now holds keys
+
+  // This thread's two rows (lane / 4 and lane / 4 + 8 of the warp's 16) and their key ranges; the
+  // warp's and the block's ranges. Rows past the last one have none.
+  int row_lo[2], row_hi[2];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int64_t row = row_begin + warp * 16 + lane / 4 + 8 * k;
+    row_hi[k] = row < rows ? end_of(row / group) : 0;
+    row_lo[k] = row < rows ? begin_of(row_hi[k]) : 0;
+  }
+  const int64_t warp_first = row_begin + warp * 16, warp_last = imin(warp_first + 16, rows) - 1;
+  const bool warp_rows = warp_first < rows;
+  const int warp_lo = warp_rows ? begin_of(end_of(warp_first / group)) : 0;
+  const int warp_hi = warp_rows ? end_of(warp_last / group) : 0;
+  const int full_lo = warp_rows ? begin_of(end_of(warp_last / group)) : 0;  // keys every row of the warp sees
+  const int full_hi = warp_rows ? end_of(warp_first / group) : 0;
+  const int block_lo = begin_of(end_of(row_begin / group));
+  const int block_hi = end_of((imin(row_begin + kFlashRows, rows) - 1) / group);
+
+  const __half* k_head = present_k + (b * g.kv_heads + kvh) * g.present * D;
+  const __half* v_head = present_v + (b * g.kv_heads + kvh) * g.present * D;
+  auto load_tile = [&](__half* tile, const __half* src, int t0) {
+    if (t0 < block_hi) {
+      for (int c = threadIdx.x; c < kFlashKeys * kChunks; c += kFlashWarps * 32) {
+        const int r = c / kChunks, col = (c % kChunks) * 8;
+        const bool valid = t0 + r < block_hi;
+        copy16_async(shared_address(&tile[r * kPitch + col]), src + (valid ? static_cast<int64_t>(t0 + r) * D + col : 0),
+                     valid);
+      }
+    }
+    copy_async_commit();  // possibly empty: one group per tile and operand keeps the waits uniform
+  };
+
+  const float log2e = 1.4426950408889634f;
+  const bool softcap = g.softcap > 0.0f;
+  const float score_scale = softcap ? g.scale : g.scale * log2e;
+  float o[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+  load_tile(k_tile, k_head, block_lo);
+  load_tile(v_tile, v_head, block_lo);
+  for (int t0 = block_lo; t0 < block_hi; t0 += kFlashKeys) {
+    copy_async_wait_one();  // this tile's keys are in (its values may still be loading)
+    __syncthreads();
+    const bool active = t0 < warp_hi && t0 + kFlashKeys > warp_lo;
+    float s[kFlashKeys / 8][4];
+    if (active) {
+#pragma unroll
+      for (int n = 0; n < kFlashKeys / 8; ++n) {
+        s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk += 2) {
+          uint32_t kb[4];
+          ldmatrix_x4(kb, shared_address(&k_tile[(n * 8 + lane % 8) * kPitch + kk * 16 + (lane / 8) * 8]));
+          mma_16816(s[n], qf[kk], kb[0], kb[1]);
+          mma_16816(s[n], qf[kk + 1], kb[2], kb[3]);
+        }
+      }
+      // Scores in base-2 units, softcapped, masked to each row's range.
+      const bool mask = !(t0 >= full_lo && t0 + kFlashKeys <= full_hi);
+#pragma unroll
+      for (int n = 0; n < kFlashKeys / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = s[n][e] * score_scale;
+          if (softcap) x = g.softcap * tanhf(x / g.softcap) * log2e;
+          const int key = t0 + n * 8 + (lane % 4) * 2 + (e % 2);
+          if (mask && (key < row_lo[e / 2] || key >= row_hi[e / 2])) x = -INFINITY;
+          s[n][e] = x;
+        }
+      }
+      // Online softmax per row: the quad of lanes sharing a row reduces its max over shuffles.
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        float mx = m[k];
+#pragma unroll
+        for (int n = 0; n < kFlashKeys / 8; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * k], s[n][2 * k + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float base = mx == -INFINITY ? 0.0f : mx;  // a row with no key yet
+        const float alpha = exp2f(m[k] - base);
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < kFlashKeys / 8; ++n) {
+          s[n][2 * k] = exp2f(s[n][2 * k] - base);
+          s[n][2 * k + 1] = exp2f(s[n][2 * k + 1] - base);
+          sum += s[n][2 * k] + s[n][2 * k + 1];
+        }
+        l[k] = l[k] * alpha + sum;  // this lane's part of the row's sum; the quad is summed at the end
+        m[k] = mx;
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+          o[n][2 * k] *= alpha;
+          o[n][2 * k + 1] *= alpha;
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with k_tile
+    load_tile(k_tile, k_head, t0 + kFlashKeys);
+    copy_async_wait_one();  // this tile's values are in
+    __syncthreads();
+    if (active) {
+#pragma unroll
+      for (int kk = 0; kk < kFlashKeys / 16; ++kk) {
+        const uint32_t a[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
+                               pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                               pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+        for (int n = 0; n < D / 8; n += 2) {
+          uint32_t vb[4];
+          ldmatrix_x4_trans(vb, shared_address(&v_tile[(kk * 16 + lane % 8 + ((lane / 8) % 2) * 8) * kPitch + n * 8 +
+                                                       (lane / 16) * 8]));
+          mma_16816(o[n], a, vb[0], vb[1]);
+          mma_16816(o[n + 1], a, vb[2], vb[3]);
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with v_tile
+    load_tile(v_tile, v_head, t0 + kFlashKeys);
+  }
+  asm volatile("cp.async.wait_all;\n" ::);
+
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    float sum = l[k];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int64_t row = row_begin + warp * 16 + lane / 4 + 8 * k;
+    if (row >= rows) continue;
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const int64_t s_tok = row / group, h = kvh * group + row % group;
+    __half* o_row = out + (b * g.seq + s_tok) * g.heads * D + h * D;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      *reinterpret_cast<__half2*>(o_row + n * 8 + (lane % 4) * 2) =
+          __floats2half2_rn(o[n][2 * k] * inv, o[n][2 * k + 1] * inv);
+    }
+  }
+#endif
+}
+
+#endif  // HIPDNN_EP_PLATFORM_CUDA
+
+// Decode: gqa_decode_kernel over the splits of each row's keys, then the merge when there are several.
+template <typename T, int G>
+void launch_decode_heads(hipdnn_ep_state_t* state, const GqaParams& g, const T* query, const T* cos, const T* sin,
+                         const int32_t* seqlens, const int32_t* total, const T* present_k, const T* present_v, T* out,
+                         DecodeSplit split, hipStream_t stream) {
+  const int64_t group = g.heads / g.kv_heads;
+  const int64_t head_blocks = (group + G - 1) / G;
+  std::unique_ptr<TempBuffer> partial;
+  float* partial_data = nullptr;
+  if (split.splits > 1) {
+    partial = std::make_unique<TempBuffer>(
+        state, static_cast<uint64_t>(g.batch * g.heads * split.splits * (g.head_size + 2)) * sizeof(float));
+    partial_data = static_cast<float*>(partial->data());
+  }
+  const dim3 grid(static_cast<unsigned>(split.splits), static_cast<unsigned>(g.kv_heads * head_blocks),
+                  static_cast<unsigned>(g.batch));
+  gqa_decode_kernel<T, G><<<grid, kDecodeThreads, 0, stream>>>(g, query, cos, sin, seqlens, total, present_k,
+                                                               present_v, split, partial_data, out);
+  check_launch("group_query_attention (decode)");
+  if (split.splits > 1) {
+    gqa_decode_merge_kernel<<<dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), 128, 0,
+                              stream>>>(g, seqlens, total, partial_data, split.keys_per_split, split.splits, out);
+    check_launch("group_query_attention (decode merge)");
+  }
+}
+
+template <typename T>
+void launch_decode(hipdnn_ep_state_t* state, const GqaParams& g, const T* query, const T* cos, const T* sin,
+                   const int32_t* seqlens, const int32_t* total, const T* present_k, const T* present_v, T* out,
+                   hipStream_t stream) {
+  DecodeSplit split{};
+  split.lanes = 1;
+  while (split.lanes * 8 < g.head_size) split.lanes *= 2;
+  split.vector = (g.head_size * static_cast<int64_t>(sizeof(T))) % 16 == 0 && aligned(present_k, 16) &&
+                 aligned(present_v, 16);
+  const int64_t group = g.heads / g.kv_heads;
+  int heads = 1;  // query heads per block: a power of two, at most kDecodeHeads
+  while (heads < group && heads < kDecodeHeads) heads *= 2;
+  const int64_t pass = static_cast<int64_t>(kDecodeThreads / split.lanes) * kDecodeBatch;
+  const int64_t keys = g.window > 0 ? std::min(g.present, g.window) : g.present;  // per row at most
+  if (keys <= pass * kDecodeSingleBatches) {
+    split.keys_per_split = (keys + pass - 1) / pass * pass;
+  } else {
+    // Enough splits for about two blocks per multiprocessor, each a whole number of batches.
+    int sms = 0;
+    if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, gpu_device(state).ordinal()) != hipSuccess ||
+        sms < 1) {
+      sms = 1;
+    }
+    const int64_t blocks = g.batch * g.kv_heads * ((group + heads - 1) / heads);
+    const int64_t wanted = std::max<int64_t>(1, (2 * sms + blocks - 1) / blocks);
+    split.keys_per_split = ((keys + wanted - 1) / wanted + pass - 1) / pass * pass;
+  }
+  split.splits = (keys + split.keys_per_split - 1) / split.keys_per_split;
+  switch (heads) {
+    case 1: return launch_decode_heads<T, 1>(state, g, query, cos, sin, seqlens, total, present_k, present_v, out, split, stream);
+    case 2: return launch_decode_heads<T, 2>(state, g, query, cos, sin, seqlens, total, present_k, present_v, out, split, stream);
+    case 4: return launch_decode_heads<T, 4>(state, g, query, cos, sin, seqlens, total, present_k, present_v, out, split, stream);
+    default: return launch_decode_heads<T, kDecodeHeads>(state, g, query, cos, sin, seqlens, total, present_k, present_v, out, split, stream);
+  }
+}
+
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+// Prefill on tensor cores where it applies (float16, head size 64 or 128, 16-byte aligned caches, a
+// GPU of sm_80 or later); false: the caller runs gqa_attention_kernel.
+template <int D>
+bool launch_flash_for(const GqaParams& g, const __half* query, const __half* cos, const __half* sin,
+                      const int32_t* seqlens, const int32_t* total, const __half* present_k, const __half* present_v,
+                      __half* out, hipStream_t stream) {
+  cudaFuncAttributes attributes{};
+  if (cudaFuncGetAttributes(&attributes, gqa_flash_kernel<D>) != cudaSuccess || attributes.binaryVersion < 80) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const int64_t group = g.heads / g.kv_heads;
+  const dim3 grid(static_cast<unsigned>((g.seq * group + kFlashRows - 1) / kFlashRows),
+                  static_cast<unsigned>(g.kv_heads), static_cast<unsigned>(g.batch));
+  gqa_flash_kernel<D><<<grid, kFlashWarps * 32, 0, stream>>>(g, query, cos, sin, seqlens, total, present_k, present_v,
+                                                             out);
+  check_launch("group_query_attention (tensor cores)");
+  return true;
+}
+
+bool launch_flash(const GqaParams& g, const __half* query, const __half* cos, const __half* sin,
+                  const int32_t* seqlens, const int32_t* total, const __half* present_k, const __half* present_v,
+                  __half* out, hipStream_t stream) {
+  if (!aligned(present_k, 16) || !aligned(present_v, 16) || !aligned(out, 4) || g.present > (int64_t{1} << 30)) {
+    return false;
+  }
+  switch (g.head_size) {
+    case 64: return launch_flash_for<64>(g, query, cos, sin, seqlens, total, present_k, present_v, out, stream);
+    case 128: return launch_flash_for<128>(g, query, cos, sin, seqlens, total, present_k, present_v, out, stream);
+    default: return false;
+  }
+}
+#endif
 
 }  // namespace
 
@@ -1393,29 +1805,23 @@ void group_query_attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args
         g, data(0), data(1), data(2), data(3), data(4), seqlens, total, cos, sin, present_k, present_v,
         errors);
     check_launch("group_query_attention (present)");
-    const int64_t group = g.heads / g.kv_heads;
-    if (g.seq == 1 && group <= kDecodeMaxGroup) {
-      const int64_t chunks = (g.present + kDecodeKeys - 1) / kDecodeKeys;
-      TempBuffer partial(state, static_cast<uint64_t>(g.batch * g.heads * chunks * (g.head_size + 2)) * sizeof(float));
-      auto* partial_data = static_cast<float*>(partial.data());
-      gqa_decode_chunk_kernel<<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(g.kv_heads),
-                                     static_cast<unsigned>(g.batch)),
-                                kDecodeThreads, 0, stream>>>(g, data(0), cos, sin, seqlens, total, present_k, present_v,
-                                                             partial_data, chunks);
-      check_launch("group_query_attention (decode chunks)");
-      gqa_decode_merge_kernel<<<dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), kDecodeThreads,
-                                0, stream>>>(g, seqlens, total, partial_data, chunks,
-                                             static_cast<T*>(args.outputs[0].data));
-      check_launch("group_query_attention (decode merge)");
+    T* out = static_cast<T*>(args.outputs[0].data);
+    if (g.seq == 1) {
+      launch_decode<T>(state, g, data(0), cos, sin, seqlens, total, present_k, present_v, out, stream);
       return;
     }
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+    if constexpr (std::is_same_v<T, __half>) {
+      if (launch_flash(g, data(0), cos, sin, seqlens, total, present_k, present_v, out, stream)) return;
+    }
+#endif
+    const int64_t group = g.heads / g.kv_heads;
     const dim3 grid(static_cast<unsigned>((g.seq * group + kAttnRows - 1) / kAttnRows),
                     static_cast<unsigned>(g.kv_heads), static_cast<unsigned>(g.batch));
     const int chunk = attention_chunk(g.head_size);
     const size_t shared_bytes = attention_shared_bytes(g.head_size, chunk);
     gqa_attention_kernel<<<grid, kAttnThreads, shared_bytes, stream>>>(g, data(0), cos, sin, seqlens, total, present_k,
-                                                                       present_v, static_cast<T*>(args.outputs[0].data),
-                                                                       chunk);
+                                                                       present_v, out, chunk);
     check_launch("group_query_attention");
   });
 }
