@@ -14,8 +14,9 @@ elementwise, for float32 / float16):
 - rms_norm: 2e-5 / 2e-3 (the CPU sums squares in double, the GPU in float).
 - rotary_embedding: 1e-6 / 1e-3 (the same float operations; half rounding of the result).
 - group_query_attention: 2e-5 / 4e-3 for the output (float online softmax in chunks vs the CPU's
-  two passes); the present cache is exact (copies and the same rotation arithmetic) in float32 and
-  within one half ulp in float16.
+  two passes; float16 prompts on CUDA's tensor cores also round the rotated queries and the softmax
+  weights to half before the two products, within the same bound); the present cache is exact
+  (copies and the same rotation arithmetic) in float32 and within one half ulp in float16.
 
 Run with ``pytest --gpu=auto`` (skipped without a GPU backend or a GPU), ``--gpu=cuda`` to require one.
 """

@@ -35,18 +35,26 @@
 //   registers hold (over 16384 elements, 4096 when not vectorized) take a
 //   general kernel, one block per row, that reads the row twice.
 // rotary_embedding: one thread per rotated pair.
-// group_query_attention: two launches on the stream.
-//   1. the present cache: the row's valid past (not copied when present and past are one buffer,
-//      the shared-buffer mode), then the new K (rotated) and V, then zeros (not written in the
-//      shared-buffer mode, where those positions are unused);
-//   2. attention: one block per (batch, KV head, tile of query rows); the tile holds query rows of
-//      that KV head's group, ordered token-major, so the block reads each key and value row of
-//      its KV head once for all of them. Keys come in chunks through shared memory with an
-//      online softmax (running max and sum per row), so any cache length works. Causal and
-//      window bounds limit the chunks a tile visits.
+// group_query_attention: two or three launches on the stream.
+//   1. the present cache (a thread per 8 elements of a row): the row's valid past (not copied when
+//      present and past are one buffer, the shared-buffer mode), then the new K (rotated) and V,
+//      then zeros (not written in the shared-buffer mode, where those positions are unused);
+//   2. prefill (more than one new token): one block per (batch, KV head, tile of query rows); the
+//      tile holds query rows of that KV head's group, ordered token-major, so the block reads each
+//      key and value row of its KV head once for all of them, with an online softmax over tiles of
+//      keys (any cache length), and causal and window bounds limit the key tiles a query tile visits.
+//      float16 on CUDA (sm_80 and later, head size 64 or 128) runs gqa_flash_kernel: 64 query rows
+//      per block, keys and values through shared memory by cp.async, S = Q K^T and O += P V on the
+//      tensor cores (mma.sync m16n8k16, float accumulators), the softmax in registers. Other dtypes,
+//      head sizes and AMD run gqa_attention_kernel, scalar float through shared memory.
+//   2. decode (one new token): gqa_decode_kernel reads each key and value row once with 16-byte
+//      loads (8 elements a lane), all query heads of a KV head's group per block, an online softmax
+//      per slot of lanes merged in shared memory. A short cache is one block per KV head, which
+//      writes the output; a longer one is split over about two blocks per multiprocessor, and
+//      3. gqa_decode_merge_kernel combines the splits.
 //   seqlens_k, total_sequence_length and the rotary positions are device data: the kernels check
 //   them, skip what a bad one would reach, and record it for the host to report at the run's wait
-//   (gpu_common.h: data checks); neither launch waits, so a decode step can be captured.
+//   (gpu_common.h: data checks); no launch waits, so a decode step can be captured.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -583,6 +591,33 @@ __device__ __forceinline__ float rotated(const T* x, int64_t i, const C* cos_row
   return first ? v * c - o * s : v * c + o * s;
 }
 
+// Elements [i0, i0 + 8) of head vector x (size d, zeros past it) as rotated() computes them (unrotated
+// when !rotate), with every load issued before the arithmetic: no element waits for another's loads.
+template <typename T>
+__device__ __forceinline__ void rotated8(const T* x, int64_t i0, int64_t d, const T* cos_row, const T* sin_row,
+                                         int64_t rotary_dim, bool interleaved, bool rotate, float (&out)[8]) {
+  const int64_t half = rotary_dim / 2;
+  float v[8], o[8], c[8], sn[8];
+  bool first[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const int64_t i = i0 + e;
+    const bool rot = rotate && i < rotary_dim && i < d;
+    first[e] = interleaved ? (i & 1) == 0 : i < half;
+    const int64_t j = interleaved ? i / 2 : (first[e] ? i : i - half);
+    const int64_t partner = interleaved ? (i ^ 1) : (first[e] ? i + half : i - half);
+    v[e] = i < d ? load(x, i) : 0.0f;
+    o[e] = rot ? load(x, partner) : 0.0f;
+    c[e] = rot ? load(cos_row, j) : 1.0f;
+    sn[e] = rot ? load(sin_row, j) : 0.0f;
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const bool rot = rotate && i0 + e < rotary_dim && i0 + e < d;
+    out[e] = !rot ? v[e] : (first[e] ? v[e] * c[e] - o[e] * sn[e] : v[e] * c[e] + o[e] * sn[e]);
+  }
+}
+
 template <typename T>
 __global__ void rotary_kernel(const T* x, const int64_t* pos, const T* cos, const T* sin, T* y, int64_t batch,
                               int64_t seq, int64_t heads, int64_t head_size, int64_t rotary_dim, int64_t positions,
@@ -854,28 +889,35 @@ __device__ __forceinline__ int64_t token_position(const RowLengths& r, int64_t s
 }
 
 // present[b, kvh, p, i] for every position p: past, new (rotated K), zeros. In the shared-buffer
-// mode (nothing to copy, no zeros) only the new tokens' positions are visited.
+// mode (nothing to copy, no zeros) only the new tokens' positions are visited. A thread per 8
+// elements of a row (loads issued together, the index arithmetic once for the 8).
 template <typename T>
 __global__ void gqa_present_kernel(GqaParams g, const T* query, const T* key, const T* value, const T* past_k,
                                    const T* past_v, const int32_t* seqlens, const int32_t* total, const T* cos,
                                    const T* sin, T* present_k, T* present_v, DataErrorRecord* errors) {
-  const int64_t d = g.head_size;
+  const int64_t d = g.head_size, pieces = (d + 7) / 8;
   const bool new_only = !g.copy_past && !g.zero_tail;
   const int64_t positions = new_only ? g.seq : g.present;
-  HIPDNN_EP_GRID_STRIDE(x, g.batch * g.kv_heads * positions * d) {
-    const int64_t i = x % d;
-    const int64_t n = (x / d) % positions;
-    const int64_t kvh = (x / (d * positions)) % g.kv_heads;
-    const int64_t b = x / (d * positions * g.kv_heads);
+  HIPDNN_EP_GRID_STRIDE(x, g.batch * g.kv_heads * positions * pieces) {
+    const int64_t i0 = (x % pieces) * 8;
+    const int64_t n = (x / pieces) % positions;
+    const int64_t kvh = (x / (pieces * positions)) % g.kv_heads;
+    const int64_t b = x / (pieces * positions * g.kv_heads);
     RowLengths r;
-    if (!row_lengths(g, seqlens, total, b, errors, kvh == 0 && n == 0 && i == 0, &r)) continue;
+    if (!row_lengths(g, seqlens, total, b, errors, kvh == 0 && n == 0 && i0 == 0, &r)) continue;
     const int64_t p = new_only ? r.past_len + n : n;
-    const int64_t e = ((b * g.kv_heads + kvh) * g.present + p) * d + i;
+    const int64_t e = ((b * g.kv_heads + kvh) * g.present + p) * d + i0;
+    const int count = static_cast<int>(imin(8, d - i0));
     if (p < r.past_len) {
       if (g.copy_past) {
-        const int64_t src = ((b * g.kv_heads + kvh) * g.past + p) * d + i;
-        present_k[e] = past_k[src];
-        present_v[e] = past_v[src];
+        const int64_t src = ((b * g.kv_heads + kvh) * g.past + p) * d + i0;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          if (j < count) {
+            present_k[e + j] = past_k[src + j];
+            present_v[e + j] = past_v[src + j];
+          }
+        }
       }
     } else if (p < r.past_len + g.seq) {
       const int64_t s = p - r.past_len;
@@ -883,21 +925,29 @@ __global__ void gqa_present_kernel(GqaParams g, const T* query, const T* key, co
                                 : key + (b * g.seq + s) * g.kv_token_stride + kvh * d;
       const T* v_row = g.packed ? query + (b * g.seq + s) * g.token_stride + (g.heads + g.kv_heads + kvh) * d
                                 : value + (b * g.seq + s) * g.kv_token_stride + kvh * d;
-      float k_value = load(k_row, i);
-      if (g.do_rotary) {
-        const int64_t position = token_position(r, s);
-        if (position < 0 || position >= g.rotary_positions) {  // the row stays as it was, recorded
-          if (i == 0) report_error(errors, kErrorGqaRotaryPosition, position, g.rotary_positions);
-          continue;
-        }
-        k_value = rotated(k_row, i, cos + position * g.rotary_width, sin + position * g.rotary_width, g.rotary_dim,
-                          g.interleaved);
+      const int64_t position = g.do_rotary ? token_position(r, s) : 0;
+      if (g.do_rotary && (position < 0 || position >= g.rotary_positions)) {  // the row stays as it was, recorded
+        if (i0 == 0) report_error(errors, kErrorGqaRotaryPosition, position, g.rotary_positions);
+        continue;
       }
-      store(present_k, e, k_value);
-      present_v[e] = v_row[i];
+      float k[8];
+      rotated8(k_row, i0, d, cos + position * g.rotary_width, sin + position * g.rotary_width, g.rotary_dim,
+               g.interleaved, g.do_rotary, k);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (j < count) {
+          store(present_k, e + j, k[j]);
+          present_v[e + j] = v_row[i0 + j];
+        }
+      }
     } else if (g.zero_tail) {
-      store(present_k, e, 0.0f);
-      store(present_v, e, 0.0f);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (j < count) {
+          store(present_k, e + j, 0.0f);
+          store(present_v, e + j, 0.0f);
+        }
+      }
     }
   }
 }
@@ -962,6 +1012,7 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g,
   __shared__ float slot_max[kDecodeThreads][G];
   __shared__ float slot_sum[kDecodeThreads][G];
   __shared__ float reduce[kDecodeThreads * 8];
+  __shared__ float q_shared[G * kMaxHeadSize];
   const int64_t d = g.head_size, group = g.heads / g.kv_heads;
   const int64_t b = blockIdx.z, kvh = blockIdx.y / ((group + G - 1) / G);
   const int64_t head0 = kvh * group + (blockIdx.y % ((group + G - 1) / G)) * G;  // this block's first query head
@@ -976,24 +1027,27 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g,
   const int slot = threadIdx.x / lanes, sub = threadIdx.x % lanes;
   const int64_t i0 = static_cast<int64_t>(sub) * 8;  // this lane's 8 elements of a row
 
-  // This lane's elements of the block's queries, rotated, times the scale.
+  // The block's queries, rotated, staged in shared memory (8 elements per thread, loads issued
+  // together); then this lane's elements of each, times the scale.
   const int64_t position = g.do_rotary ? token_position(len, 0) : 0;
   const bool rotate = g.do_rotary && position >= 0 && position < g.rotary_positions;  // else reported
+  const int64_t pieces = (d + 7) / 8;
+  for (int64_t t = threadIdx.x; t < heads * pieces; t += kDecodeThreads) {
+    const int64_t r = t / pieces, c0 = (t % pieces) * 8;
+    float v[8];
+    rotated8(query + b * g.seq * g.token_stride + (head0 + r) * d, c0, d, cos + position * g.rotary_width,
+             sin + position * g.rotary_width, g.rotary_dim, g.interleaved, rotate, v);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      if (c0 + e < d) q_shared[r * d + c0 + e] = v[e];
+    }
+  }
+  __syncthreads();
   float q[G][8];
 #pragma unroll
   for (int r = 0; r < G; ++r) {
-    const T* q_row = query + b * g.seq * g.token_stride + (head0 + r) * d;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const int64_t i = i0 + e;
-      float v = 0.0f;
-      if (r < heads && i < d) {
-        v = rotate ? rotated(q_row, i, cos + position * g.rotary_width, sin + position * g.rotary_width,
-                             g.rotary_dim, g.interleaved)
-                   : load(q_row, i);
-      }
-      q[r][e] = v * g.scale;
-    }
+    for (int e = 0; e < 8; ++e) q[r][e] = r < heads && i0 + e < d ? q_shared[r * d + i0 + e] * g.scale : 0.0f;
   }
   float m[G], l[G], acc[G][8];
 #pragma unroll
@@ -1092,25 +1146,33 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g,
 }
 
 // out[b, 0, h] = sum over splits of exp(m_c - m) * o_c / sum over splits of exp(m_c - m) * l_c.
+constexpr int kDecodeMaxSplits = 512;
+
 template <typename T>
-__global__ void __launch_bounds__(kDecodeThreads) gqa_decode_merge_kernel(GqaParams g, const int32_t* seqlens,
-                                                                          const int32_t* total, const float* partial,
-                                                                          int64_t keys_per_split, int64_t splits,
-                                                                          T* out) {
+__global__ void __launch_bounds__(128) gqa_decode_merge_kernel(GqaParams g, const int32_t* seqlens,
+                                                               const int32_t* total, const float* partial,
+                                                               int64_t keys_per_split, int64_t splits, T* out) {
+  __shared__ float split_max[kDecodeMaxSplits], split_sum[kDecodeMaxSplits];
   const int64_t h = blockIdx.x, b = blockIdx.y, d = g.head_size;
   RowLengths len;
   int64_t begin, end;
   decode_key_range(g, seqlens, total, b, &len, &begin, &end);
   if (end <= begin) return;  // refused lengths: the row stays as it was, reported by gqa_present_kernel
-  const int64_t used = (end - begin + keys_per_split - 1) / keys_per_split;
+  const int used = static_cast<int>((end - begin + keys_per_split - 1) / keys_per_split);
   const float* row = partial + (b * g.heads + h) * splits * (d + 2);
+  for (int c = threadIdx.x; c < used; c += blockDim.x) {
+    split_max[c] = row[c * (d + 2) + d];
+    split_sum[c] = row[c * (d + 2) + d + 1];
+  }
+  __syncthreads();
   float m = -INFINITY;
-  for (int64_t c = 0; c < used; ++c) m = fmaxf(m, row[c * (d + 2) + d]);
+  for (int c = 0; c < used; ++c) m = fmaxf(m, split_max[c]);
   float sum = 0.0f;
-  for (int64_t c = 0; c < used; ++c) sum += expf(row[c * (d + 2) + d] - m) * row[c * (d + 2) + d + 1];
+  for (int c = 0; c < used; ++c) sum += expf(split_max[c] - m) * split_sum[c];
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
     float acc = 0.0f;
-    for (int64_t c = 0; c < used; ++c) acc += expf(row[c * (d + 2) + d] - m) * row[c * (d + 2) + i];
+#pragma unroll 8
+    for (int c = 0; c < used; ++c) acc += expf(split_max[c] - m) * row[c * (d + 2) + i];
     store(out, (b * g.heads + h) * d + i, acc / sum);
   }
 }
@@ -1320,23 +1382,24 @@ __global__ void __launch_bounds__(kFlashWarps * 32) gqa_flash_kernel(GqaParams g
   auto end_of = [&](int64_t s) { return static_cast<int>(imin(len.past_len + s + 1, len.valid)); };
   auto begin_of = [&](int end) { return g.window > 0 ? (end > g.window ? end - static_cast<int>(g.window) : 0) : 0; };
 
-  // The tile's queries, rotated, as half, staged in k_tile: a warp per row, lanes over the elements.
-  for (int r = warp; r < kFlashRows; r += kFlashWarps) {
+  // The tile's queries, rotated, as half, staged in k_tile: a thread per 8 elements of a row.
+  for (int t = threadIdx.x; t < kFlashRows * kChunks; t += kFlashWarps * 32) {
+    const int r = t / kChunks, c0 = (t % kChunks) * 8;
     const int64_t row = row_begin + r;
-    if (row >= rows) {
-      for (int i = lane; i < D; i += 32) k_tile[r * kPitch + i] = __float2half_rn(0.0f);
-      continue;
+    float v[8] = {};
+    if (row < rows) {
+      const int64_t s = row / group, h = kvh * group + row % group;
+      const int64_t position = g.do_rotary ? token_position(len, s) : 0;
+      const bool rotate = g.do_rotary && position >= 0 && position < g.rotary_positions;  // else reported
+      rotated8(query + (b * g.seq + s) * g.token_stride + h * D, c0, D, cos + position * g.rotary_width,
+               sin + position * g.rotary_width, g.rotary_dim, g.interleaved, rotate, v);
     }
-    const int64_t s = row / group, h = kvh * group + row % group;
-    const __half* q_row = query + (b * g.seq + s) * g.token_stride + h * D;
-    const int64_t position = g.do_rotary ? token_position(len, s) : 0;
-    const bool rotate = g.do_rotary && position >= 0 && position < g.rotary_positions;  // else reported
-    const __half* cos_row = cos + position * g.rotary_width;
-    const __half* sin_row = sin + position * g.rotary_width;
-    for (int i = lane; i < D; i += 32) {
-      const float v = rotate ? rotated(q_row, i, cos_row, sin_row, g.rotary_dim, g.interleaved) : load(q_row, i);
-      k_tile[r * kPitch + i] = __float2half_rn(v);
-    }
+    uint4 packed;
+    packed.x = pack_half2(v[0], v[1]);
+    packed.y = pack_half2(v[2], v[3]);
+    packed.z = pack_half2(v[4], v[5]);
+    packed.w = pack_half2(v[6], v[7]);
+    *reinterpret_cast<uint4*>(&k_tile[r * kPitch + c0]) = packed;
   }
   __syncthreads();
   uint32_t qf[D / 16][4];
@@ -1541,7 +1604,7 @@ void launch_decode(hipdnn_ep_state_t* state, const GqaParams& g, const T* query,
       sms = 1;
     }
     const int64_t blocks = g.batch * g.kv_heads * ((group + heads - 1) / heads);
-    const int64_t wanted = std::max<int64_t>(1, (2 * sms + blocks - 1) / blocks);
+    const int64_t wanted = std::min<int64_t>(kDecodeMaxSplits, std::max<int64_t>(1, (2 * sms + blocks - 1) / blocks));
     split.keys_per_split = ((keys + wanted - 1) / wanted + pass - 1) / pass * pass;
   }
   split.splits = (keys + split.keys_per_split - 1) / split.keys_per_split;
@@ -1800,8 +1863,8 @@ void group_query_attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args
     const T* sin = g.do_rotary ? data(8) : nullptr;
     T* present_k = static_cast<T*>(args.outputs[1].data);
     T* present_v = static_cast<T*>(args.outputs[2].data);
-    const int64_t cache_elements = g.batch * g.kv_heads * (shared ? g.seq : g.present) * g.head_size;
-    gqa_present_kernel<<<grid_for(cache_elements), kBlock, 0, stream>>>(
+    const int64_t cache_pieces = g.batch * g.kv_heads * (shared ? g.seq : g.present) * ((g.head_size + 7) / 8);
+    gqa_present_kernel<<<grid_for(cache_pieces), kBlock, 0, stream>>>(
         g, data(0), data(1), data(2), data(3), data(4), seqlens, total, cos, sin, present_k, present_v,
         errors);
     check_launch("group_query_attention (present)");
