@@ -66,6 +66,28 @@ CachingAllocator::Block* CachingAllocator::find_free(uint64_t size, uint64_t str
   return best;
 }
 
+void CachingAllocator::set_hold(std::vector<void*>* hold) {
+  hold_ = hold;
+  held_free_.clear();
+}
+
+// The smallest block freed during the hold on stream that fits size without wasting more than size again.
+CachingAllocator::Block* CachingAllocator::take_held(uint64_t size, uint64_t stream) {
+  auto best = held_free_.end();
+  for (auto it = held_free_.begin(); it != held_free_.end(); ++it) {
+    const uint64_t have = it->first->size;
+    if (it->second == stream && have >= size && have / 2 <= size &&
+        (best == held_free_.end() || have < best->first->size)) {
+      best = it;
+    }
+  }
+  if (best == held_free_.end()) return nullptr;
+  Block* block = best->first;
+  held_free_.erase(best);
+  hold_->erase(std::find(hold_->begin(), hold_->end(), reinterpret_cast<void*>(block->addr)));
+  return block;
+}
+
 int32_t CachingAllocator::grow(uint64_t size, uint64_t stream, Block** out) {
   uint64_t segment_size = kSegmentGranularity;
   if (size > kSmallRequest && !round_up(size, kSegmentGranularity, &segment_size)) segment_size = size;
@@ -127,6 +149,14 @@ int32_t CachingAllocator::allocate(uint64_t size, uint64_t stream, void** out) {
     return set_error(HIPDNN_EP_STATUS_OUT_OF_MEMORY,
                      "hipdnn_ep_malloc: out of memory: requested " + std::to_string(size) + " bytes");
   }
+  if (hold_ != nullptr) {
+    if (Block* held = take_held(rounded, stream); held != nullptr) {  // still live and counted in use
+      held->requested = size;
+      stats_.allocation_count += 1;
+      *out = reinterpret_cast<void*>(held->addr);
+      return HIPDNN_EP_STATUS_OK;
+    }
+  }
   Block* block = find_free(rounded, stream);
   if (block != nullptr) {
     free_.erase(block);
@@ -184,6 +214,7 @@ int32_t CachingAllocator::free(void* ptr, uint64_t stream) {
                        "hipdnn_ep_free: pointer " + hex(reinterpret_cast<uintptr_t>(ptr)) + " was already freed");
     }
     hold_->push_back(ptr);
+    held_free_.emplace_back(it->second, stream);
     return HIPDNN_EP_STATUS_OK;
   }
   Block* block = it->second;

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "device.h"
@@ -39,8 +40,11 @@ class CachingAllocator {
   int32_t free(void* ptr, uint64_t stream);
   // While hold is set (a graph capture), free() keeps a live block allocated and appends it
   // to *hold instead: the captured work uses it on every replay, and the owner of *hold frees
-  // it for real later. nullptr ends holding.
-  void set_hold(std::vector<void*>* hold) { hold_ = hold; }
+  // it for real later. A block freed during the hold serves a later allocation of the same hold on
+  // the same stream (it leaves *hold again): every replay runs the captured stream's work in its
+  // captured order, so the block's earlier use is done before its next one starts. A graph then
+  // keeps its peak of temporaries, not their sum. nullptr ends holding.
+  void set_hold(std::vector<void*>* hold);
   // Blocks freed on any stream become reusable on every stream.
   void mark_streams_synchronized();
   // Returns segments without live blocks to the device; the caller synchronized.
@@ -74,6 +78,7 @@ class CachingAllocator {
   static constexpr uint64_t kAnyStream = ~uint64_t{0};
 
   Block* find_free(uint64_t size, uint64_t stream);
+  Block* take_held(uint64_t size, uint64_t stream);
   int32_t grow(uint64_t size, uint64_t stream, Block** out);
   Block* split(Block* block, uint64_t size);
   void merge_with_next(Block* block);
@@ -81,6 +86,9 @@ class CachingAllocator {
 
   Device* device_;
   std::vector<void*>* hold_ = nullptr;
+  // Blocks freed during the hold (each also in *hold_) and the stream they were freed on: reusable
+  // by the hold's later allocations on that stream.
+  std::vector<std::pair<Block*, uint64_t>> held_free_;
   uint64_t alignment_;
   uint64_t limit_;
   AllocatorStats stats_;
