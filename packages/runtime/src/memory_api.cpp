@@ -41,12 +41,11 @@ extern "C" int32_t hipdnn_ep_empty_cache(hipdnn_ep_state_t* state) {
 }
 
 extern "C" int32_t hipdnn_ep_memory_stats(hipdnn_ep_state_t* state, hipdnn_ep_memory_stats_t* out_stats) {
-  HIPDNN_EP_REQUIRE(state != nullptr && out_stats != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    "hipdnn_ep_memory_stats: state and out_stats must not be NULL");
-  const uint64_t size = out_stats->struct_size;
-  HIPDNN_EP_REQUIRE(size >= sizeof(uint64_t), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    "hipdnn_ep_memory_stats: out_stats->struct_size is " + std::to_string(size) +
-                        "; set it to sizeof(hipdnn_ep_memory_stats_t)");
+  HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, "hipdnn_ep_memory_stats: state is NULL");
+  if (int32_t status = hipdnn_ep::check_stats_struct("hipdnn_ep_memory_stats", out_stats, "hipdnn_ep_memory_stats_t");
+      status != HIPDNN_EP_STATUS_OK) {
+    return status;
+  }
   hipdnn_ep_memory_stats_t all{};
   {
     Lock lock(state->memory_mutex);
@@ -60,26 +59,12 @@ extern "C" int32_t hipdnn_ep_memory_stats(hipdnn_ep_state_t* state, hipdnn_ep_me
     all.host_scratch_bytes = state->host_scratch->bytes_held();
     all.pool_bytes = state->pool->bytes_held();
   }
-  // Fill only what the caller's struct covers (it may predate later fields).
-#define HIPDNN_EP_WRITE_FIELD(field) \
-  if (hipdnn_ep::struct_covers(size, offsetof(hipdnn_ep_memory_stats_t, field), sizeof(all.field))) \
-  out_stats->field = all.field
-  HIPDNN_EP_WRITE_FIELD(bytes_in_use);
-  HIPDNN_EP_WRITE_FIELD(bytes_reserved);
-  HIPDNN_EP_WRITE_FIELD(peak_bytes_in_use);
-  HIPDNN_EP_WRITE_FIELD(allocation_count);
-  HIPDNN_EP_WRITE_FIELD(live_allocations);
-  HIPDNN_EP_WRITE_FIELD(memory_limit_bytes);
-  HIPDNN_EP_WRITE_FIELD(host_scratch_bytes);
-  HIPDNN_EP_WRITE_FIELD(pool_bytes);
-#undef HIPDNN_EP_WRITE_FIELD
+  hipdnn_ep::write_covered(out_stats, all);
   return HIPDNN_EP_STATUS_OK;
 }
 
 extern "C" int32_t hipdnn_ep_device_memory_stats(int32_t backend, int32_t device_ordinal,
                                                  hipdnn_ep_device_memory_stats_t* out_stats) {
-  HIPDNN_EP_REQUIRE(out_stats != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    "hipdnn_ep_device_memory_stats: out_stats must not be NULL");
   HIPDNN_EP_REQUIRE(backend == HIPDNN_EP_BACKEND_CPU || backend == HIPDNN_EP_BACKEND_CUDA ||
                         backend == HIPDNN_EP_BACKEND_HIP,
                     HIPDNN_EP_STATUS_INVALID_ARGUMENT,
@@ -88,10 +73,11 @@ extern "C" int32_t hipdnn_ep_device_memory_stats(int32_t backend, int32_t device
   HIPDNN_EP_REQUIRE(device_ordinal >= 0, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     "hipdnn_ep_device_memory_stats: device_ordinal is " + std::to_string(device_ordinal) +
                         "; it must be >= 0");
-  const uint64_t size = out_stats->struct_size;
-  HIPDNN_EP_REQUIRE(size >= sizeof(uint64_t), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    "hipdnn_ep_device_memory_stats: out_stats->struct_size is " + std::to_string(size) +
-                        "; set it to sizeof(hipdnn_ep_device_memory_stats_t)");
+  if (int32_t status = hipdnn_ep::check_stats_struct("hipdnn_ep_device_memory_stats", out_stats,
+                                                     "hipdnn_ep_device_memory_stats_t");
+      status != HIPDNN_EP_STATUS_OK) {
+    return status;
+  }
   const hipdnn_ep::DeviceMemoryTotals& totals = hipdnn_ep::device_memory_totals(backend, device_ordinal);
   hipdnn_ep_device_memory_stats_t all{};
   all.bytes_in_use = totals.in_use();
@@ -99,15 +85,7 @@ extern "C" int32_t hipdnn_ep_device_memory_stats(int32_t backend, int32_t device
   all.bytes_reserved = totals.reserved();
   all.peak_bytes_reserved = totals.peak_reserved();
   all.states = totals.states();
-#define HIPDNN_EP_WRITE_FIELD(field) \
-  if (hipdnn_ep::struct_covers(size, offsetof(hipdnn_ep_device_memory_stats_t, field), sizeof(all.field))) \
-  out_stats->field = all.field
-  HIPDNN_EP_WRITE_FIELD(bytes_in_use);
-  HIPDNN_EP_WRITE_FIELD(peak_bytes_in_use);
-  HIPDNN_EP_WRITE_FIELD(bytes_reserved);
-  HIPDNN_EP_WRITE_FIELD(peak_bytes_reserved);
-  HIPDNN_EP_WRITE_FIELD(states);
-#undef HIPDNN_EP_WRITE_FIELD
+  hipdnn_ep::write_covered(out_stats, all);
   return HIPDNN_EP_STATUS_OK;
 }
 

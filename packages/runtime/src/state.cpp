@@ -204,12 +204,11 @@ extern "C" int32_t hipdnn_ep_synchronize(hipdnn_ep_state_t* state) {
 }
 
 extern "C" int32_t hipdnn_ep_graph_stats(hipdnn_ep_state_t* state, hipdnn_ep_graph_stats_t* out_stats) {
-  HIPDNN_EP_REQUIRE(state != nullptr && out_stats != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    "hipdnn_ep_graph_stats: state and out_stats must not be NULL");
-  const uint64_t size = out_stats->struct_size;
-  HIPDNN_EP_REQUIRE(size >= sizeof(uint64_t), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    "hipdnn_ep_graph_stats: out_stats->struct_size is " + std::to_string(size) +
-                        "; set it to sizeof(hipdnn_ep_graph_stats_t)");
+  HIPDNN_EP_REQUIRE(state != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, "hipdnn_ep_graph_stats: state is NULL");
+  if (int32_t status = hipdnn_ep::check_stats_struct("hipdnn_ep_graph_stats", out_stats, "hipdnn_ep_graph_stats_t");
+      status != HIPDNN_EP_STATUS_OK) {
+    return status;
+  }
   const hipdnn_ep::GraphStats& s = state->graph_stats;
   hipdnn_ep_graph_stats_t all{};
   all.captures = s.captures;
@@ -218,15 +217,19 @@ extern "C" int32_t hipdnn_ep_graph_stats(hipdnn_ep_state_t* state, hipdnn_ep_gra
   all.graphs_cached = hipdnn_ep::graph_count(state);
   all.evictions = s.evictions;
   all.last_uncaptured = s.last_uncaptured.c_str();
-#define HIPDNN_EP_WRITE_FIELD(field) \
-  if (hipdnn_ep::struct_covers(size, offsetof(hipdnn_ep_graph_stats_t, field), sizeof(all.field))) \
-  out_stats->field = all.field
-  HIPDNN_EP_WRITE_FIELD(captures);
-  HIPDNN_EP_WRITE_FIELD(replays);
-  HIPDNN_EP_WRITE_FIELD(uncaptured_runs);
-  HIPDNN_EP_WRITE_FIELD(graphs_cached);
-  HIPDNN_EP_WRITE_FIELD(evictions);
-  HIPDNN_EP_WRITE_FIELD(last_uncaptured);
-#undef HIPDNN_EP_WRITE_FIELD
+  hipdnn_ep::write_covered(out_stats, all);
   return HIPDNN_EP_STATUS_OK;
 }
+
+namespace hipdnn_ep {
+
+int32_t check_stats_struct(const char* function, const void* out, const char* type) {
+  HIPDNN_EP_REQUIRE(out != nullptr, HIPDNN_EP_STATUS_INVALID_ARGUMENT, std::string(function) + ": out_stats is NULL");
+  const uint64_t size = *static_cast<const uint64_t*>(out);  // struct_size, the first field
+  HIPDNN_EP_REQUIRE(size >= sizeof(uint64_t), HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    std::string(function) + ": out_stats->struct_size is " + std::to_string(size) + "; set it to sizeof(" +
+                        type + ")");
+  return HIPDNN_EP_STATUS_OK;
+}
+
+}  // namespace hipdnn_ep

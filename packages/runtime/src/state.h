@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -65,6 +66,25 @@ void finish_synchronization(hipdnn_ep_state_t* state);
 // covers the field at offset with the given size.
 inline bool struct_covers(uint64_t struct_size, size_t offset, size_t size) {
   return struct_size >= offset + size;
+}
+
+// The checks of a call that fills a caller's versioned stats struct: out and its struct_size (at
+// least the field itself). OK, or INVALID_ARGUMENT with the error set, naming the function and type.
+int32_t check_stats_struct(const char* function, const void* out, const char* type);
+
+// Copies the fields of `all` that the caller's struct covers (out->struct_size bytes) into *out,
+// after struct_size itself; nothing past that size is written (an older caller's struct has fewer
+// fields). The stats structs hold 8-byte fields only (uint64_t and pointers), so whole words are the
+// fields.
+template <typename T>
+void write_covered(T* out, const T& all) {
+  static_assert(sizeof(T) % sizeof(uint64_t) == 0 && offsetof(T, struct_size) == 0,
+                "a stats struct: struct_size first, 8-byte fields");
+  const uint64_t size = out->struct_size < sizeof(T) ? out->struct_size : sizeof(T);
+  for (size_t offset = sizeof(uint64_t); offset + sizeof(uint64_t) <= size; offset += sizeof(uint64_t)) {
+    std::memcpy(reinterpret_cast<char*>(out) + offset, reinterpret_cast<const char*>(&all) + offset,
+                sizeof(uint64_t));
+  }
 }
 
 }  // namespace hipdnn_ep
