@@ -24,7 +24,8 @@ Run with ``pytest --gpu=auto`` (skipped without a GPU backend or a GPU), ``--gpu
 from __future__ import annotations
 
 import pytest
-from test_llm_kernels import dequantized, quantized, rope_caches
+from test_llm_kernels import CASES as CPU_CASES
+from test_llm_kernels import dequantized, gqa_arguments, gqa_case, quantized, rope_caches
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -293,28 +294,15 @@ def test_rotary_embedding_refuses_a_position_outside_the_cache(gpu, dev):
 # ---------------------------------------------------------------- group_query_attention
 
 def gqa_inputs(rng, dtype, bsz, seq, past, valid, heads, kv_heads, d, rotary, packed, max_pos=64):
-    q = rng.standard_normal((bsz, seq, heads * d)).astype(dtype)
-    k = rng.standard_normal((bsz, seq, kv_heads * d)).astype(dtype)
-    v = rng.standard_normal((bsz, seq, kv_heads * d)).astype(dtype)
-    past_k = rng.standard_normal((bsz, kv_heads, past, d)).astype(dtype) if past else None
-    past_v = rng.standard_normal((bsz, kv_heads, past, d)).astype(dtype) if past else None
-    total = max(valid) if seq != max(valid) or past == 0 else seq
-    present = max(past, total)
-    inputs = [np.concatenate([q, k, v], axis=-1), None, None] if packed else [q, k, v]
-    inputs += [past_k, past_v, np.array([x - 1 for x in valid], np.int32), np.array([total], np.int32)]
-    if rotary:
-        inputs += list(rope_caches(max_pos, d, dtype))
-    outputs = [((bsz, seq, heads * d), dtype), ((bsz, kv_heads, present, d), dtype),
-               ((bsz, kv_heads, present, d), dtype)]
-    return inputs, outputs
+    """The kernel's inputs and outputs for one case (test_llm_kernels' gqa_case), with rotary caches of
+    max_pos positions when rotary."""
+    q, k, v, past_k, past_v, seqlens, total, present = gqa_case(rng, dtype, bsz, seq, past, valid, heads, kv_heads, d)
+    cos, sin = rope_caches(max_pos, d, dtype) if rotary else (None, None)
+    return gqa_arguments(q, k, v, past_k, past_v, seqlens, total, heads, kv_heads, present, cos, sin, packed)
 
 
 CASES = {  # name: batch, seq, past (cache length), valid lengths, heads, kv_heads, head_size
-    "prompt": (1, 7, 0, [7], 4, 2, 16),
-    "prompt-batch-padded": (2, 6, 0, [6, 4], 4, 2, 16),
-    "decode": (2, 1, 9, [10, 10], 8, 2, 32),
-    "decode-ragged": (2, 1, 9, [10, 6], 4, 4, 16),
-    "continuation": (1, 5, 6, [11], 6, 2, 8),
+    **CPU_CASES,  # the CPU suite's cases, then shapes large enough for the GPU kernels' other paths
     "decode-8b-heads": (1, 1, 300, [301], 32, 8, 128),
     "prompt-8b-heads-many-chunks": (1, 70, 0, [70], 32, 8, 128),
     "head-256": (1, 3, 40, [43], 4, 2, 256),

@@ -214,22 +214,40 @@ def gqa_ref(q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_
     return out.reshape(bsz, seq, heads * d), pk, pv
 
 
-def run_gqa(state, q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_len, cos=None, sin=None,
-            interleaved=0, scale=0.0, softcap=0.0, window=-1, packed=False):
+def gqa_arguments(q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_len, cos=None, sin=None,
+                  packed=False):
+    """The kernel's inputs (q, k, v packed into the first when asked; None for an absent one) and its
+    outputs as (shape, dtype) pairs: output [B,S,H*D], present key and value [B,KV,present_len,D]."""
     dtype = q.dtype
     bsz, seq, _ = q.shape
     d = q.shape[2] // heads
-    if packed:
-        inputs = [np.concatenate([q, k, v], axis=-1), None, None]
-    else:
-        inputs = [q, k, v]
+    inputs = [np.concatenate([q, k, v], axis=-1), None, None] if packed else [q, k, v]
     inputs += [past_k, past_v, np.asarray(seqlens_k, np.int32), np.array([total], np.int32)]
     if cos is not None:
         inputs += [cos, sin]
+    outputs = [((bsz, seq, heads * d), dtype), ((bsz, kv_heads, present_len, d), dtype),
+               ((bsz, kv_heads, present_len, d), dtype)]
+    return inputs, outputs
+
+
+def run_gqa(state, q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_len, cos=None, sin=None,
+            interleaved=0, scale=0.0, softcap=0.0, window=-1, packed=False):
+    inputs, outputs = gqa_arguments(q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_len, cos,
+                                    sin, packed)
     ints = (heads, kv_heads, window, int(cos is not None), interleaved)
-    return call(state, "group_query_attention", inputs,
-                [((bsz, seq, heads * d), dtype), ((bsz, kv_heads, present_len, d), dtype),
-                 ((bsz, kv_heads, present_len, d), dtype)], ints=ints, floats=(scale, softcap))
+    return call(state, "group_query_attention", inputs, outputs, ints=ints, floats=(scale, softcap))
+
+
+def gqa_case(rng, dtype, bsz, seq, past, valid, heads, kv_heads, d):
+    """Random q, k, v and past caches (None without a past) for sequences of `valid` lengths, with the
+    op's length inputs: returns q, k, v, past_k, past_v, seqlens_k, total_sequence_length, present length."""
+    q = rng.standard_normal((bsz, seq, heads * d)).astype(dtype)
+    k = rng.standard_normal((bsz, seq, kv_heads * d)).astype(dtype)
+    v = rng.standard_normal((bsz, seq, kv_heads * d)).astype(dtype)
+    past_k = rng.standard_normal((bsz, kv_heads, past, d)).astype(dtype) if past else None
+    past_v = rng.standard_normal((bsz, kv_heads, past, d)).astype(dtype) if past else None
+    total = max(valid) if seq != max(valid) or past == 0 else seq
+    return q, k, v, past_k, past_v, [x - 1 for x in valid], total, max(past, total)
 
 
 CASES = {  # name: batch, seq, past (cache length), valid lengths, heads, kv_heads, head_size
@@ -248,15 +266,8 @@ CASES = {  # name: batch, seq, past (cache length), valid lengths, heads, kv_hea
 def test_group_query_attention(state, case, rotary, packed, dtype):
     bsz, seq, past, valid, heads, kv_heads, d = CASES[case]
     rng = np.random.default_rng(len(case) + 10 * rotary)
-    q = rng.standard_normal((bsz, seq, heads * d)).astype(dtype)
-    k = rng.standard_normal((bsz, seq, kv_heads * d)).astype(dtype)
-    v = rng.standard_normal((bsz, seq, kv_heads * d)).astype(dtype)
-    past_k = rng.standard_normal((bsz, kv_heads, past, d)).astype(dtype) if past else None
-    past_v = rng.standard_normal((bsz, kv_heads, past, d)).astype(dtype) if past else None
-    total = max(valid) if seq != max(valid) or past == 0 else seq
-    present = max(past, total)
+    q, k, v, past_k, past_v, seqlens, total, present = gqa_case(rng, dtype, bsz, seq, past, valid, heads, kv_heads, d)
     cos, sin = rope_caches(64, d, dtype) if rotary else (None, None)
-    seqlens = [x - 1 for x in valid]
     got = run_gqa(state, q, k, v, past_k, past_v, seqlens, total, heads, kv_heads, present, cos, sin, packed=packed)
     want = gqa_ref(q, k, v, past_k, past_v, seqlens, total, heads, kv_heads, present, cos, sin)
     for b, n in enumerate(valid):  # rows past a padded prompt's length are not defined by the op
