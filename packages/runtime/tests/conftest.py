@@ -87,6 +87,34 @@ def runtime_lib() -> ctypes.CDLL:
     return ctypes.CDLL(rt.library_path())
 
 
+# ctypes mirrors of the ABI structs that tests pass to the C entry points themselves (hipdnn_ep/runtime_abi.h)
+
+class TensorRef(ctypes.Structure):
+    """hipdnn_ep_tensor_ref_t."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("dims", ctypes.POINTER(ctypes.c_int64)),
+                ("rank", ctypes.c_int32), ("dtype", ctypes.c_int32)]
+
+
+# hipdnn_ep_output_alloc_fn
+ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(TensorRef),
+                            ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p))
+
+
+class OutputAllocator(ctypes.Structure):
+    """hipdnn_ep_output_allocator_t."""
+
+    _fields_ = [("struct_size", ctypes.c_uint64), ("alloc", ALLOC_FN), ("context", ctypes.c_void_p)]
+
+
+class MemoryStats(ctypes.Structure):
+    """hipdnn_ep_memory_stats_t."""
+
+    _fields_ = [(n, ctypes.c_uint64) for n in ("struct_size", "bytes_in_use", "bytes_reserved", "peak_bytes_in_use",
+                                               "allocation_count", "live_allocations", "memory_limit_bytes",
+                                               "host_scratch_bytes", "pool_bytes")]
+
+
 def manifest_hash(name: str) -> str:
     """Signature hash of a runtime function, from the runtime's own manifest."""
     return next(f["hash"] for f in rt.abi_manifest()["functions"] if f["name"] == name)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import ALLOC_FN, OutputAllocator, TensorRef
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -23,11 +24,6 @@ pytestmark = pytest.mark.gpu
 H2D, D2H = 1, 2
 DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float16): 10, np.dtype(np.int64): 7, np.dtype(np.int32): 6,
           np.dtype(np.bool_): 9, np.dtype(np.uint8): 2}
-
-
-class TensorRef(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dims", ctypes.POINTER(ctypes.c_int64)),
-                ("rank", ctypes.c_int32), ("dtype", ctypes.c_int32)]
 
 
 def _lib() -> ctypes.CDLL:
@@ -272,14 +268,6 @@ def test_programs_that_check_their_data_are_captured(request: pytest.FixtureRequ
         p.close()
         gpu.synchronize()
         plain.synchronize()
-
-
-ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(TensorRef),
-                            ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p))
-
-
-class OutputAllocator(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_uint64), ("alloc", ALLOC_FN), ("context", ctypes.c_void_p)]
 
 
 def test_a_kv_cache_bound_as_past_and_present_is_updated_in_place(request: pytest.FixtureRequest,

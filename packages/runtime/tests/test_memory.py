@@ -8,6 +8,7 @@ import re
 import hipdnn_ep_runtime as rt
 import numpy as np
 import pytest
+from conftest import MemoryStats
 
 STATUS = rt.abi_manifest()["enums"][0]["values"]
 
@@ -205,12 +206,6 @@ class Options(ctypes.Structure):
                 ("graph_capture", ctypes.c_int32), ("graph_cache_size", ctypes.c_int32)]
 
 
-class Stats(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in ("struct_size", "bytes_in_use", "bytes_reserved", "peak_bytes_in_use",
-                                              "allocation_count", "live_allocations", "memory_limit_bytes",
-                                              "host_scratch_bytes", "pool_bytes")]
-
-
 def _create(lib: ctypes.CDLL, options: Options | None) -> tuple[int, ctypes.c_void_p]:
     out = ctypes.c_void_p()
     status = lib.hipdnn_ep_state_create(ctypes.byref(options) if options else None, ctypes.byref(out))
@@ -239,7 +234,7 @@ def test_options_init_and_struct_size(runtime_lib: ctypes.CDLL) -> None:
     old.memory_limit_bytes = 12345  # beyond struct_size: ignored
     status, handle = _create(runtime_lib, old)
     assert status == STATUS["OK"]
-    stats = Stats(struct_size=ctypes.sizeof(Stats))
+    stats = MemoryStats(struct_size=ctypes.sizeof(MemoryStats))
     assert runtime_lib.hipdnn_ep_memory_stats(handle, ctypes.byref(stats)) == 0
     assert stats.memory_limit_bytes == 0
     assert runtime_lib.hipdnn_ep_state_destroy(handle) == 0
@@ -301,7 +296,7 @@ def test_stats_struct_size_limits_what_is_written(runtime_lib: ctypes.CDLL) -> N
     status, handle = _create(runtime_lib, None)
     ptr = ctypes.c_void_p()
     assert runtime_lib.hipdnn_ep_malloc(handle, ctypes.c_uint64(10), ctypes.byref(ptr)) == 0
-    stats = Stats(struct_size=8 + 8 * 2)  # covers bytes_in_use and bytes_reserved only
+    stats = MemoryStats(struct_size=8 + 8 * 2)  # covers bytes_in_use and bytes_reserved only
     stats.peak_bytes_in_use = 777
     assert runtime_lib.hipdnn_ep_memory_stats(handle, ctypes.byref(stats)) == 0
     assert stats.bytes_in_use == 256 and stats.peak_bytes_in_use == 777

@@ -12,28 +12,9 @@ import ctypes
 import hipdnn_ep_runtime as rt
 import numpy as np
 import pytest
-from conftest import ArtifactFactory
+from conftest import ALLOC_FN, ArtifactFactory, MemoryStats, OutputAllocator, TensorRef
 
 OK, INVALID_ARGUMENT, OUT_OF_MEMORY = 0, 1, 2
-
-
-class TensorRef(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dims", ctypes.POINTER(ctypes.c_int64)),
-                ("rank", ctypes.c_int32), ("dtype", ctypes.c_int32)]
-
-
-ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(TensorRef),
-                            ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p))
-
-
-class OutputAllocator(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_uint64), ("alloc", ALLOC_FN), ("context", ctypes.c_void_p)]
-
-
-class MemoryStats(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in ("struct_size", "bytes_in_use", "bytes_reserved", "peak_bytes_in_use",
-                                               "allocation_count", "live_allocations", "memory_limit_bytes",
-                                               "host_scratch_bytes", "pool_bytes")]
 
 
 @pytest.fixture(scope="module")
