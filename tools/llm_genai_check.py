@@ -25,6 +25,7 @@ import onnx
 
 
 def set_accuracy_level_0(folder: Path) -> None:
+    """Rewrites the folder's model.onnx with every accuracy_level attribute 0 (untouched if none differs)."""
     path = folder / "model.onnx"
     model = onnx.load(str(path), load_external_data=False)
     changed = False
@@ -34,6 +35,21 @@ def set_accuracy_level_0(folder: Path) -> None:
                 attr.i, changed = 0, True
     if changed:
         onnx.save(model, str(path))
+
+
+def paired_generators(models, prompt: np.ndarray, new_tokens: int) -> list:
+    """An onnxruntime-genai generator per model, each with the prompt [batch, length] appended and room
+    for new_tokens more."""
+    import onnxruntime_genai as og
+
+    gens = []
+    for model in models:
+        params = og.GeneratorParams(model)
+        params.set_search_options(max_length=prompt.shape[1] + new_tokens, batch_size=prompt.shape[0])
+        gen = og.Generator(model, params)
+        gen.append_tokens(prompt)
+        gens.append(gen)
+    return gens
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,21 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"hipdnn-ep ({args.backend}) model loaded in {time.perf_counter() - start:.1f} s", flush=True)
     reference = og.Model(str(folder))
 
-    def generators(prompt: np.ndarray, new_tokens: int):
-        gens = []
-        for model in (ours, reference):
-            params = og.GeneratorParams(model)
-            params.set_search_options(max_length=prompt.shape[1] + new_tokens, batch_size=prompt.shape[0])
-            gen = og.Generator(model, params)
-            gen.append_tokens(prompt)
-            gens.append(gen)
-        return gens
-
     rng = np.random.default_rng(0)
     worst, scale, steps = 0.0, 0.0, 0
     for batch, length in ((1, 7), (1, 128), (1, 64), (1, 128), (1, 7), (2, 12)):
         prompt = rng.integers(3, vocab, (batch, length)).astype(np.int32)
-        mine, ref = generators(prompt, args.steps)
+        mine, ref = paired_generators((ours, reference), prompt, args.steps)
         for _ in range(args.steps):
             got, want = mine.get_logits(), ref.get_logits()
             if got.shape != want.shape:

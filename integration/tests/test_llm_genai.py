@@ -12,8 +12,8 @@ import dataclasses
 
 import llm_models as lm
 import numpy as np
-import onnx
 import pytest
+from llm_genai_check import paired_generators, set_accuracy_level_0
 
 ort = pytest.importorskip("onnxruntime")
 MIN_ORT_FOR_GENAI = (1, 31)  # onnxruntime-genai 0.18 needs onnxruntime >= 1.31
@@ -33,12 +33,7 @@ def folder(request, tmp_path_factory):
     onnxruntime-genai binds past and present to one max_length buffer (past_present_share_buffer)."""
     spec = dataclasses.replace(lm.SIZES["tiny"], shared_kv=request.param)
     path = lm.write_model(spec, tmp_path_factory.mktemp("genai") / "tiny")
-    model = onnx.load(str(path / "model.onnx"))
-    for node in model.graph.node:
-        for attr in node.attribute:
-            if attr.name == "accuracy_level":
-                attr.i = 0
-    onnx.save(model, str(path / "model.onnx"))
+    set_accuracy_level_0(path)
     return path
 
 
@@ -67,17 +62,6 @@ def models(folder, cache):
     return og.Model(config), og.Model(str(folder))
 
 
-def _generators(models, prompt: np.ndarray, new_tokens: int):
-    gens = []
-    for model in models:
-        params = og.GeneratorParams(model)
-        params.set_search_options(max_length=prompt.shape[1] + new_tokens, batch_size=prompt.shape[0])
-        gen = og.Generator(model, params)
-        gen.append_tokens(prompt)
-        gens.append(gen)
-    return gens
-
-
 def test_logits_match_across_changing_prompt_lengths(models):
     """One session per EP serves prompts of 7, 128, 64, 128 and 7 tokens, then 6 decode steps each, the
     same tokens fed to both (the reference's greedy choice)."""
@@ -85,7 +69,7 @@ def test_logits_match_across_changing_prompt_lengths(models):
     worst = 0.0
     for length in (7, 128, 64, 128, 7):
         prompt = rng.integers(3, lm.SIZES["tiny"].vocab, (1, length)).astype(np.int32)
-        ours, ref = _generators(models, prompt, 6)
+        ours, ref = paired_generators(models, prompt, 6)
         for _ in range(6):
             got, want = ours.get_logits(), ref.get_logits()
             assert got.shape == want.shape == (1, 1, lm.SIZES["tiny"].vocab)
@@ -99,7 +83,7 @@ def test_logits_match_across_changing_prompt_lengths(models):
 def test_batch_of_two_generates_like_the_cpu_ep(models):
     rng = np.random.default_rng(1)
     prompt = rng.integers(3, lm.SIZES["tiny"].vocab, (2, 12)).astype(np.int32)
-    ours, ref = _generators(models, prompt, 8)
+    ours, ref = paired_generators(models, prompt, 8)
     while not ref.is_done():
         np.testing.assert_allclose(ours.get_logits(), ref.get_logits(), atol=TOLERANCE, rtol=0)
         ours.generate_next_token()
