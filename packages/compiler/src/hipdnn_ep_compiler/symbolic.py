@@ -228,6 +228,20 @@ def symbols(e: Expr) -> set[str]:
     return out
 
 
+def _select(op: str, vals: list[int]) -> int:
+    """max, min, selneg and selzero: their value is one of their arguments, the same under exact and
+    under int64 arithmetic (evaluate and evaluate_int64 share them)."""
+    if op == "max":
+        return max(vals)
+    if op == "min":
+        return min(vals)
+    if op == "selneg":
+        return vals[1] if vals[0] < 0 else vals[2]
+    if op == "selzero":
+        return vals[1] if vals[0] == 0 else vals[2]
+    raise ValueError(f"unknown expression op {op}")
+
+
 def evaluate(e: Expr, env: dict[str, int]) -> int:
     if isinstance(e, int):
         return e
@@ -246,15 +260,7 @@ def evaluate(e: Expr, env: dict[str, int]) -> int:
         return _trunc_div(vals[0], vals[1])
     if op == "ceildiv":
         return -((-vals[0]) // vals[1])
-    if op == "max":
-        return max(vals)
-    if op == "min":
-        return min(vals)
-    if op == "selneg":
-        return vals[1] if vals[0] < 0 else vals[2]
-    if op == "selzero":
-        return vals[1] if vals[0] == 0 else vals[2]
-    raise ValueError(f"unknown expression op {op}")
+    return _select(op, vals)
 
 
 def to_str(e: Expr) -> str:
@@ -341,12 +347,4 @@ def evaluate_int64(e: Expr, env: dict[str, int]) -> int:
         if op == "ceildiv":
             a = checked(a + checked(b - 1))
         return 0 if b == 0 else checked(_trunc_div(a, b))
-    if op == "max":
-        return max(vals)
-    if op == "min":
-        return min(vals)
-    if op == "selneg":
-        return vals[1] if vals[0] < 0 else vals[2]
-    if op == "selzero":
-        return vals[1] if vals[0] == 0 else vals[2]
-    raise ValueError(f"unknown expression op {op}")
+    return _select(op, vals)
