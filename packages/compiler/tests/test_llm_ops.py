@@ -11,7 +11,7 @@ from conftest import const, ort_run
 from onnx import TensorProto as T
 from onnx import helper
 
-from hipdnn_ep_compiler import UnsupportedError, compile_model, load_weights
+from hipdnn_ep_compiler import ModelError, UnsupportedError, compile_model, load_weights
 
 MS = "com.microsoft"
 
@@ -217,3 +217,83 @@ def test_group_query_attention_without_present_outputs_is_refused(tmp_path):
     del model.graph.output[1:]
     with pytest.raises(UnsupportedError, match="node 'attn'.*present_key and present_value outputs are required"):
         compile_model(model, tmp_path / "art")
+
+
+# ---------------------------------------------------------------- inconsistent static attributes and shapes
+
+def _mm4(**attrs):
+    inits = int4_weights(np.random.default_rng(8), 8, 64, 32, False)
+    k = attrs.get("K", 64)
+    node = helper.make_node("MatMulNBits", ["x", "b", "s"], ["y"], name="n", domain=MS,
+                            **{"K": 64, "N": 8, "bits": 4, "block_size": 32, **attrs})
+    return model_of([node], [("x", T.FLOAT, [1, k])], [("y", T.FLOAT, [1, attrs.get("N", 8)])], inits)
+
+
+def _norm(skip=False, scale=32, skip_dims=(2, 5, 32), eps=1e-5):
+    if skip:
+        node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "w"], ["y"], name="n", domain=MS,
+                                epsilon=eps)
+        inputs = [("x", T.FLOAT, [2, 5, 32]), ("skip", T.FLOAT, list(skip_dims))]
+    else:
+        node = helper.make_node("SimplifiedLayerNormalization", ["x", "w"], ["y"], name="n", epsilon=eps, axis=-1)
+        inputs = [("x", T.FLOAT, [2, 5, 32])]
+    return model_of([node], inputs, [("y", T.FLOAT, [2, 5, 32])], [const("w", np.ones(scale, np.float32))])
+
+
+def _rope(x=(2, 3, 64), pos=(2, 3), cache=(32, 8), sin=None, **attrs):
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], name="n", domain=MS, **attrs)
+    return model_of([node], [("x", T.FLOAT, list(x)), ("pos", T.INT64, list(pos))], [("y", T.FLOAT, list(x))],
+                    [const("cos", np.ones(cache, np.float32)), const("sin", np.ones(sin or cache, np.float32))])
+
+
+def _gqa(packed=True, rotary=True, fixed=(1, 2, 0), dims=None, inits=None, **attrs):
+    model = gqa_model(4, 2, 16, packed, rotary, fixed=fixed)
+    node = model.graph.node[-1]
+    node.name = "n"
+    for name, value in attrs.items():
+        for a in [a for a in node.attribute if a.name == name]:
+            node.attribute.remove(a)
+        node.attribute.append(helper.make_attribute(name, value))
+    for name, shape in (dims or {}).items():
+        (vi,) = [i for i in model.graph.input if i.name == name]
+        vi.CopyFrom(helper.make_tensor_value_info(name, vi.type.tensor_type.elem_type, shape))
+    for name, array in (inits or {}).items():
+        (k,) = [k for k, i in enumerate(model.graph.initializer) if i.name == name]
+        model.graph.initializer[k].CopyFrom(const(name, array))
+    return model
+
+
+@pytest.mark.parametrize("build,message", [
+    (lambda: _mm4(K=0), r"K = 0 and N = 8 must be positive"),
+    (lambda: _mm4(N=0), r"K = 64 and N = 0 must be positive"),
+    (lambda: _mm4(accuracy_level=7), r"accuracy_level 7 is outside 0..4"),
+    (lambda: _norm(scale=16), r"scale \(input 1\) has shape \[16\], which does not broadcast to the normalized dims"),
+    (lambda: _norm(eps=-1.0), r"epsilon is -1.0; it must be a finite number >= 0"),
+    (lambda: _norm(eps=float("nan")), r"epsilon is nan"),
+    (lambda: _norm(skip=True, skip_dims=(2, 5, 16)), r"skip \(input 1\) has shape \[2, 5, 16\], which does"),
+    (lambda: _norm(skip=True, scale=16), r"gamma \(input 2\) has shape \[16\]"),
+    (lambda: _rope(cache=(32,)), r"cos_cache \(input 2\) has shape \[32\]; it must be \[max_position, rotary"),
+    (lambda: _rope(sin=(32, 4)), r"sin_cache \(input 3\) has shape \[32, 4\]; it must be cos_cache's shape \[32, 8\]"),
+    (lambda: _rope(rotary_embedding_dim=7), r"rotary_embedding_dim 7 must be even"),
+    (lambda: _rope(rotary_embedding_dim=32), r"rotary_embedding_dim 32 is more than twice the caches' dim 1 \(8\)"),
+    (lambda: _rope(num_heads=-1), r"num_heads -1 must be >= 0"),
+    (lambda: _rope(num_heads=5), r"input.s hidden size 64 is not a multiple of num_heads 5"),
+    (lambda: _rope(num_heads=8), r"rotary dim 16 .* is larger than the head size 8"),
+    (lambda: _rope(pos=(3, 2)), r"position_ids has shape \[3, 2\]; it must be \[batch, sequence\] = \[2, 3\]"),
+    (lambda: _gqa(dims={"qkv": [1, 2, 0]}), r"query hidden size 0 leaves no room for 8 heads"),
+    (lambda: _gqa(dims={"qkv": [1, 0, 128]}), r"\[1, 0, 128\]; GroupQueryAttention needs at least one new token"),
+    (lambda: _gqa(inits={"sin": np.ones((256, 4), np.float32)}), r"sin_cache \(input 8\) has shape \[256, 4\]"),
+    (lambda: _gqa(inits={"cos": np.ones((9, 16), np.float32), "sin": np.ones((9, 16), np.float32)}),
+     r"rotary dim 32 .* is larger than the head size 16"),
+    (lambda: _gqa(softcap=-1.0), r"softcap is -1.0; it must be a finite number >= 0"),
+    (lambda: _gqa(scale=float("inf")), r"scale is inf; it must be a finite number"),
+    (lambda: _gqa(fixed=(1, 1, 4), dims={"past_k": [1, 3, 4, 16]}),
+     r"past_key \(input 3\) has shape \[1, 3, 4, 16\]; it must be \[batch, kv_num_heads, past, head_size\]"),
+    (lambda: _gqa(fixed=(1, 1, 4), dims={"past_v": [1, 2, 5, 16]}), r"past_value \(input 4\) has shape \[1, 2, 5"),
+    (lambda: _gqa(packed=False, dims={"k": [1, 2, 24]}), r"key \(input 1\) has .* = \[1, 2, 32\]"),
+    (lambda: _gqa(fixed=(1, 1, 4), dims={"mask": [2, 5]}), r"seqlens_k \(input 5\) has .* = \[1\]"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_inconsistent_llm_nodes_are_refused_at_compile_time(build, message, tmp_path):
+    """Each was compiled before and failed only when the runtime kernel ran (or ran on nonsense attributes)."""
+    with pytest.raises(ModelError, match=r"node 'n' \(.*\): .*" + message):
+        compile_model(build(), tmp_path / "art")

@@ -11,6 +11,8 @@ SkipSimplifiedLayerNormalization have several results, each with its own buffer.
 
 from __future__ import annotations
 
+import math
+
 from torch_mlir import ir
 
 from .. import checks
@@ -43,6 +45,55 @@ def _present(o: Node, allowed: list[int]) -> tuple[list[ir.Value], list[int]]:
     return [o.inputs[i] for i in positions], positions
 
 
+def _differs(got: sym.Expr, want: sym.Expr | None) -> bool:
+    """Both dims static and different (a symbolic dim is left to the runtime's check)."""
+    return want is not None and isinstance(got, int) and isinstance(want, int) and got != want
+
+
+def _expect_shape(o: Node, i: int, what: str, want: list[sym.Expr | None], hint: str) -> None:
+    """Input i has want's rank and its static dims (None: any); else a ModelError naming both shapes."""
+    d = o.dims(i)
+    if len(d) != len(want) or any(_differs(g, w) for g, w in zip(d, want, strict=True)):
+        raise ModelError(f"{o.where}: {what} has shape {show(d)}; it must be {hint}")
+
+
+def _expect_broadcast(o: Node, i: int, what: str, target: list[sym.Expr], onto: str) -> None:
+    """Input i broadcasts to target (numpy rules, checked where both dims are static)."""
+    d = o.dims(i)
+    bad = len(d) > len(target) or any(isinstance(g, int) and g != 1 and _differs(g, t)
+                                      for g, t in zip(reversed(d), reversed(target), strict=False))
+    if bad:
+        raise ModelError(f"{o.where}: {what} has shape {show(d)}, which does not broadcast to {onto} {show(target)}")
+
+
+def _finite_attr(o: Node, name: str, default: float, nonnegative: bool) -> float:
+    v = o.attr_float(name, default)
+    if not math.isfinite(v) or (nonnegative and v < 0):
+        raise ModelError(f"{o.where}: {name} is {v}; it must be a finite number" + (" >= 0" if nonnegative else ""))
+    return v
+
+
+def _rope_caches(o: Node, cos: int, head_size: sym.Expr | None, rotary_dim: int = 0) -> None:
+    """cos (input `cos`) and sin (the next input) caches: both [max_position, rotary_dim / 2], rotary_dim even,
+    positive and at most head_size (0: twice the cache's dim 1)."""
+    c = o.dims(cos)
+    _expect_shape(o, cos, f"cos_cache (input {cos})", [None, None], "[max_position, rotary_dim / 2]")
+    _expect_shape(o, cos + 1, f"sin_cache (input {cos + 1})", c, f"cos_cache's shape {show(c)}")
+    if rotary_dim < 0 or rotary_dim % 2:
+        raise ModelError(f"{o.where}: rotary_embedding_dim {rotary_dim} must be even and >= 0 (0: from the caches)")
+    if isinstance(c[1], int):
+        if c[1] <= 0:
+            raise ModelError(f"{o.where}: the cos/sin caches have shape {show(c)}; their dim 1 (rotary_dim / 2) "
+                             "must be positive")
+        if rotary_dim > 2 * c[1]:
+            raise ModelError(f"{o.where}: rotary_embedding_dim {rotary_dim} is more than twice the caches' dim 1 "
+                             f"({c[1]}); the caches must be [max_position, rotary_dim / 2]")
+        rotary_dim = rotary_dim or 2 * c[1]
+    if rotary_dim and isinstance(head_size, int) and rotary_dim > head_size:
+        raise ModelError(f"{o.where}: the rotary dim {rotary_dim} (from the cos/sin caches' shape {show(c)}) is "
+                         f"larger than the head size {head_size}")
+
+
 def _rms_norm(o: Node) -> None:
     d = o.dims(0)
     if not d:
@@ -53,11 +104,18 @@ def _rms_norm(o: Node) -> None:
     to_slot = {0: 0, 1: 2, 2: 1, 3: 3} if skip else {0: 0, 1: 1}
     operands, positions = _present(o, list(to_slot))
     by_slot = sorted(zip((to_slot[p] for p in positions), operands, strict=True), key=lambda t: t[0])
+    epsilon = _finite_attr(o, "epsilon", 1e-5, nonnegative=True)
+    names = {0: "input", 1: "skip", 2: "gamma", 3: "bias"} if skip else {0: "input", 1: "scale"}
+    for p in positions:
+        if p:
+            whole = skip and p == 1
+            _expect_broadcast(o, p, f"{names[p]} (input {p})", d if whole else d[axis:],
+                              "the input's shape" if whole else f"the normalized dims (from axis {axis})")
     text = checks.Text(1, sym.product(d[axis:]))
     o.require("le", text.values, f"input shape {text.dims(d)} has {{1}} elements from axis {axis} on; "
                                  "RMS normalization needs at least 1")
     replace(o, RMS_NORM, [v for _, v in by_slot],
-            {"axis": axis, "epsilon": o.attr_float("epsilon", 1e-5), "hipdnn.slots": [k for k, _ in by_slot]},
+            {"axis": axis, "epsilon": epsilon, "hipdnn.slots": [k for k, _ in by_slot]},
             [d] * len(o.op.results))
 
 
@@ -75,6 +133,12 @@ def _matmul_nbits(o: Node) -> None:
         raise ModelError(f"{o.where}: MatMulNBits needs the K, N and block_size attributes")
     if block < 16 or block & (block - 1):
         raise ModelError(f"{o.where}: block_size {block} must be a power of two >= 16")
+    if k <= 0 or n <= 0:
+        raise ModelError(f"{o.where}: K = {k} and N = {n} must be positive (A is [..., K], the result [..., N])")
+    accuracy = o.attr_int("accuracy_level", 0)
+    if not 0 <= accuracy <= 4:
+        raise ModelError(f"{o.where}: accuracy_level {accuracy} is outside 0..4 (0 unset, 1 float32, 2 float16, "
+                         "3 bfloat16, 4 int8)")
     if not a or a[-1] != k:
         raise ModelError(f"{o.where}: input A has shape {show(a)}; its last dim must be K = {k}")
     if o.input(4) is not None:
@@ -104,6 +168,20 @@ def _rotary_embedding(o: Node) -> None:
     operands, positions = _present(o, [0, 1, 2, 3])
     if positions != [0, 1, 2, 3]:
         raise ModelError(f"{o.where}: RotaryEmbedding needs input, position_ids, cos_cache and sin_cache")
+    num_heads, rotary_dim = o.attr_int("num_heads", 0), o.attr_int("rotary_embedding_dim", 0)
+    head_size: sym.Expr | None = d[3] if len(d) == 4 else None
+    if num_heads < 0:
+        raise ModelError(f"{o.where}: num_heads {num_heads} must be >= 0 (0: the head size is the rotary dim)")
+    if len(d) == 3 and num_heads > 0 and isinstance(d[2], int):
+        if d[2] % num_heads:
+            raise ModelError(f"{o.where}: the input's hidden size {d[2]} is not a multiple of num_heads {num_heads}")
+        head_size = d[2] // num_heads
+    _rope_caches(o, 2, head_size, rotary_dim)
+    pos = o.dims(1)
+    seq = d[2] if len(d) == 4 else d[1]
+    if sym.product(pos) != 1 and (len(pos) != 2 or _differs(pos[0], d[0]) or _differs(pos[1], seq)):
+        raise ModelError(f"{o.where}: position_ids has shape {show(pos)}; it must be [batch, sequence] = "
+                         f"{show([d[0], seq])} or hold one offset")
     replace(o, ROTARY, operands,
             {"interleaved": o.attr_int("interleaved", 0), "num_heads": o.attr_int("num_heads", 0),
              "rotary_embedding_dim": o.attr_int("rotary_embedding_dim", 0), "hipdnn.slots": positions}, [d])
@@ -141,21 +219,43 @@ def _group_query_attention(o: Node) -> None:
     if q[2] % per_token:
         raise ModelError(f"{o.where}: query hidden size {q[2]} is not a multiple of {per_token} heads")
     head_size = q[2] // per_token
+    if head_size == 0:
+        raise ModelError(f"{o.where}: query hidden size {q[2]} leaves no room for {per_token} heads of size >= 1")
+    batch, seq = q[0], q[1]
+    if seq == 0:
+        raise ModelError(f"{o.where}: query has shape {show(q)}; GroupQueryAttention needs at least one new token "
+                         "(sequence length >= 1)")
+    kv_shape = [batch, kv_heads, None, head_size]
+    for i in (1, 2):
+        if not packed:
+            _expect_shape(o, i, f"{'key' if i == 1 else 'value'} (input {i})", [batch, seq, kv_heads * head_size],
+                          f"[batch, sequence, kv_num_heads * head_size] = {show([batch, seq, kv_heads * head_size])}")
     if (o.input(3) is None) != (o.input(4) is None):
         raise ModelError(f"{o.where}: past_key and past_value must be both given or both absent")
+    if o.input(3) is not None:
+        hint = f"[batch, kv_num_heads, past, head_size] = [{sym.to_str(batch)}, {kv_heads}, past, {head_size}]"
+        _expect_shape(o, 3, "past_key (input 3)", kv_shape, hint)
+        _expect_shape(o, 4, "past_value (input 4)", o.dims(3), f"past_key's shape {show(o.dims(3))}")
     for i in (5, 6):
         if o.input(i) is None:
             raise ModelError(f"{o.where}: input {i} ({'seqlens_k' if i == 5 else 'total_sequence_length'}) "
                              "is required")
+    _expect_shape(o, 5, "seqlens_k (input 5)", [batch], f"[batch] = {show([batch])}")
+    if sym.product(o.dims(6)) != 1:
+        raise ModelError(f"{o.where}: total_sequence_length (input 6) has shape {show(o.dims(6))}; it must hold "
+                         "one value")
     do_rotary = o.attr_int("do_rotary", 0)
     if do_rotary and (o.input(7) is None or o.input(8) is None):
         raise ModelError(f"{o.where}: do_rotary needs cos_cache and sin_cache")
+    if do_rotary:
+        _rope_caches(o, 7, head_size)
+    scale = _finite_attr(o, "scale", 0.0, nonnegative=False)
+    softcap = _finite_attr(o, "softcap", 0.0, nonnegative=True)
     total = o.host(6)
     if total is None or len(total) != 1:
         o.fail("total_sequence_length must be computable on the host (from input shapes, constants or a small "
                "graph input)")
     total = total[0]
-    batch, seq = q[0], q[1]
     present = sym.maximum(o.dims(3)[2], total) if o.input(3) is not None else total
     t = checks.Text(seq, total)
     o.require("le", t.values, "total_sequence_length {1} is smaller than the query's sequence length {0}")
@@ -163,7 +263,7 @@ def _group_query_attention(o: Node) -> None:
     replace(o, GQA, operands,
             {"num_heads": heads, "kv_num_heads": kv_heads, "local_window_size": o.attr_int("local_window_size", -1),
              "do_rotary": do_rotary, "rotary_interleaved": o.attr_int("rotary_interleaved", 0),
-             "scale": o.attr_float("scale", 0.0), "softcap": o.attr_float("softcap", 0.0), "hipdnn.slots": positions},
+             "scale": scale, "softcap": softcap, "hipdnn.slots": positions},
             [[batch, seq, heads * head_size], kv, kv])
 
 
