@@ -355,3 +355,23 @@ def test_group_query_attention_error_on_a_worker_thread_reaches_the_caller(state
     cos, sin = rope_caches(220, d, F32)
     with pytest.raises(InvalidArgumentError, match="position 255 is outside the rotary cache's 220 positions"):
         run_gqa(state, q, k, v, past_k, past_v, [100, 255], 256, heads, kv_heads, 256, cos, sin)
+
+
+# ---------------------------------------------------------------- hostile arguments
+
+def test_group_query_attention_refuses_head_counts_whose_sum_wraps(state):
+    """num_heads + 2 * kv_num_heads (packed) wraps int64 to 8 for these counts; the query's last dim 8
+    then looked like 8 heads of size 1 (and the sum itself is undefined behaviour)."""
+    h = (2**64 + 8) // 3
+    q = np.ones((1, 1, 8), F32)
+    with pytest.raises(InvalidArgumentError, match=r"query's last dim 8 is smaller than num_heads \+ 2 \* kv_num_heads"):
+        call(state, "group_query_attention", [q, None, None, None, None, np.array([0], np.int32), np.array([1], np.int32)],
+             [((1, 1, 8), F32), ((1, 1, 1, 1), F32), ((1, 1, 1, 1), F32)], ints=(h, h, -1, 0, 0), floats=(0.0, 0.0))
+
+
+def test_group_query_attention_refuses_an_empty_sequence(state):
+    """No new token: the kernel used to return early and leave present_key/present_value unwritten."""
+    q, k, v = (np.ones((1, 0, n), F32) for n in (32, 16, 16))
+    past = np.ones((1, 2, 4, 8), F32)
+    with pytest.raises(InvalidArgumentError, match="the sequence length is 0"):
+        run_gqa(state, q, k, v, past, past, [3], 4, 4, 2, 4)

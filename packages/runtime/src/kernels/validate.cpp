@@ -631,9 +631,26 @@ void validate_group_query_attention(const hipdnn_ep_kernel_args_t* args) {
   const int64_t batch = q[0], seq = q[1];
   const bool packed = !call.has_input(1);
   if (packed == call.has_input(2)) fail_invalid("key and value must be both present or both absent (packed QKV)");
-  const int64_t head_size = q[2] / (packed ? heads + 2 * kv_heads : heads);
-  if (head_size <= 0 || q[2] % (packed ? heads + 2 * kv_heads : heads) != 0) {
-    fail_invalid("query's last dim " + std::to_string(q[2]) + " is not a multiple of the number of heads");
+  // Heads per token: num_heads, plus 2 * kv_num_heads when Q, K and V are packed; each has >= 1 value,
+  // so more heads than the query's last dim is refused before anything multiplies them.
+  int64_t per_token = heads;
+  if (packed && (__builtin_mul_overflow(kv_heads, 2, &per_token) || __builtin_add_overflow(per_token, heads, &per_token))) {
+    per_token = std::numeric_limits<int64_t>::max();
+  }
+  const std::string heads_text = packed ? "num_heads + 2 * kv_num_heads" : "num_heads";
+  if (per_token > q[2]) {
+    fail_invalid("query's last dim " + std::to_string(q[2]) + " is smaller than " + heads_text + " (" +
+                 std::to_string(heads) + (packed ? " + 2 * " + std::to_string(kv_heads) : "") +
+                 "): each head needs at least one value");
+  }
+  const int64_t head_size = q[2] / per_token;
+  if (q[2] % per_token != 0) {
+    fail_invalid("query's last dim " + std::to_string(q[2]) + " is not a multiple of " + heads_text + " = " +
+                 std::to_string(per_token));
+  }
+  if (seq == 0 && batch > 0) {
+    fail_invalid("query has dims " + format_dims(q) + ": the sequence length is 0, but GroupQueryAttention needs at "
+                 "least one new token per call (present_key/present_value would be left unwritten)");
   }
   const Dims kv_in{batch, seq, kv_heads * head_size};
   for (int32_t i = 1; i < 3 && !packed; ++i) {
