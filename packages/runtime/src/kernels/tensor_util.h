@@ -140,22 +140,24 @@ inline void store(T* p, int64_t i, typename ComputeType<T>::type v) {
 inline void store(half_t* p, int64_t i, float v) { p[i] = to_half(v); }
 
 // Calls fn(TypeTag<T>{}) for the C++ storage type of dtype. Unlisted dtypes
-// throw UNSUPPORTED naming `what`.
-template <typename Fn>
+// throw UNSUPPORTED naming `what`. Half (and Bool, for dispatch_any) is the
+// storage type of float16 (bool): half_t (bool_t) on the host; the GPU
+// kernels dispatch with their device types (gpu_common.h).
+template <typename Half = half_t, typename Fn>
 decltype(auto) dispatch_float(int32_t dtype, const char* what, Fn&& fn) {
   switch (dtype) {
     case HIPDNN_EP_DTYPE_FLOAT32: return fn(TypeTag<float>{});
-    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<half_t>{});
+    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<Half>{});
     default: break;
   }
   fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
 }
 
-template <typename Fn>
+template <typename Half = half_t, typename Fn>
 decltype(auto) dispatch_numeric(int32_t dtype, const char* what, Fn&& fn) {
   switch (dtype) {
     case HIPDNN_EP_DTYPE_FLOAT32: return fn(TypeTag<float>{});
-    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<half_t>{});
+    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<Half>{});
     case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
     case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
     default: break;
@@ -178,7 +180,7 @@ inline bool load(const bool_t* p, int64_t i) { return p[i].value != 0; }
 inline void store(bool_t* p, int64_t i, bool v) { p[i].value = v ? 1 : 0; }
 
 // Every dtype of the ABI.
-template <typename Fn>
+template <typename Half = half_t, typename Bool = bool_t, typename Fn>
 decltype(auto) dispatch_any(int32_t dtype, const char* what, Fn&& fn) {
   switch (dtype) {
     case HIPDNN_EP_DTYPE_FLOAT32: return fn(TypeTag<float>{});
@@ -186,8 +188,8 @@ decltype(auto) dispatch_any(int32_t dtype, const char* what, Fn&& fn) {
     case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
     case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
     case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
-    case HIPDNN_EP_DTYPE_BOOL: return fn(TypeTag<bool_t>{});
-    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<half_t>{});
+    case HIPDNN_EP_DTYPE_BOOL: return fn(TypeTag<Bool>{});
+    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<Half>{});
     case HIPDNN_EP_DTYPE_FLOAT64: return fn(TypeTag<double>{});
     default: break;
   }

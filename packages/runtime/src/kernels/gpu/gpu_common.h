@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "gpu/gpu_device.h"
 #include "gpu/hip_portability.h"
@@ -172,43 +173,21 @@ class TempBuffer {
 // Throws a KernelError for the last launch error, naming the kernel.
 void check_launch(const char* what);
 
-// Device dispatch: fn(TypeTag<T>{}) with the device storage type of dtype.
+// Device dispatch: the host's dispatch (tensor_util.h) with the device storage
+// types of float16 and bool.
 template <typename Fn>
 decltype(auto) dispatch_float_gpu(int32_t dtype, const char* what, Fn&& fn) {
-  switch (dtype) {
-    case HIPDNN_EP_DTYPE_FLOAT32: return fn(TypeTag<float>{});
-    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<__half>{});
-    default: break;
-  }
-  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+  return dispatch_float<__half>(dtype, what, std::forward<Fn>(fn));
 }
 
 template <typename Fn>
 decltype(auto) dispatch_numeric_gpu(int32_t dtype, const char* what, Fn&& fn) {
-  switch (dtype) {
-    case HIPDNN_EP_DTYPE_FLOAT32: return fn(TypeTag<float>{});
-    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<__half>{});
-    case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
-    case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
-    default: break;
-  }
-  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+  return dispatch_numeric<__half>(dtype, what, std::forward<Fn>(fn));
 }
 
 template <typename Fn>
 decltype(auto) dispatch_any_gpu(int32_t dtype, const char* what, Fn&& fn) {
-  switch (dtype) {
-    case HIPDNN_EP_DTYPE_FLOAT32: return fn(TypeTag<float>{});
-    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
-    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
-    case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
-    case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
-    case HIPDNN_EP_DTYPE_BOOL: return fn(TypeTag<gbool>{});
-    case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<__half>{});
-    case HIPDNN_EP_DTYPE_FLOAT64: return fn(TypeTag<double>{});
-    default: break;
-  }
-  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+  return dispatch_any<__half, gbool>(dtype, what, std::forward<Fn>(fn));
 }
 
 // out (contiguous, dims `shape`)[idx] = in[offset + sum(idx[d] * in_strides[d])]
