@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_timing import DeviceProgram, time_loop  # noqa: E402
+from gpu_timing import DeviceProgram, time_loop, time_torch_graph  # noqa: E402
 
 LAYERS, HIDDEN, HEADS, FFN, SEQ = 12, 768, 12, 3072, 128
 
@@ -178,14 +178,7 @@ def run_torch(weights, feeds, runs: int) -> tuple[float, float, np.ndarray]:
     with torch.no_grad():
         ref = forward().cpu().numpy()
         eager = time_loop(forward, torch.cuda.synchronize, runs) * 1e3
-        graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            forward()
-            with torch.cuda.graph(graph):
-                forward()
-        torch.cuda.current_stream().wait_stream(stream)
-        replay = time_loop(graph.replay, torch.cuda.synchronize, runs) * 1e3
+        replay = time_torch_graph(forward, runs) * 1e3
     return eager, replay, ref
 
 

@@ -35,7 +35,7 @@ import hipdnn_ep_runtime as rt
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_timing import DeviceProgram, runtime_lib, time_loop  # noqa: E402
+from gpu_timing import DeviceProgram, runtime_lib, time_loop, time_torch_graph  # noqa: E402
 
 LAYERS, HIDDEN, HEADS, FFN = 12, 768, 12, 3072
 
@@ -226,15 +226,7 @@ def bench_bert_layer(artifacts: Path, backend: str, rows: list, runs: int = 200)
         ref = layer().cpu().numpy()
         diff = float(np.max(np.abs(ref - ours)))
         t_eager = time_loop(layer, torch.cuda.synchronize, runs) * 1e3
-        graph = torch.cuda.CUDAGraph()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            layer()
-            with torch.cuda.graph(graph):
-                layer()
-        torch.cuda.current_stream().wait_stream(stream)
-        t_graph = time_loop(graph.replay, torch.cuda.synchronize, runs) * 1e3
+        t_graph = time_torch_graph(layer, runs) * 1e3
     rows.append(("BERT-base layer fp32 seq128: hipdnn", f"{t_ours * 1e3:.0f} us", "1.00",
                  f"max|diff| vs torch {diff:.1e}; x12 layers ~{12 * t_ours:.2f} ms"))
     rows.append(("  hipdnn, graph replay", f"{times[True] * 1e3:.0f} us", f"{times[True] / t_ours:.2f}x", ""))

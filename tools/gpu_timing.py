@@ -50,6 +50,22 @@ def time_loop(fn: Callable[[], object], sync: Callable[[], object], runs: int, w
     return (time.perf_counter() - start) / runs
 
 
+def time_torch_graph(fn: Callable[[], object], runs: int) -> float:
+    """Seconds per replay of fn captured into a torch CUDA graph: one warm-up call and the capture on a
+    side stream (as torch asks), then `runs` replays timed with time_loop. Call it under torch.no_grad()
+    when fn computes with tensors that require grad."""
+    import torch
+
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+        with torch.cuda.graph(graph):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    return time_loop(graph.replay, torch.cuda.synchronize, runs)
+
+
 class DeviceProgram:
     """A compiled artifact on one state, its arrays (graph inputs, then weights) uploaded once."""
 
