@@ -364,9 +364,12 @@ def test_group_query_attention_refuses_head_counts_whose_sum_wraps(state):
     then looked like 8 heads of size 1 (and the sum itself is undefined behaviour)."""
     h = (2**64 + 8) // 3
     q = np.ones((1, 1, 8), F32)
-    with pytest.raises(InvalidArgumentError, match=r"query's last dim 8 is smaller than num_heads \+ 2 \* kv_num_heads"):
-        call(state, "group_query_attention", [q, None, None, None, None, np.array([0], np.int32), np.array([1], np.int32)],
-             [((1, 1, 8), F32), ((1, 1, 1, 1), F32), ((1, 1, 1, 1), F32)], ints=(h, h, -1, 0, 0), floats=(0.0, 0.0))
+    lengths = [np.array([0], np.int32), np.array([1], np.int32)]
+    outputs = [((1, 1, 8), F32), ((1, 1, 1, 1), F32), ((1, 1, 1, 1), F32)]
+    with pytest.raises(InvalidArgumentError,
+                       match=r"query's last dim 8 is smaller than num_heads \+ 2 \* kv_num_heads"):
+        call(state, "group_query_attention", [q, None, None, None, None, *lengths], outputs,
+             ints=(h, h, -1, 0, 0), floats=(0.0, 0.0))
 
 
 def test_group_query_attention_refuses_an_empty_sequence(state):
