@@ -92,6 +92,25 @@ def test_skip_simplified_layer_norm(with_sum, with_bias, refruntime, tmp_path):
     run_both(model, feeds, refruntime, tmp_path)
 
 
+def test_skip_simplified_layer_norm_outputs_returned_and_sums_used_inside(refruntime, tmp_path):
+    """The memory plan crashed (KeyError) on a node whose first result is a graph output and a later
+    one is not: setting the output's attributes changed the op's hash, its dict key. The lookup
+    failed most of the time, not always: six such nodes make the old failure all but certain."""
+    rng = np.random.default_rng(9)
+    dims = [2, 3, 16]
+    nodes, outputs, prev = [], [], "x"
+    for i in range(6):
+        nodes.append(helper.make_node("SkipSimplifiedLayerNormalization", [prev, "skip", "w"],
+                                      [f"y{i}", "", "", f"s{i}"], domain=MS, epsilon=1e-6))
+        outputs.append((f"y{i}", T.FLOAT, dims))
+        prev = f"s{i}"
+    nodes.append(helper.make_node("Relu", [prev], ["r"]))
+    model = model_of(nodes, [("x", T.FLOAT, dims), ("skip", T.FLOAT, dims)], [*outputs, ("r", T.FLOAT, dims)],
+                     [const("w", rng.standard_normal(16).astype(np.float32))])
+    feeds = {"x": rng.standard_normal(dims).astype(np.float32), "skip": rng.standard_normal(dims).astype(np.float32)}
+    run_both(model, [feeds], refruntime, tmp_path)
+
+
 def rope_caches(max_pos, half):
     angles = np.arange(max_pos)[:, None] / (10000 ** (np.arange(half) / half))[None]
     return const("cos", np.cos(angles).astype(np.float32)), const("sin", np.sin(angles).astype(np.float32))

@@ -84,8 +84,9 @@ def run(module: ir.Module) -> ir.Module:
         ret.operands[k] = copy.results[0]
         claimed.add(copy.results[0])
 
+    # Ops are addressed by their position: an ir.Operation's hash changes when an attribute is set
+    # (as below, on ops whose results are outputs), so ops cannot key a dict across the loop.
     ops = hir.ops(module)
-    index = {op: i for i, op in enumerate(ops)}
     end = len(ops)
     outputs = {}
     for k, value in enumerate(ret.operands):
@@ -93,13 +94,13 @@ def run(module: ir.Module) -> ir.Module:
 
     # live range of each buffer: its defining op to its last use through any alias chain
     last_use: dict = {}
-    for op in ops:
+    for i, op in enumerate(ops):
         for operand in op.operands:
             base = _base(operand)
-            last_use[base] = end if op.name == "func.return" else max(last_use.get(base, 0), index[op])
+            last_use[base] = end if op.name == "func.return" else max(last_use.get(base, 0), i)
 
     buffers: list[_Buffer] = []
-    for op in ops:
+    for i, op in enumerate(ops):
         if op.name in NO_BUFFER or not op.results:
             continue
         for k, value in enumerate(op.results):
@@ -107,7 +108,7 @@ def run(module: ir.Module) -> ir.Module:
                 hir.set_attr(op, attr_name("hipdnn.storage", k), "output")
                 hir.set_attr(op, attr_name("hipdnn.output_index", k), outputs[value])
                 continue
-            buffers.append(_Buffer(op, k, index[op], last_use.get(value, index[op]), _align(size_bytes(value))))
+            buffers.append(_Buffer(op, k, i, last_use.get(value, i), _align(size_bytes(value))))
     if not buffers:
         return module
     static = all(sym.is_static(b.size) for b in buffers)
