@@ -248,13 +248,14 @@ def _mm4(**attrs):
     return model_of([node], [("x", T.FLOAT, [1, k])], [("y", T.FLOAT, [1, attrs.get("N", 8)])], inits)
 
 
-def _norm(skip=False, scale=32, skip_dims=(2, 5, 32), eps=1e-5):
+def _norm(skip=False, scale=32, skip_dims=(2, 5, 32), eps=1e-5, inputs=None):
     if skip:
-        node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "w"], ["y"], name="n", domain=MS,
-                                epsilon=eps)
+        node = helper.make_node("SkipSimplifiedLayerNormalization", inputs or ["x", "skip", "w"], ["y"], name="n",
+                                domain=MS, epsilon=eps)
         inputs = [("x", T.FLOAT, [2, 5, 32]), ("skip", T.FLOAT, list(skip_dims))]
     else:
-        node = helper.make_node("SimplifiedLayerNormalization", ["x", "w"], ["y"], name="n", epsilon=eps, axis=-1)
+        node = helper.make_node("SimplifiedLayerNormalization", inputs or ["x", "w"], ["y"], name="n", epsilon=eps,
+                                axis=-1)
         inputs = [("x", T.FLOAT, [2, 5, 32])]
     return model_of([node], inputs, [("y", T.FLOAT, [2, 5, 32])], [const("w", np.ones(scale, np.float32))])
 
@@ -291,6 +292,8 @@ def _gqa(packed=True, rotary=True, fixed=(1, 2, 0), dims=None, inits=None, **att
     (lambda: _norm(eps=float("nan")), r"epsilon is nan"),
     (lambda: _norm(skip=True, skip_dims=(2, 5, 16)), r"skip \(input 1\) has shape \[2, 5, 16\], which does"),
     (lambda: _norm(skip=True, scale=16), r"gamma \(input 2\) has shape \[16\]"),
+    (lambda: _norm(inputs=["x"]), r"the scale \(input 1\) must be given"),
+    (lambda: _norm(skip=True, inputs=["x", "", "w"]), r"the skip \(input 1\) must be given"),
     (lambda: _rope(cache=(32,)), r"cos_cache \(input 2\) has shape \[32\]; it must be \[max_position, rotary"),
     (lambda: _rope(sin=(32, 4)), r"sin_cache \(input 3\) has shape \[32, 4\]; it must be cos_cache's shape \[32, 8\]"),
     (lambda: _rope(rotary_embedding_dim=7), r"rotary_embedding_dim 7 must be even"),

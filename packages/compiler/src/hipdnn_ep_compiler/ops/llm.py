@@ -103,6 +103,10 @@ def _rms_norm(o: Node) -> None:
     # kernel inputs X, Scale, Skip, Bias; ONNX: X, Scale (Simplified) or X, Skip, Gamma, Bias (Skip...)
     to_slot = {0: 0, 1: 2, 2: 1, 3: 3} if skip else {0: 0, 1: 1}
     operands, positions = _present(o, list(to_slot))
+    required = {0: "input", 1: "skip", 2: "gamma"} if skip else {0: "input", 1: "scale"}
+    missing = [f"{what} (input {p})" for p, what in required.items() if p not in positions]
+    if missing:
+        raise ModelError(f"{o.where}: the {' and '.join(missing)} must be given")
     by_slot = sorted(zip((to_slot[p] for p in positions), operands, strict=True), key=lambda t: t[0])
     epsilon = _finite_attr(o, "epsilon", 1e-5, nonnegative=True)
     names = {0: "input", 1: "skip", 2: "gamma", 3: "bias"} if skip else {0: "input", 1: "scale"}
