@@ -36,3 +36,42 @@ def test_the_refusal_names_the_check_at_either_target(target, compiler, runtime,
     assert str(refused.value).endswith(EXPECT), str(refused.value)
     y = artifact.run(state, [np.arange(8, dtype=np.float32) - 3])[0]
     np.testing.assert_array_equal(y, np.maximum(np.arange(8, dtype=np.float32) - 3, 0).reshape(4, 2))
+
+
+def _attention():
+    """GroupQueryAttention (2 query heads, 1 KV head of 8) over a 4-position past, fed seqlens_k."""
+    node = helper.make_node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "seqlens_k", "total"],
+                            ["out", "present_k", "present_v"], name="attn", domain="com.microsoft", num_heads=2,
+                            kv_num_heads=1)
+    f = TensorProto.FLOAT
+    inputs = [helper.make_tensor_value_info(n, f, d) for n, d in
+              [("q", [1, 1, 16]), ("k", [1, 1, 8]), ("v", [1, 1, 8]), ("pk", [1, 1, 4, 8]), ("pv", [1, 1, 4, 8])]]
+    inputs.append(helper.make_tensor_value_info("seqlens_k", TensorProto.INT32, [1]))
+    outputs = [helper.make_tensor_value_info("out", f, [1, 1, 16])] + \
+        [helper.make_tensor_value_info(n, f, [1, 1, 5, 8]) for n in ("present_k", "present_v")]
+    g = helper.make_graph([node], "g", inputs, outputs, [helper.make_tensor("total", TensorProto.INT32, [1], [5])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+
+
+def test_a_kernel_refusing_what_it_is_fed_names_the_node(compiler, runtime, state, tmp_path):
+    """The runtime puts the node of the failing kernel call (the metadata's kernel_nodes) before the kernel's
+    message: a seqlens_k that does not fit the KV cache names the attention node."""
+    if runtime.abi_version() < (1, 3):
+        pytest.skip(f"needs a runtime of ABI 1.3 or newer (this one is {runtime.abi_version()})")
+    info = compiler.compile_model(_attention(), tmp_path)
+    if "kernel_nodes" not in info.metadata:
+        pytest.skip("needs a compiler that lists kernel_nodes (0.4 or newer)")
+    artifact = runtime.Artifact(info.path)
+    names = [i["name"] for i in artifact.metadata["inputs"]]
+    feeds = {"q": np.ones((1, 1, 16), np.float32), "k": np.ones((1, 1, 8), np.float32),
+             "v": np.ones((1, 1, 8), np.float32), "pk": np.ones((1, 1, 4, 8), np.float32),
+             "pv": np.ones((1, 1, 4, 8), np.float32)}
+    feeds["seqlens_k"] = np.array([-1], np.int32)
+    with pytest.raises(runtime.InvalidArgumentError) as refused:
+        artifact.run(state, [feeds[n] for n in names])
+    assert ("failed with status 1: node 'attn' (com.microsoft::GroupQueryAttention): "
+            "hipdnn_ep_kernel_group_query_attention: seqlens_k[0] = -1 does not fit") in str(refused.value)
+    feeds["seqlens_k"] = np.array([4], np.int32)
+    out, present_k, _ = artifact.run(state, [feeds[n] for n in names])
+    np.testing.assert_allclose(out, np.ones((1, 1, 16)), rtol=1e-6)
+    assert present_k.shape == (1, 1, 5, 8)

@@ -68,6 +68,8 @@ def test_metadata_round_trip_and_content(dynamic_reshape_model, tmp_path):
     assert meta["outputs"][0]["dim_names"] == ["batch", "seq", None]
     assert meta["weights"] == [{"name": "w", "dtype": 1, "dims": [8, 8], "source": {"kind": "inline"}}]
     assert len(meta["graph_hash"]) == 64
+    # the node of each kernel call, in call order (the runtime names a failing call's node)
+    assert meta["kernel_nodes"] == ["node 'mm' (MatMul)", "node 'relu' (Relu)", "node 'sm' (Softmax)"]
 
 
 def test_weights_are_referenced_not_embedded(tmp_path):

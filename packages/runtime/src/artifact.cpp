@@ -110,6 +110,15 @@ bool read_specs(const json::Value& metadata, const char* key, std::vector<Tensor
   return true;
 }
 
+// "node '...' (Op): " for the kernel call of index `call` when the metadata lists the node of each
+// kernel call (kernel_nodes, compilers from 0.4); empty otherwise.
+std::string failed_node(const json::Value& metadata, int64_t call) {
+  const json::Value* nodes = metadata.find("kernel_nodes");
+  if (call < 0 || nodes == nullptr || !nodes->is_array() || call >= static_cast<int64_t>(nodes->items().size())) return "";
+  const json::Value& node = nodes->items()[static_cast<size_t>(call)];
+  return node.is_string() && !node.as_string().empty() ? node.as_string() + ": " : "";
+}
+
 std::string program_path(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path + "/" + kProgramFile;
@@ -294,6 +303,8 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
 #endif
   set_error(HIPDNN_EP_STATUS_OK, "");  // so that a failure below reports this run's cause, not an older one
   state->program_error.clear();
+  state->kernel_calls = 0;
+  state->failed_kernel = -1;
   if (int32_t status = artifact->entry(state, inputs, outputs); status != HIPDNN_EP_STATUS_OK) {
     std::string why = hipdnn_ep_last_error();
     if (state->backend != HIPDNN_EP_BACKEND_CPU && state->device->synchronize() == HIPDNN_EP_STATUS_OK &&
@@ -303,6 +314,7 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
       status = HIPDNN_EP_STATUS_INVALID_ARGUMENT;
       why = hipdnn_ep_last_error();
       state->program_error.clear();
+      state->failed_kernel = -1;  // the failing call is not known (the data error names its kernel)
     }
     if (!state->program_error.empty() && status == HIPDNN_EP_STATUS_INVALID_ARGUMENT) {
       // The program said which of its checks refused the inputs (ABI 1.2 artifacts).
@@ -314,7 +326,8 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
       if (why.empty()) why = "the inputs fail a shape check of the compiled model";
       return set_error(status, "program " + artifact->path + " refused its inputs: " + why);
     }
-    return set_error(status, "program " + artifact->path + " failed with status " + std::to_string(status) + ": " + why);
+    return set_error(status, "program " + artifact->path + " failed with status " + std::to_string(status) + ": " +
+                                 failed_node(artifact->metadata, state->failed_kernel) + why);
   }
   for (size_t i = 0; i < artifact->outputs.size(); ++i) {
     if (int32_t status = check_tensor(api, "output", i, artifact->outputs[i], outputs[i], HIPDNN_EP_STATUS_INTERNAL);

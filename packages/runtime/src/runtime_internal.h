@@ -20,4 +20,9 @@ int32_t set_error(int32_t status, std::string message);
 // The backend (HIPDNN_EP_BACKEND_*) that state drives. state must be non-null.
 int32_t state_backend(const hipdnn_ep_state_t* state);
 
+// Counts a kernel entry point's call on state and returns its index within the run (-1 for a NULL
+// state); kernel_failed records that the call of that index failed.
+int64_t kernel_started(hipdnn_ep_state_t* state);
+void kernel_failed(hipdnn_ep_state_t* state, int64_t call);
+
 }  // namespace hipdnn_ep

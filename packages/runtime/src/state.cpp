@@ -85,6 +85,12 @@ int32_t make_device(int32_t backend, int32_t ordinal, std::unique_ptr<Device>* o
 
 int32_t state_backend(const hipdnn_ep_state_t* state) { return state->backend; }
 
+int64_t kernel_started(hipdnn_ep_state_t* state) { return state == nullptr ? -1 : state->kernel_calls++; }
+
+void kernel_failed(hipdnn_ep_state_t* state, int64_t call) {
+  if (state != nullptr && state->failed_kernel < 0) state->failed_kernel = call;
+}
+
 void finish_synchronization(hipdnn_ep_state_t* state) {
   state->host_scratch->release_retired();
   state->pool->release_retired();  // frees through the allocator, before the streams merge

@@ -40,6 +40,11 @@ struct hipdnn_ep_state {
   std::atomic<bool> running{false};
   // Why the running program is about to fail (hipdnn_ep_set_error_message); cleared per run.
   std::string program_error;
+  // Kernel entry points called on this state since the run began, and the index of the one that
+  // failed (-1: none), so that a run's error can name the node of that call (the metadata's
+  // kernel_nodes); reset per run.
+  int64_t kernel_calls = 0;
+  int64_t failed_kernel = -1;
   // During hipdnn_ep_artifact_run_into: the host's allocator, and the outputs it provided
   // (hipdnn_ep_free leaves those alone; guarded by memory_mutex).
   const hipdnn_ep_output_allocator_t* output_allocator = nullptr;

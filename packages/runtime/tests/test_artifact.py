@@ -225,6 +225,38 @@ def test_a_program_says_why_it_refuses_its_inputs(make_artifact: ArtifactFactory
     np.testing.assert_array_equal(artifact.run(state, [x, w])[0], 2 * x + w[0])  # the message went with its run
 
 
+# Two unary kernel calls on the program's input: the first (RELU) succeeds, the second's op is unknown
+# when the input has 3 elements.
+TWO_KERNEL_CALLS = """static float scratch[64];
+  hipdnn_ep_tensor_ref_t out_ref = {scratch, inputs[0].dims, 1, HIPDNN_EP_DTYPE_FLOAT32};
+  int64_t op = HIPDNN_EP_UNARY_OP_RELU;
+  hipdnn_ep_kernel_args_t a = {.struct_size = sizeof a, .inputs = inputs, .outputs = &out_ref, .int_attrs = &op,
+                               .n_inputs = 1, .n_outputs = 1, .n_int_attrs = 1};
+  int32_t s = hipdnn_ep_kernel_unary(state, &a);
+  if (s) return s;
+  if (inputs[0].dims[0] == 3) op = 999;
+  s = hipdnn_ep_kernel_unary(state, &a);
+  if (s) return s;"""
+
+
+@pytest.mark.parametrize("nodes", [["node 'a' (Relu)", "node 'b' (Exp)"], None])
+def test_a_failing_kernel_call_names_its_node(make_artifact: ArtifactFactory, state: rt.State, nodes) -> None:
+    """The metadata's kernel_nodes (compiler 0.4) name the node of each kernel call; the run's error names the
+    failing call's node (the second here, on every run); without the list the message is the kernel's alone."""
+    metadata = good_metadata()
+    metadata["imports"].append({"name": "hipdnn_ep_kernel_unary", "hash": manifest_hash("hipdnn_ep_kernel_unary")})
+    if nodes is not None:
+        metadata["kernel_nodes"] = nodes
+    artifact = rt.Artifact(make_artifact(metadata, extra_call=TWO_KERNEL_CALLS).directory)
+    named = "node 'b' \\(Exp\\): " if nodes else ""
+    for _ in range(2):
+        message = rf"program\.so failed with status 1: {named}hipdnn_ep_kernel_unary: unknown unary op 999$"
+        with pytest.raises(rt.InvalidArgumentError, match=message):
+            artifact.run(state, [np.zeros(3, np.float32), np.zeros(1, np.float32)])
+        x, w = _inputs()
+        np.testing.assert_array_equal(artifact.run(state, [x, w])[0], 2 * x + w[0])
+
+
 @pytest.mark.parametrize("fmt", [None, 0, 99, "1"])
 def test_refuses_metadata_formats_it_does_not_read_before_loading(make_artifact: ArtifactFactory, fmt) -> None:
     """The runtime reads the metadata formats the manifest's [artifact] table declares, and refuses

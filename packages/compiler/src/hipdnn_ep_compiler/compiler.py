@@ -90,6 +90,8 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
         # shape relations the program verifies before sizing anything, in order (the runtime names the
         # first one that fails); values are ints or expressions like memory_plan's
         "checks": [c.to_json() for c in lowered.checks],
+        # the node of each runtime kernel call, in call order: a failing call's error names its node
+        "kernel_nodes": lowered.kernel_nodes,
         "graph_hash": hashlib.sha256(model.graph.SerializeToString(deterministic=True)).hexdigest(),
     }
 

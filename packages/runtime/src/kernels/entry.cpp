@@ -27,8 +27,8 @@ std::string backend_name(int32_t backend) {
   }
 }
 
-int32_t run_kernel(const char* name, Validator validate, KernelFn KernelTable::*slot, hipdnn_ep_state_t* state,
-                   const hipdnn_ep_kernel_args_t* args) noexcept {
+int32_t run_kernel_counted(const char* name, Validator validate, KernelFn KernelTable::*slot, hipdnn_ep_state_t* state,
+                           const hipdnn_ep_kernel_args_t* args) noexcept {
   try {
     if (state == nullptr) fail_invalid("state is NULL");
     validate(args);
@@ -49,6 +49,16 @@ int32_t run_kernel(const char* name, Validator validate, KernelFn KernelTable::*
   } catch (...) {
     return set_error(HIPDNN_EP_STATUS_INTERNAL, std::string(name) + ": internal error: unknown exception");
   }
+}
+
+// Every call is counted on its state, and a failing one noted, so that a program's run can say
+// which of its nodes failed.
+int32_t run_kernel(const char* name, Validator validate, KernelFn KernelTable::*slot, hipdnn_ep_state_t* state,
+                   const hipdnn_ep_kernel_args_t* args) noexcept {
+  const int64_t call = kernel_started(state);
+  const int32_t status = run_kernel_counted(name, validate, slot, state, args);
+  if (status != HIPDNN_EP_STATUS_OK) kernel_failed(state, call);
+  return status;
 }
 
 }  // namespace

@@ -39,6 +39,8 @@ class LoweredProgram:
     # The newest ABI minor among the element types and enum values the calls use (functions aside).
     min_minor: int = 0
     checks: list[chk.Check] = field(default_factory=list)  # what the program verifies, in order
+    # the node of each kernel call, in call order (the runtime names the node of a failing call)
+    kernel_nodes: list[str] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -65,6 +67,7 @@ class _Lowering:
         self.offsets = hir.pool_offsets(module)
         self.min_minor = 0
         self.checks = chk.read(func)
+        self.kernel_nodes: list[str] = []
         self.poison: ir.Value | None = None  # i1: some shape arithmetic since the last guard overflowed
         # the program: an LLVM-dialect module in the planned module's context, built in run()
         self.ctx = module.context
@@ -482,6 +485,7 @@ class _Lowering:
             else:
                 int_vals.append(hir.get_int(op, a))
         float_vals = [hir.get_float(op, a) for a in fn.float_attrs]
+        self.kernel_nodes.append(hir.get_str(op, "onnx.node", name))
         self.kernel_call(fn.name, inputs, outputs, int_vals, float_vals)
 
     def kernel_call(self, kernel: str, inputs, outputs, int_vals: list[int], float_vals: list[float]) -> None:
@@ -524,7 +528,7 @@ class _Lowering:
             pool_size=self.pool_size, host_scratch_slots=self.slots,
             output_dims=[[sym.to_str(d) for d in hir.dims_of(v)] for v in ret.operands],
             min_minor=self.min_minor,
-            checks=self.checks,
+            checks=self.checks, kernel_nodes=self.kernel_nodes,
         )
 
 
