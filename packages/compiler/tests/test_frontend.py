@@ -122,9 +122,10 @@ def _bert_mask_expand(declared_rank: int | None, output_rank: int | None = 4) ->
 
 
 def _assert_mask_dims(out: dict) -> None:
-    """The expanded mask's dims: the broadcast of input 0's and input 1's batch (as the metadata spells
-    every dynamic dim, an expression over d<input>_<axis>), 1, 1, and the same for seq; ONNX names beside."""
-    assert out["dims"] == ["(selzero (add -1 d1_0) d0_0 d1_0)", 1, 1, "(selzero (add -1 d1_1) d0_1 d1_1)"]
+    """The expanded mask's dims: the broadcast of input 0's and input 1's batch, operands in canonical order
+    (as the metadata spells every dynamic dim, an expression over d<input>_<axis>), 1, 1, and the same for
+    seq; ONNX names beside."""
+    assert out["dims"] == ["(selzero (add -1 d0_0) d1_0 d0_0)", 1, 1, "(selzero (add -1 d0_1) d1_1 d0_1)"]
     assert out["dim_names"] == ["batch", None, None, "seq"]
 
 

@@ -271,6 +271,18 @@ def to_str(e: Expr) -> str:
     return "(" + " ".join([e[0]] + [to_str(a) for a in e[1:]]) + ")"
 
 
+def broadcast_dim(x: Expr, y: Expr) -> Expr:
+    """The broadcast of two dims not known to be equal: "x == 1 ? y : x" (0 against 1 is 0).
+
+    For every valid pair (equal, or one of them 1) "x == 1 ? y : x" and "y == 1 ? x : y" have the same
+    value, so the operands are taken in a canonical order: the result is symmetric, and broadcasting it
+    again with its own mirror image (Add(y, Transpose(y))) gives the same expression, not a bigger one.
+    An invalid pair is never sized from: the kernels that consume the operands refuse it, and Expand
+    checks each axis."""
+    x, y = sorted((x, y), key=_key)
+    return select_zero(add(x, -1), y, x)
+
+
 def broadcast(a: list[Expr], b: list[Expr]) -> list[Expr]:
     """Numpy broadcasting of two symbolic shapes (assumes the shapes are compatible at run time)."""
     n = max(len(a), len(b))
@@ -288,8 +300,8 @@ def broadcast(a: list[Expr], b: list[Expr]) -> list[Expr]:
             out.append(x)  # the other must be x or 1 at run time
         elif isinstance(y, int):
             out.append(y)
-        else:  # valid only when equal or one is 1: then "x == 1 ? y : x" is the result (0 against 1 is 0)
-            out.append(select_zero(add(x, -1), y, x))
+        else:
+            out.append(broadcast_dim(x, y))
     return out
 
 
