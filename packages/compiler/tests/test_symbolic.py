@@ -87,3 +87,74 @@ def test_maximum_of_multiples_of_a_dimension_product():
     # not for a base that may be negative
     neg = s.add("a", -5)
     assert s.maximum(s.mul(2, neg), s.mul(3, neg)) != s.mul(3, neg)
+
+
+def test_broadcast_of_two_dims_is_symmetric_and_idempotent():
+    """Valid pairs give the same value either way round, so the operands' order is canonical: a dim
+    broadcast against its mirror image (Add(y, Transpose(y))) is one expression, broadcast again it
+    stays that expression."""
+    [ab] = s.broadcast(["a"], ["b"])
+    assert s.broadcast(["b"], ["a"]) == [ab]
+    assert s.broadcast([ab, ab], [ab, ab]) == [ab, ab]
+
+
+def _clamp_chain(depth: int) -> s.Expr:
+    """A Slice [1:-1] count applied `depth` times: each level uses the previous one three times."""
+    d = "d0_0"
+    for _ in range(depth):
+        start = s.minimum(s.maximum(1, 0), d)
+        end = s.minimum(s.maximum(s.add(-1, d), 0), d)
+        d = s.maximum(s.ceildiv(s.sub(end, start), 1), 0)
+    return d
+
+
+def test_large_expressions_become_named_symbols_of_bounded_size():
+    with s.use_scope() as scope:
+        e = _clamp_chain(40)
+        assert s.size(e) <= s.MAX_NODES
+        assert scope.defs and all(s.size(d) <= s.MAX_NODES for d in scope.defs.values())
+        assert len(scope.defs) <= 3 * 40  # linear in the depth
+        # the value is the unbounded expression's: the count drops by 2 per level, down to 0
+        for n, want in [(100, 20), (81, 1), (80, 0), (3, 0)]:
+            assert s.evaluate(e, {"d0_0": n}) == want
+            assert s.evaluate_int64(e, {"d0_0": n}) == want
+        assert s.symbols(e) == {"d0_0"}  # the input symbols, through the definitions
+        assert s.nonnegative(e)
+
+
+def test_named_symbols_are_interned_per_scope():
+    with s.use_scope() as scope:
+        assert _clamp_chain(10) == _clamp_chain(10)
+        n = len(scope.defs)
+        _clamp_chain(10)
+        assert len(scope.defs) == n  # the same definitions, the same names
+    with s.use_scope() as other:
+        _clamp_chain(10)
+        assert other is not scope and len(other.defs) == n
+
+
+def test_definitions_lists_each_name_after_the_names_it_uses():
+    with s.use_scope():
+        e = _clamp_chain(30)
+        defs = s.definitions([e])
+        order = [name for name, _ in defs]
+        assert len(order) > 3
+        for k, (_, d) in enumerate(defs):
+            assert all(order.index(u) < k for u, _ in s.definitions([d]))
+        # known names, and what only they use, are left out
+        assert s.definitions([e], known=set(order)) == []
+
+
+def test_a_long_sum_is_named_in_runs():
+    with s.use_scope() as scope:
+        total = s.add(*(s.mul(k + 2, f"d{k}_0") for k in range(3 * s.MAX_NODES)))
+        assert s.size(total) <= s.MAX_NODES
+        assert all(s.size(d) <= s.MAX_NODES for d in scope.defs.values())
+        env = {f"d{k}_0": k for k in range(3 * s.MAX_NODES)}
+        assert s.evaluate(total, env) == sum((k + 2) * k for k in range(3 * s.MAX_NODES))
+
+
+def test_past_max_symbols_the_bound_error_is_raised(monkeypatch):
+    monkeypatch.setattr(s, "MAX_SYMBOLS", 2)
+    with s.use_scope(), pytest.raises(s.ShapeBoundError, match="more than 2 named symbols"):
+        _clamp_chain(20)

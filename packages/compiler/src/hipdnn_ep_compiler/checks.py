@@ -103,7 +103,7 @@ def read(func: ir.Operation) -> list[Check]:
     """The recorded checks, in recording order, one per distinct relation."""
     out: list[Check] = []
     seen: set = set()
-    memo: dict = {}
+    memo = hir.shape_memo()
     for op in func.regions[0].blocks[0].operations:
         if op.operation.name != hir.CHECK:
             continue

@@ -20,7 +20,7 @@ from ._version import __version__
 from .abi import RuntimeAbi, load_abi
 from .artifact import BACKENDS, FORMAT, PROGRAM, ArtifactInfo, check_runtime_reads
 from .build_id import build_id
-from .errors import CompileError
+from .errors import CompileError, UnsupportedError
 from .frontend import load_model
 from .frontend.importer import dim_spelling, import_model
 from .link import link_shared_object
@@ -59,6 +59,7 @@ def _int_or_expr(e: sym.Expr) -> int | str:
 
 
 def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, backend: str) -> dict:
+    """The artifact's metadata (call under the lowering's symbol scope: Lowered.scope)."""
     signature = hir.get_json(hir.main_func(module), "hipdnn.signature")
     imports = [abi.functions[n] for n in lowered.imports]
     wtypes = _weight_types(module)
@@ -70,7 +71,7 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
             dims = [d if isinstance(d, int) else r for d, r in zip(declared, dims, strict=True)]
         outputs.append(dim_spelling({"name": o["name"], "dtype": o["dtype"]}, dims,
                                     declared if declared is not None and len(declared) == len(dims) else None))
-    return {
+    meta = {
         "format": FORMAT,
         "compiler": {"name": "hipdnn-ep-compiler", "version": __version__, "build_id": build_id()},
         "backend": backend,
@@ -94,6 +95,20 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
         "kernel_nodes": lowered.kernel_nodes,
         "graph_hash": hashlib.sha256(model.graph.SerializeToString(deterministic=True)).hexdigest(),
     }
+    named = _named_symbols(module, lowered)
+    if named:  # only where an expression grew past symbolic.MAX_NODES (so most metadata reads as before)
+        meta["symbols"] = named
+    return meta
+
+
+def _named_symbols(module, lowered) -> list[dict]:
+    """The definitions of the named symbols (symbolic.py) the metadata's expressions use, each after the
+    ones it uses: {"name": "s3", "value": "(max (add -1 s2) 0)"}."""
+    exprs = [d for v in hir.ops(module)[-1].operands for d in hir.dims_of(v)]
+    exprs += [v for c in lowered.checks for v in c.values]
+    exprs += [lowered.pool_size or 0, *hir.pool_offsets(module).values()]
+    exprs += [size_bytes(r) for op in hir.ops(module) for k, r in enumerate(op.results) if storage(op, k) == "pool"]
+    return [{"name": n, "value": sym.to_str(d)} for n, d in sym.definitions(exprs)]
 
 
 def emit_object(module: hir.ir.Module, imports: list[str], object_path: Path) -> None:
@@ -118,6 +133,7 @@ class Lowered(NamedTuple):
     model: onnx.ModelProto
     module: object
     lowered: object
+    scope: sym.Scope  # the named shape symbols its expressions use
 
 
 # Lowered models kept by key (see lower_model): the EP asks whether a subgraph is supported, which
@@ -162,9 +178,13 @@ def lower_model(model_or_path: onnx.ModelProto | str | Path, target: RuntimeAbi,
                     _kept.move_to_end(key)
                 return found
     model, _ = load_model(model_or_path)
-    module = import_model(model)
-    run_pipeline(module, abi=target)
-    result = Lowered(model, module, lower_to_llvm(module, target))
+    with sym.use_scope() as scope:
+        module = import_model(model)
+        try:
+            run_pipeline(module, abi=target)
+            result = Lowered(model, module, lower_to_llvm(module, target), scope)
+        except sym.ShapeBoundError as exc:  # past refine-shapes, which names the node
+            raise UnsupportedError(str(exc)) from None
     if keep and key is not None:
         with _kept_lock:
             _kept[key] = result
@@ -186,8 +206,9 @@ def compile_model(model_or_path: onnx.ModelProto | str | Path, out_dir: str | Pa
     target = load_abi(manifest, abi)
     check_runtime_reads(target.artifact, target.source)
     key = None if isinstance(model_or_path, onnx.ModelProto) else lowering_key(model_or_path, manifest, abi)
-    model, module, lowered = lower_model(model_or_path, target, key)
-    meta = build_metadata(model, module, lowered, target, backend)
+    model, module, lowered, scope = lower_model(model_or_path, target, key)
+    with sym.use_scope(scope), hir.reading_shapes():
+        meta = build_metadata(model, module, lowered, target, backend)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # the metadata global is the module's only for this object: a kept lowering stays as lowered

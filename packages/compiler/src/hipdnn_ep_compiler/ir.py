@@ -11,8 +11,10 @@ Helpers here hide the MLIR Python binding details from the passes.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from torch_mlir import ir
@@ -194,6 +196,31 @@ def fold_shapes(module: ir.Module) -> None:
 
     with module.context:
         PassManager.parse("builtin.module(func.func(canonicalize, cse))").run(module.operation)
+    memo = _reading.get()
+    if memo is not None:  # the ops it read may be gone, their storage reused by new ones
+        memo.clear()
+
+
+# index value -> its expression, shared by every dim_expr of one `reading_shapes` block (a pass): a
+# dim is then read once per pass, not once per use, however deep the graph; and ("named", name) ->
+# the index value an IndexBuilder wrote for a named symbol, which later builders reuse where it
+# dominates.  Only upstream passes (fold_shapes) erase index ops, so the values stay valid until then.
+_reading: contextvars.ContextVar[dict | None] = contextvars.ContextVar("hipdnn_dim_exprs", default=None)
+
+
+def shape_memo() -> dict:
+    """The memo of the enclosing `reading_shapes` block, else a new one."""
+    memo = _reading.get()
+    return {} if memo is None else memo
+
+
+@contextlib.contextmanager
+def reading_shapes() -> Iterator[None]:
+    token = _reading.set({})
+    try:
+        yield
+    finally:
+        _reading.reset(token)
 
 
 _PRED = {p: i for i, p in enumerate(("eq", "ne", "slt", "sle", "sgt", "sge"))}
@@ -205,7 +232,7 @@ _EMIT = {"add": "AddIOp", "mul": "MulIOp", "div": "DivSIOp", "ceildiv": "CeilDiv
 
 def dim_expr(value: ir.Value, memo: dict | None = None) -> sym.Expr:
     """The expression an index value computes, over input dims and host-read input elements."""
-    memo = {} if memo is None else memo
+    memo = shape_memo() if memo is None else memo
     if value in memo:
         return memo[value]
     op = defining_op(value)
@@ -254,10 +281,36 @@ class IndexBuilder:
         key = e if isinstance(e, str) else sym.to_str(e)
         if key in self.memo:
             return self.memo[key]
+        if sym.is_named(e):
+            return self._named(e)
         with self.before.context, self.before.location, ir.InsertionPoint(self.before):
             v = self._emit(e)
         self.memo[key] = v
         return v
+
+    def __contains__(self, name: str) -> bool:
+        """Whether a named symbol has a value here: written by this builder, or by an earlier one of the
+        same pass before an op ahead of this one (so it dominates; read back, it is the same expression)."""
+        if name in self.memo:
+            return True
+        reading = _reading.get()
+        v = None if reading is None else reading.get(("named", name))
+        if v is None or not v.owner.operation.is_before_in_block(self.before):
+            return False
+        self.memo[name] = v
+        return True
+
+    def _named(self, name: str) -> ir.Value:
+        """A named symbol's value: its definition, with the named symbols that it uses written first,
+        in order (no recursion through a chain as long as the graph is deep), each shared with the
+        builders that come after this one in the pass."""
+        reading = _reading.get()
+        for n, d in sym.definitions([name], self):
+            v = self(d)
+            self.memo[n] = v
+            if reading is not None:
+                reading[("named", n)] = v
+        return self.memo[name] if name in self else self(sym.definition(name))
 
     def _emit(self, e: sym.Expr) -> ir.Value:
         arith = self.arith
@@ -314,7 +367,7 @@ def dims_of(value: ir.Value) -> list[sym.Expr] | None:
         return [d if not ir.ShapedType.is_dynamic_size(d) else sym.input_dim(i, j) for j, d in enumerate(shape)]
     tie = _tie_of(value, TIE_DIMS)
     if tie is not None:
-        memo: dict = {}
+        memo = shape_memo()
         return [dim_expr(v, memo) for v in list(tie.operands)[1:]]
     if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
         return None
@@ -330,7 +383,7 @@ def param_values(op: ir.Operation, param: str) -> list[sym.Expr]:
     tie = _tie_of(op.results[0], TIE_PARAM, param)
     if tie is None:
         raise ValueError(f"{op.name} has no hipdnn.tie_param for '{param}'")
-    memo: dict = {}
+    memo = shape_memo()
     return [dim_expr(v, memo) for v in list(tie.operands)[1:]]
 
 
@@ -347,7 +400,7 @@ def offset_of(value: ir.Value) -> sym.Expr | None:
 
 def pool_offsets(module: ir.Module) -> dict[ir.Value, sym.Expr]:
     """Every pool buffer's offset (hipdnn.place), read with one memo: the offsets share their slot sums."""
-    memo: dict = {}
+    memo = shape_memo()
     return {op.operation.operands[0]: dim_expr(op.operation.operands[1], memo)
             for op in body(module).operations if op.operation.name == PLACE}
 
@@ -372,7 +425,7 @@ def index_operands(values: list[sym.Expr], before: ir.Operation) -> list[ir.Valu
 
 def host_values_of(op: ir.Operation) -> list[sym.Expr]:
     """The elements of a hipdnn.host_tensor or hipdnn.materialize (its index operands)."""
-    memo: dict = {}
+    memo = shape_memo()
     return [dim_expr(v, memo) for v in op.operands]
 
 

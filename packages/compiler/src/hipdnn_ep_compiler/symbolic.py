@@ -9,11 +9,143 @@ In the IR a dim is an `index` SSA value (arith over tensor.dim; ir.py); this alg
 rules reason with (ir.dim_expr reads an index value into an expression, ir.IndexBuilder writes one
 back): provable equality (a check the program need not make), compile-time decisions (ModelError),
 and the metadata's text for the runtime ("(mul 4 d0_1)": `checks`, `pool_bytes`, output dims).
+
+Bounded size: an expression never holds more than MAX_NODES nodes.  A constructor whose result would
+names its largest arguments instead: a named symbol ("s7") is bound to an expression (its
+definition, itself within MAX_NODES, over input symbols and earlier named symbols).  Names are
+interned per compile (`Scope`): one definition, one name, so structurally equal expressions stay
+equal, and each is computed once at run time (the lowering evaluates a definition at its first use,
+the metadata lists the definitions it uses).  A
+deep graph (Slice of Slice of ..., each dim used several times by the next) then costs a few
+symbols per node instead of an expression that triples per node.  A graph that needs more than
+MAX_SYMBOLS is refused (ShapeBoundError, named by the node that asked for the last one).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
 Expr = int | str | tuple
+
+# Nodes (ints, symbols and ops) an expression may hold before it becomes a named symbol.
+MAX_NODES = 48
+# Named symbols one compile may create: past this, a graph's shape reasoning is refused, not run on.
+MAX_SYMBOLS = 20_000
+
+
+class ShapeBoundError(Exception):
+    """A graph needs more named shape symbols than MAX_SYMBOLS."""
+
+
+@dataclass
+class Scope:
+    """The named symbols of one compile: name -> definition, and what is known of each."""
+
+    defs: dict[str, Expr] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # to_str(definition) -> name
+    nonneg: dict[str, bool] = field(default_factory=dict)
+    base: dict[str, frozenset] = field(default_factory=dict)  # the input symbols a definition reads
+    literals: dict[str, tuple[int, ...]] = field(default_factory=dict)  # its smallest and largest literal
+
+
+_DEFAULT_SCOPE = Scope()
+_scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("hipdnn_shape_scope", default=None)
+
+
+def current_scope() -> Scope:
+    s = _scope.get()
+    return _DEFAULT_SCOPE if s is None else s
+
+
+@contextlib.contextmanager
+def use_scope(scope: Scope | None = None) -> Iterator[Scope]:
+    """Make `scope` (default: a new one) the named symbols' scope for the block (this thread/task)."""
+    scope = Scope() if scope is None else scope
+    token = _scope.set(scope)
+    try:
+        yield scope
+    finally:
+        _scope.reset(token)
+
+
+def is_named(e: Expr) -> bool:
+    """Whether e is a named symbol (of the current scope)."""
+    return isinstance(e, str) and e[:1] == "s" and e in current_scope().defs
+
+
+def definition(name: str) -> Expr:
+    return current_scope().defs[name]
+
+
+def size(e: Expr) -> int:
+    """Nodes in e, a named symbol counting as one."""
+    if not isinstance(e, tuple):
+        return 1
+    return 1 + sum(size(a) for a in e[1:])
+
+
+def _bounded(e: Expr) -> Expr:
+    """e, with its largest arguments named until it holds at most MAX_NODES nodes (a long sum or product
+    also has runs of its arguments named).  Each argument is bounded already, so every definition and
+    every expression stays within MAX_NODES."""
+    if not isinstance(e, tuple) or size(e) <= MAX_NODES:
+        return e
+    op, *args = e
+    sizes = [size(a) for a in args]
+    total = 1 + sum(sizes)
+    for i in sorted(range(len(args)), key=lambda i: -sizes[i]):
+        if total <= MAX_NODES or sizes[i] == 1:
+            break
+        args[i] = _name(args[i])
+        total -= sizes[i] - 1
+    lead = [args.pop(0)] if op == "mul" and isinstance(args[0], int) else []
+    while 1 + len(lead) + len(args) > MAX_NODES:  # more arguments than an expression may hold (add, mul)
+        run = MAX_NODES - 1
+        args = [_name((op, *args[:run]))] + args[run:]
+    if op in ("add", "mul", "max", "min"):  # commutative: the canonical order, names included
+        args.sort(key=_key)
+    return (op, *lead, *args)
+
+
+def _name(e: Expr) -> str:
+    """The named symbol bound to e (at most MAX_NODES nodes), interned: one name per definition."""
+    scope = current_scope()
+    key = to_str(e)
+    name = scope.names.get(key)
+    if name is not None:
+        return name
+    if len(scope.defs) >= MAX_SYMBOLS:
+        raise ShapeBoundError(f"the shape computation needs more than {MAX_SYMBOLS} named symbols "
+                              f"(expressions of more than {MAX_NODES} nodes)")
+    name = f"s{len(scope.defs)}"
+    lits = int_literals(e)
+    scope.nonneg[name] = nonnegative(e)
+    scope.base[name] = frozenset(symbols(e))
+    scope.literals[name] = (min(lits), max(lits)) if lits else ()
+    scope.defs[name] = e
+    scope.names[key] = name
+    return name
+
+
+def definitions(exprs, known=()) -> list[tuple[str, Expr]]:
+    """The named symbols that `exprs` use, directly or through other definitions, each after those its
+    definition uses (names are numbered in creation order); `known` ones, and what only they use, are
+    left out.  Iterative: a chain of definitions as long as the graph is deep needs no deep recursion."""
+    defs = current_scope().defs
+    seen: set[str] = set()
+    stack = list(exprs)
+    while stack:
+        e = stack.pop()
+        if isinstance(e, tuple):
+            stack.extend(e[1:])
+        elif isinstance(e, str) and e in defs and e not in seen and e not in known:
+            seen.add(e)
+            stack.append(defs[e])
+    return sorted(((n, defs[n]) for n in seen), key=lambda item: int(item[0][1:]))
+
 
 # op -> arity (None: variadic, commutative)
 OPS = {"add": None, "mul": None, "div": 2, "ceildiv": 2, "max": 2, "min": 2, "selneg": 3, "selzero": 3}
@@ -72,7 +204,7 @@ def add(*args: Expr) -> Expr:
         return 0
     if len(out) == 1:
         return out[0]
-    return ("add", *sorted(out, key=_key))
+    return _bounded(("add", *sorted(out, key=_key)))
 
 
 def _split_coeff(t: Expr) -> tuple[int, Expr]:
@@ -100,8 +232,8 @@ def mul(*args: Expr) -> Expr:
     if const == 1 and len(terms) == 1:
         return terms[0]
     if const == 1:
-        return ("mul", *terms)
-    return ("mul", const, *terms)
+        return _bounded(("mul", *terms))
+    return _bounded(("mul", const, *terms))
 
 
 def sub(a: Expr, b: Expr) -> Expr:
@@ -134,7 +266,7 @@ def div(a: Expr, b: Expr) -> Expr:
             rest.remove(f)
         else:
             return mul(ca // cb, *rest)
-    return ("div", a, b)
+    return _bounded(("div", a, b))
 
 
 def _factors(e: Expr) -> tuple[int, list[Expr]]:
@@ -151,7 +283,7 @@ def ceildiv(a: Expr, b: Expr) -> Expr:
         return -((-a) // b)
     if b == 1:
         return a
-    return ("ceildiv", a, b)
+    return _bounded(("ceildiv", a, b))
 
 
 def nonnegative(e: Expr) -> bool:
@@ -159,6 +291,8 @@ def nonnegative(e: Expr) -> bool:
     if isinstance(e, int):
         return e >= 0
     if isinstance(e, str):
+        if is_named(e):
+            return current_scope().nonneg[e]
         return not is_value_symbol(e)  # dimensions are >= 0; input values may be anything
     op, *args = e
     if op in ("add", "mul", "min"):
@@ -180,7 +314,7 @@ def maximum(a: Expr, b: Expr) -> Expr:
     (ca, base_a), (cb, base_b) = _split_coeff(a), _split_coeff(b)
     if base_a == base_b and ca >= 0 and cb >= 0 and nonnegative(base_a):
         return mul(max(ca, cb), base_a)  # max(2x, 3x) == 3x for x >= 0
-    return ("max", *sorted((a, b), key=_key))
+    return _bounded(("max", *sorted((a, b), key=_key)))
 
 
 def minimum(a: Expr, b: Expr) -> Expr:
@@ -188,7 +322,7 @@ def minimum(a: Expr, b: Expr) -> Expr:
         return min(a, b)
     if a == b:
         return a
-    return ("min", *sorted((a, b), key=_key))
+    return _bounded(("min", *sorted((a, b), key=_key)))
 
 
 def select_negative(x: Expr, if_negative: Expr, otherwise: Expr) -> Expr:
@@ -197,7 +331,7 @@ def select_negative(x: Expr, if_negative: Expr, otherwise: Expr) -> Expr:
         return if_negative if x < 0 else otherwise
     if if_negative == otherwise:
         return otherwise
-    return ("selneg", x, if_negative, otherwise)
+    return _bounded(("selneg", x, if_negative, otherwise))
 
 
 def select_zero(x: Expr, if_zero: Expr, otherwise: Expr) -> Expr:
@@ -206,7 +340,7 @@ def select_zero(x: Expr, if_zero: Expr, otherwise: Expr) -> Expr:
         return if_zero if x == 0 else otherwise
     if if_zero == otherwise:
         return otherwise
-    return ("selzero", x, if_zero, otherwise)
+    return _bounded(("selzero", x, if_zero, otherwise))
 
 
 def product(items) -> Expr:
@@ -218,10 +352,11 @@ def is_static(e: Expr) -> bool:
 
 
 def symbols(e: Expr) -> set[str]:
+    """The input symbols e reads (through the definitions of the named symbols it uses)."""
     if isinstance(e, int):
         return set()
     if isinstance(e, str):
-        return {e}
+        return set(current_scope().base[e]) if is_named(e) else {e}
     out: set[str] = set()
     for a in e[1:]:
         out |= symbols(a)
@@ -242,13 +377,25 @@ def _select(op: str, vals: list[int]) -> int:
     raise ValueError(f"unknown expression op {op}")
 
 
-def evaluate(e: Expr, env: dict[str, int]) -> int:
+def _named_value(e: str, env: dict[str, int], memo: dict, evaluator) -> int:
+    """A named symbol's value under env: its definition's, computed once per evaluation (the names it
+    needs first, in order, so that no evaluation recurses deeper than one definition)."""
+    if e not in memo:
+        for name, d in definitions([e], memo):
+            memo[name] = evaluator(d, env, memo)
+    return memo[e]
+
+
+def evaluate(e: Expr, env: dict[str, int], _memo: dict | None = None) -> int:
     if isinstance(e, int):
         return e
     if isinstance(e, str):
+        if e not in env and is_named(e):
+            return _named_value(e, env, {} if _memo is None else _memo, evaluate)
         return env[e]
+    _memo = {} if _memo is None else _memo
     op, *args = e
-    vals = [evaluate(a, env) for a in args]
+    vals = [evaluate(a, env, _memo) for a in args]
     if op == "add":
         return sum(vals)
     if op == "mul":
@@ -318,15 +465,16 @@ def fits_int64(x: int) -> bool:
 
 
 def int_literals(e: Expr) -> list[int]:
-    """Every integer literal in e (the constants the host program materializes)."""
+    """Every integer literal in e (the constants the host program materializes); for a named symbol,
+    the smallest and the largest in its definition."""
     if isinstance(e, int):
         return [e]
     if isinstance(e, str):
-        return []
+        return list(current_scope().literals[e]) if is_named(e) else []
     return [x for a in e[1:] for x in int_literals(a)]
 
 
-def evaluate_int64(e: Expr, env: dict[str, int]) -> int:
+def evaluate_int64(e: Expr, env: dict[str, int], _memo: dict | None = None) -> int:
     """e under the host program's arithmetic: int64, add/mul/ceildiv raise Int64Overflow when they wrap,
     a division by zero gives 0 (the element-count checks catch what it leads to), and every argument
     is evaluated, selected or not (the program computes both sides of a select)."""
@@ -335,9 +483,12 @@ def evaluate_int64(e: Expr, env: dict[str, int]) -> int:
             raise Int64Overflow(f"{e} does not fit in int64")
         return e
     if isinstance(e, str):
+        if e not in env and is_named(e):
+            return _named_value(e, env, {} if _memo is None else _memo, evaluate_int64)
         return env[e]
+    _memo = {} if _memo is None else _memo
     op, *args = e
-    vals = [evaluate_int64(a, env) for a in args]
+    vals = [evaluate_int64(a, env, _memo) for a in args]
 
     def checked(x: int) -> int:
         if not fits_int64(x):

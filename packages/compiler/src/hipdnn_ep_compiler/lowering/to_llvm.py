@@ -149,12 +149,17 @@ class _Lowering:
 
         Only the symbols are cached: each input dim or host-read value is loaded once, the first time
         it is needed, and is one SSA value from then on (cse cannot merge two loads; it merges all
-        that is computed from the same SSA values)."""
+        that is computed from the same SSA values); a named symbol (symbolic.py) is its definition,
+        computed once, the first time it is needed."""
         if isinstance(e, int):
             return self.e.const(e)
         if isinstance(e, str):
             if e not in self.symbols:
-                self.symbols[e] = self.load_symbol(e)
+                if sym.is_named(e):  # its definition, once (with the named symbols it uses first)
+                    for name, d in sym.definitions([e], self.symbols):
+                        self.symbols[name] = self.expr(d)
+                else:
+                    self.symbols[e] = self.load_symbol(e)
             return self.symbols[e]
         op, *args = e
         vals = [self.expr(a) for a in args]
@@ -547,7 +552,8 @@ def fold_shape_arithmetic(module: ir.Module) -> None:
 
 def lower_to_llvm(module: ir.Module, abi: RuntimeAbi) -> LoweredProgram:
     """The host program for a planned module (after plan-memory)."""
-    return _Lowering(module, abi).run()
+    with hir.reading_shapes():
+        return _Lowering(module, abi).run()
 
 
 def add_metadata_global(module: ir.Module, json_text: str) -> ir.Operation:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from .. import dialect
+from .. import ir as hir
 from ..abi import RuntimeAbi
 from . import check_dtypes, eliminate_dead_ops, materialize_host_scalars, plan_memory, refine_shapes
 
@@ -27,7 +28,8 @@ def run_pipeline(module: ir.Module, until: str | None = None, abi: RuntimeAbi | 
     """
     _verify(module, f"before {PIPELINE[0].NAME}")
     for p in PIPELINE:
-        module = p.run(module, abi) if getattr(p, "USES_ABI", False) else p.run(module)
+        with hir.reading_shapes():
+            module = p.run(module, abi) if getattr(p, "USES_ABI", False) else p.run(module)
         _verify(module, f"after {p.NAME}")
         if p.NAME == until:
             break

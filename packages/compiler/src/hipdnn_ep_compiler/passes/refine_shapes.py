@@ -23,6 +23,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from .. import ir as hir
+from .. import symbolic as sym
 from ..errors import ModelError, UnsupportedError
 from ..ops import by_ir_name
 from ..ops.node import Node
@@ -45,6 +46,8 @@ def run(module: ir.Module) -> ir.Module:
             entry.rule(o)
         except ZeroDivisionError as exc:
             raise ModelError(f"{o.where}: {exc}") from None
+        except sym.ShapeBoundError as exc:
+            raise UnsupportedError(f"{o.where}: {exc}") from None
     # the results' types are refined: the signature follows what is returned
     ret = hir.ops(module)[-1]
     with module.context:
