@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <string>
 #include <vector>
 
 namespace hipdnn_ep {
@@ -16,22 +17,53 @@ struct Result {
 
 class Evaluator {
  public:
-  Evaluator(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t* inputs, size_t n_inputs)
-      : state_(state), inputs_(inputs), n_inputs_(n_inputs) {}
+  // symbols: the metadata's "symbols" (null when absent): [{"name": "s3", "value": expression}, ...],
+  // each defined over input symbols and the named symbols listed before it.
+  Evaluator(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t* inputs, size_t n_inputs,
+            const json::Value* symbols)
+      : state_(state), inputs_(inputs), n_inputs_(n_inputs) {
+    if (symbols == nullptr || !symbols->is_array()) return;
+    for (const json::Value& s : symbols->items()) {
+      const json::Value* name = s.find("name");
+      const json::Value* value = s.find("value");
+      if (name == nullptr || !name->is_string() || value == nullptr) break;  // the rest cannot be trusted
+      named_index_.emplace(name->as_string(), named_.size());
+      named_.push_back(value);
+    }
+  }
 
   // An int, or an S-expression such as "(mul 4 d0_1)" (see the compiler's symbolic.py).
   Result evaluate(const json::Value& v) {
     if (v.is_integer()) return {true, v.as_int()};
     if (!v.is_string()) return {false, 0};
+    const std::string* saved_text = text_;
+    const size_t saved_pos = pos_;
     text_ = &v.as_string();
     pos_ = 0;
     Result r = expr();
     skip_space();
     if (pos_ != text_->size()) r.ok = false;
+    text_ = saved_text;
+    pos_ = saved_pos;
     return r;
   }
 
  private:
+  // A named symbol "s<k>": the value of its definition. Definitions are evaluated in list order, each
+  // once, and may only use names listed before them: no cycle, and no recursion deeper than one.
+  Result named(const std::string& tok) {
+    auto it = named_index_.find(tok);
+    if (it == named_index_.end() || it->second >= limit_) return {false, 0};
+    while (named_values_.size() <= it->second) {
+      const size_t saved_limit = limit_;
+      limit_ = named_values_.size();
+      Result r = evaluate(*named_[limit_]);
+      limit_ = saved_limit;
+      named_values_.push_back(r);
+    }
+    return named_values_[it->second];
+  }
+
   void skip_space() {
     while (pos_ < text_->size() && (*text_)[pos_] == ' ') ++pos_;
   }
@@ -86,9 +118,11 @@ class Evaluator {
     return {false, 0};
   }
 
-  // An integer literal, "d<input>_<axis>" (a dim) or "v<input>_<element>" (a small integer input's element).
+  // An integer literal, "d<input>_<axis>" (a dim), "v<input>_<element>" (a small integer input's element)
+  // or "s<k>" (a named symbol).
   Result atom(const std::string& tok) {
     if (tok.empty()) return {false, 0};
+    if (tok[0] == 's') return named(tok);
     if (tok[0] == 'd' || tok[0] == 'v') {
       size_t sep = tok.find('_');
       if (sep == std::string::npos) return {false, 0};
@@ -149,6 +183,10 @@ class Evaluator {
   const std::string* text_ = nullptr;
   size_t pos_ = 0;
   std::map<std::pair<int64_t, int64_t>, int64_t> values_;
+  std::vector<const json::Value*> named_;
+  std::map<std::string, size_t> named_index_;
+  std::vector<Result> named_values_;
+  size_t limit_ = SIZE_MAX;  // names at this position or later are not defined yet
 };
 
 // text with each "{k}" replaced by values[k] ("overflow" where it leaves int64).
@@ -180,7 +218,7 @@ std::string first_failed_check(const json::Value& metadata, hipdnn_ep_state_t* s
                                const hipdnn_ep_tensor_ref_t* inputs, size_t n_inputs) {
   const json::Value* checks = metadata.find("checks");
   if (checks == nullptr || !checks->is_array()) return "";
-  Evaluator eval(state, inputs, n_inputs);
+  Evaluator eval(state, inputs, n_inputs, metadata.find("symbols"));
   for (const json::Value& check : checks->items()) {
     const json::Value* where = check.find("where");
     const json::Value* kind = check.find("kind");
