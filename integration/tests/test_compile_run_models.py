@@ -8,12 +8,17 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from conftest import assert_close
 from models import attention_feeds, attention_model, shape_chain_model
+
+# the compiler's deep-graph generators (its compile-time regression test's)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "packages" / "compiler" / "tests"))
+from support.deep_graphs import add_transpose_chain, slice_chain  # noqa: E402
 
 
 @pytest.mark.parametrize("batch,seq", [(1, 1), (2, 3), (4, 17), (1, 64)])
@@ -33,6 +38,29 @@ def test_one_artifact_serves_many_sizes_in_one_state(compiler, run_artifact, sta
     for batch, seq in [(3, 5), (1, 2), (6, 9), (3, 5)]:
         x = rng.standard_normal((batch, seq, 8)).astype(np.float32)
         assert_close(run_artifact(info.path, model, state, [x]), ort_run(model, {"x": x}))
+
+
+@pytest.mark.parametrize("dims", [(3, 3), (1, 4), (4, 1)])
+def test_deep_add_transpose_chain(dims, compiler, run_artifact, state, ort_run, tmp_path):
+    """Add(y, Transpose(y)) 12 times on y[a, b]: the dims broadcast at run time as ONNX says ([1, 4] +
+    [4, 1] is [4, 4]) while the compiler's expression for them stays one select."""
+    model = add_transpose_chain(12)
+    info = compiler.compile_model(model, tmp_path / "a")
+    y = np.random.default_rng(sum(dims)).standard_normal(dims).astype(np.float32) / 64
+    assert_close(run_artifact(info.path, model, state, [y]), ort_run(model, {"y0": y}))
+
+
+@pytest.mark.parametrize("rows", [40, 17, 3])
+def test_deep_slice_chain(rows, compiler, run_artifact, state, ort_run, tmp_path):
+    """y[1:-1] 16 times: the row count's expression is spelled with named symbols (the metadata's
+    `symbols`, from compiler 0.4) and computed once each by the program; empty results included."""
+    model = slice_chain(16)
+    info = compiler.compile_model(model, tmp_path / "a")
+    y = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4)
+    got = run_artifact(info.path, model, state, [y])
+    want = ort_run(model, {"y0": y})
+    assert got[0].shape == want[0].shape
+    assert_close(got, want)
 
 
 def test_fixed_seq128_encoder_layer(compiler, run_artifact, state, ort_run, tmp_path):

@@ -38,6 +38,41 @@ def test_the_refusal_names_the_check_at_either_target(target, compiler, runtime,
     np.testing.assert_array_equal(y, np.maximum(np.arange(8, dtype=np.float32) - 3, 0).reshape(4, 2))
 
 
+def _sliced_reshape(depth: int):
+    """x[N] -> x[1:-1] `depth` times -> Reshape to [4, 2]: the element count the Reshape checks is
+    spelled with named symbols (the metadata's `symbols`) once the slices are deep enough."""
+    one, minus_one = (helper.make_tensor(n, TensorProto.INT64, [1], [v]) for n, v in (("one", 1), ("m1", -1)))
+    nodes = [helper.make_node("Slice", [f"x{k}", "one", "m1"], [f"x{k + 1}"], name=f"slice_{k}") for k in range(depth)]
+    nodes += [helper.make_node("Reshape", [f"x{depth}", "s"], ["r"], name="r"),
+              helper.make_node("Relu", ["r"], ["y"], name="relu")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, ["N"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["?", "?"])],
+                          [one, minus_one, helper.make_tensor("s", TensorProto.INT64, [2], [4, 2])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("target", ["1.1", "1.2"])
+def test_a_check_over_named_symbols_names_its_values_at_either_target(target, compiler, runtime, state, tmp_path):
+    """At ABI 1.1 the runtime evaluates the failing check's values from the metadata, named symbols
+    through their definitions (`symbols`); from 1.2 the program says it. Both give the same numbers."""
+    if runtime.abi_version() < (1, 3):
+        pytest.skip(f"needs a runtime of ABI 1.3 or newer (this one is {runtime.abi_version()})")
+    info = compiler.compile_model(_sliced_reshape(8), tmp_path, abi=target)
+    if "symbols" not in info.metadata:
+        pytest.skip("needs a compiler that names large shape expressions (0.4 or newer)")
+    names = {s["name"] for s in info.metadata["symbols"]}
+    [check] = [c for c in info.metadata["checks"] if c["kind"] == "eq"]
+    assert any(t in names for v in check["values"] if isinstance(v, str)
+               for t in v.replace("(", " ").replace(")", " ").split()), check
+    artifact = runtime.Artifact(info.path)
+    with pytest.raises(runtime.InvalidArgumentError) as refused:
+        artifact.run(state, [np.arange(22, dtype=np.float32)])  # 22 - 2 * 8 = 6 elements left
+    assert str(refused.value).endswith(
+        "node 'r' (Reshape): input shape [6] has 6 elements but target shape [4, 2] has 8"), str(refused.value)
+    y = artifact.run(state, [np.arange(24, dtype=np.float32) - 12])[0]
+    np.testing.assert_array_equal(y, np.maximum(np.arange(8, 16, dtype=np.float32) - 12, 0).reshape(4, 2))
+
+
 def _attention():
     """GroupQueryAttention (2 query heads, 1 KV head of 8) over a 4-position past, fed seqlens_k."""
     node = helper.make_node("GroupQueryAttention", ["q", "k", "v", "pk", "pv", "seqlens_k", "total"],

@@ -1,0 +1,107 @@
+"""Compile-time regression: deep graphs compile with shape reasoning bounded by the graph's size.
+
+Each pattern builds a node's dims from its input's dims used more than once, so expressions that are
+trees (no names for shared parts) grow geometrically with depth: a 10-level Add(y, Transpose(y))
+chain took 79 s and 1.5 GB.  What is asserted is structure, never time: every expression the
+artifact spells has at most symbolic.MAX_NODES nodes, and the named symbols grow linearly with the
+graph.  The shorter chains run (reference runtime) and match onnxruntime's CPU EP.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ort_run
+from support.deep_graphs import PATTERNS, add_transpose_chain, reshape_chain, slice_chain
+
+from hipdnn_ep_compiler import compile_model
+from hipdnn_ep_compiler import symbolic as sym
+from hipdnn_ep_compiler.errors import UnsupportedError
+
+DEPTH = 100
+
+
+def _expressions(meta: dict) -> list[str]:
+    """Every dim expression the metadata spells: output dims, check values, memory plan, definitions."""
+    out = [d for o in meta["outputs"] for d in o["dims"]]
+    out += [v for c in meta["checks"] for v in c["values"]]
+    plan = meta["memory_plan"]
+    out += [plan["pool_bytes"]] + [b[k] for b in plan["buffers"] for k in ("offset", "bytes")]
+    out += [s["value"] for s in meta.get("symbols", [])]
+    return [e for e in out if isinstance(e, str)]
+
+
+def _nodes(text: str) -> int:
+    """Nodes of an S-expression (ops, symbols and literals), as symbolic.size counts them."""
+    return len(text.replace("(", " ").replace(")", " ").split())
+
+
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+def test_a_deep_graph_compiles_with_bounded_expressions(pattern, tmp_path):
+    model = PATTERNS[pattern](DEPTH)
+    info = compile_model(model, tmp_path / "a")
+    exprs = _expressions(info.metadata)
+    assert exprs, "the graph has dynamic dims"
+    assert max(_nodes(e) for e in exprs) <= sym.MAX_NODES
+    # a few names per node at most: linear in the graph, not in the depth's power
+    assert len(info.metadata.get("symbols", [])) <= 4 * len(model.graph.node)
+
+
+def test_a_dim_broadcast_against_its_mirror_image_stays_one_expression(tmp_path):
+    """Add(y, Transpose(y)) on y[a, b]: both result dims are "a == 1 ? b : a" (valid pairs give the same
+    value either way round), and broadcasting that against itself at the next level changes nothing.
+    Before, each level nested the previous one in a select per dim, about 3x larger per level."""
+    meta = compile_model(add_transpose_chain(6), tmp_path / "a").metadata
+    assert meta["outputs"][0]["dims"] == ["(selzero (add -1 d0_0) d0_1 d0_0)"] * 2
+    assert "symbols" not in meta
+
+
+def test_named_symbols_are_listed_each_after_those_it_uses(tmp_path):
+    meta = compile_model(slice_chain(12), tmp_path / "a").metadata
+    names = [s["name"] for s in meta["symbols"]]
+    assert len(names) == len(set(names))
+    for k, s in enumerate(meta["symbols"]):
+        used = {t for t in s["value"].replace("(", " ").replace(")", " ").split() if t in names}
+        assert all(names.index(u) < k for u in used), s
+    listed = set(names)
+    for e in _expressions(meta):
+        used = {t for t in e.replace("(", " ").replace(")", " ").split() if t.startswith("s") and t[1:].isdigit()}
+        assert used <= listed, e
+
+
+def test_past_the_symbol_budget_the_node_is_named_in_the_refusal(tmp_path, monkeypatch):
+    monkeypatch.setattr(sym, "MAX_SYMBOLS", 3)
+    with pytest.raises(UnsupportedError, match=r"node 'slice_\d+'.*more than 3 named symbols"):
+        compile_model(slice_chain(40), tmp_path / "a")
+
+
+@pytest.mark.parametrize("dims", [(3, 3), (1, 4), (4, 1), (1, 1)])
+def test_add_transpose_chain_runs_like_onnxruntime(dims, refruntime, tmp_path):
+    """Dims broadcast at run time as ONNX says: [1, 4] + [4, 1] is [4, 4]."""
+    model = add_transpose_chain(5)
+    info = compile_model(model, tmp_path / "a")
+    y = np.random.default_rng(sum(dims)).standard_normal(dims).astype(np.float32)
+    np.testing.assert_allclose(refruntime.run(info.program, [y])[0], ort_run(model, {"y0": y})[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [20, 17, 3])
+def test_slice_chain_with_named_symbols_runs_like_onnxruntime(rows, refruntime, tmp_path):
+    model = slice_chain(8)
+    info = compile_model(model, tmp_path / "a")
+    assert info.metadata["symbols"], "deep enough to need named symbols"
+    y = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4)
+    got = refruntime.run(info.program, [y])[0]
+    want = ort_run(model, {"y0": y})[0]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dims", [(3, 4), (5, 2)])
+def test_reshape_chain_runs_like_onnxruntime(dims, refruntime, tmp_path):
+    model = reshape_chain(6)
+    info = compile_model(model, tmp_path / "a")
+    y = np.arange(dims[0] * dims[1], dtype=np.float32).reshape(dims)
+    got = refruntime.run(info.program, [y])[0]
+    want = ort_run(model, {"y0": y})[0]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
