@@ -8,8 +8,9 @@ Patterns (packages/compiler/tests/support/deep_graphs.py, shared with the compil
 test): `add_transpose` y = Add(y, Transpose(y)) on y[a, b]; `slice` y = y[1:-1] on y[a, 4];
 `reshape` exporter-style Shape/Gather/Concat/Reshape/Slice/Concat blocks on y[a, b].  Each compile
 runs in its own process (a full compile_model: passes, lowering, object, link), so "peak MB" is that
-process's peak resident memory, the compiler's imports included (about 200 MB on their own); a
-compile past --timeout is stopped and shown as such.  "max expr" is the largest dim expression the
+process's peak resident memory, the compiler's imports included (about 200 MB on their own), and
+"cpu s" its CPU time (wall time on a busy machine overstates the compile); a compile past --timeout
+is stopped and shown as such.  "max expr" is the largest dim expression the
 artifact's metadata spells, in nodes; "symbols" the named symbols it defines.
 """
 
@@ -52,7 +53,7 @@ def measure_one(pattern: str, depth: int) -> dict:
     model = PATTERNS[pattern](depth)
     row = {"nodes": len(model.graph.node)}
     with tempfile.TemporaryDirectory() as tmp:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             meta = compile_model(model, Path(tmp) / "a").metadata
             row["verdict"] = "compiled"
@@ -62,6 +63,7 @@ def measure_one(pattern: str, depth: int) -> dict:
         except CompileError as exc:
             row["verdict"] = f"refused: {exc}"
         row["seconds"] = time.perf_counter() - start
+        row["cpu_seconds"] = time.process_time() - cpu
     row["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return row
 
@@ -92,8 +94,9 @@ def main() -> int:
 
     patterns = args.patterns or sorted(PATTERNS)
     rows = [(p, d, measure(p, d, args.timeout)) for p in patterns for d in args.depths]
-    header = ["pattern", "depth", "nodes", "compile s", "peak MB", "max expr", "symbols", "verdict"]
+    header = ["pattern", "depth", "nodes", "compile s", "cpu s", "peak MB", "max expr", "symbols", "verdict"]
     cells = [[p, str(d), str(r.get("nodes", "")), f"{r['seconds']:.2f}" if "seconds" in r else "",
+              f"{r['cpu_seconds']:.2f}" if "cpu_seconds" in r else "",
               f"{r['peak_mb']:.0f}" if "peak_mb" in r else "", str(r.get("max_expr", "")),
               str(r.get("symbols", "")), r["verdict"]] for p, d, r in rows]
     try:
@@ -109,7 +112,7 @@ def main() -> int:
         table.add_column(h, justify="left" if h in ("pattern", "verdict") else "right")
     for c in cells:
         table.add_row(*c)
-    Console().print(table)
+    Console(width=max(120, Console().width)).print(table)
     return 0
 
 

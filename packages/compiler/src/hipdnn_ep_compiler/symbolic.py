@@ -25,13 +25,16 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 Expr = int | str | tuple
 
-# Nodes (ints, symbols and ops) an expression may hold before it becomes a named symbol.
-MAX_NODES = 48
+# Nodes (ints, symbols and ops) an expression may hold before its largest parts become named symbols.
+# Small is cheap: a name is computed once where a larger bound repeats its parts (40 exporter-style
+# Reshape blocks: 18k host-program ops at 16, 22k at 24, 27k at 48, 37k at 96).
+MAX_NODES = 16
 # Named symbols one compile may create: past this, a graph's shape reasoning is refused, not run on.
 MAX_SYMBOLS = 20_000
 
@@ -82,8 +85,11 @@ def definition(name: str) -> Expr:
 
 def size(e: Expr) -> int:
     """Nodes in e, a named symbol counting as one."""
-    if not isinstance(e, tuple):
-        return 1
+    return _tuple_size(e) if isinstance(e, tuple) else 1
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tuple_size(e: tuple) -> int:
     return 1 + sum(size(a) for a in e[1:])
 
 
@@ -415,6 +421,13 @@ def to_str(e: Expr) -> str:
         return str(e)
     if isinstance(e, str):
         return e
+    return _tuple_str(e)
+
+
+# The canonical forms compare and sort by text: the texts (and sizes) of recent tuples are kept, found
+# by the tuple's hash (computed in C), so an expression's text is built once, not once per comparison.
+@functools.lru_cache(maxsize=1 << 16)
+def _tuple_str(e: tuple) -> str:
     return "(" + " ".join([e[0]] + [to_str(a) for a in e[1:]]) + ")"
 
 

@@ -54,7 +54,7 @@ class _Lowering:
         self.abi = abi
         self.imports: dict[str, object] = {}
         self.global_cache: dict[str, str] = {}
-        self.symbols: dict[str, ir.Value] = {}  # "d0_1" / "v2_3" -> its i64 value
+        self.symbols: dict[str, ir.Value] = {}  # "d0_1" / "v2_3" / "s4" / an expression's text -> its i64 value
         self.data: dict[ir.Value, ir.Value] = {}  # tensor -> its data pointer
         self.dims_ptr: dict[ir.Value, ir.Value] = {}  # tensor -> the pointer to its dims array
         self.weights: list[str] = []
@@ -147,10 +147,11 @@ class _Lowering:
         """An i64 SSA value for the expression, as arith ops: canonicalize folds what is static and cse
         shares what is computed twice, then convert-arith-to-llvm lowers them (SHAPE_PIPELINE).
 
-        Only the symbols are cached: each input dim or host-read value is loaded once, the first time
-        it is needed, and is one SSA value from then on (cse cannot merge two loads; it merges all
-        that is computed from the same SSA values); a named symbol (symbolic.py) is its definition,
-        computed once, the first time it is needed."""
+        Each input dim or host-read value is loaded once, the first time it is needed, and is one SSA
+        value from then on (cse cannot merge two loads; it merges all that is computed from the same
+        SSA values); a named symbol (symbolic.py) is its definition, computed once, the first time it
+        is needed; and an expression computed on the main path is not emitted again (`symbols` holds
+        them by text: what cse would merge is not built twice)."""
         if isinstance(e, int):
             return self.e.const(e)
         if isinstance(e, str):
@@ -161,6 +162,12 @@ class _Lowering:
                 else:
                     self.symbols[e] = self.load_symbol(e)
             return self.symbols[e]
+        key = sym.to_str(e)
+        if key not in self.symbols:
+            self.symbols[key] = self._compute(e)
+        return self.symbols[key]
+
+    def _compute(self, e: tuple) -> ir.Value:
         op, *args = e
         vals = [self.expr(a) for a in args]
         if op in ("add", "mul"):
