@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import ort_run
+from onnx import TensorProto, helper
 from support.deep_graphs import PATTERNS, add_transpose_chain, reshape_chain, slice_chain
 
 from hipdnn_ep_compiler import compile_model
@@ -72,6 +73,20 @@ def test_past_the_symbol_budget_the_node_is_named_in_the_refusal(tmp_path, monke
     monkeypatch.setattr(sym, "MAX_SYMBOLS", 3)
     with pytest.raises(UnsupportedError, match=r"node 'slice_\d+'.*more than 3 named symbols"):
         compile_model(slice_chain(40), tmp_path / "a")
+
+
+def test_past_a_node_symbol_budget_that_node_is_named_in_the_refusal(tmp_path, monkeypatch):
+    """A Concat of 300 inputs sums 300 dims: 20 names at 16 nodes per expression, more than 10."""
+    monkeypatch.setattr(sym, "MAX_NODE_SYMBOLS", 10)
+    n = 300
+    nodes = [helper.make_node("Concat", [f"x{k}" for k in range(n)], ["y"], axis=0, name="wide_concat")]
+    inputs = [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [f"n{k}"]) for k in range(n)]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(UnsupportedError, match=r"node 'wide_concat'.*more than 10 named symbols for this node"):
+        compile_model(model, tmp_path / "a")
+    monkeypatch.setattr(sym, "MAX_NODE_SYMBOLS", 5_000)
+    assert compile_model(model, tmp_path / "b").metadata["symbols"]
 
 
 @pytest.mark.parametrize("dims", [(3, 3), (1, 4), (4, 1), (1, 1)])

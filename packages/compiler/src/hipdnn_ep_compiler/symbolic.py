@@ -15,10 +15,10 @@ names its largest arguments instead: a named symbol ("s7") is bound to an expres
 definition, itself within MAX_NODES, over input symbols and earlier named symbols).  Names are
 interned per compile (`Scope`): one definition, one name, so structurally equal expressions stay
 equal, and each is computed once at run time (the lowering evaluates a definition at its first use,
-the metadata lists the definitions it uses).  A
-deep graph (Slice of Slice of ..., each dim used several times by the next) then costs a few
-symbols per node instead of an expression that triples per node.  A graph that needs more than
-MAX_SYMBOLS is refused (ShapeBoundError, named by the node that asked for the last one).
+the metadata lists the definitions it uses).  A deep graph (Slice of Slice of ..., each dim used
+several times by the next) then costs a few symbols per node instead of an expression that triples
+per node.  A node that needs more than MAX_NODE_SYMBOLS new names, or a graph more than MAX_SYMBOLS,
+is refused (ShapeBoundError; refine-shapes names the node).
 """
 
 from __future__ import annotations
@@ -35,12 +35,14 @@ Expr = int | str | tuple
 # Small is cheap: a name is computed once where a larger bound repeats its parts (40 exporter-style
 # Reshape blocks: 18k host-program ops at 16, 22k at 24, 27k at 48, 37k at 96).
 MAX_NODES = 16
-# Named symbols one compile may create: past this, a graph's shape reasoning is refused, not run on.
-MAX_SYMBOLS = 20_000
+# Named symbols one compile, and one node's shape rule (Scope.node_limit), may create: past these the
+# shape reasoning is refused, not run on.  A node takes a few (an LLM layer's shape code a few dozen).
+MAX_SYMBOLS = 200_000
+MAX_NODE_SYMBOLS = 5_000
 
 
 class ShapeBoundError(Exception):
-    """A graph needs more named shape symbols than MAX_SYMBOLS."""
+    """A graph or a node needs more named shape symbols than MAX_SYMBOLS or MAX_NODE_SYMBOLS."""
 
 
 @dataclass
@@ -52,6 +54,16 @@ class Scope:
     nonneg: dict[str, bool] = field(default_factory=dict)
     base: dict[str, frozenset] = field(default_factory=dict)  # the input symbols a definition reads
     literals: dict[str, tuple[int, ...]] = field(default_factory=dict)  # its smallest and largest literal
+    node_limit: int | None = None  # while a node's rule runs: the count of names it may not reach
+
+    @contextlib.contextmanager
+    def node(self) -> Iterator[None]:
+        """A block in which at most MAX_NODE_SYMBOLS names may be created (one node's shape rule)."""
+        self.node_limit = len(self.defs) + MAX_NODE_SYMBOLS
+        try:
+            yield
+        finally:
+            self.node_limit = None
 
 
 _DEFAULT_SCOPE = Scope()
@@ -124,8 +136,11 @@ def _name(e: Expr) -> str:
     if name is not None:
         return name
     if len(scope.defs) >= MAX_SYMBOLS:
-        raise ShapeBoundError(f"the shape computation needs more than {MAX_SYMBOLS} named symbols "
+        raise ShapeBoundError(f"the graph's shape computation needs more than {MAX_SYMBOLS} named symbols "
                               f"(expressions of more than {MAX_NODES} nodes)")
+    if scope.node_limit is not None and len(scope.defs) >= scope.node_limit:
+        raise ShapeBoundError(f"the shape computation needs more than {MAX_NODE_SYMBOLS} named symbols "
+                              f"for this node (expressions of more than {MAX_NODES} nodes)")
     name = f"s{len(scope.defs)}"
     lits = int_literals(e)
     scope.nonneg[name] = nonnegative(e)

@@ -43,7 +43,8 @@ def run(module: ir.Module) -> ir.Module:
         if entry is None:
             raise UnsupportedError(f"{o.where}: no shape rule for {op.name}")
         try:
-            entry.rule(o)
+            with sym.current_scope().node():
+                entry.rule(o)
         except ZeroDivisionError as exc:
             raise ModelError(f"{o.where}: {exc}") from None
         except sym.ShapeBoundError as exc:
