@@ -25,6 +25,16 @@ def test_compile_then_inspect_prints_abi_and_imports(dynamic_reshape_model, tmp_
     assert "x  dtype=1  dims=[d0_0 (batch), d0_1 (seq), 8]" in out
 
 
+def test_inspect_lists_the_named_symbols(tmp_path, capsys):
+    from support.deep_graphs import slice_chain
+    onnx.save(slice_chain(8), tmp_path / "m.onnx")
+    assert main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "art")]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(tmp_path / "art")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^symbols:\n  s\d+ = \(", out, re.M), out
+
+
 def test_inspect_json(static_model, tmp_path, capsys):
     onnx.save(static_model, tmp_path / "m.onnx")
     assert main([str(tmp_path / "m.onnx"), "-o", str(tmp_path / "art")]) == 0

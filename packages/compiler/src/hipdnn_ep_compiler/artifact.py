@@ -142,6 +142,8 @@ def format_metadata(meta: dict[str, Any]) -> str:
         f"memory plan: pool {plan['pool_bytes']} bytes, host scratch {plan['host_scratch_bytes']} bytes, "
         f"{len(plan.get('buffers', []))} pool buffers",
     ]
+    if meta.get("symbols"):  # the named symbols the expressions above use
+        lines += ["symbols:", *[f"  {s['name']} = {s['value']}" for s in meta["symbols"]]]
     return "\n".join(lines)
 
 
