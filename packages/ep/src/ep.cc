@@ -414,10 +414,8 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
   for (size_t i : missing) {
     fs::path folder = fs::path(tmp) / std::to_string(i);
     fs::create_directories(folder);
+    // weights are held by reference (see onnx_writer.h): only the model is written
     std::ofstream(folder / "model.onnx", std::ios::binary) << models[i].model_bytes;
-    if (!models[i].weights_bytes.empty()) {
-      std::ofstream(folder / kWeightsFileName, std::ios::binary) << models[i].weights_bytes;
-    }
     paths.push_back((folder / "model.onnx").string());
   }
   std::string manifest;
@@ -660,10 +658,7 @@ std::unique_ptr<LoadedArtifact> HipdnnEp::CompileArtifact(const SubgraphModel& m
   *cached = false;
   auto build = [&](const std::string& dir) {
     fs::path model_path = fs::path(dir) / "model.onnx";
-    std::ofstream(model_path, std::ios::binary) << model.model_bytes;
-    if (!model.weights_bytes.empty()) {
-      std::ofstream(fs::path(dir) / kWeightsFileName, std::ios::binary) << model.weights_bytes;
-    }
+    std::ofstream(model_path, std::ios::binary) << model.model_bytes;  // weights by reference: no file
     fs::path out_dir = fs::path(dir) / "out";
     fs::create_directories(out_dir);
     // Compile against the runtime that will run the code (its own manifest), not the compiler's copy.
