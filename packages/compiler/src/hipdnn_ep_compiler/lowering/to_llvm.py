@@ -55,6 +55,7 @@ class _Lowering:
         self.imports: dict[str, object] = {}
         self.global_cache: dict[str, str] = {}
         self.symbols: dict[str, ir.Value] = {}  # "d0_1" / "v2_3" -> its i64 value
+        self.exprs: dict[tuple, ir.Value] = {}  # compound expressions already computed on the main path
         self.data: dict[ir.Value, ir.Value] = {}  # tensor -> its data pointer
         self.dims_ptr: dict[ir.Value, ir.Value] = {}  # tensor -> the pointer to its dims array
         self.weights: list[str] = []
@@ -147,15 +148,26 @@ class _Lowering:
         """An i64 SSA value for the expression, as arith ops: canonicalize folds what is static and cse
         shares what is computed twice, then convert-arith-to-llvm lowers them (SHAPE_PIPELINE).
 
-        Only the symbols are cached: each input dim or host-read value is loaded once, the first time
-        it is needed, and is one SSA value from then on (cse cannot merge two loads; it merges all
-        that is computed from the same SSA values)."""
+        Each input dim or host-read value is loaded once, the first time it is needed, and is one SSA
+        value from then on (cse cannot merge two loads; it merges all that is computed from the same
+        SSA values). A compound expression is emitted once too and reused: every layer of a model
+        sizes its tensors with the same few expressions, and emitting them again for each kernel call
+        made the lowering (and the canonicalize and cse that removed the copies) grow with the
+        model's depth times those expressions' size. What the main path computes dominates what it
+        computes later (it is one chain of blocks); explain_unless's side block keeps its own.
+        An overflow of a reused value was flagged, and guarded, where it was first computed."""
         if isinstance(e, int):
             return self.e.const(e)
         if isinstance(e, str):
             if e not in self.symbols:
                 self.symbols[e] = self.load_symbol(e)
             return self.symbols[e]
+        found = self.exprs.get(e)
+        if found is None:
+            found = self.exprs[e] = self.compound(e)
+        return found
+
+    def compound(self, e: tuple) -> ir.Value:
         op, *args = e
         vals = [self.expr(a) for a in args]
         if op in ("add", "mul"):
@@ -251,9 +263,9 @@ class _Lowering:
         e.set_block(explain)
         # values only shown are evaluated here, without touching the overflow flag or the symbols
         # loaded on the main path (this block does not dominate it)
-        symbols, poison = dict(self.symbols), self.poison
+        symbols, exprs, poison = dict(self.symbols), dict(self.exprs), self.poison
         values = [self.expr(x) for x in check.values]
-        self.symbols, self.poison = symbols, poison
+        self.symbols, self.exprs, self.poison = symbols, exprs, poison
         array = e.alloca(8 * max(len(values), 1))
         for k, v in enumerate(values):
             e.store(v, e.gep(array, 8 * k))
