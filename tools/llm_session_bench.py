@@ -8,9 +8,11 @@ For each model (an onnxruntime-genai folder given with --model, or one tools/llm
   warm      hipdnn-ep with the cache the cold run filled (no compile)
 
 Columns: seconds of InferenceSession(...) (median and min over --repeat), its ratio to ort-cpu's median,
-the process's resident-set growth over the session (after it, and at its peak), as a multiple of the
-model's weight bytes, and the compiler process's peak resident set (it is a separate process, whose
-memory is returned when it idles out or its host exits).
+the CPU seconds of the whole measured process and its compiler (imports included; a loaded machine
+inflates the wall time, not this), the process's resident-set growth over the session (after it,
+and at its peak), as a multiple of the model's weight bytes, and the compiler process's peak
+resident set (it is a separate process, whose memory is returned when it idles out or its host
+exits).
 
     python tools/llm_session_bench.py --size llama3-8b-8l --size llama3-8b [--repeat 3]
     python tools/llm_session_bench.py --model FOLDER [--option backend=cuda]
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,9 +53,11 @@ def _status_kib(pid: int | str, field: str) -> int:
     return 0
 
 
-def _compiler_peak_kib() -> int:
-    """The peak resident set of this process's compiler children (hipdnn_ep_compiler.protocol)."""
-    peak = 0
+def _compiler_usage() -> tuple[int, float]:
+    """The peak resident set (KiB) and the CPU seconds of this process's compiler children
+    (hipdnn_ep_compiler.protocol)."""
+    peak, cpu = 0, 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
     for task in Path("/proc/self/task").iterdir():
         try:
             children = (task / "children").read_text().split()
@@ -64,7 +70,12 @@ def _compiler_peak_kib() -> int:
                 continue
             if b"hipdnn_ep_compiler" in cmdline:
                 peak = max(peak, _status_kib(pid, "VmHWM"))
-    return peak
+                try:  # utime and stime, fields 14 and 15 (the command, field 2, may hold spaces)
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    cpu += (int(fields[11]) + int(fields[12])) / ticks
+                except (OSError, IndexError, ValueError):
+                    pass
+    return peak, cpu
 
 
 def child(model: str, cell: str, cache_dir: str, options: list[str]) -> None:
@@ -83,9 +94,11 @@ def child(model: str, cell: str, cache_dir: str, options: list[str]) -> None:
     t = time.perf_counter()
     sess = ort.InferenceSession(model, sess_options=so)
     seconds = time.perf_counter() - t
+    compiler_peak, compiler_cpu = _compiler_usage()
+    own = resource.getrusage(resource.RUSAGE_SELF)
     result = {"seconds": seconds, "rss_kib": _status_kib("self", "VmRSS") - rss0,
-              "peak_kib": _status_kib("self", "VmHWM") - rss0, "compiler_peak_kib": _compiler_peak_kib(),
-              "providers": sess.get_providers()}
+              "peak_kib": _status_kib("self", "VmHWM") - rss0, "compiler_peak_kib": compiler_peak,
+              "cpu_seconds": own.ru_utime + own.ru_stime + compiler_cpu, "providers": sess.get_providers()}
     print(json.dumps(result))
 
 
@@ -211,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"session creation: seconds median (min) of {args.repeat}; memory: growth of the process's resident "
           "set over the session, GiB (x weight bytes)")
-    header = ("| model | weights GiB | cell | seconds | x ort-cpu | RSS after | RSS peak | compiler peak GiB | "
-              "providers |")
+    header = ("| model | weights GiB | cell | seconds | x ort-cpu | process CPU s | RSS after | RSS peak | "
+              "compiler peak GiB | providers |")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for label, r in results.items():
@@ -225,8 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             peak = statistics.median(x["peak_kib"] for x in runs)
             comp = max(x["compiler_peak_kib"] for x in runs)
             providers = ",".join(p.replace("ExecutionProvider", "") for p in runs[0]["providers"])
+            cpu = statistics.median(x["cpu_seconds"] for x in runs)
             print(f"| {label} | {w / 2**30:.2f} | {cell} | {statistics.median(sec):.3f} ({min(sec):.3f}) | "
-                  f"{statistics.median(sec) / base:.2f} | {_gib(rss)} ({rss * 1024 / w:.2f}x) | "
+                  f"{statistics.median(sec) / base:.2f} | {cpu:.2f} | {_gib(rss)} ({rss * 1024 / w:.2f}x) | "
                   f"{_gib(peak)} ({peak * 1024 / w:.2f}x) | {_gib(comp) if comp else '-'} | {providers} |")
     if args.phases:
         labels = list(results)
