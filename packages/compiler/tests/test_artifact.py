@@ -103,6 +103,53 @@ def test_external_weights_by_location_and_mmapped_for_runs(tmp_path, refruntime)
     np.testing.assert_allclose(refruntime.run(info.program, [x] + weights)[0], x @ w)
 
 
+def _held_by_host(model: onnx.ModelProto, declared: bool = True) -> onnx.ModelProto:
+    """`model` as hipdnn-ep writes a subgraph: its initializers described as external data that no file
+    holds (the host passes them at run time), and, when `declared`, the model property saying so."""
+    for t in model.graph.initializer:
+        t.ClearField("raw_data")
+        t.data_location = onnx.TensorProto.EXTERNAL
+        t.external_data.add(key="location", value="hipdnn-ep-host-memory")
+    if declared:
+        onnx.helper.set_model_props(model, {"hipdnn_ep.weights": "host"})
+    return model
+
+
+def test_weights_held_by_the_host_compile_without_any_data(tmp_path, refruntime):
+    """A model whose weights the host holds has no data for them, in it or in a file: the compiler
+    needs only their names, element types and dims, and the program takes them as arguments."""
+    from conftest import const, make_model
+    from onnx import TensorProto as T
+    from onnx import helper
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    model = _held_by_host(make_model([helper.make_node("MatMul", ["x", "w"], ["out"])], [("x", T.FLOAT, ["n", 3])],
+                                     [("out", T.FLOAT, ["n", 4])], [const("w", w)]))
+    onnx.save(model, tmp_path / "m.onnx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+    info = compile_model(tmp_path / "m.onnx", tmp_path / "a")
+    assert info.metadata["weights"] == [{"name": "w", "dtype": 1, "dims": [3, 4], "source": {"kind": "host"}}]
+    with pytest.raises(ArtifactError, match="'w' is held by the program's host"):
+        load_weights(info.path, tmp_path / "m.onnx")
+    x = np.ones((2, 3), np.float32)
+    for weights in (w, 2 * w):  # the values are the host's, bound at run time
+        np.testing.assert_allclose(refruntime.run(info.program, [x, weights])[0], x @ weights)
+
+
+def test_missing_external_data_of_an_ordinary_model_is_still_an_error(tmp_path):
+    """Only a model that declares its weights held by the host may lack the file its external data names."""
+    from conftest import const, make_model
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    from hipdnn_ep_compiler import ModelError
+    model = _held_by_host(make_model([helper.make_node("MatMul", ["x", "w"], ["out"])], [("x", T.FLOAT, [2, 3])],
+                                     [("out", T.FLOAT, [2, 4])], [const("w", np.ones((3, 4), np.float32))]),
+                          declared=False)
+    onnx.save(model, tmp_path / "m.onnx")
+    with pytest.raises(ModelError, match="fails the ONNX checker: .*hipdnn-ep-host-memory"):
+        compile_model(tmp_path / "m.onnx", tmp_path / "a")
+
+
 def test_dynamic_shape_graph_runs_at_several_sizes(dynamic_reshape_model, tmp_path, refruntime):
     info = compile_model(dynamic_reshape_model, tmp_path / "a")
     weights = load_weights(info.metadata, dynamic_reshape_model)

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <utility>
 
 #include "compiled_program.h"
@@ -332,8 +333,33 @@ std::string HipdnnEp::Unsupported(const OrtNode* node, const CompilerCapabilitie
   return {};
 }
 
+namespace {
+
+// The first compiler release that accepts weights held by reference (see
+// onnx_writer.h): an older one refuses every subgraph with weights.
+constexpr int64_t kHostWeightsCompiler[2] = {0, 4};
+
+// Whether `version` ("MAJOR.MINOR[.PATCH][+local]") is at least major.minor;
+// a version that does not start with two numbers is taken as new enough.
+bool AtLeast(const std::string& version, const int64_t (&want)[2]) {
+  int64_t major = 0, minor = 0;
+  char dot = 0;
+  std::istringstream in(version);
+  if (!(in >> major >> dot >> minor) || dot != '.') return true;
+  return major != want[0] ? major > want[0] : minor >= want[1];
+}
+
+}  // namespace
+
 CompilerCapabilities HipdnnEp::Caps() {
-  return factory_.Capabilities(client_, cache_ ? cache_->dir() : std::string());
+  CompilerCapabilities caps = factory_.Capabilities(client_, cache_ ? cache_->dir() : std::string());
+  if (!AtLeast(caps.version, kHostWeightsCompiler)) {
+    throw EpError("hipdnn-ep: " + caps.name + " " + caps.version + " is too old for this hipdnn-ep, which passes "
+                  "weights by reference (hipdnn-ep-compiler " + std::to_string(kHostWeightsCompiler[0]) + "." +
+                  std::to_string(kHostWeightsCompiler[1]) + " or newer). Fix: pip install -U hipdnn-ep-compiler "
+                  "in the compiler's Python environment");
+  }
+  return caps;
 }
 
 std::string HipdnnEp::SupportTargetAbi() {
@@ -414,10 +440,8 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
   for (size_t i : missing) {
     fs::path folder = fs::path(tmp) / std::to_string(i);
     fs::create_directories(folder);
+    // weights are held by reference (see onnx_writer.h): only the model is written
     std::ofstream(folder / "model.onnx", std::ios::binary) << models[i].model_bytes;
-    if (!models[i].weights_bytes.empty()) {
-      std::ofstream(folder / kWeightsFileName, std::ios::binary) << models[i].weights_bytes;
-    }
     paths.push_back((folder / "model.onnx").string());
   }
   std::string manifest;
@@ -660,10 +684,7 @@ std::unique_ptr<LoadedArtifact> HipdnnEp::CompileArtifact(const SubgraphModel& m
   *cached = false;
   auto build = [&](const std::string& dir) {
     fs::path model_path = fs::path(dir) / "model.onnx";
-    std::ofstream(model_path, std::ios::binary) << model.model_bytes;
-    if (!model.weights_bytes.empty()) {
-      std::ofstream(fs::path(dir) / kWeightsFileName, std::ios::binary) << model.weights_bytes;
-    }
+    std::ofstream(model_path, std::ios::binary) << model.model_bytes;  // weights by reference: no file
     fs::path out_dir = fs::path(dir) / "out";
     fs::create_directories(out_dir);
     // Compile against the runtime that will run the code (its own manifest), not the compiler's copy.

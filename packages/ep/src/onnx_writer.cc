@@ -33,7 +33,10 @@ void ProtoWriter::Float(int field, float f) {
 namespace {
 
 // Field numbers of onnx.proto (stable since IR version 3).
-namespace model_f { enum { kIrVersion = 1, kProducerName = 2, kProducerVersion = 3, kGraph = 7, kOpsetImport = 8 }; }
+namespace model_f {
+enum { kIrVersion = 1, kProducerName = 2, kProducerVersion = 3, kGraph = 7, kOpsetImport = 8, kMetadataProps = 14 };
+}
+namespace entry_f { enum { kKey = 1, kValue = 2 }; }  // StringStringEntryProto
 namespace opset_f { enum { kDomain = 1, kVersion = 2 }; }
 namespace graph_f { enum { kNode = 1, kName = 2, kInitializer = 5, kInput = 11, kOutput = 12, kValueInfo = 13 }; }
 namespace node_f { enum { kInput = 1, kOutput = 2, kName = 3, kOpType = 4, kAttribute = 5, kDomain = 7 }; }
@@ -245,7 +248,7 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
   }
   g.Str(graph_f::kName, "hipdnn_ep_subgraph");
 
-  // Initializers: inline when small, else appended (64-byte aligned) to the side file.
+  // Initializers: inline when small, else described by reference (no bytes).
   size_t num_init = 0;
   ThrowIfError(ort, ort.Graph_GetNumInitializers(graph, &num_init));
   std::vector<const OrtValueInfo*> inits(num_init);
@@ -256,6 +259,7 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
   // graph's content only.
   SortByName(ort, inits);
   std::set<std::string> init_names;
+  bool by_reference = false;
   for (const OrtValueInfo* vi : inits) {
     std::string name = ValueName(ort, vi);
     init_names.insert(name);
@@ -267,11 +271,9 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
     if (d.size <= kInlineLimit) {
       t.Bytes(tensor_f::kRawData, d.data, d.size);
     } else {
-      size_t offset = (out.weights_bytes.size() + 63) / 64 * 64;
-      out.weights_bytes.resize(offset, '\0');
-      out.weights_bytes.append(static_cast<const char*>(d.data), d.size);
-      for (auto [k, v] : {std::pair<std::string, std::string>{"location", kWeightsFileName},
-                          {"offset", std::to_string(offset)}, {"length", std::to_string(d.size)}}) {
+      by_reference = true;
+      for (auto [k, v] : {std::pair<std::string, std::string>{"location", kHostWeightsLocation},
+                          {"length", std::to_string(d.size)}}) {
         ProtoWriter e;
         e.Str(tensor_f::kKey, k);
         e.Str(tensor_f::kValue, v);
@@ -329,11 +331,16 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
     o.Int(opset_f::kVersion, versions[i]);
     m.Msg(model_f::kOpsetImport, o);
   }
+  if (by_reference) {
+    ProtoWriter p;
+    p.Str(entry_f::kKey, kHostWeightsKey);
+    p.Str(entry_f::kValue, kHostWeightsValue);
+    m.Msg(model_f::kMetadataProps, p);
+  }
   out.model_bytes = m.buf();
 
   Sha256 h;
   h.Update(out.model_bytes);
-  h.Update(out.weights_bytes);
   out.hash = h.HexDigest();
   return out;
 }

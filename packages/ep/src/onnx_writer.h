@@ -4,9 +4,13 @@
 // protobuf wire format directly, for the subset the compiler needs: opsets,
 // nodes with their attributes, typed graph inputs/outputs and intermediate
 // value infos (symbolic dims by name), and initializers.  Initializers larger
-// than kInlineLimit bytes go to a side file (ONNX external data, location
-// kWeightsFileName next to the model); smaller ones stay inline so the
-// compiler can use them as constants (shapes, axes).
+// than kInlineLimit bytes are weights held by reference: the model describes
+// them (name, element type, dims, as ONNX external data at location
+// kHostWeightsLocation) and carries the model property kHostWeightsKey, but
+// their bytes are neither copied, hashed nor written anywhere: the compiler
+// never reads weight values, and the program receives ORT's own tensors at
+// run time.  Smaller initializers stay inline so the compiler can use them
+// as constants (shapes, axes).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +22,13 @@
 
 namespace hipdnn_ep {
 
-constexpr const char* kWeightsFileName = "weights.bin";
 constexpr size_t kInlineLimit = 1024;
+// The model property that says "external data is held by the host, no file
+// holds it" (the compiler's frontend knows it), and the location its
+// external tensors name.
+constexpr const char* kHostWeightsKey = "hipdnn_ep.weights";
+constexpr const char* kHostWeightsValue = "host";
+constexpr const char* kHostWeightsLocation = "hipdnn-ep-host-memory";
 
 // An initializer of the subgraph and where its bytes live in this process.
 struct InitializerRef {
@@ -30,13 +39,15 @@ struct InitializerRef {
 };
 
 struct SubgraphModel {
-  std::string model_bytes;    // serialized ModelProto
-  std::string weights_bytes;  // content of kWeightsFileName (may be empty)
+  std::string model_bytes;  // serialized ModelProto (no weight bytes in it)
   // Names of the fused node's inputs, in the order Compute receives them.
   std::vector<std::string> kernel_inputs;
   std::vector<std::string> outputs;
   std::vector<InitializerRef> initializers;
-  // SHA-256 over the model and the weight bytes: the cache's graph key.
+  // SHA-256 over the model: the cache's graph key.  It covers the graph's
+  // structure, inline constants, element types and shapes (what the code
+  // depends on), not the weights' values: one artifact serves a model whose
+  // weights change.
   std::string hash;
 };
 

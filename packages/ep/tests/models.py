@@ -31,9 +31,9 @@ def elementwise(path: Path, dims: list, middle: str = "Mul") -> Path:
     return save(g, path)
 
 
-def with_weights(path: Path, n: int) -> Path:
-    """z = Relu(x * w_big + w_small) with x: [n]; w_big > 1 KiB goes external."""
-    rng = np.random.default_rng(1)
+def with_weights(path: Path, n: int, seed: int = 1) -> Path:
+    """z = Relu(x * w_big + w_small) with x: [n]; w_big > 1 KiB goes external; `seed` picks the weights' values."""
+    rng = np.random.default_rng(seed)
     w_big = numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "w_big")
     w_small = numpy_helper.from_array(rng.standard_normal(n).astype(np.float32)[:n], "w_small")
     nodes = [helper.make_node("Mul", ["x", "w_big"], ["m"], name="mul"),

@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from conftest import LOG_POINTER, NO_FALLBACK, Env, cpu_session, make_session
+from conftest import LOG_POINTER, NO_FALLBACK, Env, _spy_python, cpu_session, make_session
 from hipdnn_ep._abi_info import REQUIRED_RUNTIME_ABI
 from hipdnn_ep_compiler.abi import load_abi
 from models import elementwise, many_initializers, reference, save, with_weights
@@ -200,6 +200,50 @@ def test_initializers_reach_the_program(tmp_path: Path, ep_devices, env: Env, n:
     weights = {t.name: t.data_location == TensorProto.EXTERNAL for t in compiled.graph.initializer}
     assert weights == {"w_big": n * 4 > 1024, "w_small": n * 4 > 1024}
     assert {v.name for v in compiled.graph.value_info} == {"m", "s"}
+
+
+def test_weights_are_passed_by_reference_and_are_not_part_of_the_cache_key(tmp_path: Path, ep_devices,
+                                                                          env: Env) -> None:
+    """Weights (initializers over 1 KiB) reach the compiler as names, element types and dims only:
+    no weight bytes are written for it, and two models that differ only in their weights' values
+    share one compiled artifact, each running with its own weights."""
+    n = 512  # both initializers are 2 KiB
+    models = [with_weights(tmp_path / f"w{seed}.onnx", n, seed) for seed in (1, 2)]
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    outputs = []
+    for model in models:
+        got = make_session(model, ep_devices, env.options, NO_FALLBACK).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got, cpu_session(model).run(None, {"x": x})[0], rtol=1e-6)
+        outputs.append(got)
+    assert not np.allclose(outputs[0], outputs[1]), "the two models' weights differ"
+    assert len(env.compiles()) == 1, "only the weights' values differ: the second session hits the cache"
+    assert len(env.cache_entries()) == 1
+
+    copies = [Path(c) for r in env.requests() for c in [r.get("model_copy"), *r.get("model_copies", [])] if c]
+    assert copies, "the spy recorded the support and compile requests' models"
+    for copy in copies:
+        assert sorted(p.name for p in copy.parent.iterdir()) in (["model.onnx"],
+                                                                   ["model.onnx", "runtime_abi_manifest.json"])
+        assert copy.stat().st_size < n * 4, "the model holds no weight bytes"
+        sent = onnx.load(str(copy), load_external_data=False)
+        assert {p.key: p.value for p in sent.metadata_props} == {"hipdnn_ep.weights": "host"}
+        for t in sent.graph.initializer:
+            assert t.data_location == TensorProto.EXTERNAL and not t.raw_data, t.name
+    (entry,) = env.cache_entries()
+    meta = hipdnn_ep_compiler.read_metadata(next(p for p in entry.rglob("*.so")))
+    assert {w["name"]: w["source"] for w in meta["weights"]} == {"w_big": {"kind": "host"},
+                                                                   "w_small": {"kind": "host"}}
+
+
+def test_a_compiler_too_old_for_weights_by_reference_is_refused_with_the_fix(tmp_path: Path, ep_devices,
+                                                                              env: Env) -> None:
+    """A compiler before 0.4 refuses the subgraphs this EP writes (weights no file holds): the session
+    says which compiler is too old and how to fix it, instead of every node being refused."""
+    old = _spy_python(tmp_path, {"compiler_version": "0.3.2"})
+    with pytest.raises(Exception, match=r"hipdnn-ep-compiler 0\.3\.2 is too old .* weights by reference .*"
+                                        r"0\.4 or newer.*pip install -U hipdnn-ep-compiler"):
+        make_session(with_weights(tmp_path / "w.onnx", 512), ep_devices, dict(env.options, compiler_python=str(old)),
+                     NO_FALLBACK)
 
 
 def test_compile_cache_hit_miss_and_invalidation(tmp_path: Path, ep_devices, env: Env,

@@ -2,8 +2,14 @@
 
 The artifact never contains weights (only small integer constants).  Its metadata lists each
 weight with a source: {"kind": "external", "location", "offset", "length"} for ONNX external
-data (relative to the model's directory), or {"kind": "inline"} for data stored inside the
-model (an initializer or a Constant node), looked up by name in the model.
+data (relative to the model's directory), {"kind": "inline"} for data stored inside the
+model (an initializer or a Constant node), looked up by name in the model, or {"kind": "host"}
+for a weight the program's host holds.
+
+A model whose property HOST_WEIGHTS_KEY is HOST_WEIGHTS_VALUE (what hipdnn-ep writes for the
+subgraphs it compiles) holds its external data nowhere: the host (onnxruntime) passes its own
+tensors to the program at run time, so the compiler, which never reads weight values, gets only
+their names, element types and dims.  No file is written, copied or read for them.
 """
 
 from __future__ import annotations
@@ -22,6 +28,15 @@ from .errors import ArtifactError
 _NUMPY = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64}
 
 
+HOST_WEIGHTS_KEY = "hipdnn_ep.weights"
+HOST_WEIGHTS_VALUE = "host"
+
+
+def held_by_host(model: onnx.ModelProto) -> bool:
+    """Whether the model's external data is held by the program's host (no file holds it)."""
+    return any(p.key == HOST_WEIGHTS_KEY and p.value == HOST_WEIGHTS_VALUE for p in model.metadata_props)
+
+
 def _tensors_by_name(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
     found = {t.name: t for t in model.graph.initializer}
     for node in model.graph.node:
@@ -32,10 +47,13 @@ def _tensors_by_name(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
     return found
 
 
-def describe(name: str, tensor: onnx.TensorProto | None, dtype: int, dims: list[int]) -> dict[str, Any]:
-    """The metadata entry of one weight."""
+def describe(name: str, tensor: onnx.TensorProto | None, dtype: int, dims: list[int],
+             host: bool = False) -> dict[str, Any]:
+    """The metadata entry of one weight (host: the model's external data is held by the host)."""
     source: dict[str, Any] = {"kind": "inline"}
-    if tensor is not None and tensor.data_location == onnx.TensorProto.EXTERNAL:
+    if tensor is not None and tensor.data_location == onnx.TensorProto.EXTERNAL and host:
+        source = {"kind": "host"}
+    elif tensor is not None and tensor.data_location == onnx.TensorProto.EXTERNAL:
         info = {e.key: e.value for e in tensor.external_data}
         n = int(np.prod(dims)) if dims else 1
         source = {"kind": "external", "location": info["location"], "offset": int(info.get("offset", 0)),
@@ -45,7 +63,8 @@ def describe(name: str, tensor: onnx.TensorProto | None, dtype: int, dims: list[
 
 def describe_all(model: onnx.ModelProto, names: list[str], dtypes_dims: list[tuple[int, list[int]]]) -> list[dict]:
     tensors = _tensors_by_name(model)
-    return [describe(n, tensors.get(n), dt, dims) for n, (dt, dims) in zip(names, dtypes_dims, strict=False)]
+    host = held_by_host(model)
+    return [describe(n, tensors.get(n), dt, dims, host) for n, (dt, dims) in zip(names, dtypes_dims, strict=False)]
 
 
 def load_weights(artifact_or_metadata: str | Path | dict, model: str | Path | onnx.ModelProto,
@@ -63,6 +82,9 @@ def load_weights(artifact_or_metadata: str | Path | dict, model: str | Path | on
     for w in meta["weights"]:
         np_dtype = _NUMPY[w["dtype"]]
         src = w["source"]
+        if src["kind"] == "host":
+            raise ArtifactError(f"weight '{w['name']}' is held by the program's host: the compiled model carried "
+                                "no data for it (compile a model that holds its weights to load them here)")
         if src["kind"] == "external":
             if base is None:
                 raise ArtifactError(f"weight '{w['name']}' is external data: pass base_dir")

@@ -123,3 +123,42 @@ def test_emitter_refuses_a_constant_its_type_cannot_hold():
         assert e.const(-(2 ** 31), "i32") is not None and e.const(2 ** 32 - 1, "i32") is not None
         with pytest.raises(ValueError, match="does not fit i32"):
             e.const(2 ** 32, "i32")
+
+
+def _arith_ops_emitted(layers: int, monkeypatch) -> int:
+    """How many arith ops the lowering emits (before canonicalize and cse run) for a chain of `layers`
+    MatMul + Relu on dynamic [batch, seq] activations."""
+    import numpy as np
+    from conftest import const, make_model
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    from hipdnn_ep_compiler.compiler import lower_model
+    from hipdnn_ep_compiler.lowering import to_llvm
+
+    nodes, prev = [], "x"
+    for i in range(layers):
+        nodes += [helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"]),
+                  helper.make_node("Relu", [f"m{i}"], [f"h{i}"])]
+        prev = f"h{i}"
+    model = make_model(nodes, [("x", T.FLOAT, ["batch", "seq", 16])], [(prev, T.FLOAT, ["batch", "seq", 16])],
+                       [const(f"w{i}", np.eye(16, dtype=np.float32)) for i in range(layers)])
+    counted = []
+    real = to_llvm.fold_shape_arithmetic
+
+    def count(module):
+        counted.append(sum(1 for op in module.body.operations[-1].regions[0].blocks for o in op.operations
+                           if o.operation.name.startswith("arith.")))
+        real(module)
+
+    monkeypatch.setattr(to_llvm, "fold_shape_arithmetic", count)
+    lower_model(model, load_abi())
+    return counted[0]
+
+
+def test_identical_layers_reuse_their_shape_arithmetic(monkeypatch):
+    """Each shape expression is emitted once: layers sized by the same expressions add no arithmetic
+    (they added it again for every kernel call, for canonicalize and cse to remove)."""
+    four, sixteen = _arith_ops_emitted(4, monkeypatch), _arith_ops_emitted(16, monkeypatch)
+    assert four > 0
+    assert sixteen - four <= four // 4, (four, sixteen)

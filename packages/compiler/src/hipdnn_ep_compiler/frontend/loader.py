@@ -7,9 +7,11 @@ from pathlib import Path
 import onnx
 import onnx.checker
 import onnx.defs
+import onnx.helper
 import onnx.shape_inference
 
 from ..errors import ModelError
+from ..weights import held_by_host
 
 MIN_OPSET = 13
 MISSING_SHAPE = "Field 'shape' of 'type' is required but missing"
@@ -56,8 +58,12 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
     uses_contrib = any(n.domain not in ("", "ai.onnx") or (isinstance(n.op_type, str) and not onnx.defs.has(n.op_type))
                        for n in model.graph.node)
     try:
-        # from a path, the checker resolves external data next to the model file
-        onnx.checker.check_model(str(path) if base_dir is not None else model)
+        # from a path, the checker resolves external data next to the model file; weights held by
+        # the host are in no file: the checker sees them as the typed inputs they are at run time
+        if held_by_host(model):
+            onnx.checker.check_model(_host_weights_as_inputs(model))
+        else:
+            onnx.checker.check_model(str(path) if base_dir is not None else model)
     except onnx.checker.ValidationError as exc:
         # A graph input or output without a shape is what the EP writes for a value whose shape
         # onnxruntime does not know (its API reports rank 0 for it, as for a scalar); the checker
@@ -84,6 +90,21 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
         except Exception:
             raise ModelError(f"ONNX shape inference failed: {_first_line(exc)}") from exc
     return model, base_dir
+
+
+def _host_weights_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy whose external initializers (held by the host: no data here) are typed graph inputs."""
+    checked = onnx.ModelProto()
+    checked.CopyFrom(model)  # small: no weight data in it
+    g = checked.graph
+    host = [t for t in g.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    listed = {i.name for i in g.input}
+    kept = [t for t in g.initializer if t.data_location != onnx.TensorProto.EXTERNAL]
+    del g.initializer[:]
+    g.initializer.extend(kept)
+    g.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                   for t in host if t.name not in listed)
+    return checked
 
 
 def _without_declared_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
