@@ -71,3 +71,22 @@ def test_support_over_the_protocol(tmp_path):
     refused = handle({"protocol": 1, "action": "support", "models": []})
     assert refused["error"] == {"kind": "BadRequest", "message": "support needs protocol 2"}
     assert "list of model paths" in handle({"protocol": 2, "action": "support"})["error"]["message"]
+
+
+def test_a_model_whose_weights_the_host_holds_is_checked_without_them(tmp_path):
+    """The EP's subgraphs name weights that no file holds: the support query accepts them, and after a
+    refusal the reduced model it checks still declares them held by the host."""
+    w = const("w", np.ones((4, 4), np.float32))
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="hipdnn-ep-host-memory")
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["c"], name="matmul"),
+             helper.make_node("Cos", ["c"], ["d"], name="cos"), helper.make_node("Relu", ["d"], ["e"], name="relu"),
+             helper.make_node("MatMul", ["e", "w"], ["f"], name="matmul2")]
+    model = make_model(nodes, [("a", TensorProto.FLOAT, [2, 4])], [("f", TensorProto.FLOAT, [2, 4])], [w])
+    helper.set_model_props(model, {"hipdnn_ep.weights": "host"})
+    onnx.save(model, tmp_path / "m.onnx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+    assert [(v.name, v.supported, v.reason) for v in check_support(tmp_path / "m.onnx")] == [
+        ("matmul", True, ""), ("cos", False, "op Cos of domain ai.onnx is not supported"), ("relu", True, ""),
+        ("matmul2", True, "")]
