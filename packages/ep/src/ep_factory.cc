@@ -213,6 +213,8 @@ OrtStatus* ORT_API_CALL HipdnnEpFactory::GetSupportedDevicesImpl(OrtEpFactory* t
       ort.CreateKeyValuePairs(&meta);
       ort.AddKeyValuePair(meta, options::kBackend, BackendName(backend));
       ort.AddKeyValuePair(meta, options::kDeviceId, std::to_string(device_id).c_str());
+      ort.AddKeyValuePair(meta, kRegistrationNameKey, self->registered_name_.c_str());
+      ort.AddKeyValuePair(meta, kPluginLibraryKey, PluginLibraryPath().c_str());
       OrtEpDevice* ep_device = nullptr;
       OrtStatus* st = self->ep.CreateEpDevice(self, hw, meta, nullptr, &ep_device);
       ort.ReleaseKeyValuePairs(meta);

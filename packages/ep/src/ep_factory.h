@@ -18,6 +18,11 @@ namespace hipdnn_ep {
 
 constexpr const char* kEpName = "HipdnnEp";
 constexpr const char* kEpVendor = "hipdnn-ep";
+// Keys of each EP device's metadata besides the backend and device id: the
+// name the library was registered under and the library file itself, which
+// hipdnn_ep.register() compares with what it is asked to register.
+constexpr const char* kRegistrationNameKey = "registration_name";
+constexpr const char* kPluginLibraryKey = "plugin_library";
 
 class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
  public:

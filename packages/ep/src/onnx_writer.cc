@@ -218,6 +218,7 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
   ThrowIfError(ort, ort.Graph_GetNodes(graph, nodes.data(), num_nodes));
 
   std::set<std::string> typed;  // values that already have a value_info
+  std::set<std::string> produced;  // outputs of the graph's nodes
   std::vector<const OrtValueInfo*> intermediates;
   for (const OrtNode* node : nodes) {
     const char *op = nullptr, *domain = nullptr, *name = nullptr;
@@ -235,7 +236,10 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
     ThrowIfError(ort, ort.Node_GetOutputs(node, outs.data(), no));
     for (const OrtValueInfo* vi : outs) {
       n.Str(node_f::kOutput, vi ? ValueName(ort, vi) : "");
-      if (vi) intermediates.push_back(vi);
+      if (vi) {
+        intermediates.push_back(vi);
+        produced.insert(ValueName(ort, vi));
+      }
     }
     n.Str(node_f::kName, name ? name : "");
     n.Str(node_f::kOpType, op);
@@ -292,10 +296,14 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
   // the model lists them by name (the program finds its arguments by name).
   for (const OrtValueInfo* vi : gin) out.kernel_inputs.push_back(ValueName(ort, vi));
   SortByName(ort, gin);
-  std::set<std::string> listed;  // onnxruntime 1.23 lists a graph view's input once per consumer
+  // onnxruntime 1.23 lists a graph view's input once per consumer, and lists
+  // a value that a node of the view produces and several of its nodes read
+  // (a Shape read by two Gathers) among the inputs too: such a value is an
+  // intermediate (value_info below), a graph input as well would break SSA.
+  std::set<std::string> listed;
   for (const OrtValueInfo* vi : gin) {
     std::string name = ValueName(ort, vi);
-    if (!listed.insert(name).second) continue;
+    if (produced.count(name) || !listed.insert(name).second) continue;
     typed.insert(name);
     if (init_names.count(name) == 0) g.Msg(graph_f::kInput, ValueInfoProto(ort, vi, shapeless));
   }

@@ -10,10 +10,15 @@
 namespace hipdnn_ep {
 namespace fs = std::filesystem;
 
-std::string PluginDirectory() {
+std::string PluginLibraryPath() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&PluginDirectory), &info) == 0 || info.dli_fname == nullptr) return {};
-  return fs::path(info.dli_fname).parent_path().string();
+  if (dladdr(reinterpret_cast<void*>(&PluginLibraryPath), &info) == 0 || info.dli_fname == nullptr) return {};
+  return info.dli_fname;
+}
+
+std::string PluginDirectory() {
+  std::string library = PluginLibraryPath();
+  return library.empty() ? std::string() : fs::path(library).parent_path().string();
 }
 
 namespace {

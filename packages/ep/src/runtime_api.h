@@ -71,7 +71,8 @@ class RuntimeApi {
   uint32_t abi_version_ = 0;
 };
 
-// Directory holding the plugin library itself (found with dladdr).
+// The plugin library itself, and its directory (found with dladdr).
+std::string PluginLibraryPath();
 std::string PluginDirectory();
 
 }  // namespace hipdnn_ep

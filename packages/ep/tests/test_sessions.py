@@ -63,6 +63,55 @@ def test_dynamic_shape_compiles_once_and_runs_many_shapes(tmp_path: Path, ep_dev
     assert dims == [["batch", "seq"], ["batch", "seq"]], "dynamic dims reach the compiler symbolic"
 
 
+def _shape_read_by_two_gathers(path: Path) -> Path:
+    """x[b, s] flattened to [b * s]: one Shape output read by two Gathers."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+             helper.make_node("Gather", ["shape", "i0"], ["d0"], name="gather0", axis=0),
+             helper.make_node("Gather", ["shape", "i1"], ["d1"], name="gather1", axis=0),
+             helper.make_node("Mul", ["d0", "d1"], ["n"], name="mul"),
+             helper.make_node("Unsqueeze", ["n", "axis0"], ["flat_shape"], name="unsqueeze"),
+             helper.make_node("Reshape", ["x", "flat_shape"], ["y"], name="reshape")]
+    inits = [helper.make_tensor("i0", TensorProto.INT64, [], [0]), helper.make_tensor("i1", TensorProto.INT64, [], [1]),
+             helper.make_tensor("axis0", TensorProto.INT64, [1], [0])]
+    g = helper.make_graph(nodes, "shape_fan_out", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["bs"])], inits)
+    return save(g, path)
+
+
+def _activation_read_by_three_nodes(path: Path) -> Path:
+    """where(a > 0, sigmoid(a), tanh(a)) with a = relu(x + y): one activation read by Sigmoid, Tanh and Greater."""
+    nodes = [helper.make_node("Add", ["x", "y"], ["s"], name="add"),
+             helper.make_node("Relu", ["s"], ["a"], name="relu"),
+             helper.make_node("Sigmoid", ["a"], ["p"], name="sigmoid"),
+             helper.make_node("Tanh", ["a"], ["t"], name="tanh"),
+             helper.make_node("Greater", ["a", "zero"], ["c"], name="greater"),
+             helper.make_node("Where", ["c", "p", "t"], ["z"], name="where")]
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq"]) for n in ("x", "y", "z")]
+    g = helper.make_graph(nodes, "activation_fan_out", vi[:2], vi[2:],
+                          [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])])
+    return save(g, path)
+
+
+@pytest.mark.parametrize("build", [_shape_read_by_two_gathers, _activation_read_by_three_nodes],
+                         ids=["shape-read-by-two-gathers", "activation-read-by-three-nodes"])
+def test_a_value_read_by_several_nodes_of_a_dynamic_partition(tmp_path: Path, ep_devices, env: Env, build) -> None:
+    """A value produced and read by several nodes inside one partition is an intermediate of the
+    subgraph the EP writes, never also one of its inputs (onnxruntime 1.23's graph view lists such a
+    value among its inputs; the compiler's ONNX checker then refused every node of the partition)."""
+    model = build(tmp_path / "fan_out.onnx")
+    sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
+    cpu = cpu_session(model)
+    for shape in [(2, 3), (5, 1), (1, 7)]:
+        feeds = {k: v for k, v in _feeds(shape, seed=shape[0]).items() if k in {i.name for i in sess.get_inputs()}}
+        np.testing.assert_allclose(sess.run(None, feeds)[0], cpu.run(None, feeds)[0], rtol=1e-6)
+    checked = [onnx.load(p, load_external_data=False) for r in env.requests() for p in r.get("model_copies", [])]
+    assert checked, "the partition was checked by the compiler"
+    for m in [*checked, *env.compiled_models()]:
+        produced = {o for n in m.graph.node for o in n.output}
+        assert not produced & {i.name for i in m.graph.input}, "a value the subgraph computes is not its input"
+    assert len(env.compiled_models()) == 1, "the whole graph is one partition"
+
+
 def test_the_compile_takes_the_lowering_of_the_support_check(tmp_path: Path, ep_devices, env: Env) -> None:
     """The EP compiles the very bytes it had checked, against the same manifest and ABI, so the
     compiler lowers the subgraph once per cold session, not twice."""
