@@ -191,3 +191,43 @@ def test_a_slow_compile_does_not_hold_up_another_session(tmp_path: Path, ep_devi
     support = [r for r in env.requests() if r["action"] == "support"]
     assert len(support) == 2, "each model had its support check"
     assert slow_pid not in _compiler_pids(env)[1:], "the other session's compile went to another process"
+
+
+def test_compiles_leave_a_process_to_support_checks(tmp_path: Path, ep_devices, env: Env, make_spy_python) -> None:
+    """Three compiles hang, each on a process of its own: a fourth session still gets its support
+    check (on the fourth process), and its compile waits for one of the three to end."""
+    hold = tmp_path / "hold-dir"
+    hold.mkdir()
+    for k in range(3):
+        (hold / f"hold-{k}").touch()
+    options = dict(env.options, compiler_python=str(make_spy_python({"HIPDNN_EP_TEST_HOLD_DIR": hold})))
+    results: dict[str, object] = {}
+
+    def session(name: str, dims: list, middle: str) -> None:
+        try:
+            _check(make_session(elementwise(tmp_path / f"{name}.onnx", dims, middle), ep_devices, options,
+                                NO_FALLBACK), (2, dims[1]), middle)
+            results[name] = "ok"
+        except Exception as exc:  # noqa: BLE001 - reported by the assertions below
+            results[name] = exc
+
+    models = {"a": (["n", 13], "Mul"), "b": (["n", 13], "Add"), "c": (["n", 14], "Mul"), "d": (["n", 14], "Add")}
+    threads = {name: threading.Thread(target=session, args=(name, *m)) for name, m in models.items()}
+    try:
+        for name in "abc":
+            threads[name].start()
+        held = {int(_wait_for(hold / f"held-{k}", 180)) for k in range(3)}
+        assert len(held) == 3, "each held compile has a process of its own"
+        threads["d"].start()
+        deadline = time.monotonic() + 60
+        while len([r for r in env.requests() if r["action"] == "support"]) < 4:
+            assert time.monotonic() < deadline, "the fourth session's support check waited for the compiles"
+            time.sleep(0.05)
+        time.sleep(1.0)
+        assert threads["d"].is_alive(), "the fourth session's compile took the process left to support checks"
+    finally:
+        (hold / "release").touch()
+        for t in threads.values():
+            if t.ident is not None:
+                t.join()
+    assert results == dict.fromkeys(models, "ok")

@@ -18,9 +18,9 @@ that runs this file with the real interpreter; it
   that pointer file (to test how the EP replaces a compiler process that dies);
 * when the wrapper sets $HIPDNN_EP_TEST_START_DELAY (seconds), sleeps that long before serving
   (a compiler whose start is slow);
-* when the wrapper sets $HIPDNN_EP_TEST_HOLD_DIR, holds one compile request (a slow compile):
-  the first compile that finds a file `hold` there removes it, writes its process id to `held`
-  and answers only once a file `release` appears (or after 300 s).
+* when the wrapper sets $HIPDNN_EP_TEST_HOLD_DIR, holds compile requests (slow compiles): a
+  compile that finds a file `hold` (or `hold-N`) there removes it, writes its process id to
+  `held` (`held-N`) and answers only once a file `release` appears (or after 300 s).
 
 Without a log folder it is a transparent pass-through.  Without --serve it answers one
 request from stdin, as `python -m hipdnn_ep_compiler.protocol` does."""
@@ -86,16 +86,21 @@ def _crash_requested(request) -> bool:
 
 
 def _hold(request) -> None:
-    """Holds this compile until released, when it is the one that takes the `hold` file."""
+    """Holds this compile until released, when it takes a `hold` file."""
     folder = os.environ.get("HIPDNN_EP_TEST_HOLD_DIR")
     if not folder or not isinstance(request, dict) or request.get("action") != "compile":
         return
-    try:
-        os.unlink(Path(folder) / "hold")  # only one request takes it
-    except FileNotFoundError:
+    for hold in sorted(Path(folder).glob("hold*")):
+        try:
+            os.unlink(hold)  # only one request takes it
+        except FileNotFoundError:
+            continue
+        held = Path(folder) / hold.name.replace("hold", "held")
+        held.with_suffix(".part").write_text(str(os.getpid()))
+        os.replace(held.with_suffix(".part"), held)
+        break
+    else:
         return
-    (Path(folder) / "held.part").write_text(str(os.getpid()))
-    os.replace(Path(folder) / "held.part", Path(folder) / "held")
     deadline = time.monotonic() + 300
     while not (Path(folder) / "release").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
