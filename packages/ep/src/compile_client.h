@@ -1,5 +1,5 @@
-// Client of the compiler protocol (hipdnn-ep-compiler's README, "Subprocess
-// protocol"): sends each request, one JSON line, to a
+// Client of the compiler protocol (docs/compiler_protocol.md): sends each
+// request, one JSON line, to a
 // `PYTHON -m hipdnn_ep_compiler.protocol --serve` process of the
 // interpreter's CompilerPool and reads the one-line response.
 #pragma once
