@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import onnx
 
 from hipdnn_ep_compiler.abi import bundled_manifest_path
-from hipdnn_ep_compiler.protocol import PROTOCOL, handle
+from hipdnn_ep_compiler.protocol import HOST_GONE_STATUS, PROTOCOL, handle
 
 
 def test_capabilities():
@@ -141,3 +146,74 @@ def test_the_dependencies_exclude_the_ml_dtypes_release_that_imports_slowly():
     ml_dtypes = [r for r in reqs if r.name.replace("_", "-") == "ml-dtypes"]
     assert ml_dtypes and not ml_dtypes[0].specifier.contains("0.7.0")
     assert metadata.version("ml_dtypes") != "0.7.0"
+
+
+# A server whose requests take a minute (a pathological graph), telling when one has begun.
+_SLOW_SERVER = ("import pathlib, sys, time\nfrom hipdnn_ep_compiler import protocol\n"
+                "def slow(request):\n"
+                "    pathlib.Path(sys.argv[1]).write_text('busy')\n"
+                "    time.sleep(60)\n"
+                "    return {'protocol': 2, 'ok': True}\n"
+                "sys.exit(protocol.serve(handler=slow))\n")
+
+
+def _wait_for(path, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    """True while `pid` runs (a zombie, ended but not yet reaped by its new parent, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_serve_exits_mid_request_when_nobody_reads_its_answers(tmp_path):
+    """The host died (its end of the responses' pipe closed): a request in progress is abandoned."""
+    busy = tmp_path / "busy"
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_SERVER, str(busy)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    try:
+        proc.stdin.write(b'{"protocol": 2, "action": "capabilities"}\n')
+        proc.stdin.flush()
+        _wait_for(busy)
+        proc.stdout.close()  # stdin stays open: only the closed responses' pipe tells
+        start = time.monotonic()
+        status = proc.wait(timeout=30)
+        assert time.monotonic() - start < 1.0
+        assert status == HOST_GONE_STATUS
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdin.close()
+
+
+def test_serve_exits_mid_request_when_its_parent_dies(tmp_path):
+    """The host died while something else still holds both pipes (here: this test holds the
+    responses' pipe): the server notices that it was reparented."""
+    busy = tmp_path / "busy"
+    host = ("import subprocess, sys, time\n"
+            f"p = subprocess.Popen([sys.executable, '-c', {_SLOW_SERVER!r}, {str(busy)!r}], stdin=subprocess.PIPE)\n"
+            "print(p.pid, flush=True)\n"
+            "p.stdin.write(b'{}\\n')\n"
+            "p.stdin.flush()\n"
+            "time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", host], stdout=subprocess.PIPE, text=True)
+    server = int(proc.stdout.readline())
+    try:
+        _wait_for(busy)
+        proc.kill()
+        proc.wait()
+        start = time.monotonic()
+        while _running(server):
+            assert time.monotonic() - start < 1.0, "the server outlived its parent by more than a second"
+            time.sleep(0.01)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server, signal.SIGKILL)
+        proc.stdout.close()

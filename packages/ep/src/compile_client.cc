@@ -1,318 +1,27 @@
 #include "compile_client.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "compiler_pool.h"
 #include "ep_utils.h"
 #include "runtime_api.h"
-
-extern char** environ;
 
 namespace hipdnn_ep {
 namespace {
 
 std::string Tail(const std::string& s, size_t n = 4000) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
-
-// How a process ended, from its wait status.
-std::string Ended(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
-  return "ended";
-}
-
-
-// A compiler process answering requests, one JSON line each way
-// (`PYTHON -m hipdnn_ep_compiler.protocol --serve`), kept for the life of
-// this process and shared by every session that uses the same interpreter:
-// starting Python and importing the compiler costs seconds, a request
-// milliseconds.  Its stderr goes to an unlinked temporary file, read back
-// only to explain a failure.
-class CompilerServer {
- public:
-  explicit CompilerServer(std::string python) : python_(std::move(python)) {}
-  ~CompilerServer() { Stop(); }
-
-  // Sends one request line and returns the response line; starts the
-  // process when it is not running (first use, or after it died or was
-  // stopped).  Throws with what went wrong and the process's stderr.
-  // `notice`, when set, hears of a process that ended on its own and was
-  // replaced.
-  std::string Request(const std::string& line, int64_t timeout_s, const std::string& where,
-                      const std::function<void(const std::string&)>& notice) {
-    std::lock_guard<std::mutex> lock(mu_);
-    // A process that died (killed, out of memory) while idle or during this
-    // request is replaced, and the request, which has no effect until
-    // answered, is sent again once.
-    for (int attempt = 0;; ++attempt) {
-      const bool fresh = !Alive();
-      if (fresh) {
-        Start(where);
-        if (!ended_.empty() && notice) {
-          notice("hipdnn-ep: the compiler process " + ended_ + "; a new one (pid " + std::to_string(pid_) +
-                 ") takes over");
-        }
-        ended_.clear();
-      }
-      try {
-        return Exchange(line, timeout_s, where, fresh);
-      } catch (const Died& e) {
-        if (fresh && attempt > 0) {
-          throw EpError(std::string(e.what()) + "\nIt was the second compiler process to end during this request " +
-                        "(the first one " + first_end_ + "), so the request itself seems to break the compiler: " +
-                        "please report it with the model.");
-        }
-        if (fresh) throw;
-        first_end_ = ended_;
-      }
-    }
-  }
-
- private:
-  // Thrown when the process was gone before answering; Request may retry.
-  struct Died : EpError {
-    using EpError::EpError;
-  };
-
-  // `fresh`: the process was started for this request, so what it wrote to
-  // stderr while starting (an import that failed, say) belongs to the answer.
-  std::string Exchange(const std::string& line, int64_t timeout_s, const std::string& where, bool fresh) {
-    const off_t err_start = fresh ? 0 : lseek(err_, 0, SEEK_END);
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(std::min<int64_t>(timeout_s, int64_t{1} << 32));
-    std::string out = line + "\n";
-    size_t written = 0;
-    bool broken = false;
-    while (written < out.size() && !broken) {
-      if (!Wait(in_, POLLOUT, deadline)) return TimedOut(timeout_s, where, err_start);
-      ssize_t n = write(in_, out.data() + written, out.size() - written);
-      if (n > 0) written += static_cast<size_t>(n);
-      else if (n < 0 && errno != EINTR && errno != EAGAIN) broken = true;  // EPIPE: it died
-    }
-    size_t newline;
-    while (!broken && (newline = buffered_.find('\n')) == std::string::npos) {
-      if (!Wait(out_, POLLIN, deadline)) return TimedOut(timeout_s, where, err_start);
-      char buf[65536];
-      ssize_t n = read(out_, buf, sizeof buf);
-      if (n > 0) buffered_.append(buf, static_cast<size_t>(n));
-      else if (n == 0 || (errno != EINTR && errno != EAGAIN)) broken = true;
-    }
-    if (broken) {
-      const std::string partial = buffered_;
-      const pid_t pid = pid_;
-      const int code = Stop();
-      ended_ = "(pid " + std::to_string(pid) + ") " +
-               (code > 128 ? "was killed by signal " + std::to_string(code - 128) : "exited with code " + std::to_string(code)) +
-               " during a request";
-      throw Died(where + " exited with code " + std::to_string(code) + " without a valid JSON response.\nstderr:\n" +
-                    ErrTail(err_start) + (partial.empty() ? "" : "\nstdout:\n" + Tail(partial)));
-    }
-    std::string response = buffered_.substr(0, newline);
-    buffered_.erase(0, newline + 1);
-    return response;
-  }
-
- public:
-  // Stops the process after a reply that cannot be trusted (not JSON: the
-  // two sides no longer agree where a message starts); the next request
-  // starts a new one.
-  void Discard() {
-    std::lock_guard<std::mutex> lock(mu_);
-    Stop();
-  }
-
-  // The stderr the process wrote since offset `from`.
-  std::string ErrTail(off_t from) const {
-    if (err_ < 0) return {};
-    std::string s;
-    char buf[65536];
-    for (off_t at = from;;) {
-      ssize_t n = pread(err_, buf, sizeof buf, at);
-      if (n <= 0) break;
-      s.append(buf, static_cast<size_t>(n));
-      at += n;
-    }
-    return Tail(s);
-  }
-
-  off_t ErrOffset() const { return err_ < 0 ? 0 : lseek(err_, 0, SEEK_END); }
-
- private:
-  bool Alive() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    const pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == 0) return true;
-    if (r == pid_) ended_ = "(pid " + std::to_string(pid_) + ") " + Ended(status) + " while idle";
-    pid_ = -1;  // reaped: it exited between requests
-    Close();
-    return false;
-  }
-
-  void Start(const std::string& where) {
-    Close();
-    buffered_.clear();
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
-      throw EpError(std::string("hipdnn-ep: pipe failed: ") + std::strerror(errno));
-    }
-    const char* tmpdir = getenv("TMPDIR");
-    std::string tmpl = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/hipdnn-ep-compiler-stderr-XXXXXX";
-    err_ = mkostemp(tmpl.data(), O_CLOEXEC);
-    if (err_ >= 0) unlink(tmpl.c_str());
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    if (err_ >= 0) posix_spawn_file_actions_adddup2(&fa, err_, 2);
-    // `python -m` puts the working directory first on sys.path: run from "/"
-    // so that a folder named like the compiler in the user's cwd cannot shadow it.
-    posix_spawn_file_actions_addchdir_np(&fa, "/");
-    std::vector<std::string> args = {python_, "-m", "hipdnn_ep_compiler.protocol", "--serve"};
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(in[0]);
-    close(out[1]);
-    if (rc != 0) {
-      close(in[1]);
-      close(out[0]);
-      throw EpError("hipdnn-ep: cannot start the compiler with '" + python_ + "': " + std::strerror(rc) + " (" +
-                    where + ")");
-    }
-    pid_ = pid;
-    in_ = in[1];
-    out_ = out[0];
-    // A process that dies while we write must not kill us with SIGPIPE:
-    // writes to its pipe then fail with EPIPE instead.
-    static std::once_flag ignore_sigpipe;
-    std::call_once(ignore_sigpipe, [] {
-      struct sigaction old {};
-      sigaction(SIGPIPE, nullptr, &old);
-      if (old.sa_handler == SIG_DFL) {
-        struct sigaction ignore {};
-        ignore.sa_handler = SIG_IGN;
-        sigaction(SIGPIPE, &ignore, nullptr);
-      }
-    });
-  }
-
-  // Kills and reaps the process; returns its exit code (128 + signal).
-  int Stop() {
-    int code = -1;
-    if (pid_ > 0) {
-      if (in_ >= 0) { close(in_); in_ = -1; }
-      int status = 0;
-      // Give it a moment to exit on EOF before killing it.
-      for (int i = 0; i < 20; ++i) {
-        pid_t r = waitpid(pid_, &status, WNOHANG);
-        if (r == pid_) break;
-        if (r < 0 && errno != EINTR) break;
-        if (i == 19) {
-          kill(pid_, SIGKILL);
-          while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-          }
-          break;
-        }
-        usleep(5000);
-      }
-      code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      pid_ = -1;
-    }
-    Close();
-    return code;
-  }
-
-  void Close() {
-    for (int* fd : {&in_, &out_}) {
-      if (*fd >= 0) close(*fd);
-      *fd = -1;
-    }
-  }
-
-  // Waits until `fd` is ready for `events` or the deadline passes.
-  static bool Wait(int fd, short events, std::chrono::steady_clock::time_point deadline) {
-    for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{fd, events, 0};
-      int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30)));
-      if (r > 0) return true;
-      if (r < 0 && errno != EINTR) return true;  // let the read/write report it
-    }
-  }
-
-  std::string TimedOut(int64_t timeout_s, const std::string& where, off_t err_start) {
-    const std::string err = ErrTail(err_start);
-    if (pid_ > 0) kill(pid_, SIGKILL);
-    Stop();
-    throw EpError(where + " did not answer within " + std::to_string(timeout_s) +
-                  " s and was stopped. Raise the EP option compile_timeout (seconds) if the graph needs longer." +
-                  (err.empty() ? "" : "\nstderr:\n" + err));
-  }
-
-  std::string python_;
-  std::mutex mu_;
-  pid_t pid_ = -1;
-  int in_ = -1, out_ = -1, err_ = -1;
-  std::string buffered_;
-  // How the last process ended when it ended on its own ("" when it did
-  // not, or once its successor was announced), and how the first of two
-  // processes ended that both failed one request.
-  std::string ended_, first_end_;
-};
-
-// One server per interpreter for the whole process (never destroyed: at
-// exit the pipes close and each server ends on EOF).  At most kMaxServers
-// run at once; starting another stops the least recently used idle one.
-constexpr size_t kMaxServers = 4;
-
-std::shared_ptr<CompilerServer> ServerFor(const std::string& python) {
-  static std::mutex mu;
-  static auto* servers = new std::map<std::string, std::pair<std::shared_ptr<CompilerServer>, uint64_t>>();
-  static uint64_t clock = 0;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = servers->find(python);
-  if (it != servers->end()) {
-    it->second.second = ++clock;
-    return it->second.first;
-  }
-  while (servers->size() >= kMaxServers) {
-    auto oldest = servers->end();
-    for (auto s = servers->begin(); s != servers->end(); ++s) {
-      if (s->second.first.use_count() == 1 && (oldest == servers->end() || s->second.second < oldest->second.second)) {
-        oldest = s;
-      }
-    }
-    if (oldest == servers->end()) break;  // all busy: run one more for now
-    servers->erase(oldest);               // its destructor stops the process
-  }
-  auto server = std::make_shared<CompilerServer>(python);
-  (*servers)[python] = {server, ++clock};
-  return server;
-}
 
 // True when this process is a Python interpreter (the symbol is found in the
 // executable or a library it loaded, and the interpreter is running).
@@ -417,18 +126,18 @@ CompileClient::CompileClient(std::string python_option, int64_t timeout_s) : tim
   python_reason_ = "python3 on PATH";
 }
 
-json::Value CompileClient::Call(const std::string& request, std::string* raw) const {
+json::Value CompileClient::Call(const std::string& request, bool compile, std::string* raw) const {
   std::string where = "hipdnn-ep: compiler (" + python_ + " -m hipdnn_ep_compiler.protocol --serve, chosen as " +
                       python_reason_ + ")";
-  std::shared_ptr<CompilerServer> server = ServerFor(python_);
-  const off_t err_start = server->ErrOffset();
-  const std::string line = server->Request(request, timeout_s_, where, notice_);
+  CompilerPool::Lease process = CompilerPool::For(python_)->Acquire(compile);
+  const off_t err_start = process->ErrOffset();
+  const std::string line = process->Request(request, timeout_s_, where, notice_);
   json::Value resp;
   try {
     resp = json::Parse(line);
   } catch (const std::exception& e) {
-    const std::string err = server->ErrTail(err_start);
-    server->Discard();
+    const std::string err = process->ErrTail(err_start);
+    process->Discard();
     throw EpError(where + " answered without a valid JSON response (" + e.what() + ").\nstdout:\n" + Tail(line) +
                   (err.empty() ? "" : "\nstderr:\n" + err));
   }
@@ -455,7 +164,8 @@ json::Value CompileClient::Call(const std::string& request, std::string* raw) co
 
 CompilerCapabilities CompileClient::Capabilities(std::string* raw) const {
   return ParseCapabilities(
-      Call("{\"protocol\":" + std::to_string(kCompilerProtocolVersion) + ",\"action\":\"capabilities\"}", raw));
+      Call("{\"protocol\":" + std::to_string(kCompilerProtocolVersion) + ",\"action\":\"capabilities\"}", false,
+           raw));
 }
 
 CompilerCapabilities CompileClient::ParseCapabilities(const json::Value& resp) {
@@ -499,7 +209,7 @@ CompileResult CompileClient::Compile(const std::string& model_path, const std::s
                     ",\"out_dir\":" + json::Quote(out_dir) + ",\"output\":" + json::Quote(out_dir) + ",\"backend\":" + json::Quote(backend) +
                     ",\"abi\":" + json::Quote(abi) +
                     (manifest.empty() ? std::string() : ",\"manifest\":" + json::Quote(manifest)) + "}";
-  json::Value resp = Call(req);
+  json::Value resp = Call(req, true);
   CompileResult result;
   result.artifact = resp["artifact"].string;
   result.metadata = resp["metadata"];
@@ -536,7 +246,7 @@ std::vector<std::vector<NodeVerdict>> CompileClient::Support(const std::vector<s
                     ",\"action\":\"support\",\"models\":[" + models + "],\"backend\":" + json::Quote(backend) +
                     (abi.empty() ? std::string() : ",\"abi\":" + json::Quote(abi)) +
                     (manifest.empty() ? std::string() : ",\"manifest\":" + json::Quote(manifest)) + "}";
-  json::Value resp = Call(req);
+  json::Value resp = Call(req, false);
   const json::Value& answers = resp["models"];
   if (!answers.is_array() || answers.array.size() != model_paths.size()) {
     throw EpError("hipdnn-ep: the compiler's support answer does not have one entry per model");

@@ -1,7 +1,7 @@
-// Client of the compiler protocol (docs/compiler_protocol.md): keeps one
-// `PYTHON -m hipdnn_ep_compiler.protocol --serve` process per interpreter
-// for the life of the process (restarted when it dies) and exchanges one
-// JSON line per request and response with it.
+// Client of the compiler protocol (docs/compiler_protocol.md): sends each
+// request, one JSON line, to a
+// `PYTHON -m hipdnn_ep_compiler.protocol --serve` process of the
+// interpreter's CompilerPool and reads the one-line response.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler_process.h"  // CompilerTimeout
 #include "json.h"
 
 namespace hipdnn_ep {
@@ -75,7 +76,8 @@ class CompileClient {
                                                 const std::string& manifest) const;
 
  private:
-  json::Value Call(const std::string& request, std::string* raw = nullptr) const;
+  // `compile`: a compile request (see CompilerPool's bounds).
+  json::Value Call(const std::string& request, bool compile, std::string* raw = nullptr) const;
   std::string python_;
   std::string python_reason_;
   int64_t timeout_s_;

@@ -102,7 +102,7 @@ std::vector<std::string> StampedFiles(const CompileClient& client, const Compile
 CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, const std::string& cache_dir) {
   // Not held while the compiler answers would allow duplicate queries; the
   // query is short and happens once, so holding the lock is simpler.
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(capabilities_mu_);
   auto it = capabilities_.find(client.python());
   if (it != capabilities_.end()) return it->second;
   auto err = capability_errors_.find(client.python());
@@ -150,6 +150,8 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
       if (ec) fs::remove(part, ec);
     }
     return caps;
+  } catch (const CompilerTimeout&) {
+    throw;  // not an answer: a later session, maybe with a longer compile_timeout, asks again
   } catch (const std::exception& e) {
     capability_errors_[client.python()] = e.what();
     throw;

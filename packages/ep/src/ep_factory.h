@@ -76,8 +76,11 @@ class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<RuntimeApi>> runtimes_;
   std::map<std::string, std::string> runtime_errors_;
+  // Held while a capabilities query runs (it may take up to compile_timeout),
+  // so that it never holds up the runtime's loading in another session.
+  std::mutex capabilities_mu_;
   std::map<std::string, CompilerCapabilities> capabilities_;
-  std::map<std::string, std::string> capability_errors_;
+  std::map<std::string, std::string> capability_errors_;  // never a timeout
   // GPU memory infos registered on EpDevices, with their backend and ordinal.
   struct GpuMemory {
     OrtMemoryInfo* info;

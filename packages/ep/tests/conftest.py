@@ -60,12 +60,28 @@ def _script(path: Path, body: str) -> Path:
     return path
 
 
-def _spy_python(folder: Path, capabilities: dict | None = None) -> Path:
+def _spy_python(folder: Path, capabilities: dict | None = None, environ: dict[str, str] | None = None) -> Path:
     """An 'interpreter' for the option compiler_python: the spy under the real Python,
-    with `capabilities` replacing fields of the compiler's capabilities answer."""
+    with `capabilities` replacing fields of the compiler's capabilities answer and `environ`
+    set for the spy (see support/spy_compiler.py)."""
     prefix = f"HIPDNN_EP_TEST_COMPILE_LOG_POINTER='{LOG_POINTER}' "
     prefix += f"HIPDNN_EP_TEST_CAPABILITIES='{json.dumps(capabilities)}' " if capabilities else ""
+    prefix += "".join(f"{k}='{v}' " for k, v in (environ or {}).items())
     return _script(folder / "python-spy", f'{prefix}exec "{sys.executable}" "{SPY}" "$@"')
+
+
+@pytest.fixture
+def make_spy_python(tmp_path: Path):
+    """A spy 'interpreter' of its own (so a compiler process of its own) with the given
+    environment for the spy, e.g. {"HIPDNN_EP_TEST_HOLD_DIR": folder}."""
+    count = iter(range(1000))
+
+    def make(environ: dict[str, str]) -> Path:
+        folder = tmp_path / f"spy-{next(count)}"
+        folder.mkdir()
+        return _spy_python(folder, environ=environ)
+
+    return make
 
 
 @pytest.fixture(scope="session")

@@ -20,17 +20,25 @@ Response: {"protocol": 2, "ok": true, ...} or {"protocol": 2, "ok": false, "erro
 Protocol 1 requests (capabilities and compile, which are unchanged) are still answered, as
 protocol 1; support needs protocol 2.
 The exit status is 0 whenever a response was written (check "ok"); 2 if the request is unreadable.
+A serving process ends with its host: when nobody can read its answers any more (the read end of
+its stdout is closed) or its parent process changes, it exits at once (status 3), even inside a
+request; see serve().
 """
 
 from __future__ import annotations
 
 import json
+import os
+import select
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
 PROTOCOL = 2
 PROTOCOLS = (1, 2)  # answered; 1 lacks "support"
+HOST_GONE_STATUS = 3  # the exit status of a serving process whose host went away
+_PARENT_POLL_S = 0.25
 
 
 def _error(kind: str, message: str, protocol: int = PROTOCOL) -> dict[str, Any]:
@@ -128,17 +136,47 @@ def prepare() -> None:
         pass
 
 
+def _watch_host(answers_fd: int, parent: int | None) -> None:
+    """Ends this process when its host is gone, also in the middle of a request (a compile of a
+    pathological graph may run for many minutes and many GB): when the read end of the responses'
+    pipe closes (poll reports an error on the write end: nobody will read the answer) or, where
+    `parent` is given, when the parent process changes (this process was reparented: the host
+    died while something else, a child it forked, still holds the pipe). Runs on its own thread.
+    The host also has the kernel kill this process when it dies (PR_SET_PDEATHSIG), which works
+    even while native code holds the GIL; this covers the cases that does not (a wrapper between
+    host and interpreter, an interpreter started by other hosts)."""
+    poller = select.poll()
+    poller.register(answers_fd, select.POLLERR | select.POLLHUP)
+    while True:
+        if poller.poll(_PARENT_POLL_S * 1000) or (parent is not None and os.getppid() != parent):
+            os._exit(HOST_GONE_STATUS)
+
+
+def _start_host_watch(stdout, parent: int | None) -> None:
+    try:
+        fd = stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream: nothing to watch
+        return
+    threading.Thread(target=_watch_host, args=(fd, parent), name="hipdnn-ep-host-watch", daemon=True).start()
+
+
 def serve(stdin=None, stdout=None, handler: Callable[[Any], dict[str, Any]] = handle) -> int:
     """Answers requests until stdin closes: one JSON request per line in, one JSON response per
     line out, in order (JSON text has no raw newlines). Anything else the compiler or its
     libraries print goes to stderr, so stdout carries responses only. `handler` answers one
-    parsed request (default: handle). The compile path is imported first (see prepare)."""
-    import os
+    parsed request (default: handle). The compile path is imported first (see prepare).
 
+    Stdin closing ends the loop once the requests read are answered (a script may pipe in a file
+    of requests); the host going away ends the process at once (see _watch_host): when stdout is
+    a pipe whose reader closes it, and, when serve() owns the real stdout (stdout=None), when the
+    parent process changes."""
+    parent = None
     if stdout is None:  # keep the real stdout for responses; fd 1 (print, native code) goes to stderr
+        parent = os.getppid()
         sys.stdout.flush()
         stdout = os.fdopen(os.dup(1), "w", encoding="utf-8")
         os.dup2(2, 1)
+    _start_host_watch(stdout, parent)
     stdin = stdin or sys.stdin
     prepare()
     for line in stdin:

@@ -15,7 +15,12 @@ that runs this file with the real interpreter; it
 * notes in each compile request it records whether the compiler already holds that model's
   lowering from the support check (`lowering_kept`);
 * crashes (SIGSEGV) on a support or compile request while a file named `crash` exists beside
-  that pointer file (to test how the EP replaces a compiler process that dies).
+  that pointer file (to test how the EP replaces a compiler process that dies);
+* when the wrapper sets $HIPDNN_EP_TEST_START_DELAY (seconds), sleeps that long before serving
+  (a compiler whose start is slow);
+* when the wrapper sets $HIPDNN_EP_TEST_HOLD_DIR, holds compile requests (slow compiles): a
+  compile that finds a file `hold` (or `hold-N`) there removes it, writes its process id to
+  `held` (`held-N`) and answers only once a file `release` appears (or after 300 s).
 
 Without a log folder it is a transparent pass-through.  Without --serve it answers one
 request from stdin, as `python -m hipdnn_ep_compiler.protocol` does."""
@@ -27,6 +32,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 from pathlib import Path
 
 
@@ -79,12 +85,34 @@ def _crash_requested(request) -> bool:
         and Path(pointer).with_name("crash").exists()
 
 
+def _hold(request) -> None:
+    """Holds this compile until released, when it takes a `hold` file."""
+    folder = os.environ.get("HIPDNN_EP_TEST_HOLD_DIR")
+    if not folder or not isinstance(request, dict) or request.get("action") != "compile":
+        return
+    for hold in sorted(Path(folder).glob("hold*")):
+        try:
+            os.unlink(hold)  # only one request takes it
+        except FileNotFoundError:
+            continue
+        held = Path(folder) / hold.name.replace("hold", "held")
+        held.with_suffix(".part").write_text(str(os.getpid()))
+        os.replace(held.with_suffix(".part"), held)
+        break
+    else:
+        return
+    deadline = time.monotonic() + 300
+    while not (Path(folder) / "release").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def answer(request):
     from hipdnn_ep_compiler.protocol import handle
 
     if _crash_requested(request):
         os.kill(os.getpid(), signal.SIGSEGV)
     _record(request)
+    _hold(request)
     response = handle(request)
     replace = os.environ.get("HIPDNN_EP_TEST_CAPABILITIES")
     if replace and isinstance(request, dict) and request.get("action") == "capabilities":
@@ -95,6 +123,7 @@ def answer(request):
 def main() -> int:
     from hipdnn_ep_compiler.protocol import serve
 
+    time.sleep(float(os.environ.get("HIPDNN_EP_TEST_START_DELAY", "0")))
     if sys.argv[1:] == ["-m", "hipdnn_ep_compiler.protocol", "--serve"]:
         return serve(handler=answer)
     try:
