@@ -57,9 +57,9 @@ def test_a_check_over_named_symbols_names_its_values_at_either_target(target, co
     through their definitions (`symbols`); from 1.2 the program says it. Both give the same numbers."""
     if runtime.abi_version() < (1, 3):
         pytest.skip(f"needs a runtime of ABI 1.3 or newer (this one is {runtime.abi_version()})")
-    info = compiler.compile_model(_sliced_reshape(8), tmp_path, abi=target)
-    if "symbols" not in info.metadata:
+    if tuple(int(x) for x in compiler.__version__.split(".")[:2]) < (0, 4):
         pytest.skip("needs a compiler that names large shape expressions (0.4 or newer)")
+    info = compiler.compile_model(_sliced_reshape(8), tmp_path, abi=target)
     names = {s["name"] for s in info.metadata["symbols"]}
     [check] = [c for c in info.metadata["checks"] if c["kind"] == "eq"]
     assert any(t in names for v in check["values"] if isinstance(v, str)

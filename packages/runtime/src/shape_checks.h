@@ -15,7 +15,7 @@ namespace hipdnn_ep {
 // INT64_MIN / -1, count as failures; x / 0 is 0), or "" when every check holds
 // or none can be read. Values of small integer inputs ("v" symbols) are read
 // with a DEVICE_TO_HOST copy through state. Named symbols ("s" symbols) are
-// defined by metadata["symbols"] (compilers from 0.x on; absent in older artifacts).
+// defined by metadata["symbols"] (compiler 0.4 on; absent in older artifacts).
 std::string first_failed_check(const json::Value& metadata, hipdnn_ep_state_t* state,
                                const hipdnn_ep_tensor_ref_t* inputs, size_t n_inputs);
 
