@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 from conftest import NO_FALLBACK, Env, cpu_session, make_session
 from models import save
@@ -86,3 +87,45 @@ def test_an_initializer_that_is_a_graph_input_is_its_default_only(case: str, fal
         for compiled in env.compiled_models():
             assert not {t.name for t in compiled.graph.initializer} & set(c.defaults), \
                 "an overridable initializer must reach the compiler as a graph input, not as a constant"
+
+
+def _shapeless_input_model(path: Path) -> Path:
+    """y = Relu(x) + s: x declared without a shape (any rank), s a scalar."""
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                           helper.make_node("Add", ["r", "s"], ["y"], name="add")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("s", TensorProto.FLOAT, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return save(g, path)
+
+
+def test_an_input_without_a_shape_is_not_compiled_as_a_scalar(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Compiled for rank 0, every Run failed, even with fallback on: the nodes reading the input are left to
+    another EP, and with fallback off the session is refused saying why."""
+    model = _shapeless_input_model(tmp_path / "m.onnx")
+    sess = make_session(model, ep_devices, env.options)
+    cpu = cpu_session(model)
+    for shape in [(2, 3), (4,), (2, 1, 3)]:
+        feeds = {"x": np.linspace(-1, 1, int(np.prod(shape)), dtype=np.float32).reshape(shape),
+                 "s": np.array(0.5, np.float32)}
+        np.testing.assert_array_equal(sess.run(None, feeds)[0], cpu.run(None, feeds)[0])
+    with pytest.raises(Exception, match=r"node 'relu' \(Relu\): its rank is unknown \(no shape is declared or "
+                                        r"inferred\); hipdnn-ep compiles for a known rank"):
+        make_session(model, ep_devices, env.options, NO_FALLBACK)
+
+
+def test_a_scalar_input_is_still_compiled(tmp_path: Path, ep_devices, env: Env) -> None:
+    """A scalar input (declared shape []) is no input of unknown rank: where onnxruntime tells the two apart
+    (after 1.23), the node reading it runs on the EP."""
+    g = helper.make_graph([helper.make_node("Add", ["x", "s"], ["y"], name="add")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+                           helper.make_tensor_value_info("s", TensorProto.FLOAT, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    model = save(g, tmp_path / "m.onnx")
+    feeds = {"x": np.array([1, 2, 3], np.float32), "s": np.array(0.5, np.float32)}
+    if tuple(int(p) for p in ort.__version__.split(".")[:2]) <= (1, 23):
+        np.testing.assert_array_equal(make_session(model, ep_devices, env.options).run(None, feeds)[0],
+                                      cpu_session(model).run(None, feeds)[0])
+        pytest.skip(f"onnxruntime {ort.__version__} reports a scalar and a shapeless input alike (rank 0)")
+    got = make_session(model, ep_devices, env.options, NO_FALLBACK).run(None, feeds)[0]
+    np.testing.assert_array_equal(got, [1.5, 2.5, 3.5])
