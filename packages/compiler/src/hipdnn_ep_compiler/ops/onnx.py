@@ -327,13 +327,16 @@ def _clamp_index(i: sym.Expr, dim: sym.Expr, lo: sym.Expr, hi: sym.Expr) -> sym.
     """A Slice start or end as ONNX reads it: i + dim when negative, then clamped to [lo, hi].  Any int64
     is allowed (PyTorch exports x[:, 1:] with end INT64_MAX): i is first clamped to [-dim - 1, dim], which
     changes no result, so that i + dim cannot overflow."""
-    i = sym.minimum(sym.maximum(i, sym.sub(-1, dim)), dim)
+    if not isinstance(i, int) and not sym.nonnegative(i):  # a fed value (constants fold exactly)
+        i = sym.minimum(sym.maximum(i, sym.sub(-1, dim)), dim)
     return sym.minimum(sym.maximum(sym.select_negative(i, sym.add(i, dim), i), lo), hi)
 
 
 def _to_the_end(end: sym.Expr, last: sym.Expr, clamped: sym.Expr) -> sym.Expr:
     """An end of INT64_MAX or INT32_MAX means "to the end in the step's direction" (numpy's None), as
     onnxruntime reads it, also for a negative step; any other end is `clamped`."""
+    if not isinstance(end, int) and sym.nonnegative(end):
+        return clamped  # an end computed from dims: a dim is no such marker
     above = sym.maximum(end, 0)  # compared with the two values without an overflow
     return sym.select_zero(sym.add(above, -sym.INT64_MAX), last,
                            sym.select_zero(sym.add(above, -(2**31 - 1)), last, clamped))
