@@ -3,7 +3,9 @@
 // The ORT C API has no OrtGraph -> ModelProto function, so this writes the
 // protobuf wire format directly, for the subset the compiler needs: opsets,
 // nodes with their attributes, typed graph inputs/outputs and intermediate
-// value infos (symbolic dims by name), and initializers.  Initializers larger
+// value infos (symbolic dims by name), and constant initializers (an initializer
+// that is also a graph input is only its default: it is written as a graph
+// input, see ValueInfo_IsConstantInitializer).  Initializers larger
 // than kInlineLimit bytes go to a side file (ONNX external data, location
 // kWeightsFileName next to the model); smaller ones stay inline so the
 // compiler can use them as constants (shapes, axes).
