@@ -110,3 +110,31 @@ def test_a_kernel_refusing_what_it_is_fed_names_the_node(compiler, runtime, stat
     out, present_k, _ = artifact.run(state, [feeds[n] for n in names])
     np.testing.assert_allclose(out, np.ones((1, 1, 16)), rtol=1e-6)
     assert present_k.shape == (1, 1, 5, 8)
+
+
+def test_a_total_sequence_length_beyond_the_cache_is_refused(compiler, runtime, state, tmp_path):
+    """total_sequence_length fed (2^26 on a 4-position past and one new token): refused before it sizes the
+    present caches, as onnxruntime refuses it, not answered with two zero-filled 2 GiB caches."""
+    model = _attention()
+    del model.graph.initializer[:]
+    model.graph.input.append(helper.make_tensor_value_info("total", TensorProto.INT32, []))
+    for out in model.graph.output[1:]:
+        out.type.tensor_type.shape.dim[2].dim_param = "present"
+    info = compiler.compile_model(model, tmp_path)
+    if not any(c["text"].startswith("total_sequence_length {2} must equal") for c in info.metadata["checks"]):
+        pytest.skip("needs a compiler that checks total_sequence_length against the KV cache (0.4 or newer)")
+    artifact = runtime.Artifact(info.path)
+    names = [i["name"] for i in artifact.metadata["inputs"]]
+    feeds = {"q": np.ones((1, 1, 16), np.float32), "k": np.ones((1, 1, 8), np.float32),
+             "v": np.ones((1, 1, 8), np.float32), "pk": np.ones((1, 1, 4, 8), np.float32),
+             "pv": np.ones((1, 1, 4, 8), np.float32), "seqlens_k": np.array([4], np.int32),
+             "total": np.array(2**26, np.int32)}
+    with pytest.raises(runtime.InvalidArgumentError) as refused:
+        artifact.run(state, [feeds[n] for n in names])
+    assert str(refused.value).endswith(
+        "refused its inputs: node 'attn' (com.microsoft::GroupQueryAttention): total_sequence_length 67108864 must "
+        "equal past_sequence_length 4 + sequence length 1 (a growing KV cache) or be at most past_sequence_length "
+        "(a shared, preallocated one)"), str(refused.value)
+    feeds["total"] = np.array(5, np.int32)
+    _, present_k, _ = artifact.run(state, [feeds[n] for n in names])
+    assert present_k.shape == (1, 1, 5, 8)

@@ -198,6 +198,46 @@ def test_group_query_attention_window_and_softcap(refruntime, tmp_path):
     run_both(model, feeds, refruntime, tmp_path, tol=1e-4)
 
 
+
+def test_group_query_attention_checks_a_fed_total_sequence_length(refruntime, tmp_path):
+    """total_sequence_length fed as a graph input: past + sequence (a growing cache) and at most past (a
+    shared, preallocated cache) run as in onnxruntime; a larger one, which would size the present caches,
+    is refused before anything is allocated, as onnxruntime refuses it."""
+    heads, kv_heads, head = 2, 1, 8
+    node = helper.make_node("GroupQueryAttention", ["q", "k", "v", "past_k", "past_v", "seqlens_k", "total"],
+                            ["out", "present_k", "present_v"], name="attn", domain=MS, num_heads=heads,
+                            kv_num_heads=kv_heads)
+    kv = ["batch", kv_heads, "past", head]
+    model = model_of([node], [("q", T.FLOAT, ["batch", "seq", heads * head]),
+                              ("k", T.FLOAT, ["batch", "seq", kv_heads * head]),
+                              ("v", T.FLOAT, ["batch", "seq", kv_heads * head]), ("past_k", T.FLOAT, kv),
+                              ("past_v", T.FLOAT, kv), ("seqlens_k", T.INT32, ["batch"]), ("total", T.INT32, [])],
+                     [("out", T.FLOAT, None), ("present_k", T.FLOAT, None), ("present_v", T.FLOAT, None)])
+    info = compile_model(model, tmp_path / "art")
+    names = [i["name"] for i in info.metadata["inputs"]]
+    rng = np.random.default_rng(9)
+
+    def feeds(past: int, total: int) -> dict:
+        f = gqa_feeds(rng, heads, kv_heads, head, False, 1, 1, past)
+        del f["mask"]
+        return dict(f, seqlens_k=np.array([min(total, past + 1) - 1], np.int32), total=np.array(total, np.int32))
+
+    for past, total in [(4, 5), (8, 6), (8, 8)]:  # growing cache, then a shared buffer of 8 positions
+        f = feeds(past, total)
+        got = refruntime.run(info.program, [f[n] for n in names])
+        for g, w in zip(got, ort_run(model, f), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    for past, total in [(4, 6), (4, 4096), (8, 10)]:
+        f = feeds(past, total)
+        with pytest.raises(Exception, match="total_sequence_length"):
+            ort_run(model, f)
+        with pytest.raises(RuntimeError, match="status 1"):
+            refruntime.run(info.program, [f[n] for n in names])
+    assert any(c["where"] == "node 'attn' (com.microsoft::GroupQueryAttention)" and
+               c["text"].startswith("total_sequence_length {2} must equal past_sequence_length {3}")
+               for c in info.metadata["checks"])
+
+
 @pytest.mark.parametrize("change,message", [
     ({"bits": 8}, "bits=8 is not supported"),
     ({"g_idx": True}, "g_idx"),

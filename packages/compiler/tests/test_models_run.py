@@ -90,3 +90,54 @@ def test_reshape_and_slice_parameters_fed_as_graph_inputs(refruntime, tmp_path):
            "starts": np.array([0], np.int64), "ends": np.array([1], np.int64)}
     with pytest.raises(RuntimeError, match="status 1"):  # 12 elements do not reshape to [5, -1]
         refruntime.run(info.program, list(bad.values()))
+
+
+I64_MIN, I64_MAX = -2**63, 2**63 - 1
+
+
+@pytest.mark.parametrize("step", [1, 2, -1, -3, I64_MAX, I64_MIN, -I64_MAX], ids=lambda s: f"step{s}")
+def test_slice_clamps_any_int64_start_and_end_on_dynamic_dims(step, refruntime, tmp_path):
+    """starts and ends fed (PyTorch exports x[:, 1:] with end INT64_MAX), over dynamic dims: ONNX clamps every
+    int64 value (onnxruntime reads an end of INT64_MAX or INT32_MAX as "to the end", also stepping back); the
+    program used to refuse them because its clamping arithmetic overflowed int64."""
+    from conftest import const, make_model
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    model = make_model([helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])],
+                       [("x", T.FLOAT, ["a", "b"]), ("starts", T.INT64, [1]), ("ends", T.INT64, [1])],
+                       [("y", T.FLOAT, None)], [const("axes", np.array([1])), const("steps", np.array([step]))])
+    info = compile_model(model, tmp_path / "a")
+    names = [i["name"] for i in info.metadata["inputs"]]
+    values = [I64_MIN, I64_MIN + 1, -2**31, -6, -5, -1, 0, 1, 4, 5, 6, 2**31 - 1, I64_MAX - 1, I64_MAX]
+    rng = np.random.default_rng(11)
+    for cols in (0, 1, 5):
+        x = rng.standard_normal((2, cols)).astype(np.float32)
+        for start in values:
+            for end in values:
+                feeds = {"x": x, "starts": np.array([start]), "ends": np.array([end])}
+                (want,) = ort_run(model, feeds)
+                (got,) = refruntime.run(info.program, [feeds[n] for n in names])
+                assert got.shape == want.shape, (cols, start, end)
+                np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("step", [I64_MAX, I64_MIN, 2**31 - 1], ids=lambda s: f"step{s}")
+def test_slice_with_a_huge_constant_step_on_dynamic_dims(step, refruntime, tmp_path):
+    """A constant step beyond any dim picks one element (or none), with the other parameters constant too."""
+    from conftest import const, make_model
+    from onnx import TensorProto as T
+    from onnx import helper
+
+    start, end = (0, I64_MAX) if step > 0 else (-1, I64_MIN)
+    model = make_model([helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])],
+                       [("x", T.FLOAT, ["a", "b"])], [("y", T.FLOAT, None)],
+                       [const("starts", np.array([start])), const("ends", np.array([end])),
+                        const("axes", np.array([1])), const("steps", np.array([step]))])
+    info = compile_model(model, tmp_path / "a")
+    for cols in (0, 1, 7):
+        x = np.arange(3 * cols, dtype=np.float32).reshape(3, cols)
+        (got,) = refruntime.run(info.program, [x])
+        (want,) = ort_run(model, {"x": x})
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)

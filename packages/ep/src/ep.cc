@@ -162,6 +162,36 @@ bool IsScalar(const OrtApi& ort, const OrtValueInfo* vi, ONNXTensorElementDataTy
   return et == type && rank == 0;
 }
 
+// Whether this ONNX Runtime reports a tensor type without a shape apart from a scalar's: newer
+// versions count 0 elements for a type that has no shape (a scalar has 1); 1.23 reports both alike.
+bool ShapeAbsenceVisible(const OrtApi& ort) {
+  static const bool visible = [&ort] {
+    OrtTensorTypeAndShapeInfo* info = nullptr;
+    if (OrtStatus* st = ort.CreateTensorTypeAndShapeInfo(&info)) {
+      ort.ReleaseStatus(st);
+      return false;
+    }
+    size_t count = 1;
+    if (OrtStatus* st = ort.GetTensorShapeElementCount(info, &count)) ort.ReleaseStatus(st);
+    ort.ReleaseTensorTypeAndShapeInfo(info);
+    return count == 0;
+  }();
+  return visible;
+}
+
+// Whether a tensor type ORT reports may have no shape (unknown rank): rank 0 and, where this ORT
+// tells the two apart, not a scalar. Where it cannot, rank 0 is taken for unknown: a node left to
+// another EP runs; one compiled for a scalar that is fed a matrix never does.
+bool MayLackShape(const OrtApi& ort, const OrtTensorTypeAndShapeInfo* tinfo) {
+  size_t rank = 0;
+  ThrowIfError(ort, ort.GetDimensionsCount(tinfo, &rank));
+  if (rank != 0) return false;
+  if (!ShapeAbsenceVisible(ort)) return true;
+  size_t count = 1;
+  ThrowIfError(ort, ort.GetTensorShapeElementCount(tinfo, &count));
+  return count == 0;
+}
+
 bool ReadsOuterScope(const OrtApi& ort, const std::vector<const OrtNode*>& nodes) {
   for (const OrtNode* node : nodes) {
     size_t n = 0;
@@ -599,6 +629,24 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
         ThrowIfError(ort, ort.GetValueInfoName(vi, &name));
         if (rank == 0 && name) shapeless_.insert(name);
       }
+    }
+    // A graph input declared without a shape is not a scalar either: written without one, the
+    // compiler refuses the nodes that read it (compiled for rank 0, every Run would fail).
+    size_t num_inputs = 0;
+    ThrowIfError(ort, ort.Graph_GetNumInputs(graph, &num_inputs));
+    std::vector<const OrtValueInfo*> inputs(num_inputs);
+    if (num_inputs) ThrowIfError(ort, ort.Graph_GetInputs(graph, inputs.data(), num_inputs));
+    for (const OrtValueInfo* vi : inputs) {
+      const OrtTypeInfo* type_info = nullptr;
+      ONNXType onnx_type;
+      ThrowIfError(ort, ort.GetValueInfoTypeInfo(vi, &type_info));
+      ThrowIfError(ort, ort.GetOnnxTypeFromTypeInfo(type_info, &onnx_type));
+      if (onnx_type != ONNX_TYPE_TENSOR) continue;
+      const OrtTensorTypeAndShapeInfo* tinfo = nullptr;
+      ThrowIfError(ort, ort.CastTypeInfoToTensorInfo(type_info, &tinfo));
+      const char* name = nullptr;
+      ThrowIfError(ort, ort.GetValueInfoName(vi, &name));
+      if (name && MayLackShape(ort, tinfo)) shapeless_.insert(name);
     }
   }
   std::map<const OrtNode*, size_t> index;

@@ -266,6 +266,12 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
   bool by_reference = false;
   for (const OrtValueInfo* vi : inits) {
     std::string name = ValueName(ort, vi);
+    // An initializer that is also a graph input (ONNX IR >= 4) is only the default of that input: the
+    // caller may feed another value, and ORT hands the fused node whichever applies. It is written as
+    // a graph input, never as a constant the compiler could fold into the program.
+    bool constant = true;
+    ThrowIfError(ort, ort.ValueInfo_IsConstantInitializer(vi, &constant));
+    if (!constant) continue;
     init_names.insert(name);
     const OrtValue* value = nullptr;
     ThrowIfError(ort, ort.ValueInfo_GetInitializerValue(vi, &value));

@@ -3,14 +3,16 @@
 // The ORT C API has no OrtGraph -> ModelProto function, so this writes the
 // protobuf wire format directly, for the subset the compiler needs: opsets,
 // nodes with their attributes, typed graph inputs/outputs and intermediate
-// value infos (symbolic dims by name), and initializers.  Initializers larger
-// than kInlineLimit bytes are weights held by reference: the model describes
-// them (name, element type, dims, as ONNX external data at location
-// kHostWeightsLocation) and carries the model property kHostWeightsKey, but
-// their bytes are neither copied, hashed nor written anywhere: the compiler
-// never reads weight values, and the program receives ORT's own tensors at
-// run time.  Smaller initializers stay inline so the compiler can use them
-// as constants (shapes, axes).
+// value infos (symbolic dims by name), and constant initializers (an
+// initializer that is also a graph input is only its default: it is written
+// as a graph input, see ValueInfo_IsConstantInitializer).  Constant
+// initializers larger than kInlineLimit bytes are weights held by reference:
+// the model describes them (name, element type, dims, as ONNX external data
+// at location kHostWeightsLocation) and carries the model property
+// kHostWeightsKey, but their bytes are neither copied, hashed nor written
+// anywhere: the compiler never reads weight values, and the program receives
+// ORT's own tensors at run time.  Smaller initializers stay inline so the
+// compiler can use them as constants (shapes, axes).
 #pragma once
 
 #include <cstdint>

@@ -161,7 +161,8 @@ class _Importer:
             where = f"graph input '{vi.name}'"
             dtype, dims = self.tensor_type(vi.name, where)
             if dims is None:
-                raise UnsupportedError(f"{where}: inputs of unknown rank are not supported")
+                raise UnsupportedError(f"{where}: its rank is unknown (no shape is declared or inferred); hipdnn-ep "
+                                       "compiles for a known rank (declare the input's shape: dims may be named)")
             arg_types.append(hir.tensor_type(dtype, dims))
             # the metadata spells a dynamic dim one way: d<input>_<axis>, as the checks and sizes do
             # (two inputs' dims of one ONNX name may differ); the ONNX names are labels beside them

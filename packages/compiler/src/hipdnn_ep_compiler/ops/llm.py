@@ -260,9 +260,18 @@ def _group_query_attention(o: Node) -> None:
         o.fail("total_sequence_length must be computable on the host (from input shapes, constants or a small "
                "graph input)")
     total = total[0]
-    present = sym.maximum(o.dims(3)[2], total) if o.input(3) is not None else total
+    past = o.dims(3)[2] if o.input(3) is not None else 0
+    present = sym.maximum(past, total) if o.input(3) is not None else total
     t = checks.Text(seq, total)
     o.require("le", t.values, "total_sequence_length {1} is smaller than the query's sequence length {0}")
+    # As onnxruntime: the present caches hold past + sequence positions (a cache that grows) or the
+    # past buffer itself (one shared, preallocated buffer), so a fed total_sequence_length beyond
+    # past + sequence is refused before it sizes the present caches.
+    beyond_past = sym.maximum(sym.sub(total, past), 0)
+    t = checks.Text(sym.select_zero(beyond_past, seq, beyond_past), seq, total, past)
+    o.require("eq", t.values, "total_sequence_length {2} must equal past_sequence_length {3} + sequence length {1} "
+                              "(a growing KV cache) or be at most past_sequence_length (a shared, preallocated "
+                              "one)")
     kv = [batch, kv_heads, present, head_size]
     replace(o, GQA, operands,
             {"num_heads": heads, "kv_num_heads": kv_heads, "local_window_size": o.attr_int("local_window_size", -1),

@@ -323,6 +323,25 @@ def _concat(o: Node) -> None:
 register(OpDef("Concat", "concat", _concat, (CONCAT,)))
 
 
+def _clamp_index(i: sym.Expr, dim: sym.Expr, lo: sym.Expr, hi: sym.Expr) -> sym.Expr:
+    """A Slice start or end as ONNX reads it: i + dim when negative, then clamped to [lo, hi].  Any int64
+    is allowed (PyTorch exports x[:, 1:] with end INT64_MAX): i is first clamped to [-dim - 1, dim], which
+    changes no result, so that i + dim cannot overflow."""
+    if not isinstance(i, int) and not sym.nonnegative(i):  # a fed value (constants fold exactly)
+        i = sym.minimum(sym.maximum(i, sym.sub(-1, dim)), dim)
+    return sym.minimum(sym.maximum(sym.select_negative(i, sym.add(i, dim), i), lo), hi)
+
+
+def _to_the_end(end: sym.Expr, last: sym.Expr, clamped: sym.Expr) -> sym.Expr:
+    """An end of INT64_MAX or INT32_MAX means "to the end in the step's direction" (numpy's None), as
+    onnxruntime reads it, also for a negative step; any other end is `clamped`."""
+    if not isinstance(end, int) and sym.nonnegative(end):
+        return clamped  # an end computed from dims: a dim is no such marker
+    above = sym.maximum(end, 0)  # compared with the two values without an overflow
+    return sym.select_zero(sym.add(above, -sym.INT64_MAX), last,
+                           sym.select_zero(sym.add(above, -(2**31 - 1)), last, clamped))
+
+
 def _slice_params(o: Node, d: list[sym.Expr]) -> tuple[list[sym.Expr], list[int], list[sym.Expr]]:
     starts, ends = o.host(1), o.host(2)
     if starts is None or ends is None:
@@ -337,13 +356,16 @@ def _slice_params(o: Node, d: list[sym.Expr]) -> tuple[list[sym.Expr], list[int]
         if st == 0:
             raise ModelError(f"{o.where}: slice step 0")
         if st > 0:
-            s = sym.minimum(sym.maximum(sym.select_negative(s, sym.add(s, dim), s), 0), dim)
-            e = sym.minimum(sym.maximum(sym.select_negative(e, sym.add(e, dim), e), 0), dim)
-            count = sym.maximum(sym.ceildiv(sym.sub(e, s), st), 0)
+            s = _clamp_index(s, dim, 0, dim)
+            e = _to_the_end(e, dim, _clamp_index(e, dim, 0, dim))
+            span = sym.maximum(sym.sub(e, s), 0)
         else:
-            s = sym.minimum(sym.maximum(sym.select_negative(s, sym.add(s, dim), s), -1), sym.add(dim, -1))
-            e = sym.minimum(sym.maximum(sym.select_negative(e, sym.add(e, dim), e), -1), sym.add(dim, -1))
-            count = sym.maximum(sym.ceildiv(sym.sub(s, e), -st), 0)
+            s = _clamp_index(s, dim, 0, sym.add(dim, -1))  # -1 only for dim 0, where nothing is read
+            e = _to_the_end(e, -1, _clamp_index(e, dim, -1, sym.add(dim, -1)))
+            span = sym.maximum(sym.sub(s, e), 0)
+        # ceil(span / |step|) as 1 + (span - 1) / |step| (truncating): no intermediate beyond the span, so
+        # a step of INT64_MAX or INT64_MIN (|INT64_MIN| is no int64) counts 1 element, as in ONNX
+        count = sym.select_zero(span, 0, sym.add(1, sym.mul(-1 if st < 0 else 1, sym.div(sym.add(span, -1), st))))
         n_starts[ax], n_steps[ax], counts[ax] = s, st, count
     return n_starts, n_steps, counts
 

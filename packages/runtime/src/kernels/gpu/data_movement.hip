@@ -142,7 +142,9 @@ void slice(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   Dims strides(in_strides.size());
   for (size_t d = 0; d < strides.size(); ++d) {
     offset += starts[d] * in_strides[d];
-    strides[d] = steps[d] * in_strides[d];
+    // A step is applied only between two output elements: with one (a step of INT64_MAX slicing one
+    // element) the product could overflow, and validate_slice bounds it for two or more.
+    strides[d] = args.outputs[0].dims[d] > 1 ? steps[d] * in_strides[d] : 0;
   }
   strided_copy(state, in.data, offset, strides, args.outputs[0].data, dims_of(args.outputs[0]), dtype_size(in.dtype));
 }
