@@ -896,7 +896,15 @@ std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, 
     if (rel.is_absolute() || rel.lexically_normal().string().rfind("..", 0) == 0) {
       throw EpError("hipdnn-ep: EPContext node '" + name + "' points outside its model's folder: " + context);
     }
-    const fs::path folder = fs::path(ModelPath(ort, graph)).parent_path();
+    const std::string model_path = ModelPath(ort, graph);
+    if (model_path.empty()) {
+      // Resolved against nothing, the relative path would name a file in
+      // whatever folder the process happens to run in.
+      throw EpError("hipdnn-ep: EPContext node '" + name + "' keeps its code in the file " + context +
+                    " beside its model, but the model was loaded from bytes, so it has no folder to find it in; "
+                    "load the model from its file, or compile it with ep.context_embed_mode=1 to embed the code");
+    }
+    const fs::path folder = fs::path(model_path).parent_path();
     const fs::path path = folder / rel;
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {

@@ -610,3 +610,19 @@ def test_oversized_cached_artifact_is_compiled_again(tmp_path: Path, ep_devices,
     _runs(make_session(model, ep_devices, env.options, NO_FALLBACK))
     assert time.monotonic() - started < 30
     assert len(env.compiles()) == 2
+
+
+def test_non_embedded_epcontext_loaded_from_bytes_is_refused(tmp_path: Path, ep_devices, env: Env,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19, item 3: an EPContext model whose code is in a file, loaded from bytes, resolved that file
+    against the process's current folder (whatever happened to be there).  It has no folder: refused."""
+    ctx = compile_ctx(tmp_path, ep_devices, env, embed=False)
+    monkeypatch.chdir(tmp_path)  # where the artifact's relative path would resolve
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    so.add_provider_for_devices(ep_devices, env.options)
+    with pytest.raises(Exception, match="loaded from bytes.*load the model from its file.*context_embed_mode=1"):
+        ort.InferenceSession(ctx.read_bytes(), sess_options=so, enable_fallback=0)
+    _runs(make_session(ctx, ep_devices, env.options, NO_FALLBACK))  # from its path it loads
