@@ -390,12 +390,15 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
   std::vector<std::string> keys;
   std::vector<std::vector<NodeVerdict>> out(models.size());
   std::vector<size_t> missing;
-  // The kept verdicts' folder, reached through the cache's descriptor.
+  // The kept verdicts' folder, reached through the cache's descriptor (made
+  // when a verdict is first kept).
   PrivateDir dir;
+  bool keep = cache_ != nullptr;
   if (cache_) {
     try {
-      dir = cache_->folder().Sub("support", true);
+      dir = cache_->folder().Sub("support", false);
     } catch (const std::exception&) {  // not a usable folder: ask the compiler, keep nothing
+      keep = false;
     }
   }
   for (size_t i = 0; i < models.size(); ++i) {
@@ -466,7 +469,7 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
       std::lock_guard<std::mutex> lock(mu);
       memory[keys[i]] = answers[k];
     }
-    if (!dir.is_open()) continue;
+    if (!keep) continue;
     std::string text = "{\"key\":" + json::Quote(keys[i]) + ",\"nodes\":[";
     for (size_t j = 0; j < answers[k].size(); ++j) {
       const NodeVerdict& v = answers[k][j];
@@ -475,6 +478,7 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
     }
     text += "]}";
     try {
+      if (!dir.is_open()) dir = cache_->folder().Sub("support", true);
       tmp.WriteNew(keys[i] + ".json", text, 0644);
       tmp.MoveTo(keys[i] + ".json", dir, keys[i] + ".json");  // atomic; a concurrent writer wrote the same
     } catch (const std::exception&) {  // not kept: asked again next time

@@ -107,12 +107,15 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
   if (it != capabilities_.end()) return it->second;
   auto err = capability_errors_.find(client.python());
   if (err != capability_errors_.end()) throw EpError(err->second);
-  // The kept answers' folder, reached through the cache's descriptor.
+  // The kept answers' folder, reached through the cache's descriptor (made
+  // when an answer is first kept).
   PrivateDir kept_dir;
+  bool keep = cache != nullptr;
   if (cache) {
     try {
-      kept_dir = cache->Sub("compilers", true);
+      kept_dir = cache->Sub("compilers", false);
     } catch (const std::exception&) {  // not a usable folder: ask the compiler, keep nothing
+      keep = false;
     }
   }
   const std::string kept = Sha256Hex(client.python()) + ".json";
@@ -139,7 +142,7 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
     std::string raw;
     CompilerCapabilities caps = client.Capabilities(&raw);
     capabilities_[client.python()] = caps;
-    if (kept_dir.is_open() && !caps.install_files.empty()) {
+    if (keep && !caps.install_files.empty()) {
       std::string stamps;
       for (const std::string& file : StampedFiles(client, caps)) {
         stamps += (stamps.empty() ? "" : ",") + json::Quote(FileStamp(file));
@@ -147,6 +150,7 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
       const std::string part = kept + "." + std::to_string(getpid()) + "." + Sha256Hex(RandomBytes(8)).substr(0, 8) +
                                ".part";
       try {
+        if (!kept_dir.is_open()) kept_dir = cache->Sub("compilers", true);
         kept_dir.WriteNew(part, "{\"python\":" + json::Quote(client.python()) + ",\"stamps\":[" + stamps +
                                     "],\"capabilities\":" + raw + "}", 0644);
         if (!kept_dir.MoveTo(part, kept_dir, kept)) kept_dir.RemoveTree(part);
