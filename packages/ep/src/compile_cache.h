@@ -15,7 +15,13 @@
 // recently used entries are evicted until the cache fits its size bound.
 //
 // The cache directory must be private to the user (private_files.h): whoever
-// can write it decides which code the EP runs.
+// can write it decides which code the EP runs.  It is opened once, and every
+// access goes through that descriptor (never following a symbolic link): a
+// user who may write a folder above it can rename it or put a link in its
+// place, but cannot redirect a cache already open.  The compiler writes into
+// a temporary folder the EP created and reaches it through the EP's
+// descriptor (PrivateDir::PathForChild); its output is read back through that
+// descriptor and must be a regular file of this user.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +29,7 @@
 #include <memory>
 #include <string>
 
+#include "private_files.h"
 #include "verified_artifact.h"
 
 namespace hipdnn_ep {
@@ -38,31 +45,51 @@ struct CacheKey {
   std::string Describe() const;  // the inputs as JSON, repeated in entry.json
 };
 
+// Where the cache lives: the folder, and a warning for the log when the
+// default location had to be replaced.
+struct CacheLocation {
+  std::string dir;
+  std::string warning;
+};
+
+// `option`: the EP option cache_dir ("" when not given).  Named explicitly
+// (the option or $HIPDNN_EP_CACHE_DIR), a folder below one that another user
+// (not root) owns is refused; the default location in such a place ($HOME of
+// another user, as with `sudo -E`) is replaced by the per-user folder in the
+// temporary directory, with a warning.
+CacheLocation ResolveCacheDir(const std::string& option);
+
 class CompileCache {
  public:
-  // `dir` empty: the default location (DefaultCacheDir()).  Creates the
-  // directory (mode 0700) or refuses one other users could write.
-  // `max_bytes`: size bound of all entries (0: none).
+  // `dir` empty: the default location (ResolveCacheDir).  Creates the
+  // directory (mode 0700) or refuses one other users could write, and keeps
+  // it open.  `max_bytes`: size bound of all entries (0: none).
   CompileCache(std::string dir, uint64_t max_bytes);
 
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const { return dir_.path(); }
+  const PrivateDir& folder() const { return dir_; }
+  // Why the default location was replaced ("" when it was not).
+  const std::string& warning() const { return warning_; }
 
   // The verified artifact for `key`, or null on a miss.  An entry that is
   // damaged or does not verify is evicted (a miss), with the reason in
   // *problem.
   std::unique_ptr<LoadedArtifact> Lookup(const CacheKey& key, std::string* problem = nullptr);
 
-  // Builds the entry: `build(tmp_dir)` must leave the artifact at the path it
-  // returns.  Publishes it, trims the cache to its bound and returns the
+  // Builds the entry: `build(tmp)` must leave the artifact in the folder
+  // `tmp` and return its path relative to `tmp`; it is read through `tmp`'s
+  // descriptor.  Publishes it, trims the cache to its bound and returns the
   // artifact (loaded from the bytes that were published).
   std::unique_ptr<LoadedArtifact> Insert(const CacheKey& key,
-                                         const std::function<std::string(const std::string& tmp_dir)>& build);
+                                         const std::function<std::string(const PrivateDir& tmp)>& build);
 
   // Removes the entry of `key`, if any (atomically for readers).
   void Evict(const CacheKey& key);
 
-  // Creates a fresh private directory under the cache dir.
-  std::string MakeTempDir(const std::string& stem) const;
+  // Creates a fresh private directory under the cache dir; its name in *name.
+  PrivateDir MakeTempDir(const std::string& stem, std::string* name) const;
+  // Removes the folder `name` of the cache (one made by MakeTempDir).
+  void Remove(const std::string& name) const { dir_.RemoveTree(name); }
 
  private:
   void EvictDigest(const std::string& digest);
@@ -70,13 +97,14 @@ class CompileCache {
   void Trim(const std::string& keep);
   const std::string& Key();  // the per-install key, read on first use
 
-  std::string dir_;
+  PrivateDir dir_;
+  std::string warning_;
   uint64_t max_bytes_;
   std::string key_;
 };
 
-// $HIPDNN_EP_CACHE_DIR (absolute), else $XDG_CACHE_HOME/hipdnn-ep, else
-// $HOME/.cache/hipdnn-ep, else <temp dir>/hipdnn-ep-cache-<uid>.
-std::string DefaultCacheDir();
+// Reads the artifact `relative` of the folder `tmp` that a compiler wrote:
+// a regular file of this user, within the artifact size bound.
+std::unique_ptr<LoadedArtifact> ReadCompilerOutput(const PrivateDir& tmp, const std::string& relative);
 
 }  // namespace hipdnn_ep

@@ -294,7 +294,10 @@ HipdnnEp::HipdnnEp(HipdnnEpFactory& factory, EpConfig config, const OrtLogger& l
   GetCompiledModelCompatibilityInfo = GetCompiledModelCompatibilityInfoImpl;
   // With the cache disabled no cache folder is created or needed (only the
   // per-install key of EPContext models lives there).
-  if (config_.cache_enable) cache_ = std::make_unique<CompileCache>(config_.cache_dir, config_.cache_max_bytes);
+  if (config_.cache_enable) {
+    cache_ = std::make_unique<CompileCache>(config_.cache_dir, config_.cache_max_bytes);
+    if (!cache_->warning().empty()) Log(ort, logger_, ORT_LOGGING_LEVEL_WARNING, cache_->warning());
+  }
   client_.SetNotice([this](const std::string& msg) { Log(ort, logger_, ORT_LOGGING_LEVEL_WARNING, msg); });
   Log(ort, logger_, ORT_LOGGING_LEVEL_INFO,
       "hipdnn-ep: backend " + config_.backend_name + ", compiler " + client_.python() + " (" +
@@ -303,8 +306,15 @@ HipdnnEp::HipdnnEp(HipdnnEpFactory& factory, EpConfig config, const OrtLogger& l
 
 HipdnnEp::~HipdnnEp() = default;
 
-std::string HipdnnEp::KeyDir() const {
-  return cache_ ? cache_->dir() : fs::absolute(config_.cache_dir.empty() ? DefaultCacheDir() : config_.cache_dir).string();
+std::string HipdnnEp::InstallKeyValue() {
+  if (cache_) return InstallKey(cache_->folder());
+  std::lock_guard<std::mutex> lock(key_dir_mu_);
+  if (!key_dir_.is_open()) {
+    CacheLocation where = ResolveCacheDir(config_.cache_dir);
+    if (!where.warning.empty()) Log(ort, logger_, ORT_LOGGING_LEVEL_WARNING, where.warning);
+    key_dir_ = PrivateDir::Open(where.dir, "compile cache");
+  }
+  return InstallKey(key_dir_);
 }
 
 const char* ORT_API_CALL HipdnnEp::GetNameImpl(const OrtEp*) noexcept { return kEpName; }
@@ -382,7 +392,7 @@ bool AtLeast(const std::string& version, const int64_t (&want)[2]) {
 }  // namespace
 
 CompilerCapabilities HipdnnEp::Caps() {
-  CompilerCapabilities caps = factory_.Capabilities(client_, cache_ ? cache_->dir() : std::string());
+  CompilerCapabilities caps = factory_.Capabilities(client_, cache_ ? &cache_->folder() : nullptr);
   if (!AtLeast(caps.version, kHostWeightsCompiler)) {
     throw EpError("hipdnn-ep: " + caps.name + " " + caps.version + " is too old for this hipdnn-ep, which passes "
                   "weights by reference (hipdnn-ep-compiler " + std::to_string(kHostWeightsCompiler[0]) + "." +
@@ -436,7 +446,17 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
   std::vector<std::string> keys;
   std::vector<std::vector<NodeVerdict>> out(models.size());
   std::vector<size_t> missing;
-  const fs::path dir = cache_ ? fs::path(cache_->dir()) / "support" : fs::path();
+  // The kept verdicts' folder, reached through the cache's descriptor (made
+  // when a verdict is first kept).
+  PrivateDir dir;
+  bool keep = cache_ != nullptr;
+  if (cache_) {
+    try {
+      dir = cache_->folder().Sub("support", false);
+    } catch (const std::exception&) {  // not a usable folder: ask the compiler, keep nothing
+      keep = false;
+    }
+  }
   for (size_t i = 0; i < models.size(); ++i) {
     keys.push_back(Sha256Hex("support 1\n" + models[i].hash + "\n" + caps.name + " " + caps.version + " " +
                              caps.build_id + "\n" +
@@ -447,44 +467,55 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
       auto it = memory.find(keys[i]);
       if (it != memory.end()) { out[i] = it->second; continue; }
     }
-    if (cache_) {
-      std::ifstream f(dir / (keys[i] + ".json"));
-      if (f) {
-        try {
-          json::Value v = json::Parse(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()));
-          for (const json::Value& n : v["nodes"].array) {
-            out[i].push_back({static_cast<int64_t>(n["index"].number), n["supported"].boolean, n["reason"].string});
-          }
-          if (v["key"].is_string() && v["key"].string == keys[i]) continue;
-        } catch (const std::exception&) {
+    if (dir.is_open() && dir.Exists(keys[i] + ".json")) {
+      try {
+        json::Value v = json::Parse(dir.Read(keys[i] + ".json", "kept support verdict", kMaxMetadataBytes));
+        for (const json::Value& n : v["nodes"].array) {
+          out[i].push_back({static_cast<int64_t>(n["index"].number), n["supported"].boolean, n["reason"].string});
         }
-        out[i].clear();  // unreadable: ask again
+        if (v["key"].is_string() && v["key"].string == keys[i]) continue;
+      } catch (const std::exception&) {
       }
+      out[i].clear();  // unreadable: ask again
     }
     missing.push_back(i);
   }
   if (missing.empty()) return out;
-  const std::string tmp = cache_ ? cache_->MakeTempDir("support")
-                                 : MakePrivateTempDir(fs::temp_directory_path().string(), "hipdnn-ep-support");
-  std::vector<std::string> paths;
-  for (size_t i : missing) {
-    fs::path folder = fs::path(tmp) / std::to_string(i);
-    fs::create_directories(folder);
-    // weights are held by reference (see onnx_writer.h): only the model is written
-    std::ofstream(folder / "model.onnx", std::ios::binary) << models[i].model_bytes;
-    paths.push_back((folder / "model.onnx").string());
+  // The models go to a private folder the compiler reaches through our descriptor.
+  std::string tmp_name, tmp_path;
+  PrivateDir tmp;
+  if (cache_) {
+    tmp = cache_->MakeTempDir("support", &tmp_name);
+  } else {
+    tmp_path = MakePrivateTempDir(fs::temp_directory_path().string(), "hipdnn-ep-support");
+    tmp = PrivateDir::Open(tmp_path, "temporary");
   }
-  std::string manifest;
-  if (runtime_ && !target_abi.empty()) {  // decide against the runtime that will run the code, as Compile does
-    manifest = (fs::path(tmp) / "runtime_abi_manifest.json").string();
-    std::ofstream(manifest, std::ios::binary) << runtime_->hipdnn_ep_abi_manifest();
-  }
+  auto remove_tmp = [&] {
+    if (cache_) {
+      cache_->Remove(tmp_name);
+    } else {
+      std::error_code ec;
+      fs::remove_all(tmp_path, ec);
+    }
+  };
   std::vector<std::vector<NodeVerdict>> answers;
   try {
+    const std::string child = tmp.PathForChild();
+    std::vector<std::string> paths;
+    for (size_t i : missing) {
+      const PrivateDir folder = tmp.Sub(std::to_string(i), true);
+      folder.WriteNew("model.onnx", models[i].model_bytes);
+      // weights are held by reference (see onnx_writer.h): only the model is written
+      paths.push_back((fs::path(child) / std::to_string(i) / "model.onnx").string());
+    }
+    std::string manifest;
+    if (runtime_ && !target_abi.empty()) {  // decide against the runtime that will run the code, as Compile does
+      tmp.WriteNew("runtime_abi_manifest.json", runtime_->hipdnn_ep_abi_manifest());
+      manifest = (fs::path(child) / "runtime_abi_manifest.json").string();
+    }
     answers = client_.Support(paths, config_.backend_name, target_abi, manifest);
   } catch (...) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
+    remove_tmp();
     throw;
   }
   for (size_t k = 0; k < missing.size(); ++k) {
@@ -494,7 +525,7 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
       std::lock_guard<std::mutex> lock(mu);
       memory[keys[i]] = answers[k];
     }
-    if (!cache_) continue;
+    if (!keep) continue;
     std::string text = "{\"key\":" + json::Quote(keys[i]) + ",\"nodes\":[";
     for (size_t j = 0; j < answers[k].size(); ++j) {
       const NodeVerdict& v = answers[k][j];
@@ -502,14 +533,14 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
               (v.supported ? "true" : "false") + ",\"reason\":" + json::Quote(v.reason) + "}";
     }
     text += "]}";
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    fs::path part = fs::path(tmp) / (keys[i] + ".json");
-    std::ofstream(part, std::ios::binary) << text;
-    fs::rename(part, dir / (keys[i] + ".json"), ec);  // atomic; a concurrent writer wrote the same
+    try {
+      if (!dir.is_open()) dir = cache_->folder().Sub("support", true);
+      tmp.WriteNew(keys[i] + ".json", text, 0644);
+      tmp.MoveTo(keys[i] + ".json", dir, keys[i] + ".json");  // atomic; a concurrent writer wrote the same
+    } catch (const std::exception&) {  // not kept: asked again next time
+    }
   }
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
+  remove_tmp();
   return out;
 }
 
@@ -730,17 +761,27 @@ std::unique_ptr<LoadedArtifact> HipdnnEp::CompileArtifact(const SubgraphModel& m
                                                           const std::string& target_abi, bool refresh, bool* cached) {
   CompilerCapabilities caps = Caps();
   *cached = false;
-  auto build = [&](const std::string& dir) {
-    fs::path model_path = fs::path(dir) / "model.onnx";
-    std::ofstream(model_path, std::ios::binary) << model.model_bytes;  // weights by reference: no file
-    fs::path out_dir = fs::path(dir) / "out";
-    fs::create_directories(out_dir);
+  // Writes the model into `dir` and has the compiler compile it there; the
+  // compiler reaches the folder through our descriptor of it.  Returns the
+  // artifact's path relative to `dir` (read back through the descriptor).
+  auto build = [&](const PrivateDir& dir) -> std::string {
+    dir.WriteNew("model.onnx", model.model_bytes);  // weights by reference: no file
+    dir.Sub("out", true);
     // Compile against the runtime that will run the code (its own manifest), not the compiler's copy.
-    fs::path manifest_path = fs::path(dir) / "runtime_abi_manifest.json";
-    std::ofstream(manifest_path, std::ios::binary) << runtime_->hipdnn_ep_abi_manifest();
-    return client_
-        .Compile(model_path.string(), out_dir.string(), config_.backend_name, target_abi, manifest_path.string())
-        .artifact;
+    dir.WriteNew("runtime_abi_manifest.json", runtime_->hipdnn_ep_abi_manifest());
+    const fs::path child = dir.PathForChild();
+    const fs::path out_dir = child / "out";
+    const fs::path artifact = fs::path(client_
+                                           .Compile((child / "model.onnx").string(), out_dir.string(),
+                                                    config_.backend_name, target_abi,
+                                                    (child / "runtime_abi_manifest.json").string())
+                                           .artifact)
+                                  .lexically_normal();
+    if (artifact != (out_dir / HIPDNN_EP_ARTIFACT_FILE).lexically_normal()) {
+      throw EpError("hipdnn-ep: the compiler reports its artifact at " + artifact.string() +
+                    ", not in the folder it was given (" + out_dir.string() + "); refusing to load it");
+    }
+    return std::string("out/") + HIPDNN_EP_ARTIFACT_FILE;
   };
   if (cache_) {
     CacheKey key{model.hash, caps.name + " " + caps.version, caps.build_id, runtime_abi, target_abi,
@@ -757,15 +798,16 @@ std::unique_ptr<LoadedArtifact> HipdnnEp::CompileArtifact(const SubgraphModel& m
     return cache_->Insert(key, build);
   }
   // No cache: compile in a private folder of the temp dir, load the bytes, drop the folder.
-  const std::string dir = MakePrivateTempDir(fs::temp_directory_path().string(), "hipdnn-ep-compile");
+  const std::string path = MakePrivateTempDir(fs::temp_directory_path().string(), "hipdnn-ep-compile");
   try {
-    auto loaded = LoadedArtifact::FromFile(build(dir), [](const std::string&) {});
+    const PrivateDir dir = PrivateDir::Open(path, "temporary compile");
+    auto loaded = ReadCompilerOutput(dir, build(dir));
     std::error_code ec;
-    fs::remove_all(dir, ec);
+    fs::remove_all(path, ec);
     return loaded;
   } catch (...) {
     std::error_code ec;
-    fs::remove_all(dir, ec);
+    fs::remove_all(path, ec);
     throw;
   }
 }
@@ -840,7 +882,7 @@ OrtNode* HipdnnEp::MakeEpContextNode(const OrtGraph* graph, const std::string& n
                                      const SubgraphModel& model) {
   if (editor == nullptr) throw EpError("hipdnn-ep: this ONNX Runtime has no model editor API; EPContext unavailable");
   const std::string& bytes = artifact.bytes();
-  const std::string tag = SignArtifact(InstallKey(KeyDir()), bytes);
+  const std::string tag = SignArtifact(InstallKeyValue(), bytes);
   std::string context;  // ep_cache_context: the code itself, or a path relative to the EPContext model
   if (config_.context_embed) {
     context = bytes;
@@ -917,7 +959,7 @@ std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, 
   // bytes checked are the bytes loaded (verified_artifact.h).
   auto verify = [&](const std::string& bytes) {
     if (config_.trust_ep_context_code) return;
-    if (notes["tag"].is_string() && VerifyArtifactTag(InstallKey(KeyDir()), bytes, notes["tag"].string)) return;
+    if (notes["tag"].is_string() && VerifyArtifactTag(InstallKeyValue(), bytes, notes["tag"].string)) return;
     throw EpError("hipdnn-ep: EPContext node '" + name + "' carries native code that this installation did not "
                   "produce; refusing to run it. If you trust the model, set the EP option " +
                   std::string(options::kTrustEpContextCode) + "=1", ORT_NOT_IMPLEMENTED);
@@ -931,7 +973,15 @@ std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, 
     if (rel.is_absolute() || rel.lexically_normal().string().rfind("..", 0) == 0) {
       throw EpError("hipdnn-ep: EPContext node '" + name + "' points outside its model's folder: " + context);
     }
-    const fs::path folder = fs::path(ModelPath(ort, graph)).parent_path();
+    const std::string model_path = ModelPath(ort, graph);
+    if (model_path.empty()) {
+      // Resolved against nothing, the relative path would name a file in
+      // whatever folder the process happens to run in.
+      throw EpError("hipdnn-ep: EPContext node '" + name + "' keeps its code in the file " + context +
+                    " beside its model, but the model was loaded from bytes, so it has no folder to find it in; "
+                    "load the model from its file, or compile it with ep.context_embed_mode=1 to embed the code");
+    }
+    const fs::path folder = fs::path(model_path).parent_path();
     const fs::path path = folder / rel;
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {

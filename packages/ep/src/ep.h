@@ -97,14 +97,17 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
   // tells whether it came from the cache.
   std::unique_ptr<LoadedArtifact> CompileArtifact(const struct SubgraphModel& model, const std::string& runtime_abi,
                                                   const std::string& target_abi, bool refresh, bool* cached);
-  // The folder of the per-install key: the compile cache's, created only when needed.
-  std::string KeyDir() const;
+  // The per-install key, from the compile cache's folder (opened only when
+  // needed when the cache is off).
+  std::string InstallKeyValue();
 
   HipdnnEpFactory& factory_;
   EpConfig config_;
   const OrtLogger& logger_;
   CompileClient client_;
   std::unique_ptr<CompileCache> cache_;  // null when cache_enable=0
+  std::mutex key_dir_mu_;
+  PrivateDir key_dir_;  // the key's folder when the cache is off (opened on first use)
   std::shared_ptr<RuntimeApi> runtime_;
   std::shared_ptr<StatePool> states_;
   std::string compatibility_info_;

@@ -1,7 +1,5 @@
 #include "ep_context.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -35,13 +33,11 @@ OrtCompiledModelCompatibility CompatibilityVerdict(const std::string& info, uint
   return OrtCompiledModelCompatibility_EP_SUPPORTED_OPTIMAL;
 }
 
-std::string InstallKey(const std::string& cache_dir) {
-  namespace fs = std::filesystem;
-  EnsurePrivateDir(cache_dir, "compile cache");
-  const std::string path = (fs::path(cache_dir) / "install.key").string();
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0 && errno == ENOENT) {
-    // 32 random bytes, as hex.  Published whole with link(2): when two
+std::string InstallKey(const PrivateDir& cache_dir) {
+  constexpr const char* kName = "install.key";
+  const std::string path = (std::filesystem::path(cache_dir.path()) / kName).string();
+  if (!cache_dir.Exists(kName)) {
+    // 32 random bytes, as hex.  Published whole with linkat(2): when two
     // processes race, the first key wins and both read it, never half of it.
     static const char* hex = "0123456789abcdef";
     std::string fresh;
@@ -49,9 +45,9 @@ std::string InstallKey(const std::string& cache_dir) {
       fresh += hex[c >> 4];
       fresh += hex[c & 0xf];
     }
-    PublishNewFile(path, fresh, 0600);
+    cache_dir.PublishNew(kName, fresh, 0600);
   }
-  std::string key = ReadPrivateFile(path, "install key");
+  std::string key = cache_dir.Read(kName, "install key", kMaxMetadataBytes, FileOwner::kMeOnly);
   const bool valid = key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
                        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
                      });

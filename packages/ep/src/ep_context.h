@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "private_files.h"
+
 namespace hipdnn_ep {
 
 // "hipdnn-ep;abi=MAJOR.MINOR;backend=B;compiler=NAME VERSION"
@@ -21,10 +23,11 @@ OrtCompiledModelCompatibility CompatibilityVerdict(const std::string& info, uint
 
 // Per-install signing: tag = "hmac-sha256:" + HMAC-SHA256(secret, artifact
 // bytes), where the secret is a random key created on first use in the cache
-// directory (mode 0600).  An EPContext artifact whose tag verifies was
+// directory (mode 0600), read and created through the folder's descriptor.
+// An EPContext artifact whose tag verifies was
 // produced by this install; anything else (including tags of the older
 // SHA-256(secret || bytes) form) is foreign native code.
-std::string InstallKey(const std::string& cache_dir);
+std::string InstallKey(const PrivateDir& cache_dir);
 std::string SignArtifact(const std::string& key, const std::string& artifact_bytes);
 // True when `tag` is SignArtifact(key, artifact_bytes), compared in constant time.
 bool VerifyArtifactTag(const std::string& key, const std::string& artifact_bytes, const std::string& tag);

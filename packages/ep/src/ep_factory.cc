@@ -99,7 +99,7 @@ std::vector<std::string> StampedFiles(const CompileClient& client, const Compile
 
 }  // namespace
 
-CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, const std::string& cache_dir) {
+CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, const PrivateDir* cache) {
   // Not held while the compiler answers would allow duplicate queries; the
   // query is short and happens once, so holding the lock is simpler.
   std::lock_guard<std::mutex> lock(capabilities_mu_);
@@ -107,27 +107,33 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
   if (it != capabilities_.end()) return it->second;
   auto err = capability_errors_.find(client.python());
   if (err != capability_errors_.end()) throw EpError(err->second);
-  namespace fs = std::filesystem;
-  const fs::path kept = cache_dir.empty() ? fs::path()
-                                          : fs::path(cache_dir) / "compilers" / (Sha256Hex(client.python()) + ".json");
-  if (!kept.empty()) {
+  // The kept answers' folder, reached through the cache's descriptor (made
+  // when an answer is first kept).
+  PrivateDir kept_dir;
+  bool keep = cache != nullptr;
+  if (cache) {
     try {
-      std::ifstream f(kept, std::ios::binary);
-      if (f) {
-        json::Value saved = json::Parse(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()));
-        CompilerCapabilities caps = CompileClient::ParseCapabilities(saved["capabilities"]);
-        bool fresh = saved["python"].is_string() && saved["python"].string == client.python() &&
-                     !caps.install_files.empty() && !caps.version.empty();
-        const std::vector<std::string> files = StampedFiles(client, caps);
-        fresh = fresh && saved["stamps"].array.size() == files.size();
-        for (size_t i = 0; fresh && i < files.size(); ++i) {
-          const std::string now = FileStamp(files[i]);
-          fresh = !now.empty() && saved["stamps"].array[i].string == now;
-        }
-        if (fresh) {
-          capabilities_[client.python()] = caps;
-          return caps;
-        }
+      kept_dir = cache->Sub("compilers", false);
+    } catch (const std::exception&) {  // not a usable folder: ask the compiler, keep nothing
+      keep = false;
+    }
+  }
+  const std::string kept = Sha256Hex(client.python()) + ".json";
+  if (kept_dir.is_open() && kept_dir.Exists(kept)) {
+    try {
+      json::Value saved = json::Parse(kept_dir.Read(kept, "kept compiler capabilities", kMaxMetadataBytes));
+      CompilerCapabilities caps = CompileClient::ParseCapabilities(saved["capabilities"]);
+      bool fresh = saved["python"].is_string() && saved["python"].string == client.python() &&
+                   !caps.install_files.empty() && !caps.version.empty();
+      const std::vector<std::string> files = StampedFiles(client, caps);
+      fresh = fresh && saved["stamps"].array.size() == files.size();
+      for (size_t i = 0; fresh && i < files.size(); ++i) {
+        const std::string now = FileStamp(files[i]);
+        fresh = !now.empty() && saved["stamps"].array[i].string == now;
+      }
+      if (fresh) {
+        capabilities_[client.python()] = caps;
+        return caps;
       }
     } catch (const std::exception&) {  // unreadable: ask the compiler
     }
@@ -136,18 +142,20 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
     std::string raw;
     CompilerCapabilities caps = client.Capabilities(&raw);
     capabilities_[client.python()] = caps;
-    if (!kept.empty() && !caps.install_files.empty()) {
+    if (keep && !caps.install_files.empty()) {
       std::string stamps;
       for (const std::string& file : StampedFiles(client, caps)) {
         stamps += (stamps.empty() ? "" : ",") + json::Quote(FileStamp(file));
       }
-      std::error_code ec;
-      fs::create_directories(kept.parent_path(), ec);
-      const fs::path part = kept.string() + "." + std::to_string(getpid()) + ".part";
-      std::ofstream(part, std::ios::binary) << "{\"python\":" << json::Quote(client.python()) << ",\"stamps\":["
-                                            << stamps << "],\"capabilities\":" << raw << "}";
-      fs::rename(part, kept, ec);
-      if (ec) fs::remove(part, ec);
+      const std::string part = kept + "." + std::to_string(getpid()) + "." + Sha256Hex(RandomBytes(8)).substr(0, 8) +
+                               ".part";
+      try {
+        if (!kept_dir.is_open()) kept_dir = cache->Sub("compilers", true);
+        kept_dir.WriteNew(part, "{\"python\":" + json::Quote(client.python()) + ",\"stamps\":[" + stamps +
+                                    "],\"capabilities\":" + raw + "}", 0644);
+        if (!kept_dir.MoveTo(part, kept_dir, kept)) kept_dir.RemoveTree(part);
+      } catch (const std::exception&) {  // not kept: asked again next time
+      }
     }
     return caps;
   } catch (const CompilerTimeout&) {

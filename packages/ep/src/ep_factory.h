@@ -11,6 +11,7 @@
 
 #include "compile_client.h"
 #include "ep_utils.h"
+#include "private_files.h"
 #include "runtime_api.h"
 #include "runtime_state.h"
 
@@ -33,10 +34,10 @@ class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
   // remembered per path and thrown again with the same message.
   std::shared_ptr<RuntimeApi> Runtime(const std::string& library_path);
   // The compiler's capabilities for one interpreter, queried once per process
-  // (thread-safe).  With `cache_dir`, the answer is also kept there for later
+  // (thread-safe).  With `cache` (the compile cache folder), the answer is also kept there for later
   // processes, for as long as the compiler's install files are unchanged, so a
   // process whose graphs are all in the compile cache starts no compiler.
-  CompilerCapabilities Capabilities(const CompileClient& client, const std::string& cache_dir = "");
+  CompilerCapabilities Capabilities(const CompileClient& client, const PrivateDir* cache = nullptr);
 
   const std::string& registered_name() const { return registered_name_; }
 

@@ -63,28 +63,8 @@ int SealedMemfd(const std::string& bytes) {
 
 std::unique_ptr<LoadedArtifact> LoadedArtifact::FromFile(
     const std::string& path, const std::function<void(const std::string& bytes)>& verify) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    throw EpError("hipdnn-ep: cannot open the artifact " + path + ": " + std::strerror(errno) +
-                  (errno == ELOOP ? " (it is a symbolic link, which is not followed)" : ""));
-  }
-  std::string bytes;
-  struct stat st {};
-  bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  int err = 0;
-  if (regular) {
-    char buf[1 << 16];
-    for (;;) {
-      ssize_t n = read(fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) err = errno;
-      if (n <= 0) break;
-      bytes.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  if (!regular) throw EpError("hipdnn-ep: the artifact " + path + " is not a regular file");
-  if (err) throw EpError("hipdnn-ep: cannot read the artifact " + path + ": " + std::strerror(err));
+  // Bounded before reading, and a FIFO or device is refused, never waited on.
+  const std::string bytes = ReadRegularFile(AT_FDCWD, path, path, "artifact", kMaxArtifactBytes, FileOwner::kAnyone);
   verify(bytes);
   return FromBytes(bytes, path);
 }

@@ -17,7 +17,7 @@ namespace hipdnn_ep {
 class LoadedArtifact {
  public:
   // Reads the regular file `path` (not through a symbolic link in its last
-  // component), passes its bytes to `verify` (which throws to refuse them)
+  // component, not blocking on a FIFO, at most kMaxArtifactBytes), passes its bytes to `verify` (which throws to refuse them)
   // and seals the verified bytes.
   static std::unique_ptr<LoadedArtifact> FromFile(const std::string& path,
                                                   const std::function<void(const std::string& bytes)>& verify);

@@ -60,13 +60,15 @@ def _script(path: Path, body: str) -> Path:
     return path
 
 
-def _spy_python(folder: Path, capabilities: dict | None = None, environ: dict[str, str] | None = None) -> Path:
+def _spy_python(folder: Path, capabilities: dict | None = None, environ: dict[str, str] | None = None,
+                attack: dict | None = None) -> Path:
     """An 'interpreter' for the option compiler_python: the spy under the real Python,
-    with `capabilities` replacing fields of the compiler's capabilities answer and `environ`
-    set for the spy (see support/spy_compiler.py)."""
+    with `capabilities` replacing fields of the compiler's capabilities answer, `environ`
+    set for the spy and `attack` the plan of a local attacker (see support/spy_compiler.py)."""
     prefix = f"HIPDNN_EP_TEST_COMPILE_LOG_POINTER='{LOG_POINTER}' "
     prefix += f"HIPDNN_EP_TEST_CAPABILITIES='{json.dumps(capabilities)}' " if capabilities else ""
     prefix += "".join(f"{k}='{v}' " for k, v in (environ or {}).items())
+    prefix += f"HIPDNN_EP_TEST_ATTACK='{json.dumps(attack)}' " if attack else ""
     return _script(folder / "python-spy", f'{prefix}exec "{sys.executable}" "{SPY}" "$@"')
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import Env, make_session
-from hipdnn_ep.cli import abi_verdict, exports_verdict, main
+from hipdnn_ep.cli import abi_verdict, default_cache_dir, exports_verdict, main
 from models import elementwise
 
 
@@ -55,6 +57,23 @@ def test_doctor_reports_versions_devices_and_cache() -> None:
     assert "runtime ABI          OK" in r.stdout
     assert "runtime exports      OK" in r.stdout
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_doctor_cache_dir_follows_the_plugin_under_a_foreign_home(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin replaces a default cache below another user's folder by the per-user temp folder
+    (issue 19); doctor reports the folder the plugin uses."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    home = tmp_path / "alice"
+    home.mkdir()
+    for name in ("XDG_CACHE_HOME", "HIPDNN_EP_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert default_cache_dir() == home / ".cache" / "hipdnn-ep"
+    os.chown(home, 4321, 4321)
+    assert default_cache_dir() == tmp_path / f"hipdnn-ep-cache-{os.geteuid()}"
 
 
 def test_run_compares_with_the_cpu_ep(tmp_path: Path, env: Env, capsys: pytest.CaptureFixture[str]) -> None:

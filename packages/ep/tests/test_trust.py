@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conftest import NO_FALLBACK, Env, make_session
+from conftest import NO_FALLBACK, Env, _spy_python, make_session
 from models import elementwise, reference
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -437,3 +437,192 @@ def test_without_memfd_the_verified_bytes_go_to_a_private_file(tmp_path: Path, e
     (copy,) = seen["copies"]
     assert copy.startswith(f"{temp}/hipdnn-ep-artifact-") and copy.endswith("/program.so")
     assert seen["left"] == [], "the private copy is removed with the session"
+
+
+# ---- issue 19: a local attacker who may write an ancestor of the cache folder, or owns HOME ----
+
+
+def _plant_source(tmp_path: Path) -> tuple[Path, Path]:
+    """A bare shared object that creates a marker file when it is loaded (the attacker's code)."""
+    marker = tmp_path / "planted-code-ran"
+    src = tmp_path / "planted.c"
+    src.write_text("#include <stdio.h>\n"
+                   "__attribute__((constructor)) static void planted(void) {\n"
+                   f'  FILE* f = fopen("{marker}", "w");\n  if (f) fclose(f);\n}}\n'
+                   "int hipdnn_ep_program_run(void* state, const void* in, void* out) { return 0; }\n")
+    bare = tmp_path / "planted-bare.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(bare), str(src)], check=True)
+    return bare, marker
+
+
+def test_cache_folder_swapped_during_a_session_does_not_redirect_it(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Issue 19, item 1: once the first entry of a session was published, another user who may write an
+    ancestor of the cache renamed the 0700 folder and put a symlink to his own folder in its place; the EP
+    read the compiler's next output through the path, from his folder, signed it with the install key and
+    loaded it.  Now every access goes through the descriptor of the folder opened at the start: the swap
+    redirects nothing, and a later session refuses the symlink."""
+    bare, marker = _plant_source(tmp_path)
+    cache, moved, attacker = tmp_path / "home" / "cache", tmp_path / "home" / "cache-moved", tmp_path / "attacker"
+    cache.parent.mkdir()
+    spy = _spy_python(tmp_path, attack={"cache": str(cache), "moved": str(moved), "attacker": str(attacker),
+                                        "plant": str(bare)})
+    options = dict(env.options, cache_dir=str(cache), compiler_python=str(spy))
+    model = elementwise(tmp_path / "m.onnx", ["n", 4], middle="Cos")  # two partitions: two compiles
+    sess = make_session(model, ep_devices, options)
+    assert cache.is_symlink(), "the attack took place"
+    assert not marker.exists(), "the attacker's code ran"
+    x = np.full((2, 4), 0.5, np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x, "y": x})[0], np.maximum(np.cos(x + x) + x, 0), rtol=1e-6)
+    assert len([e for e in moved.iterdir() if (e / "entry.json").is_file()]) == 2, "both entries are in the cache"
+    assert not list(attacker.rglob("entry.json")), "nothing was published into the attacker's folder"
+    with pytest.raises(Exception, match="compile cache .* is a symbolic link"):
+        make_session(model, ep_devices, options)
+    assert not marker.exists()
+
+
+def test_compiler_output_of_another_user_is_not_signed(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Issue 19, item 1: the compiler's output was signed and loaded whoever owned it.  It is read through
+    the EP's descriptor of the build folder and must be a regular file of this user."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    spy = _spy_python(tmp_path, attack={"give_output_to": 4321})
+    options = dict(env.options, compiler_python=str(spy))
+    with pytest.raises(Exception, match="refusing the compiler's artifact .*program.so: it belongs to user id 4321"):
+        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
+    assert env.cache_entries() == [], "nothing was published"
+
+
+def _foreign_home(tmp_path: Path) -> Path:
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    home = tmp_path / "alice"
+    (home / ".cache").mkdir(parents=True)
+    for folder in (home, home / ".cache"):
+        os.chown(folder, 4321, 4321)
+    return home
+
+
+def test_default_cache_under_a_foreign_home_is_replaced(tmp_path: Path, ep_devices, env: Env,
+                                                        monkeypatch: pytest.MonkeyPatch, capfd) -> None:
+    """Issue 19, item 1: with `sudo -E` (HOME of another user) the default cache was created in that user's
+    home, where he can swap it.  The default location is replaced by the private per-user folder in the
+    temporary directory, with a warning."""
+    home = _foreign_home(tmp_path)
+    for name in ("XDG_CACHE_HOME", "HIPDNN_EP_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    options = {k: v for k, v in env.options.items() if k != "cache_dir"}
+    _runs(make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK))
+    assert list((home / ".cache").iterdir()) == [], "nothing is created in the other user's home"
+    mine = tmp_path / f"hipdnn-ep-cache-{os.geteuid()}"
+    assert (mine / "install.key").is_file()
+    err = capfd.readouterr().err
+    assert "belongs to user id 4321" in err and str(mine) in err, err
+    # XDG_CACHE_HOME of another user: the same.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    _runs(make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK))
+    assert list((home / ".cache").iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_named_cache_under_a_foreign_home_is_refused(tmp_path: Path, ep_devices, env: Env,
+                                                     monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """Issue 19, item 1: a cache the user named explicitly under a folder another user owns is refused (that
+    user could swap it), not silently moved."""
+    home = _foreign_home(tmp_path)
+    named = home / ".cache" / "hipdnn-ep"
+    options = {k: v for k, v in env.options.items() if k != "cache_dir"}
+    if how == "option":
+        options["cache_dir"] = str(named)
+    else:
+        monkeypatch.setenv("HIPDNN_EP_CACHE_DIR", str(named))
+    with pytest.raises(Exception, match=f"refusing the compile cache folder {named}: .*{home}.* belongs to user id "
+                                        "4321.*cache_dir"):
+        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
+    assert not named.exists()
+
+
+SESSION = """
+import json, sys
+import onnxruntime as ort, hipdnn_ep
+so = ort.SessionOptions()
+so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+so.add_provider_for_devices(hipdnn_ep.register(ort), json.loads(sys.argv[2]))
+ort.InferenceSession(sys.argv[1], sess_options=so, enable_fallback=0)
+print("created")
+"""
+
+
+def _session_in_child(model: Path, options: dict, timeout: float = 40) -> subprocess.CompletedProcess:
+    """A session made in a new process (nothing kept in memory from earlier sessions); a process that
+    blocks is killed after `timeout` seconds and fails the test."""
+    return subprocess.run([sys.executable, "-c", SESSION, str(model), json.dumps(options)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("which", ["install.key", "program.so", "entry.json", "support", "compilers"])
+def test_fifo_in_the_cache_does_not_block(tmp_path: Path, ep_devices, env: Env, which: str) -> None:
+    """Issue 19, item 3: a FIFO in place of install.key or of a cached file made session creation wait
+    forever for a writer.  Files are opened without blocking and anything but a regular file is refused:
+    a damaged cache file is read again from the compiler, a FIFO key is an error."""
+    model = elementwise(tmp_path / "m.onnx", ["n", 4])
+    first = _session_in_child(model, env.options, timeout=120)  # keeps its verdicts and capabilities on disk
+    assert first.returncode == 0, first.stderr
+    paths = {"install.key": [env.cache_dir / "install.key"],
+             "program.so": [_only_entry(env) / "artifact" / "program.so"],
+             "entry.json": [_only_entry(env) / "entry.json"],
+             "support": list((env.cache_dir / "support").glob("*.json")),
+             "compilers": list((env.cache_dir / "compilers").glob("*.json"))}[which]
+    assert paths, f"the first session kept no {which} file"
+    for path in paths:
+        path.unlink()
+        os.mkfifo(path, 0o600)
+    started = time.monotonic()
+    out = _session_in_child(model, env.options)
+    assert time.monotonic() - started < 30
+    if which == "install.key":
+        assert out.returncode != 0 and "install key" in out.stderr and "not a regular file" in out.stderr, out.stderr
+    else:
+        assert out.returncode == 0 and out.stdout.strip() == "created", out.stderr
+
+
+def test_oversized_epcontext_artifact_is_refused_before_reading(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Issue 19, item 3: a sparse 4 GiB program.so beside an EPContext model was read whole (29 s, 4 GiB of
+    memory) before its tag was checked.  A file above the artifact bound (1 GiB) is refused at once."""
+    ctx = compile_ctx(tmp_path, ep_devices, env, embed=False)
+    code = tmp_path / _attr(_context_node(onnx.load(str(ctx))), "ep_cache_context").s.decode()
+    with open(code, "r+b") as f:
+        f.truncate((1 << 30) + 1)  # sparse: no disk space
+    started = time.monotonic()
+    with pytest.raises(Exception, match="1073741825 bytes.*more than the 1073741824.*an artifact may have"):
+        make_session(ctx, ep_devices, env.options, NO_FALLBACK)
+    assert time.monotonic() - started < 5
+
+
+def test_oversized_cached_artifact_is_compiled_again(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Issue 19, item 3: the same bound for a cached program.so: the entry is evicted without reading it."""
+    model = elementwise(tmp_path / "m.onnx", ["n", 4])
+    make_session(model, ep_devices, env.options, NO_FALLBACK)
+    with open(_only_entry(env) / "artifact" / "program.so", "r+b") as f:
+        f.truncate((1 << 30) + 1)
+    started = time.monotonic()
+    _runs(make_session(model, ep_devices, env.options, NO_FALLBACK))
+    assert time.monotonic() - started < 30
+    assert len(env.compiles()) == 2
+
+
+def test_non_embedded_epcontext_loaded_from_bytes_is_refused(tmp_path: Path, ep_devices, env: Env,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19, item 3: an EPContext model whose code is in a file, loaded from bytes, resolved that file
+    against the process's current folder (whatever happened to be there).  It has no folder: refused."""
+    ctx = compile_ctx(tmp_path, ep_devices, env, embed=False)
+    monkeypatch.chdir(tmp_path)  # where the artifact's relative path would resolve
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    so.add_provider_for_devices(ep_devices, env.options)
+    with pytest.raises(Exception, match="loaded from bytes.*load the model from its file.*context_embed_mode=1"):
+        ort.InferenceSession(ctx.read_bytes(), sess_options=so, enable_fallback=0)
+    _runs(make_session(ctx, ep_devices, env.options, NO_FALLBACK))  # from its path it loads

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -20,15 +21,35 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def _foreign_ancestor(path: Path) -> bool:
+    """True when a folder above `path` belongs to another user than this process's and root."""
+    me = os.geteuid()
+    for folder in Path(os.path.normpath(path.absolute())).parents:
+        try:
+            owner = folder.stat().st_uid
+        except OSError:
+            continue
+        if owner not in (me, 0):
+            return True
+    return False
+
+
 def default_cache_dir() -> Path:
-    """The compile cache's default location (as the plugin computes it)."""
+    """The compile cache's default location (as the plugin computes it): the per-user folder in the
+    temporary directory replaces a default below a folder of another user (a HOME of another user)."""
     env = os.environ.get("HIPDNN_EP_CACHE_DIR")
     if env:
         return Path(env)
+    per_user = Path(tempfile.gettempdir()) / f"hipdnn-ep-cache-{os.geteuid()}"
     xdg = os.environ.get("XDG_CACHE_HOME")
+    home = os.environ.get("HOME")
     if xdg:
-        return Path(xdg) / "hipdnn-ep"
-    return Path.home() / ".cache" / "hipdnn-ep"
+        default = Path(xdg) / "hipdnn-ep"
+    elif home:
+        default = Path(home) / ".cache" / "hipdnn-ep"
+    else:
+        return per_user
+    return per_user if _foreign_ancestor(default) else default
 
 
 def abi_verdict(runtime_abi: tuple[int, int] | None, required: tuple[int, int]) -> str:

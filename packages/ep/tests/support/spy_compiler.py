@@ -21,6 +21,9 @@ that runs this file with the real interpreter; it
 * when the wrapper sets $HIPDNN_EP_TEST_HOLD_DIR, holds compile requests (slow compiles): a
   compile that finds a file `hold` (or `hold-N`) there removes it, writes its process id to
   `held` (`held-N`) and answers only once a file `release` appears (or after 300 s).
+* when the wrapper sets $HIPDNN_EP_TEST_ATTACK (a JSON object), plays the local attacker of an
+  ancestor folder of the compile cache once the first compile is answered (see `_attack`), or,
+  with "give_output_to": UID, gives each compiled program.so to that user.
 
 Without a log folder it is a transparent pass-through.  Without --serve it answers one
 request from stdin, as `python -m hipdnn_ep_compiler.protocol` does."""
@@ -106,6 +109,33 @@ def _hold(request) -> None:
         time.sleep(0.05)
 
 
+_compiles_answered = 0
+
+
+def _attack(plan: dict) -> None:
+    """What another user who may write an ancestor of the cache folder can do between the compiler's
+    write and the EP's read: rename the cache folder, put a symlink to a folder of his own in its
+    place, and give each temporary build folder found there an out/program.so of his own (the shared
+    object `plan["plant"]`, with the metadata section of the genuine output copied in, so the
+    runtime's checks before loading it pass)."""
+    import subprocess
+
+    cache, moved, attacker = Path(plan["cache"]), Path(plan["moved"]), Path(plan["attacker"])
+    os.rename(cache, moved)
+    attacker.mkdir()
+    for build in moved.glob(".tmp-*"):
+        genuine = build / "out" / "program.so"
+        if not genuine.is_file():
+            continue
+        meta = attacker / "meta.bin"
+        subprocess.run(["objcopy", f"--dump-section=.hipdnn_ep_meta={meta}", str(genuine), str(attacker / "x.so")],
+                       check=True)
+        fake = attacker / build.name / "out" / "program.so"
+        fake.parent.mkdir(parents=True)
+        subprocess.run(["objcopy", f"--add-section=.hipdnn_ep_meta={meta}", plan["plant"], str(fake)], check=True)
+    cache.symlink_to(attacker, target_is_directory=True)
+
+
 def answer(request):
     from hipdnn_ep_compiler.protocol import handle
 
@@ -117,6 +147,15 @@ def answer(request):
     replace = os.environ.get("HIPDNN_EP_TEST_CAPABILITIES")
     if replace and isinstance(request, dict) and request.get("action") == "capabilities":
         response = dict(response, **json.loads(replace))
+    attack = os.environ.get("HIPDNN_EP_TEST_ATTACK")
+    if attack and isinstance(request, dict) and request.get("action") == "compile":
+        global _compiles_answered
+        _compiles_answered += 1
+        plan = json.loads(attack)
+        if "give_output_to" in plan and response.get("ok"):  # another user's file where the output should be
+            os.chown(Path(response["artifact"]) / "program.so", plan["give_output_to"], plan["give_output_to"])
+        elif _compiles_answered == 2:  # the first entry is published by now
+            _attack(plan)
     return response
 
 
