@@ -71,7 +71,7 @@ import release  # noqa: E402
 NAMES = {"runtime": "hipdnn-ep-runtime", "compiler": "hipdnn-ep-compiler", "ep": "hipdnn-ep"}
 # What each wheel is built from: its content key is the git tree of these paths.
 BUILT_FROM = {"runtime": ["packages/runtime"], "compiler": ["packages/compiler"],
-              "ep": ["packages/ep", "packages/runtime/abi", "tools/fetch_ort_headers.sh"]}
+              "ep": ["packages/ep", "packages/runtime/abi", "tools/fetch_third_party.sh"]}
 TEST_DEPS = ["onnxruntime>=1.23", "onnx>=1.16", "numpy>=1.26"]
 CELL = Path(__file__).resolve().parent / "matrix_cell.py"
 EXAMPLE = ROOT / "examples/custom_kernels"
@@ -97,7 +97,10 @@ def _git(*args: str, env: dict | None = None) -> str:
 
 
 def _key(package: str, tree: str) -> str:
-    ids = [_git("rev-parse", f"{tree}:{path}") for path in BUILT_FROM[package]]
+    # A path an older release does not have (a script renamed since) counts as absent.
+    listed = {line.split("\t", 1)[1]: line.split()[2]
+              for line in _git("ls-tree", tree, "--", *BUILT_FROM[package]).splitlines()}
+    ids = [listed.get(path, "absent") for path in BUILT_FROM[package]]
     return hashlib.sha256(" ".join(ids).encode()).hexdigest()[:20]
 
 
@@ -170,7 +173,7 @@ class Builder:
     def __init__(self, cache: Path, backends: str = "cpu"):
         self.cache = cache
         self.backends = backends
-        self.headers = ROOT / "third_party/ort-headers"
+        self.third_party = ROOT / "third_party"
 
     def wheel(self, source: Source) -> Path:
         suffix = "" if source.package != "runtime" or self.backends == "cpu" else "-" + self.backends.replace(";", "+")
@@ -182,8 +185,10 @@ class Builder:
         cmd = ["uv", "build", "--wheel", "--quiet", "--out-dir", str(dest.with_suffix(".tmp")),
                str(root / "packages" / source.package)]
         if source.package == "ep":
+            # Releases built before tools/fetch_third_party.sh read only the ORT folder's define.
             self._headers()
-            cmd += ["-C", f"cmake.define.HIPDNN_EP_ORT_INCLUDE_DIR={self.headers}"]
+            cmd += ["-C", f"cmake.define.HIPDNN_EP_ORT_INCLUDE_DIR={self.third_party / 'ort-headers'}",
+                    "-C", f"cmake.define.HIPDNN_EP_JSON_INCLUDE_DIR={self.third_party / 'nlohmann-json'}"]
         env = {**os.environ, "HIPDNN_EP_BACKENDS": self.backends}
         print(f"matrix: building {NAMES[source.package]} {source.label} ({source.key})", flush=True)
         t0 = time.monotonic()
@@ -208,8 +213,9 @@ class Builder:
         return out
 
     def _headers(self) -> None:
-        if not (self.headers / "onnxruntime_ep_c_api.h").exists():
-            subprocess.run(["bash", str(ROOT / "tools/fetch_ort_headers.sh"), str(self.headers)], check=True)
+        if not ((self.third_party / "ort-headers/onnxruntime_ep_c_api.h").exists()
+                and (self.third_party / "nlohmann-json/nlohmann/json.hpp").exists()):
+            subprocess.run(["bash", str(ROOT / "tools/fetch_third_party.sh"), str(self.third_party)], check=True)
 
 
 # ------------------------------------------------------------------ the regression, replayed

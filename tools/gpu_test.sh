@@ -67,7 +67,7 @@ if [ "${SANITIZER:-1}" != 0 ]; then
       "${errors:-no summary}; $(summary "$LOGS/memcheck.log") ($(( $(date +%s) - start )) s)"
 fi
 
-# The EP on the GPU: built when the ORT headers travelled with the tree (tools/fetch_ort_headers.sh),
+# The EP on the GPU: built when the ORT headers travelled with the tree (tools/fetch_third_party.sh),
 # run on the EPContext models of tools/gpu_ep_check.py --make when they did.
 cd "$ROOT"
 if [ -f "$ROOT/third_party/ort-headers/onnxruntime_ep_c_api.h" ]; then
@@ -95,7 +95,7 @@ if [ -f "$ROOT/third_party/ort-headers/onnxruntime_ep_c_api.h" ]; then
     row "build EP" "FAIL" "see ep_build.log"
   fi
 else
-  row "build EP" "skip" "no third_party/ort-headers (tools/fetch_ort_headers.sh)"
+  row "build EP" "skip" "no third_party/ort-headers (tools/fetch_third_party.sh)"
 fi
 
 echo
