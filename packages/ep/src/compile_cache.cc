@@ -44,9 +44,24 @@ std::string EntryMac(const std::string& install_key, const std::string& describe
   return SignArtifact(install_key, described + std::string(1, '\0') + code);
 }
 
+// The inputs of a key, in a fixed member order: its text is hashed and compared.
+json::OrderedJson KeyJson(const CacheKey& key) {
+  json::OrderedJson j;
+  j["format"] = kFormat;
+  j["graph_hash"] = key.graph_hash;
+  j["compiler"] = key.compiler;
+  j["compiler_build"] = key.compiler_build;
+  j["abi"] = key.abi;
+  j["target_abi"] = key.target_abi;
+  j["backend"] = key.backend;
+  return j;
+}
+
 // entry.json: the described inputs with the MAC added.
-std::string EntryJson(const std::string& described, const std::string& mac) {
-  return described.substr(0, described.size() - 1) + ",\"mac\":" + json::Quote(mac) + "}";
+std::string EntryJson(const CacheKey& key, const std::string& mac) {
+  json::OrderedJson j = KeyJson(key);
+  j["mac"] = mac;
+  return json::Dump(j, "a compile cache entry");
 }
 
 bool IsDigest(const std::string& name) {
@@ -77,10 +92,7 @@ std::string DefaultCacheDir() {
 }
 
 std::string CacheKey::Describe() const {
-  return "{\"format\":" + std::to_string(kFormat) + ",\"graph_hash\":" + json::Quote(graph_hash) +
-         ",\"compiler\":" + json::Quote(compiler) +
-         ",\"compiler_build\":" + json::Quote(compiler_build) + ",\"abi\":" + json::Quote(abi) +
-         ",\"target_abi\":" + json::Quote(target_abi) + ",\"backend\":" + json::Quote(backend) + "}";
+  return json::Dump(KeyJson(*this), "a compile cache key");
 }
 
 std::string CacheKey::Digest() const { return Sha256Hex(Describe()); }
@@ -105,9 +117,9 @@ std::unique_ptr<LoadedArtifact> CompileCache::Lookup(const CacheKey& key, std::s
   std::unique_ptr<LoadedArtifact> loaded;
   try {
     const std::string text = ReadFile(entry / kEntryName);
-    json::Value meta = json::Parse(text);
-    const std::string mac = meta["mac"].string;
-    if (!meta["mac"].is_string() || text != EntryJson(described, mac)) {
+    const json::Json meta = json::Parse(text, json::kMaxEntryBytes, (entry / kEntryName).string());
+    const std::string mac = json::String(json::Member(meta, "mac"));
+    if (!json::Member(meta, "mac").is_string() || text != EntryJson(key, mac)) {
       why = "its entry.json does not describe this compile";
     } else {
       loaded = LoadedArtifact::FromFile((entry / kArtifactDir / kProgramName).string(), [&](const std::string& code) {
@@ -162,7 +174,7 @@ std::unique_ptr<LoadedArtifact> CompileCache::Insert(
       std::ofstream so(staged / kArtifactDir / kProgramName, std::ios::binary);
       so << loaded->bytes();
       std::ofstream meta(staged / kEntryName, std::ios::binary);
-      meta << EntryJson(described, EntryMac(Key(), described, loaded->bytes()));
+      meta << EntryJson(key, EntryMac(Key(), described, loaded->bytes()));
       if (!so.flush() || !meta.flush()) {
         throw EpError("hipdnn-ep: cannot write the compile cache entry in " + staged.string());
       }

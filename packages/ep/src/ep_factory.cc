@@ -114,15 +114,19 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
     try {
       std::ifstream f(kept, std::ios::binary);
       if (f) {
-        json::Value saved = json::Parse(std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()));
-        CompilerCapabilities caps = CompileClient::ParseCapabilities(saved["capabilities"]);
-        bool fresh = saved["python"].is_string() && saved["python"].string == client.python() &&
+        const json::Json saved = json::Parse(
+            std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()), json::kMaxAnswerBytes,
+            kept.string());
+        CompilerCapabilities caps = CompileClient::ParseCapabilities(json::Member(saved, "capabilities"));
+        bool fresh = json::Member(saved, "python").is_string() &&
+                     json::String(json::Member(saved, "python")) == client.python() &&
                      !caps.install_files.empty() && !caps.version.empty();
         const std::vector<std::string> files = StampedFiles(client, caps);
-        fresh = fresh && saved["stamps"].array.size() == files.size();
+        const json::Json::array_t& stamps = json::Items(json::Member(saved, "stamps"));
+        fresh = fresh && stamps.size() == files.size();
         for (size_t i = 0; fresh && i < files.size(); ++i) {
           const std::string now = FileStamp(files[i]);
-          fresh = !now.empty() && saved["stamps"].array[i].string == now;
+          fresh = !now.empty() && json::String(stamps[i]) == now;
         }
         if (fresh) {
           capabilities_[client.python()] = caps;
@@ -137,15 +141,16 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
     CompilerCapabilities caps = client.Capabilities(&raw);
     capabilities_[client.python()] = caps;
     if (!kept.empty() && !caps.install_files.empty()) {
-      std::string stamps;
-      for (const std::string& file : StampedFiles(client, caps)) {
-        stamps += (stamps.empty() ? "" : ",") + json::Quote(FileStamp(file));
-      }
+      json::Json stamps = json::Json::array();
+      for (const std::string& file : StampedFiles(client, caps)) stamps.push_back(FileStamp(file));
+      // The answer as the compiler wrote it (it parsed within the bounds a moment ago).
+      const json::Json kept_answer = {{"python", client.python()},
+                                      {"stamps", std::move(stamps)},
+                                      {"capabilities", json::Parse(raw, json::kMaxAnswerBytes, "the compiler's answer")}};
       std::error_code ec;
       fs::create_directories(kept.parent_path(), ec);
       const fs::path part = kept.string() + "." + std::to_string(getpid()) + ".part";
-      std::ofstream(part, std::ios::binary) << "{\"python\":" << json::Quote(client.python()) << ",\"stamps\":["
-                                            << stamps << "],\"capabilities\":" << raw << "}";
+      std::ofstream(part, std::ios::binary) << json::Dump(kept_answer, "the compiler's capabilities");
       fs::rename(part, kept, ec);
       if (ec) fs::remove(part, ec);
     }
