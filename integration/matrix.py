@@ -70,7 +70,7 @@ import release  # noqa: E402
 
 NAMES = {"runtime": "hipdnn-ep-runtime", "compiler": "hipdnn-ep-compiler", "ep": "hipdnn-ep"}
 # What each wheel is built from: its content key is the git tree of these paths.
-BUILT_FROM = {"runtime": ["packages/runtime"], "compiler": ["packages/compiler"],
+BUILT_FROM = {"runtime": ["packages/runtime", "tools/fetch_third_party.sh"], "compiler": ["packages/compiler"],
               "ep": ["packages/ep", "packages/runtime/abi", "tools/fetch_third_party.sh"]}
 TEST_DEPS = ["onnxruntime>=1.23", "onnx>=1.16", "numpy>=1.26"]
 CELL = Path(__file__).resolve().parent / "matrix_cell.py"
@@ -184,11 +184,13 @@ class Builder:
         root = ROOT if source.in_worktree else self._export(source.commit)
         cmd = ["uv", "build", "--wheel", "--quiet", "--out-dir", str(dest.with_suffix(".tmp")),
                str(root / "packages" / source.package)]
-        if source.package == "ep":
-            # Releases built before tools/fetch_third_party.sh read only the ORT folder's define.
+        if source.package in ("ep", "runtime"):
+            # The headers of third_party/ (an exported commit has none). Releases built before
+            # tools/fetch_third_party.sh ignore the nlohmann/json define; the runtime's ignore both.
             self._headers()
-            cmd += ["-C", f"cmake.define.HIPDNN_EP_ORT_INCLUDE_DIR={self.third_party / 'ort-headers'}",
-                    "-C", f"cmake.define.HIPDNN_EP_JSON_INCLUDE_DIR={self.third_party / 'nlohmann-json'}"]
+            cmd += ["-C", f"cmake.define.HIPDNN_EP_JSON_INCLUDE_DIR={self.third_party / 'nlohmann-json'}"]
+        if source.package == "ep":
+            cmd += ["-C", f"cmake.define.HIPDNN_EP_ORT_INCLUDE_DIR={self.third_party / 'ort-headers'}"]
         env = {**os.environ, "HIPDNN_EP_BACKENDS": self.backends}
         print(f"matrix: building {NAMES[source.package]} {source.label} ({source.key})", flush=True)
         t0 = time.monotonic()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU test entry point (also `nox -s gpu`), for a machine with an NVIDIA GPU, nvcc and a
 # Python that has scikit-build-core, nanobind, numpy, pytest and torch or cupy; it needs no
-# package index. It builds the runtime with the cuda backend, runs the runtime suite with
-# --gpu=cuda (GPU kernels against the CPU backend, fixed and varying shapes, and the compiled
+# package index, but third_party/ (tools/fetch_third_party.sh: nlohmann/json for the runtime and
+# the EP, ORT's headers for the EP) must travel with the tree. It builds the runtime with the
+# cuda backend, runs the runtime suite with --gpu=cuda (GPU kernels against the CPU backend, fixed and varying shapes, and the compiled
 # artifacts under tools/gpu_artifacts/ when present, graph capture and replay), runs the GPU kernels again under
 # `compute-sanitizer --tool memcheck` (with the artifacts), builds the EP and runs EPContext
 # models on the GPU through ONNX Runtime (tools/gpu_ep_check.py, when its models and the ORT
