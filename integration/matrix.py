@@ -65,6 +65,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent
+THIRD_PARTY = ROOT / "third_party"  # git-ignored; tools/fetch_third_party.sh fills it
 sys.path.insert(0, str(ROOT / "tools"))
 import release  # noqa: E402
 
@@ -167,13 +168,19 @@ def read_wheel(package: str, label: str, path: Path, note: str = "") -> Wheel:
     return Wheel(package, label, path, version, requires, pair, note)
 
 
+def fetch_third_party() -> None:
+    """The headers of THIRD_PARTY (ORT's, nlohmann/json), fetched once by tools/fetch_third_party.sh."""
+    if not ((THIRD_PARTY / "ort-headers/onnxruntime_ep_c_api.h").exists()
+            and (THIRD_PARTY / "nlohmann-json/nlohmann/json.hpp").exists()):
+        subprocess.run(["bash", str(ROOT / "tools/fetch_third_party.sh"), str(THIRD_PARTY)], check=True)
+
+
 class Builder:
     """Builds (once per content key) and caches the wheels."""
 
     def __init__(self, cache: Path, backends: str = "cpu"):
         self.cache = cache
         self.backends = backends
-        self.third_party = ROOT / "third_party"
 
     def wheel(self, source: Source) -> Path:
         suffix = "" if source.package != "runtime" or self.backends == "cpu" else "-" + self.backends.replace(";", "+")
@@ -186,11 +193,11 @@ class Builder:
                str(root / "packages" / source.package)]
         if source.package in ("ep", "runtime"):
             # The headers of third_party/ (an exported commit has none). Releases built before
-            # tools/fetch_third_party.sh ignore the nlohmann/json define; the runtime's ignore both.
-            self._headers()
-            cmd += ["-C", f"cmake.define.HIPDNN_EP_JSON_INCLUDE_DIR={self.third_party / 'nlohmann-json'}"]
+            # tools/fetch_third_party.sh ignore the nlohmann/json define.
+            fetch_third_party()
+            cmd += ["-C", f"cmake.define.HIPDNN_EP_JSON_INCLUDE_DIR={THIRD_PARTY / 'nlohmann-json'}"]
         if source.package == "ep":
-            cmd += ["-C", f"cmake.define.HIPDNN_EP_ORT_INCLUDE_DIR={self.third_party / 'ort-headers'}"]
+            cmd += ["-C", f"cmake.define.HIPDNN_EP_ORT_INCLUDE_DIR={THIRD_PARTY / 'ort-headers'}"]
         env = {**os.environ, "HIPDNN_EP_BACKENDS": self.backends}
         print(f"matrix: building {NAMES[source.package]} {source.label} ({source.key})", flush=True)
         t0 = time.monotonic()
@@ -214,10 +221,6 @@ class Builder:
             (out / ".complete").write_text(commit)
         return out
 
-    def _headers(self) -> None:
-        if not ((self.third_party / "ort-headers/onnxruntime_ep_c_api.h").exists()
-                and (self.third_party / "nlohmann-json/nlohmann/json.hpp").exists()):
-            subprocess.run(["bash", str(ROOT / "tools/fetch_third_party.sh"), str(self.third_party)], check=True)
 
 
 # ------------------------------------------------------------------ the regression, replayed
@@ -653,10 +656,11 @@ def _tree_digest(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def build_runtime_offline(source: Path, cache: Path, backends: str) -> Path:
+def build_runtime_offline(source: Path, cache: Path, backends: str, json_include: Path) -> Path:
     """A runtime wheel built from carried sources by this machine's Python, with no registry (pip wheel
     --no-build-isolation: scikit-build-core, nanobind, cmake and ninja must be installed), cached per
-    source content and backends."""
+    source content and backends. `json_include`: the carried nlohmann/json headers (runtimes released
+    before they were needed ignore them)."""
     dest = cache / f"runtime-{_tree_digest(source)}-{backends.replace(';', '+')}"
     found = sorted(dest.glob("*.whl"))
     if found:
@@ -664,7 +668,8 @@ def build_runtime_offline(source: Path, cache: Path, backends: str) -> Path:
     tmp = dest.with_suffix(".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "--wheel-dir",
-           str(tmp), f"-Cbuild-dir={dest.with_suffix('.build')}", str(source)]
+           str(tmp), f"-Cbuild-dir={dest.with_suffix('.build')}",
+           f"-Ccmake.define.HIPDNN_EP_JSON_INCLUDE_DIR={json_include}", str(source)]
     if "cuda" in backends.split(";"):
         arch = os.environ.get("HIPDNN_EP_CUDA_ARCHITECTURES", "90")
         cmd.append(f"-Ccmake.define.HIPDNN_EP_CUDA_ARCHITECTURES={arch}")
@@ -683,6 +688,7 @@ def pack_offline(out: Path, found: dict[str, list[Source]], wheels: dict[str, li
 
     runtime/<label>/packages/runtime  the runtime's sources at each release and HEAD (built there, for its
                                       Python and its GPU)
+    third_party/nlohmann-json         the JSON headers those sources build with (no registry there)
     wheels/                           the compiler (pure Python) and EP (py3, no extension) wheels built here
     ctx/<cell>/                       the models and EPContext models each cell of this leg wrote: the
                                       compiled side, done here, since compiling needs torch-mlir
@@ -690,6 +696,8 @@ def pack_offline(out: Path, found: dict[str, list[Source]], wheels: dict[str, li
     shutil.rmtree(out, ignore_errors=True)
     (out / "wheels").mkdir(parents=True)
     plan: dict[str, list] = {"runtime": [], "compiler": [], "ep": []}
+    fetch_third_party()
+    shutil.copytree(ROOT / "third_party/nlohmann-json", out / "third_party/nlohmann-json")
     for s in found["runtime"]:
         dest = out / "runtime" / s.label
         dest.mkdir(parents=True)
@@ -730,7 +738,8 @@ def offline_leg(bundle: Path, cache: Path, backend: str, backends: str, replay: 
 
     def build(entry: dict) -> Path | str:
         try:
-            return build_runtime_offline(bundle / entry["source"], work / "wheels", backends)
+            return build_runtime_offline(bundle / entry["source"], work / "wheels", backends,
+                                         bundle / "third_party/nlohmann-json")
         except SystemExit as exc:  # one runtime that does not build must not hide the others' cells
             print(exc, flush=True)
             return f"runtime {entry['label']} did not build ({backends}): {str(exc)[-1500:]}"
