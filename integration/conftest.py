@@ -70,6 +70,9 @@ def close() -> Callable:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hipdnn-ep fuzz")
     group.addoption("--fuzz-seed", type=int, default=20261203,
-                    help="seed of tests/test_fuzz.py (a failure message names the seed and case to replay)")
+                    help="seed of tests/test_fuzz.py and tests/test_fuzz_ep_files.py (a failure message names "
+                         "the seed and case to replay)")
     group.addoption("--fuzz-models", type=int, default=80,
                     help="mutated models tests/test_fuzz.py builds (each also gets several bad feeds)")
+    group.addoption("--fuzz-ep-cases", type=int, default=16,
+                    help="sessions tests/test_fuzz_ep_files.py creates, each on a mutated EPContext model or cache")

@@ -65,13 +65,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent
+THIRD_PARTY = ROOT / "third_party"  # git-ignored; tools/fetch_third_party.sh fills it
 sys.path.insert(0, str(ROOT / "tools"))
 import release  # noqa: E402
 
 NAMES = {"runtime": "hipdnn-ep-runtime", "compiler": "hipdnn-ep-compiler", "ep": "hipdnn-ep"}
 # What each wheel is built from: its content key is the git tree of these paths.
-BUILT_FROM = {"runtime": ["packages/runtime"], "compiler": ["packages/compiler"],
-              "ep": ["packages/ep", "packages/runtime/abi", "tools/fetch_ort_headers.sh"]}
+BUILT_FROM = {"runtime": ["packages/runtime", "tools/fetch_third_party.sh"], "compiler": ["packages/compiler"],
+              "ep": ["packages/ep", "packages/runtime/abi", "tools/fetch_third_party.sh"]}
 TEST_DEPS = ["onnxruntime>=1.23", "onnx>=1.16", "numpy>=1.26"]
 CELL = Path(__file__).resolve().parent / "matrix_cell.py"
 EXAMPLE = ROOT / "examples/custom_kernels"
@@ -97,7 +98,10 @@ def _git(*args: str, env: dict | None = None) -> str:
 
 
 def _key(package: str, tree: str) -> str:
-    ids = [_git("rev-parse", f"{tree}:{path}") for path in BUILT_FROM[package]]
+    # A path an older release does not have (a script renamed since) counts as absent.
+    listed = {line.split("\t", 1)[1]: line.split()[2]
+              for line in _git("ls-tree", tree, "--", *BUILT_FROM[package]).splitlines()}
+    ids = [listed.get(path, "absent") for path in BUILT_FROM[package]]
     return hashlib.sha256(" ".join(ids).encode()).hexdigest()[:20]
 
 
@@ -164,13 +168,19 @@ def read_wheel(package: str, label: str, path: Path, note: str = "") -> Wheel:
     return Wheel(package, label, path, version, requires, pair, note)
 
 
+def fetch_third_party() -> None:
+    """The headers of THIRD_PARTY (ORT's, nlohmann/json), fetched once by tools/fetch_third_party.sh."""
+    if not ((THIRD_PARTY / "ort-headers/onnxruntime_ep_c_api.h").exists()
+            and (THIRD_PARTY / "nlohmann-json/nlohmann/json.hpp").exists()):
+        subprocess.run(["bash", str(ROOT / "tools/fetch_third_party.sh"), str(THIRD_PARTY)], check=True)
+
+
 class Builder:
     """Builds (once per content key) and caches the wheels."""
 
     def __init__(self, cache: Path, backends: str = "cpu"):
         self.cache = cache
         self.backends = backends
-        self.headers = ROOT / "third_party/ort-headers"
 
     def wheel(self, source: Source) -> Path:
         suffix = "" if source.package != "runtime" or self.backends == "cpu" else "-" + self.backends.replace(";", "+")
@@ -181,9 +191,13 @@ class Builder:
         root = ROOT if source.in_worktree else self._export(source.commit)
         cmd = ["uv", "build", "--wheel", "--quiet", "--out-dir", str(dest.with_suffix(".tmp")),
                str(root / "packages" / source.package)]
+        if source.package in ("ep", "runtime"):
+            # The headers of third_party/ (an exported commit has none). Releases built before
+            # tools/fetch_third_party.sh ignore the nlohmann/json define.
+            fetch_third_party()
+            cmd += ["-C", f"cmake.define.HIPDNN_EP_JSON_INCLUDE_DIR={THIRD_PARTY / 'nlohmann-json'}"]
         if source.package == "ep":
-            self._headers()
-            cmd += ["-C", f"cmake.define.HIPDNN_EP_ORT_INCLUDE_DIR={self.headers}"]
+            cmd += ["-C", f"cmake.define.HIPDNN_EP_ORT_INCLUDE_DIR={THIRD_PARTY / 'ort-headers'}"]
         env = {**os.environ, "HIPDNN_EP_BACKENDS": self.backends}
         print(f"matrix: building {NAMES[source.package]} {source.label} ({source.key})", flush=True)
         t0 = time.monotonic()
@@ -207,9 +221,6 @@ class Builder:
             (out / ".complete").write_text(commit)
         return out
 
-    def _headers(self) -> None:
-        if not (self.headers / "onnxruntime_ep_c_api.h").exists():
-            subprocess.run(["bash", str(ROOT / "tools/fetch_ort_headers.sh"), str(self.headers)], check=True)
 
 
 # ------------------------------------------------------------------ the regression, replayed
@@ -645,10 +656,11 @@ def _tree_digest(folder: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def build_runtime_offline(source: Path, cache: Path, backends: str) -> Path:
+def build_runtime_offline(source: Path, cache: Path, backends: str, json_include: Path) -> Path:
     """A runtime wheel built from carried sources by this machine's Python, with no registry (pip wheel
     --no-build-isolation: scikit-build-core, nanobind, cmake and ninja must be installed), cached per
-    source content and backends."""
+    source content and backends. `json_include`: the carried nlohmann/json headers (runtimes released
+    before they were needed ignore them)."""
     dest = cache / f"runtime-{_tree_digest(source)}-{backends.replace(';', '+')}"
     found = sorted(dest.glob("*.whl"))
     if found:
@@ -656,7 +668,8 @@ def build_runtime_offline(source: Path, cache: Path, backends: str) -> Path:
     tmp = dest.with_suffix(".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "--wheel-dir",
-           str(tmp), f"-Cbuild-dir={dest.with_suffix('.build')}", str(source)]
+           str(tmp), f"-Cbuild-dir={dest.with_suffix('.build')}",
+           f"-Ccmake.define.HIPDNN_EP_JSON_INCLUDE_DIR={json_include}", str(source)]
     if "cuda" in backends.split(";"):
         arch = os.environ.get("HIPDNN_EP_CUDA_ARCHITECTURES", "90")
         cmd.append(f"-Ccmake.define.HIPDNN_EP_CUDA_ARCHITECTURES={arch}")
@@ -675,6 +688,7 @@ def pack_offline(out: Path, found: dict[str, list[Source]], wheels: dict[str, li
 
     runtime/<label>/packages/runtime  the runtime's sources at each release and HEAD (built there, for its
                                       Python and its GPU)
+    third_party/nlohmann-json         the JSON headers those sources build with (no registry there)
     wheels/                           the compiler (pure Python) and EP (py3, no extension) wheels built here
     ctx/<cell>/                       the models and EPContext models each cell of this leg wrote: the
                                       compiled side, done here, since compiling needs torch-mlir
@@ -682,6 +696,8 @@ def pack_offline(out: Path, found: dict[str, list[Source]], wheels: dict[str, li
     shutil.rmtree(out, ignore_errors=True)
     (out / "wheels").mkdir(parents=True)
     plan: dict[str, list] = {"runtime": [], "compiler": [], "ep": []}
+    fetch_third_party()
+    shutil.copytree(ROOT / "third_party/nlohmann-json", out / "third_party/nlohmann-json")
     for s in found["runtime"]:
         dest = out / "runtime" / s.label
         dest.mkdir(parents=True)
@@ -722,7 +738,8 @@ def offline_leg(bundle: Path, cache: Path, backend: str, backends: str, replay: 
 
     def build(entry: dict) -> Path | str:
         try:
-            return build_runtime_offline(bundle / entry["source"], work / "wheels", backends)
+            return build_runtime_offline(bundle / entry["source"], work / "wheels", backends,
+                                         bundle / "third_party/nlohmann-json")
         except SystemExit as exc:  # one runtime that does not build must not hide the others' cells
             print(exc, flush=True)
             return f"runtime {entry['label']} did not build ({backends}): {str(exc)[-1500:]}"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU test entry point (also `nox -s gpu`), for a machine with an NVIDIA GPU, nvcc and a
 # Python that has scikit-build-core, nanobind, numpy, pytest and torch or cupy; it needs no
-# package index. It builds the runtime with the cuda backend, runs the runtime suite with
-# --gpu=cuda (GPU kernels against the CPU backend, fixed and varying shapes, and the compiled
+# package index, but third_party/ (tools/fetch_third_party.sh: nlohmann/json for the runtime and
+# the EP, ORT's headers for the EP) must travel with the tree. It builds the runtime with the
+# cuda backend, runs the runtime suite with --gpu=cuda (GPU kernels against the CPU backend, fixed and varying shapes, and the compiled
 # artifacts under tools/gpu_artifacts/ when present, graph capture and replay), runs the GPU kernels again under
 # `compute-sanitizer --tool memcheck` (with the artifacts), builds the EP and runs EPContext
 # models on the GPU through ONNX Runtime (tools/gpu_ep_check.py, when its models and the ORT
@@ -67,7 +68,7 @@ if [ "${SANITIZER:-1}" != 0 ]; then
       "${errors:-no summary}; $(summary "$LOGS/memcheck.log") ($(( $(date +%s) - start )) s)"
 fi
 
-# The EP on the GPU: built when the ORT headers travelled with the tree (tools/fetch_ort_headers.sh),
+# The EP on the GPU: built when the ORT headers travelled with the tree (tools/fetch_third_party.sh),
 # run on the EPContext models of tools/gpu_ep_check.py --make when they did.
 cd "$ROOT"
 if [ -f "$ROOT/third_party/ort-headers/onnxruntime_ep_c_api.h" ]; then
@@ -95,7 +96,7 @@ if [ -f "$ROOT/third_party/ort-headers/onnxruntime_ep_c_api.h" ]; then
     row "build EP" "FAIL" "see ep_build.log"
   fi
 else
-  row "build EP" "skip" "no third_party/ort-headers (tools/fetch_ort_headers.sh)"
+  row "build EP" "skip" "no third_party/ort-headers (tools/fetch_third_party.sh)"
 fi
 
 echo

@@ -39,6 +39,7 @@ if [ ! -f "$HEADERS/usr/include/hip/hip_runtime.h" ]; then
   for deb in "$HEADERS"/debs/*.deb; do dpkg -x "$deb" "$HEADERS"; done
 fi
 
+[ -f "$ROOT/third_party/nlohmann-json/nlohmann/json.hpp" ] || bash "$ROOT/tools/fetch_third_party.sh"
 mkdir -p "$WORK"
 PYTHONPATH=$RUNTIME/abi python3 -m hipdnn_ep_abi --manifest "$RUNTIME/abi/manifest.toml" generate --out "$WORK/abi" >/dev/null
 mapfile -t SOURCES < <(cd "$RUNTIME" && ls src/kernels/gpu/*.hip src/gpu/*.hip | grep -v 'gpu_blas\.hip$')
@@ -50,6 +51,7 @@ for src in "${SOURCES[@]}"; do
     out=$WORK/$(basename "$src" .hip).$arch.s
     if (cd "$RUNTIME" && "$CLANG" -x hip -std=c++17 --offload-arch="$arch" --cuda-device-only -S -nogpulib \
           -Werror -Wno-unused-command-line-argument --rocm-path="$HEADERS/usr" -isystem "$HEADERS/usr/include" \
+          -isystem "$ROOT/third_party/nlohmann-json" -DJSON_USE_IMPLICIT_CONVERSIONS=0 \
           -Isrc -I"$WORK/abi/include" -I"$WORK/abi/internal" "$src" -o "$out") 2> "$out.log"; then
       printf ' %-16s' "ok ($(grep -c '^[[:space:]]*\.amdhsa_kernel ' "$out") kernels)"
     else

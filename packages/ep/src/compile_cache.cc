@@ -36,9 +36,24 @@ std::string EntryMac(const std::string& install_key, const std::string& describe
   return SignArtifact(install_key, described + std::string(1, '\0') + code);
 }
 
+// The inputs of a key, in a fixed member order: its text is hashed and compared.
+json::OrderedJson KeyJson(const CacheKey& key) {
+  json::OrderedJson j;
+  j["format"] = kFormat;
+  j["graph_hash"] = key.graph_hash;
+  j["compiler"] = key.compiler;
+  j["compiler_build"] = key.compiler_build;
+  j["abi"] = key.abi;
+  j["target_abi"] = key.target_abi;
+  j["backend"] = key.backend;
+  return j;
+}
+
 // entry.json: the described inputs with the MAC added.
-std::string EntryJson(const std::string& described, const std::string& mac) {
-  return described.substr(0, described.size() - 1) + ",\"mac\":" + json::Quote(mac) + "}";
+std::string EntryJson(const CacheKey& key, const std::string& mac) {
+  json::OrderedJson j = KeyJson(key);
+  j["mac"] = mac;
+  return json::Dump(j, "a compile cache entry");
 }
 
 bool IsDigest(const std::string& name) {
@@ -93,10 +108,7 @@ CacheLocation ResolveCacheDir(const std::string& option) {
 }
 
 std::string CacheKey::Describe() const {
-  return "{\"format\":" + std::to_string(kFormat) + ",\"graph_hash\":" + json::Quote(graph_hash) +
-         ",\"compiler\":" + json::Quote(compiler) +
-         ",\"compiler_build\":" + json::Quote(compiler_build) + ",\"abi\":" + json::Quote(abi) +
-         ",\"target_abi\":" + json::Quote(target_abi) + ",\"backend\":" + json::Quote(backend) + "}";
+  return json::Dump(KeyJson(*this), "a compile cache key");
 }
 
 std::string CacheKey::Digest() const { return Sha256Hex(Describe()); }
@@ -123,10 +135,10 @@ std::unique_ptr<LoadedArtifact> CompileCache::Lookup(const CacheKey& key, std::s
   try {
     entry = dir_.Sub(digest, false);
     if (!entry.is_open()) return nullptr;  // evicted meanwhile
-    const std::string text = entry.Read(kEntryName, "compile cache entry", kMaxMetadataBytes);
-    json::Value meta = json::Parse(text);
-    const std::string mac = meta["mac"].string;
-    if (!meta["mac"].is_string() || text != EntryJson(described, mac)) {
+    const std::string text = entry.Read(kEntryName, "compile cache entry", json::kMaxEntryBytes);
+    const json::Json meta = json::Parse(text, json::kMaxEntryBytes, (fs::path(shown) / kEntryName).string());
+    const std::string mac = json::String(json::Member(meta, "mac"));
+    if (!json::Member(meta, "mac").is_string() || text != EntryJson(key, mac)) {
       why = "its entry.json does not describe this compile";
     } else {
       const std::string program = std::string(kArtifactDir) + "/" + kProgramName;
@@ -185,7 +197,7 @@ std::unique_ptr<LoadedArtifact> CompileCache::Insert(const CacheKey& key,
     loaded = ReadCompilerOutput(tmp, build(tmp));
     const PrivateDir staged = tmp.Sub("entry", true);
     staged.Sub(kArtifactDir, true).WriteNew(kProgramName, loaded->bytes(), 0644);
-    staged.WriteNew(kEntryName, EntryJson(described, EntryMac(Key(), described, loaded->bytes())), 0644);
+    staged.WriteNew(kEntryName, EntryJson(key, EntryMac(Key(), described, loaded->bytes())), 0644);
     // rename(2) of a directory fails if the target exists and is not empty:
     // then another process published the same entry first.  A damaged entry
     // in the way (Lookup evicts it) is replaced.

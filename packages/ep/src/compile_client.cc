@@ -126,15 +126,16 @@ CompileClient::CompileClient(std::string python_option, int64_t timeout_s) : tim
   python_reason_ = "python3 on PATH";
 }
 
-json::Value CompileClient::Call(const std::string& request, bool compile, std::string* raw) const {
+json::Json CompileClient::Call(const json::Json& request, bool compile, std::string* raw) const {
   std::string where = "hipdnn-ep: compiler (" + python_ + " -m hipdnn_ep_compiler.protocol --serve, chosen as " +
                       python_reason_ + ")";
   CompilerPool::Lease process = CompilerPool::For(python_)->Acquire(compile);
   const off_t err_start = process->ErrOffset();
-  const std::string line = process->Request(request, timeout_s_, where, notice_);
-  json::Value resp;
+  const std::string line = process->Request(json::Dump(request, "a request to the compiler"), timeout_s_, where,
+                                            notice_);
+  json::Json resp;
   try {
-    resp = json::Parse(line);
+    resp = json::Parse(line, json::kMaxAnswerBytes, "the compiler's answer");
   } catch (const std::exception& e) {
     const std::string err = process->ErrTail(err_start);
     process->Discard();
@@ -142,19 +143,20 @@ json::Value CompileClient::Call(const std::string& request, bool compile, std::s
                   (err.empty() ? "" : "\nstderr:\n" + err));
   }
   if (!resp.is_object()) throw EpError(where + " answered with JSON that is not an object");
-  if (!resp["ok"].boolean) {
-    const json::Value& e = resp["error"];
-    std::string msg = e.is_string()   ? e.string
-                      : e.is_object() ? e["kind"].string + ": " + e["message"].string
+  if (!json::Bool(json::Member(resp, "ok"))) {
+    const json::Json& e = json::Member(resp, "error");
+    std::string msg = e.is_string()   ? json::String(e)
+                      : e.is_object() ? json::String(json::Member(e, "kind")) + ": " +
+                                            json::String(json::Member(e, "message"))
                                       : std::string("no error message");
     throw EpError(where + " reported an error: " + msg);
   }
   // Each protocol version is its own contract: an answer in another one is
   // not read, whatever it looks like.
-  const json::Value& protocol = resp["protocol"];
-  if (!protocol.is_number() || protocol.number != kCompilerProtocolVersion) {
+  const json::Json& protocol = json::Member(resp, "protocol");
+  if (!protocol.is_number() || protocol.get<double>() != kCompilerProtocolVersion) {
     throw EpError(where + " answered in compiler protocol " +
-                  (protocol.is_number() ? std::to_string(static_cast<int64_t>(protocol.number)) : std::string("(none stated)")) +
+                  (protocol.is_number() ? protocol.dump() : std::string("(none stated)")) +
                   ", but this EP speaks protocol " + std::to_string(kCompilerProtocolVersion) +
                   ". Install a hipdnn-ep-compiler that speaks it: pip install --upgrade hipdnn-ep hipdnn-ep-compiler");
   }
@@ -163,40 +165,39 @@ json::Value CompileClient::Call(const std::string& request, bool compile, std::s
 }
 
 CompilerCapabilities CompileClient::Capabilities(std::string* raw) const {
-  return ParseCapabilities(
-      Call("{\"protocol\":" + std::to_string(kCompilerProtocolVersion) + ",\"action\":\"capabilities\"}", false,
-           raw));
+  return ParseCapabilities(Call({{"protocol", kCompilerProtocolVersion}, {"action", "capabilities"}}, false, raw));
 }
 
-CompilerCapabilities CompileClient::ParseCapabilities(const json::Value& resp) {
+CompilerCapabilities CompileClient::ParseCapabilities(const json::Json& resp) {
+  using json::Member;
   CompilerCapabilities caps;
   // Accepted shapes: "compiler": {"name", "version"} or "compiler_version";
   // "ops" as {domain: [op_type, ...]}, [op_type, ...] or [{"domain", "op_type"}].
-  caps.name = resp["compiler"]["name"].is_string() ? resp["compiler"]["name"].string : "hipdnn-ep-compiler";
-  caps.version = resp["compiler"]["version"].is_string() ? resp["compiler"]["version"].string
-                                                        : resp["compiler_version"].string;
+  const json::Json& compiler = Member(resp, "compiler");
+  caps.name = json::String(Member(compiler, "name"), "hipdnn-ep-compiler");
+  caps.version = json::String(Member(compiler, "version"), json::String(Member(resp, "compiler_version")));
   if (caps.version.empty()) throw EpError("hipdnn-ep: the compiler's capabilities state no compiler version");
-  if (resp["build_id"].is_string()) caps.build_id = resp["build_id"].string;
+  caps.build_id = json::String(Member(resp, "build_id"));
   auto domain = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
-  const json::Value& ops = resp["ops"];
+  const json::Json& ops = Member(resp, "ops");
   if (ops.is_object()) {
-    for (const auto& [d, list] : ops.object) {
-      for (const json::Value& op : list.array) caps.ops.insert({domain(d), op.string});
+    for (const auto& [d, list] : ops.items()) {
+      for (const json::Json& op : json::Items(list)) caps.ops.insert({domain(d), json::String(op)});
     }
   }
-  for (const json::Value& op : ops.array) {
-    if (op.is_string()) caps.ops.insert({"", op.string});
-    else caps.ops.insert({domain(op["domain"].string), op["op_type"].string});
+  for (const json::Json& op : json::Items(ops)) {
+    if (op.is_string()) caps.ops.insert({"", json::String(op)});
+    else caps.ops.insert({domain(json::String(Member(op, "domain"))), json::String(Member(op, "op_type"))});
   }
-  const json::Value& abi = resp["abi"];
-  if (abi.is_object() && abi["major"].is_number()) {
-    caps.abi_major = static_cast<int64_t>(abi["major"].number);
-    for (const json::Value& m : abi["minors"].array) {
-      if (m.is_number()) caps.abi_minors.push_back(static_cast<int64_t>(m.number));
+  const json::Json& abi = Member(resp, "abi");
+  if (Member(abi, "major").is_number()) {
+    caps.abi_major = json::Int(Member(abi, "major"), -1);
+    for (const json::Json& m : json::Items(Member(abi, "minors"))) {
+      if (m.is_number()) caps.abi_minors.push_back(json::Int(m, -1));
     }
   }
-  for (const json::Value& f : resp["install_files"].array) {
-    if (f.is_string()) caps.install_files.push_back(f.string);
+  for (const json::Json& f : json::Items(Member(resp, "install_files"))) {
+    if (f.is_string()) caps.install_files.push_back(json::String(f));
   }
   return caps;
 }
@@ -204,15 +205,13 @@ CompilerCapabilities CompileClient::ParseCapabilities(const json::Value& resp) {
 CompileResult CompileClient::Compile(const std::string& model_path, const std::string& out_dir,
                                      const std::string& backend, const std::string& abi,
                                      const std::string& manifest) const {
-  std::string req = "{\"protocol\":" + std::to_string(kCompilerProtocolVersion) +
-                    ",\"action\":\"compile\",\"model\":" + json::Quote(model_path) +
-                    ",\"out_dir\":" + json::Quote(out_dir) + ",\"output\":" + json::Quote(out_dir) + ",\"backend\":" + json::Quote(backend) +
-                    ",\"abi\":" + json::Quote(abi) +
-                    (manifest.empty() ? std::string() : ",\"manifest\":" + json::Quote(manifest)) + "}";
-  json::Value resp = Call(req, true);
+  json::Json req = {{"protocol", kCompilerProtocolVersion}, {"action", "compile"}, {"model", model_path},
+                    {"out_dir", out_dir}, {"output", out_dir}, {"backend", backend}, {"abi", abi}};
+  if (!manifest.empty()) req["manifest"] = manifest;
+  json::Json resp = Call(req, true);
   CompileResult result;
-  result.artifact = resp["artifact"].string;
-  result.metadata = resp["metadata"];
+  result.artifact = json::String(json::Member(resp, "artifact"));
+  result.metadata = json::Member(resp, "metadata");
   namespace fs = std::filesystem;
   if (!result.artifact.empty() && fs::is_directory(result.artifact)) {
     // An artifact folder holds the file the manifest's [artifact] table names.
@@ -240,25 +239,23 @@ std::vector<std::vector<NodeVerdict>> CompileClient::Support(const std::vector<s
                                                              const std::string& backend,
                                                              const std::string& abi,
                                                              const std::string& manifest) const {
-  std::string models;
-  for (const std::string& m : model_paths) models += (models.empty() ? "" : ",") + json::Quote(m);
-  std::string req = "{\"protocol\":" + std::to_string(kCompilerProtocolVersion) +
-                    ",\"action\":\"support\",\"models\":[" + models + "],\"backend\":" + json::Quote(backend) +
-                    (abi.empty() ? std::string() : ",\"abi\":" + json::Quote(abi)) +
-                    (manifest.empty() ? std::string() : ",\"manifest\":" + json::Quote(manifest)) + "}";
-  json::Value resp = Call(req, false);
-  const json::Value& answers = resp["models"];
-  if (!answers.is_array() || answers.array.size() != model_paths.size()) {
+  json::Json req = {{"protocol", kCompilerProtocolVersion}, {"action", "support"}, {"models", model_paths},
+                    {"backend", backend}};
+  if (!abi.empty()) req["abi"] = abi;
+  if (!manifest.empty()) req["manifest"] = manifest;
+  json::Json resp = Call(req, false);
+  const json::Json& answers = json::Member(resp, "models");
+  if (!answers.is_array() || answers.size() != model_paths.size()) {
     throw EpError("hipdnn-ep: the compiler's support answer does not have one entry per model");
   }
   std::vector<std::vector<NodeVerdict>> out;
-  for (const json::Value& a : answers.array) {
+  for (const json::Json& a : json::Items(answers)) {
     out.emplace_back();
-    for (const json::Value& n : a["nodes"].array) {
+    for (const json::Json& n : json::Items(json::Member(a, "nodes"))) {
       NodeVerdict v;
-      v.index = n["index"].is_number() ? static_cast<int64_t>(n["index"].number) : -1;
-      v.supported = n["supported"].boolean;
-      v.reason = n["reason"].is_string() ? n["reason"].string : "refused by the compiler";
+      v.index = json::Int(json::Member(n, "index"), -1);
+      v.supported = json::Bool(json::Member(n, "supported"));
+      v.reason = json::String(json::Member(n, "reason"), "refused by the compiler");
       out.back().push_back(v);
     }
   }

@@ -38,7 +38,7 @@ struct CompilerCapabilities {
 
 struct CompileResult {
   std::string artifact;   // path of the artifact shared object
-  json::Value metadata;   // the artifact's metadata as the compiler reports it
+  json::Json metadata;    // the artifact's metadata as the compiler reports it
 };
 
 // The compiler's verdict on node `index` (its position in the model's graph).
@@ -64,7 +64,7 @@ class CompileClient {
 
   // `raw`, when given, receives the answer as the compiler wrote it.
   CompilerCapabilities Capabilities(std::string* raw = nullptr) const;
-  static CompilerCapabilities ParseCapabilities(const json::Value& response);
+  static CompilerCapabilities ParseCapabilities(const json::Json& response);
   // `manifest`: path of the runtime ABI manifest JSON to compile against ("": the compiler's own).
   CompileResult Compile(const std::string& model_path, const std::string& out_dir, const std::string& backend,
                         const std::string& abi, const std::string& manifest = "") const;
@@ -77,7 +77,7 @@ class CompileClient {
 
  private:
   // `compile`: a compile request (see CompilerPool's bounds).
-  json::Value Call(const std::string& request, bool compile, std::string* raw = nullptr) const;
+  json::Json Call(const json::Json& request, bool compile, std::string* raw = nullptr) const;
   std::string python_;
   std::string python_reason_;
   int64_t timeout_s_;

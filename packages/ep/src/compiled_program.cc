@@ -18,10 +18,10 @@ namespace {
 // Which program input an entry of the metadata's `inputs`/`weights` is. Its dims are the runtime's to
 // read (hipdnn_ep_artifact_run_into checks every input against them): the EP hands over the shapes
 // ORT has, of the fused node's inputs and of the initializers it keeps.
-ArgSpec SpecFromMetadata(const json::Value& v) {
+ArgSpec SpecFromMetadata(const json::Json& v) {
   ArgSpec a;
-  a.name = v["name"].string;
-  a.dtype = static_cast<int32_t>(v["dtype"].as_int());
+  a.name = json::String(json::Member(v, "name"));
+  a.dtype = static_cast<int32_t>(json::Int(json::Member(v, "dtype")));
   return a;
 }
 
@@ -110,27 +110,30 @@ CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi>
                   "): " + e.what(), e.code());
   }
   const char* meta_text = rt_->hipdnn_ep_artifact_metadata(artifact_);
-  json::Value meta;
+  json::Json meta;
   try {
-    meta = json::Parse(meta_text ? meta_text : "");
+    meta = json::Parse(meta_text ? meta_text : "", json::kMaxMetadataBytes, "its metadata");
   } catch (const std::exception& e) {
     throw EpError("hipdnn-ep: artifact " + path + " has unreadable metadata: " + e.what());
   }
   // The metadata formats this EP reads, from the manifest it was built with (a runtime of
   // ABI 1.2 or older opens an artifact without checking its format).
-  const json::Value& format = meta["format"];
-  if (!format.is_number() || format.as_int() < HIPDNN_EP_ARTIFACT_OLDEST_FORMAT ||
-      format.as_int() > HIPDNN_EP_ARTIFACT_FORMAT) {
+  const json::Json& format = json::Member(meta, "format");
+  const int64_t format_number = json::Int(format, -1);
+  if (!format.is_number() || format_number < HIPDNN_EP_ARTIFACT_OLDEST_FORMAT ||
+      format_number > HIPDNN_EP_ARTIFACT_FORMAT) {
     throw EpError("hipdnn-ep: artifact " + path + " has metadata format " +
-                  (format.is_number() ? std::to_string(format.as_int()) : std::string("(none)")) +
+                  (format.is_number() ? format.dump() : std::string("(none)")) +
                   "; this hipdnn-ep reads formats " + std::to_string(HIPDNN_EP_ARTIFACT_OLDEST_FORMAT) + " to " +
                   std::to_string(HIPDNN_EP_ARTIFACT_FORMAT) +
                   ": install hipdnn-ep, hipdnn-ep-compiler and hipdnn-ep-runtime versions that match, then compile "
                   "the model again (for an EPContext model: export it again)");
   }
-  for (const json::Value& v : meta["inputs"].array) args_.push_back(SpecFromMetadata(v));
-  for (const json::Value& v : meta["weights"].array) args_.push_back(SpecFromMetadata(v));
-  for (const json::Value& v : meta["outputs"].array) outputs_.push_back(v["name"].string);
+  for (const json::Json& v : json::Items(json::Member(meta, "inputs"))) args_.push_back(SpecFromMetadata(v));
+  for (const json::Json& v : json::Items(json::Member(meta, "weights"))) args_.push_back(SpecFromMetadata(v));
+  for (const json::Json& v : json::Items(json::Member(meta, "outputs"))) {
+    outputs_.push_back(json::String(json::Member(v, "name")));
+  }
   if (outputs_.size() != model.outputs.size()) {
     throw EpError("hipdnn-ep: artifact " + path + " has " + std::to_string(outputs_.size()) +
                   " outputs, the fused node '" + node_name + "' has " + std::to_string(model.outputs.size()));

@@ -469,11 +469,13 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
     }
     if (dir.is_open() && dir.Exists(keys[i] + ".json")) {
       try {
-        json::Value v = json::Parse(dir.Read(keys[i] + ".json", "kept support verdict", kMaxMetadataBytes));
-        for (const json::Value& n : v["nodes"].array) {
-          out[i].push_back({static_cast<int64_t>(n["index"].number), n["supported"].boolean, n["reason"].string});
+        const json::Json v = json::Parse(dir.Read(keys[i] + ".json", "kept support verdict", json::kMaxAnswerBytes),
+                                         json::kMaxAnswerBytes, "the kept support verdict " + keys[i] + ".json");
+        for (const json::Json& n : json::Items(json::Member(v, "nodes"))) {
+          out[i].push_back({json::Int(json::Member(n, "index"), -1), json::Bool(json::Member(n, "supported")),
+                            json::String(json::Member(n, "reason"))});
         }
-        if (v["key"].is_string() && v["key"].string == keys[i]) continue;
+        if (json::String(json::Member(v, "key")) == keys[i]) continue;
       } catch (const std::exception&) {
       }
       out[i].clear();  // unreadable: ask again
@@ -526,14 +528,13 @@ std::vector<std::vector<NodeVerdict>> HipdnnEp::SupportVerdicts(const std::vecto
       memory[keys[i]] = answers[k];
     }
     if (!keep) continue;
-    std::string text = "{\"key\":" + json::Quote(keys[i]) + ",\"nodes\":[";
-    for (size_t j = 0; j < answers[k].size(); ++j) {
-      const NodeVerdict& v = answers[k][j];
-      text += std::string(j ? "," : "") + "{\"index\":" + std::to_string(v.index) + ",\"supported\":" +
-              (v.supported ? "true" : "false") + ",\"reason\":" + json::Quote(v.reason) + "}";
-    }
-    text += "]}";
     try {
+      json::Json nodes = json::Json::array();
+      for (const NodeVerdict& v : answers[k]) {
+        nodes.push_back({{"index", v.index}, {"supported", v.supported}, {"reason", v.reason}});
+      }
+      const std::string text =
+          json::Dump(json::Json{{"key", keys[i]}, {"nodes", std::move(nodes)}}, "a support verdict");
       if (!dir.is_open()) dir = cache_->folder().Sub("support", true);
       tmp.WriteNew(keys[i] + ".json", text, 0644);
       tmp.MoveTo(keys[i] + ".json", dir, keys[i] + ".json");  // atomic; a concurrent writer wrote the same
@@ -905,7 +906,9 @@ OrtNode* HipdnnEp::MakeEpContextNode(const OrtGraph* graph, const std::string& n
     if (!out.flush()) throw EpError("hipdnn-ep: cannot write the EPContext artifact " + file.string());
     context = (folder / kArtifactFileName).string();
   }
-  const std::string notes = "{\"tag\":" + json::Quote(tag) + ",\"compatibility\":" + json::Quote(compatibility_info_) + "}";
+  const std::string notes =
+      json::Dump(json::Json{{"tag", tag}, {"compatibility", compatibility_info_}},
+                 "the notes of EPContext node '" + name + "'");
 
   std::vector<OrtOpAttr*> attrs;
   auto add_int = [&](const char* key, int64_t v) {
@@ -948,18 +951,16 @@ std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, 
   }
   ReadStringAttr(ort, node, "notes", &notes_text);
   const bool embedded = ReadIntAttr(ort, node, "embed_mode", 0) == 1;
-  json::Value notes;
-  try {
-    notes = json::Parse(notes_text.empty() ? "{}" : notes_text);
-  } catch (const std::exception&) {
-    notes = json::Value();
-  }
+  // The notes are read before any trust decision: a hostile model reaches this parse.
+  const json::Json notes = json::Parse(notes_text.empty() ? "{}" : notes_text, json::kMaxNotesBytes,
+                                       "the notes attribute of EPContext node '" + name + "'");
+  const std::string tag = json::String(json::Member(notes, "tag"));
   // Native code runs only if this install produced it (the tag verifies with
   // the per-install key) or the user explicitly trusts EPContext code.  The
   // bytes checked are the bytes loaded (verified_artifact.h).
   auto verify = [&](const std::string& bytes) {
     if (config_.trust_ep_context_code) return;
-    if (notes["tag"].is_string() && VerifyArtifactTag(InstallKeyValue(), bytes, notes["tag"].string)) return;
+    if (!tag.empty() && VerifyArtifactTag(InstallKeyValue(), bytes, tag)) return;
     throw EpError("hipdnn-ep: EPContext node '" + name + "' carries native code that this installation did not "
                   "produce; refusing to run it. If you trust the model, set the EP option " +
                   std::string(options::kTrustEpContextCode) + "=1", ORT_NOT_IMPLEMENTED);
@@ -998,7 +999,8 @@ std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, 
     }
     artifact = LoadedArtifact::FromFile(real.string(), verify);
   }
-  if (notes["compatibility"].is_string()) compatibility_info_ = notes["compatibility"].string;
+  const json::Json& compatibility = json::Member(notes, "compatibility");
+  if (compatibility.is_string()) compatibility_info_ = json::String(compatibility);
   SubgraphModel iface = DescribeSubgraph(*this, graph);
   return std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, std::move(artifact),
                                            iface);

@@ -12,7 +12,6 @@
 #include "compile_cache.h"
 #include "compile_client.h"
 #include "ep_utils.h"
-#include "json.h"
 #include "runtime_api.h"
 #include "runtime_state.h"
 

@@ -121,15 +121,19 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
   const std::string kept = Sha256Hex(client.python()) + ".json";
   if (kept_dir.is_open() && kept_dir.Exists(kept)) {
     try {
-      json::Value saved = json::Parse(kept_dir.Read(kept, "kept compiler capabilities", kMaxMetadataBytes));
-      CompilerCapabilities caps = CompileClient::ParseCapabilities(saved["capabilities"]);
-      bool fresh = saved["python"].is_string() && saved["python"].string == client.python() &&
+      const json::Json saved =
+          json::Parse(kept_dir.Read(kept, "kept compiler capabilities", json::kMaxAnswerBytes), json::kMaxAnswerBytes,
+                      "the kept compiler capabilities " + kept);
+      CompilerCapabilities caps = CompileClient::ParseCapabilities(json::Member(saved, "capabilities"));
+      bool fresh = json::Member(saved, "python").is_string() &&
+                   json::String(json::Member(saved, "python")) == client.python() &&
                    !caps.install_files.empty() && !caps.version.empty();
       const std::vector<std::string> files = StampedFiles(client, caps);
-      fresh = fresh && saved["stamps"].array.size() == files.size();
+      const json::Json::array_t& stamps = json::Items(json::Member(saved, "stamps"));
+      fresh = fresh && stamps.size() == files.size();
       for (size_t i = 0; fresh && i < files.size(); ++i) {
         const std::string now = FileStamp(files[i]);
-        fresh = !now.empty() && saved["stamps"].array[i].string == now;
+        fresh = !now.empty() && json::String(stamps[i]) == now;
       }
       if (fresh) {
         capabilities_[client.python()] = caps;
@@ -143,16 +147,18 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
     CompilerCapabilities caps = client.Capabilities(&raw);
     capabilities_[client.python()] = caps;
     if (keep && !caps.install_files.empty()) {
-      std::string stamps;
-      for (const std::string& file : StampedFiles(client, caps)) {
-        stamps += (stamps.empty() ? "" : ",") + json::Quote(FileStamp(file));
-      }
+      json::Json stamps = json::Json::array();
+      for (const std::string& file : StampedFiles(client, caps)) stamps.push_back(FileStamp(file));
       const std::string part = kept + "." + std::to_string(getpid()) + "." + Sha256Hex(RandomBytes(8)).substr(0, 8) +
                                ".part";
       try {
+        // The answer as the compiler wrote it (it parsed within the bounds a moment ago).
+        const json::Json kept_answer = {
+            {"python", client.python()},
+            {"stamps", std::move(stamps)},
+            {"capabilities", json::Parse(raw, json::kMaxAnswerBytes, "the compiler's answer")}};
         if (!kept_dir.is_open()) kept_dir = cache->Sub("compilers", true);
-        kept_dir.WriteNew(part, "{\"python\":" + json::Quote(client.python()) + ",\"stamps\":[" + stamps +
-                                    "],\"capabilities\":" + raw + "}", 0644);
+        kept_dir.WriteNew(part, json::Dump(kept_answer, "the compiler's capabilities"), 0644);
         if (!kept_dir.MoveTo(part, kept_dir, kept)) kept_dir.RemoveTree(part);
       } catch (const std::exception&) {  // not kept: asked again next time
       }

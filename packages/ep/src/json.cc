@@ -1,177 +1,105 @@
 #include "json.h"
 
-#include <cstdlib>
-#include <stdexcept>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "ep_utils.h"
 
 namespace hipdnn_ep::json {
 
-const Value& Value::operator[](const std::string& key) const {
-  static const Value kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : it->second;
-}
-
 namespace {
 
-class Parser {
- public:
-  explicit Parser(const std::string& t) : t_(t) {}
+// Thrown from the parser's callback to stop at the first container beyond the bound.
+struct TooDeep {};
 
-  Value ParseDocument() {
-    Value v = ParseValue();
-    SkipSpace();
-    if (i_ != t_.size()) Fail("trailing characters");
-    return v;
-  }
-
- private:
-  [[noreturn]] void Fail(const std::string& what) const {
-    throw std::runtime_error("invalid JSON at offset " + std::to_string(i_) + ": " + what);
-  }
-  void SkipSpace() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\r' || t_[i_] == '\t')) ++i_;
-  }
-  bool Consume(const char* word) {
-    size_t n = std::char_traits<char>::length(word);
-    if (t_.compare(i_, n, word) != 0) return false;
-    i_ += n;
-    return true;
-  }
-  Value ParseValue() {
-    SkipSpace();
-    if (i_ >= t_.size()) Fail("unexpected end");
-    Value v;
-    char c = t_[i_];
-    if (c == '{') {
-      v.kind = Value::Kind::kObject;
-      ++i_;
-      SkipSpace();
-      if (i_ < t_.size() && t_[i_] == '}') { ++i_; return v; }
-      while (true) {
-        SkipSpace();
-        if (i_ >= t_.size() || t_[i_] != '"') Fail("expected a key");
-        std::string key = ParseString();
-        SkipSpace();
-        if (i_ >= t_.size() || t_[i_] != ':') Fail("expected ':'");
-        ++i_;
-        v.object[key] = ParseValue();
-        SkipSpace();
-        if (i_ < t_.size() && t_[i_] == ',') { ++i_; continue; }
-        if (i_ < t_.size() && t_[i_] == '}') { ++i_; return v; }
-        Fail("expected ',' or '}'");
-      }
-    }
-    if (c == '[') {
-      v.kind = Value::Kind::kArray;
-      ++i_;
-      SkipSpace();
-      if (i_ < t_.size() && t_[i_] == ']') { ++i_; return v; }
-      while (true) {
-        v.array.push_back(ParseValue());
-        SkipSpace();
-        if (i_ < t_.size() && t_[i_] == ',') { ++i_; continue; }
-        if (i_ < t_.size() && t_[i_] == ']') { ++i_; return v; }
-        Fail("expected ',' or ']'");
-      }
-    }
-    if (c == '"') {
-      v.kind = Value::Kind::kString;
-      v.string = ParseString();
-      return v;
-    }
-    if (Consume("true")) { v.kind = Value::Kind::kBool; v.boolean = true; return v; }
-    if (Consume("false")) { v.kind = Value::Kind::kBool; return v; }
-    if (Consume("null")) return v;
-    const char* begin = t_.c_str() + i_;
-    char* end = nullptr;
-    v.number = std::strtod(begin, &end);
-    if (end == begin) Fail("unexpected character");
-    i_ += static_cast<size_t>(end - begin);
-    v.kind = Value::Kind::kNumber;
-    return v;
-  }
-  static void AppendUtf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) { out += static_cast<char>(cp); }
-    else if (cp < 0x800) { out += static_cast<char>(0xC0 | (cp >> 6)); out += static_cast<char>(0x80 | (cp & 0x3F)); }
-    else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
+// The library's message quotes the text it stopped at: kept short, and in
+// printable ASCII (a message that is not UTF-8 does not even reach a Python caller).
+std::string Printable(const std::string& message) {
+  constexpr size_t kMax = 300;
+  std::string out;
+  for (unsigned char c : message.substr(0, kMax)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
     } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
     }
   }
-  unsigned ParseHex4() {
-    if (i_ + 4 > t_.size()) Fail("short \\u escape");
-    unsigned cp = std::stoul(t_.substr(i_, 4), nullptr, 16);
-    i_ += 4;
-    return cp;
-  }
-  std::string ParseString() {
-    ++i_;  // opening quote
-    std::string out;
-    while (i_ < t_.size() && t_[i_] != '"') {
-      char c = t_[i_++];
-      if (c != '\\') { out += c; continue; }
-      if (i_ >= t_.size()) Fail("unterminated escape");
-      char e = t_[i_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          unsigned cp = ParseHex4();
-          if (cp >= 0xD800 && cp < 0xDC00 && Consume("\\u")) {
-            unsigned lo = ParseHex4();
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          }
-          AppendUtf8(out, cp);
-          break;
-        }
-        default: Fail("bad escape");
-      }
-    }
-    if (i_ >= t_.size()) Fail("unterminated string");
-    ++i_;
-    return out;
-  }
+  return message.size() > kMax ? out + "..." : out;
+}
 
-  const std::string& t_;
-  size_t i_ = 0;
-};
+template <typename J>
+std::string DumpText(const J& value, const std::string& what) {
+  try {
+    return value.dump();
+  } catch (const nlohmann::json::exception& e) {
+    throw EpError("hipdnn-ep: cannot write " + what + " as JSON: " + Printable(e.what()));
+  }
+}
 
 }  // namespace
 
-Value Parse(const std::string& text) { return Parser(text).ParseDocument(); }
+Json Parse(const std::string& text, size_t max_bytes, const std::string& what) {
+  if (text.size() > max_bytes) {
+    throw EpError("hipdnn-ep: " + what + " is " + std::to_string(text.size()) + " bytes of JSON, more than the " +
+                  std::to_string(max_bytes) + " bytes such a document may have; refusing it");
+  }
+  // The library's parser keeps its own stack on the heap; the callback bounds
+  // the depth of the tree it builds (`depth` counts the enclosing containers).
+  auto bound = [](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        depth >= kMaxDepth) {
+      throw TooDeep{};
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text, bound);
+  } catch (const TooDeep&) {
+    throw EpError("hipdnn-ep: " + what + " nests JSON more than " + std::to_string(kMaxDepth) +
+                  " levels deep; refusing it");
+  } catch (const nlohmann::json::exception& e) {
+    throw EpError("hipdnn-ep: " + what + " is not valid JSON (" + Printable(e.what()) + ")");
+  }
+}
 
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
+std::string Dump(const Json& value, const std::string& what) { return DumpText(value, what); }
+std::string Dump(const OrderedJson& value, const std::string& what) { return DumpText(value, what); }
+
+const Json& Member(const Json& object, const char* key) {
+  static const Json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+std::string String(const Json& v, const std::string& fallback) {
+  return v.is_string() ? v.get_ref<const std::string&>() : fallback;
+}
+
+bool Bool(const Json& v, bool fallback) { return v.is_boolean() ? v.get<bool>() : fallback; }
+
+int64_t Int(const Json& v, int64_t fallback) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    return u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? static_cast<int64_t>(u) : fallback;
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    // 2^63 is exact as a double; [-2^63, 2^63) converts without overflow.
+    if (std::isfinite(d) && std::floor(d) == d && d >= -9223372036854775808.0 && d < 9223372036854775808.0) {
+      return static_cast<int64_t>(d);
     }
   }
-  return out + "\"";
+  return fallback;
+}
+
+const Json::array_t& Items(const Json& v) {
+  static const Json::array_t kNone;
+  return v.is_array() ? v.get_ref<const Json::array_t&>() : kNone;
 }
 
 }  // namespace hipdnn_ep::json

@@ -1,42 +1,56 @@
-// Minimal JSON reader and string escaping, for the compiler protocol, the
-// artifact metadata and the EPContext compatibility strings.
+// JSON for the EP: nlohmann/json (third_party/nlohmann-json, fetched by
+// tools/fetch_third_party.sh) with the limits every document the EP reads
+// must respect, and tolerant accessors for the formats the EP reads.
+//
+// Every JSON document the EP reads can come from someone else: an EPContext
+// model's notes, the compiler's answers, the files of the cache folder.  Each
+// is parsed with a size bound chosen for its kind and a nesting bound; a
+// document that breaks either, or is not JSON, is refused with an EpError
+// naming it.  Documents are written with the library's writer, never by
+// string concatenation.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <string>
-#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace hipdnn_ep::json {
 
-class Value {
- public:
-  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
+using Json = nlohmann::json;
+// Keeps the insertion order of object members, for text that is compared or
+// hashed (cache keys, entry.json).
+using OrderedJson = nlohmann::ordered_json;
 
-  Kind kind = Kind::kNull;
-  bool boolean = false;
-  double number = 0;
-  std::string string;
-  std::vector<Value> array;
-  std::map<std::string, Value> object;
+// The formats the EP reads nest at most 4 levels deep; anything near the
+// bound is hostile, and the bound keeps every walk over a document shallow.
+constexpr int kMaxDepth = 64;
 
-  bool is_null() const { return kind == Kind::kNull; }
-  bool is_string() const { return kind == Kind::kString; }
-  bool is_number() const { return kind == Kind::kNumber; }
-  bool is_array() const { return kind == Kind::kArray; }
-  bool is_object() const { return kind == Kind::kObject; }
+// Size bounds per document (bytes of text).
+constexpr size_t kMaxNotesBytes = 64 * 1024;            // EPContext notes: a tag and a compatibility string
+constexpr size_t kMaxEntryBytes = 64 * 1024;            // a cache entry's entry.json: the key's inputs and a MAC
+constexpr size_t kMaxAnswerBytes = 32 * 1024 * 1024;    // a compiler answer, support/*.json, compilers/*.json
+constexpr size_t kMaxMetadataBytes = 64 * 1024 * 1024;  // an artifact's metadata (lists every input and weight)
 
-  // Member access; a missing key yields a null value.
-  const Value& operator[](const std::string& key) const;
-  bool has(const std::string& key) const { return object.count(key) != 0; }
-  int64_t as_int() const { return static_cast<int64_t>(number); }
-};
+// Parses `text` as one JSON document of at most `max_bytes` bytes nested at
+// most kMaxDepth deep.  Throws EpError("hipdnn-ep: <what> ...") otherwise;
+// `what` names the document ("the notes attribute of EPContext node 'x'").
+Json Parse(const std::string& text, size_t max_bytes, const std::string& what);
 
-// Parses `text`; throws std::runtime_error naming the offset on bad input.
-Value Parse(const std::string& text);
+// Compact text of `value` (no spaces).  Throws EpError naming `what` when a
+// string in it is not valid UTF-8.
+std::string Dump(const Json& value, const std::string& what);
+std::string Dump(const OrderedJson& value, const std::string& what);
 
-// `s` as a quoted JSON string.
-std::string Quote(const std::string& s);
+// Tolerant reads, for fields a format may leave out: a missing member, or a
+// value of another type, reads as the fallback.
+const Json& Member(const Json& object, const char* key);  // null when absent or not an object
+std::string String(const Json& v, const std::string& fallback = std::string());
+bool Bool(const Json& v, bool fallback = false);
+// An integral number that fits int64 (an integral double too), else fallback.
+int64_t Int(const Json& v, int64_t fallback = 0);
+// The items of an array (none when `v` is not an array).
+const Json::array_t& Items(const Json& v);
 
 }  // namespace hipdnn_ep::json

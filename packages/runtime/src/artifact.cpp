@@ -32,15 +32,15 @@ constexpr const char* kProgramFile = HIPDNN_EP_ARTIFACT_FILE;
 // The metadata's format is one this runtime reads (HIPDNN_EP_ARTIFACT_OLDEST_FORMAT to
 // HIPDNN_EP_ARTIFACT_FORMAT); anything else is refused before its other fields are trusted.
 int32_t check_format(const std::string& path, const json::Value& metadata) {
-  const json::Value* format = metadata.find("format");
+  const json::Value* format = json::find(metadata, "format");
   const std::string range = std::to_string(HIPDNN_EP_ARTIFACT_OLDEST_FORMAT) + " to " +
                             std::to_string(HIPDNN_EP_ARTIFACT_FORMAT);
-  if (format == nullptr || !format->is_integer()) {
+  if (format == nullptr || !json::is_integer(*format)) {
     return set_error(HIPDNN_EP_STATUS_ABI_MISMATCH,
                      path + ": the artifact metadata states no format (this runtime reads formats " + range +
                          "); compile the model again with a hipdnn-ep-compiler for this runtime");
   }
-  const int64_t f = format->as_int();
+  const int64_t f = json::as_int(*format);
   if (f < HIPDNN_EP_ARTIFACT_OLDEST_FORMAT || f > HIPDNN_EP_ARTIFACT_FORMAT) {
     const bool newer = f > HIPDNN_EP_ARTIFACT_FORMAT;
     return set_error(HIPDNN_EP_STATUS_ABI_MISMATCH,
@@ -82,25 +82,25 @@ std::string describe_dims(const TensorSpec& spec) {
 
 // Appends the specs listed under key (absent key: none).
 bool read_specs(const json::Value& metadata, const char* key, std::vector<TensorSpec>* out) {
-  const json::Value* list = metadata.find(key);
+  const json::Value* list = json::find(metadata, key);
   if (list == nullptr) return true;
   if (!list->is_array()) return false;
-  for (const json::Value& item : list->items()) {
-    const json::Value* name = item.find("name");
-    const json::Value* dtype = item.find("dtype");
-    const json::Value* dims = item.find("dims");
-    if (name == nullptr || !name->is_string() || dtype == nullptr || !dtype->is_integer() || dims == nullptr ||
+  for (const json::Value& item : json::items(*list)) {
+    const json::Value* name = json::find(item, "name");
+    const json::Value* dtype = json::find(item, "dtype");
+    const json::Value* dims = json::find(item, "dims");
+    if (name == nullptr || !name->is_string() || dtype == nullptr || !json::is_integer(*dtype) || dims == nullptr ||
         !dims->is_array()) {
       return false;
     }
-    TensorSpec spec{name->as_string(), static_cast<int32_t>(dtype->as_int()), {}, {}};
-    for (const json::Value& d : dims->items()) {
-      if (d.is_integer() && d.as_int() >= 0) {
-        spec.dims.push_back(d.as_int());
-        spec.dim_text.push_back(std::to_string(d.as_int()));
+    TensorSpec spec{json::as_string(*name), static_cast<int32_t>(json::as_int(*dtype)), {}, {}};
+    for (const json::Value& d : json::items(*dims)) {
+      if (json::is_integer(d) && json::as_int(d) >= 0) {
+        spec.dims.push_back(json::as_int(d));
+        spec.dim_text.push_back(std::to_string(json::as_int(d)));
       } else if (d.is_string()) {
         spec.dims.push_back(-1);
-        spec.dim_text.push_back(d.as_string());
+        spec.dim_text.push_back(json::as_string(d));
       } else {
         return false;
       }
@@ -113,10 +113,10 @@ bool read_specs(const json::Value& metadata, const char* key, std::vector<Tensor
 // "node '...' (Op): " for the kernel call of index `call` when the metadata lists the node of each
 // kernel call (kernel_nodes, compilers from 0.4); empty otherwise.
 std::string failed_node(const json::Value& metadata, int64_t call) {
-  const json::Value* nodes = metadata.find("kernel_nodes");
-  if (call < 0 || nodes == nullptr || !nodes->is_array() || call >= static_cast<int64_t>(nodes->items().size())) return "";
-  const json::Value& node = nodes->items()[static_cast<size_t>(call)];
-  return node.is_string() && !node.as_string().empty() ? node.as_string() + ": " : "";
+  const json::Value* nodes = json::find(metadata, "kernel_nodes");
+  if (call < 0 || nodes == nullptr || call >= static_cast<int64_t>(json::items(*nodes).size())) return "";
+  const std::string& node = json::as_string(json::items(*nodes)[static_cast<size_t>(call)]);
+  return node.empty() ? "" : node + ": ";
 }
 
 std::string program_path(const std::string& path) {
@@ -204,7 +204,8 @@ extern "C" int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_
     return status;
   }
   std::string parse_error;
-  HIPDNN_EP_REQUIRE(hipdnn_ep::json::parse(artifact->metadata_text, &artifact->metadata, &parse_error) &&
+  HIPDNN_EP_REQUIRE(hipdnn_ep::json::parse(artifact->metadata_text, hipdnn_ep::json::kMaxMetadataBytes,
+                                            &artifact->metadata, &parse_error) &&
                         artifact->metadata.is_object(),
                     HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     artifact->path + ": the " + hipdnn_ep::kMetadataSection + " section is not a JSON object" +
@@ -231,8 +232,10 @@ extern "C" int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_
                     HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     artifact->path + ": metadata inputs, weights or outputs are malformed "
                                      "(each needs name, dtype and dims)");
-  for (const hipdnn_ep::json::Value& imp : artifact->metadata.find("imports")->items()) {
-    if (imp.find("name")->as_string() == "hipdnn_ep_output_alloc") artifact->writes_in_place = true;
+  // check_artifact_abi refused metadata without a list of named imports.
+  for (const hipdnn_ep::json::Value& imp : hipdnn_ep::json::items(*hipdnn_ep::json::find(artifact->metadata, "imports"))) {
+    const hipdnn_ep::json::Value* name = hipdnn_ep::json::find(imp, "name");
+    if (name && hipdnn_ep::json::as_string(*name) == "hipdnn_ep_output_alloc") artifact->writes_in_place = true;
   }
   // 4. Only now load the code.
   artifact->handle = dlopen(artifact->path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -1,202 +1,70 @@
 #include "json.h"
 
 #include <cmath>
-#include <cstdlib>
 
 namespace hipdnn_ep::json {
 
-bool Value::is_integer() const {
-  return kind_ == Kind::kNumber && std::floor(number_) == number_ && std::fabs(number_) < 9.2e18;
-}
+namespace {
+struct TooDeep {};  // thrown by the parser callback at the first container beyond the bound
+}  // namespace
 
-const Value* Value::find(const std::string& key) const {
-  if (kind_ != Kind::kObject) return nullptr;
-  auto it = object_.find(key);
-  return it == object_.end() ? nullptr : &it->second;
-}
-
-class Parser {
- public:
-  explicit Parser(const std::string& text) : s_(text) {}
-
-  bool document(Value* out, std::string* error) {
-    bool ok = value(out, 0) && (skip_space(), pos_ == s_.size() || fail("trailing characters"));
-    if (!ok) *error = error_ + " at offset " + std::to_string(pos_);
-    return ok;
-  }
-
- private:
-  static constexpr int kMaxDepth = 64;
-
-  bool fail(const char* what) {
-    if (error_.empty()) error_ = what;
+bool parse(const std::string& text, size_t max_bytes, Value* out, std::string* error) {
+  if (text.size() > max_bytes) {
+    *error = std::to_string(text.size()) + " bytes, more than the " + std::to_string(max_bytes) + " allowed";
     return false;
   }
-  void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) ++pos_;
-  }
-  bool literal(const char* word) {
-    size_t n = std::char_traits<char>::length(word);
-    if (s_.compare(pos_, n, word) != 0) return fail("invalid literal");
-    pos_ += n;
+  // The library's parser keeps its stack on the heap; the callback bounds the
+  // depth of the tree (`depth` counts the enclosing containers).
+  auto bound = [](int depth, Value::parse_event_t event, Value&) {
+    if ((event == Value::parse_event_t::object_start || event == Value::parse_event_t::array_start) &&
+        depth >= kMaxDepth) {
+      throw TooDeep{};
+    }
     return true;
-  }
-
-  bool value(Value* out, int depth) {
-    if (depth > kMaxDepth) return fail("nesting too deep");
-    skip_space();
-    if (pos_ >= s_.size()) return fail("unexpected end of input");
-    switch (s_[pos_]) {
-      case '{': return object(out, depth);
-      case '[': return array(out, depth);
-      case '"': out->kind_ = Value::Kind::kString; return string(&out->string_);
-      case 't': out->kind_ = Value::Kind::kBool; out->bool_ = true; return literal("true");
-      case 'f': out->kind_ = Value::Kind::kBool; out->bool_ = false; return literal("false");
-      case 'n': out->kind_ = Value::Kind::kNull; return literal("null");
-      default: return number(out);
-    }
-  }
-
-  bool number(Value* out) {
-    const size_t start = pos_;
-    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
-    auto digits = [&] {
-      size_t begin = pos_;
-      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
-      return pos_ > begin;
-    };
-    if (!digits()) return fail("invalid value");
-    if (pos_ < s_.size() && s_[pos_] == '.') {
-      ++pos_;
-      if (!digits()) return fail("invalid number");
-    }
-    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-      ++pos_;
-      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-      if (!digits()) return fail("invalid number");
-    }
-    out->kind_ = Value::Kind::kNumber;
-    out->number_ = std::strtod(s_.substr(start, pos_ - start).c_str(), nullptr);
+  };
+  try {
+    *out = Value::parse(text, bound);
     return true;
+  } catch (const TooDeep&) {
+    *error = "nested more than " + std::to_string(kMaxDepth) + " levels deep";
+  } catch (const nlohmann::json::exception& e) {
+    // The library quotes the text it stopped at: keep the message short and printable.
+    std::string what;
+    for (unsigned char c : std::string(e.what()).substr(0, 300)) what += (c >= 0x20 && c < 0x7f) ? c : '?';
+    *error = what;
   }
-
-  static void append_utf8(std::string* out, uint32_t cp) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
-
-  bool hex4(uint32_t* out) {
-    if (pos_ + 4 > s_.size()) return fail("truncated \\u escape");
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      char c = s_[pos_++];
-      v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else return fail("invalid \\u escape");
-    }
-    *out = v;
-    return true;
-  }
-
-  bool string(std::string* out) {
-    ++pos_;  // opening quote
-    while (pos_ < s_.size()) {
-      char c = s_[pos_++];
-      if (c == '"') return true;
-      if (static_cast<unsigned char>(c) < 0x20) return fail("control character in string");
-      if (c != '\\') {
-        out->push_back(c);
-        continue;
-      }
-      if (pos_ >= s_.size()) break;
-      char e = s_[pos_++];
-      switch (e) {
-        case '"': case '\\': case '/': out->push_back(e); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
-        case 'u': {
-          uint32_t cp = 0;
-          if (!hex4(&cp)) return false;
-          if (cp >= 0xD800 && cp < 0xDC00) {  // surrogate pair
-            uint32_t low = 0;
-            if (s_.compare(pos_, 2, "\\u") != 0) return fail("unpaired surrogate");
-            pos_ += 2;
-            if (!hex4(&low) || low < 0xDC00 || low > 0xDFFF) return fail("unpaired surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default: return fail("invalid escape");
-      }
-    }
-    return fail("unterminated string");
-  }
-
-  bool array(Value* out, int depth) {
-    out->kind_ = Value::Kind::kArray;
-    ++pos_;
-    skip_space();
-    if (pos_ < s_.size() && s_[pos_] == ']') return ++pos_, true;
-    while (true) {
-      out->array_.emplace_back();
-      if (!value(&out->array_.back(), depth + 1)) return false;
-      skip_space();
-      if (pos_ < s_.size() && s_[pos_] == ',') { ++pos_; continue; }
-      if (pos_ < s_.size() && s_[pos_] == ']') return ++pos_, true;
-      return fail("expected ',' or ']'");
-    }
-  }
-
-  bool object(Value* out, int depth) {
-    out->kind_ = Value::Kind::kObject;
-    ++pos_;
-    skip_space();
-    if (pos_ < s_.size() && s_[pos_] == '}') return ++pos_, true;
-    while (true) {
-      skip_space();
-      if (pos_ >= s_.size() || s_[pos_] != '"') return fail("expected a string key");
-      std::string key;
-      if (!string(&key)) return false;
-      skip_space();
-      if (pos_ >= s_.size() || s_[pos_] != ':') return fail("expected ':'");
-      ++pos_;
-      Value member;
-      if (!value(&member, depth + 1)) return false;
-      out->object_[key] = std::move(member);
-      skip_space();
-      if (pos_ < s_.size() && s_[pos_] == ',') { ++pos_; continue; }
-      if (pos_ < s_.size() && s_[pos_] == '}') return ++pos_, true;
-      return fail("expected ',' or '}'");
-    }
-  }
-
-  const std::string& s_;
-  size_t pos_ = 0;
-  std::string error_;
-};
-
-bool parse(const std::string& text, Value* out, std::string* error) {
   *out = Value();
-  return Parser(text).document(out, error);
+  return false;
+}
+
+const Value* find(const Value& v, const std::string& key) {
+  if (!v.is_object()) return nullptr;
+  auto it = v.find(key);
+  return it == v.end() ? nullptr : &*it;
+}
+
+bool is_integer(const Value& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX);
+  if (v.is_number_integer()) return true;
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  return std::isfinite(d) && std::floor(d) == d && d >= -9223372036854775808.0 && d < 9223372036854775808.0;
+}
+
+int64_t as_int(const Value& v) {
+  if (!is_integer(v)) return 0;
+  if (v.is_number_float()) return static_cast<int64_t>(v.get<double>());
+  return v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) : v.get<int64_t>();
+}
+
+const std::string& as_string(const Value& v) {
+  static const std::string kEmpty;
+  return v.is_string() ? v.get_ref<const std::string&>() : kEmpty;
+}
+
+const Value::array_t& items(const Value& v) {
+  static const Value::array_t kNone;
+  return v.is_array() ? v.get_ref<const Value::array_t&>() : kNone;
 }
 
 }  // namespace hipdnn_ep::json

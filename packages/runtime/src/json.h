@@ -1,49 +1,40 @@
-// A compact JSON reader for artifact metadata and the runtime's own manifest.
-// Parses RFC 8259 JSON into a tree; numbers are doubles (integers up to 2^53
-// are exact, which covers dims and versions).
+// JSON for the runtime: nlohmann/json (third_party/nlohmann-json, fetched by
+// tools/fetch_third_party.sh, the same library the EP uses) with the bounds a
+// document from an artifact must respect, and null-safe reads.
+//
+// Artifact metadata comes from a file anyone may hand to
+// hipdnn_ep_artifact_open: it is parsed with a size bound and a nesting bound
+// and refused, with the reason, when it breaks either or is not JSON.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <map>
-#include <memory>
 #include <string>
-#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace hipdnn_ep::json {
 
-class Value {
- public:
-  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
+using Value = nlohmann::json;
 
-  Kind kind() const { return kind_; }
-  bool is_null() const { return kind_ == Kind::kNull; }
-  bool is_number() const { return kind_ == Kind::kNumber; }
-  bool is_string() const { return kind_ == Kind::kString; }
-  bool is_array() const { return kind_ == Kind::kArray; }
-  bool is_object() const { return kind_ == Kind::kObject; }
-  // Whether this is a number with an integral value that fits int64.
-  bool is_integer() const;
+// The metadata nests 3 levels deep; anything near the bound is hostile.
+constexpr int kMaxDepth = 64;
+// An artifact's metadata lists every input, weight, output and kernel call.
+constexpr size_t kMaxMetadataBytes = 64 * 1024 * 1024;
 
-  bool as_bool() const { return bool_; }
-  double as_number() const { return number_; }
-  int64_t as_int() const { return static_cast<int64_t>(number_); }
-  const std::string& as_string() const { return string_; }
-  const std::vector<Value>& items() const { return array_; }
-  const std::map<std::string, Value>& members() const { return object_; }
-  // Member by key, or nullptr (also when this is not an object).
-  const Value* find(const std::string& key) const;
+// Parses `text` (at most `max_bytes`, nested at most kMaxDepth deep); on
+// failure returns false and sets *error.
+bool parse(const std::string& text, size_t max_bytes, Value* out, std::string* error);
 
- private:
-  friend class Parser;
-  Kind kind_ = Kind::kNull;
-  bool bool_ = false;
-  double number_ = 0;
-  std::string string_;
-  std::vector<Value> array_;
-  std::map<std::string, Value> object_;
-};
-
-// Parses text; on failure returns false and sets *error (with the offset).
-bool parse(const std::string& text, Value* out, std::string* error);
+// Member `key`, or nullptr (also when `v` is not an object).
+const Value* find(const Value& v, const std::string& key);
+// Whether `v` is a number with an integral value that fits int64.
+bool is_integer(const Value& v);
+// The value of an integer (is_integer), else 0.
+int64_t as_int(const Value& v);
+// The text of a string, else "".
+const std::string& as_string(const Value& v);
+// The items of an array, else none.
+const Value::array_t& items(const Value& v);
 
 }  // namespace hipdnn_ep::json

@@ -23,22 +23,22 @@ class Evaluator {
             const json::Value* symbols)
       : state_(state), inputs_(inputs), n_inputs_(n_inputs) {
     if (symbols == nullptr || !symbols->is_array()) return;
-    for (const json::Value& s : symbols->items()) {
-      const json::Value* name = s.find("name");
-      const json::Value* value = s.find("value");
+    for (const json::Value& s : json::items(*symbols)) {
+      const json::Value* name = json::find(s, "name");
+      const json::Value* value = json::find(s, "value");
       if (name == nullptr || !name->is_string() || value == nullptr) break;  // the rest cannot be trusted
-      named_index_.emplace(name->as_string(), named_.size());
+      named_index_.emplace(json::as_string(*name), named_.size());
       named_.push_back(value);
     }
   }
 
   // An int, or an S-expression such as "(mul 4 d0_1)" (see the compiler's symbolic.py).
   Result evaluate(const json::Value& v) {
-    if (v.is_integer()) return {true, v.as_int()};
+    if (json::is_integer(v)) return {true, json::as_int(v)};
     if (!v.is_string()) return {false, 0};
     const std::string* saved_text = text_;
     const size_t saved_pos = pos_;
-    text_ = &v.as_string();
+    text_ = &json::as_string(v);
     pos_ = 0;
     Result r = expr();
     skip_space();
@@ -216,23 +216,23 @@ std::string format(const std::string& text, const std::vector<Result>& values) {
 
 std::string first_failed_check(const json::Value& metadata, hipdnn_ep_state_t* state,
                                const hipdnn_ep_tensor_ref_t* inputs, size_t n_inputs) {
-  const json::Value* checks = metadata.find("checks");
+  const json::Value* checks = json::find(metadata, "checks");
   if (checks == nullptr || !checks->is_array()) return "";
-  Evaluator eval(state, inputs, n_inputs, metadata.find("symbols"));
-  for (const json::Value& check : checks->items()) {
-    const json::Value* where = check.find("where");
-    const json::Value* kind = check.find("kind");
-    const json::Value* text = check.find("text");
-    const json::Value* list = check.find("values");
+  Evaluator eval(state, inputs, n_inputs, json::find(metadata, "symbols"));
+  for (const json::Value& check : json::items(*checks)) {
+    const json::Value* where = json::find(check, "where");
+    const json::Value* kind = json::find(check, "kind");
+    const json::Value* text = json::find(check, "text");
+    const json::Value* list = json::find(check, "values");
     if (where == nullptr || !where->is_string() || kind == nullptr || !kind->is_string() || text == nullptr ||
         !text->is_string() || list == nullptr || !list->is_array()) {
       continue;
     }
-    const std::string& k = kind->as_string();
+    const std::string& k = json::as_string(*kind);
     const size_t arity = k == "eq" || k == "le" ? 2 : 1;
-    if (list->items().size() < arity) continue;
+    if (json::items(*list).size() < arity) continue;
     std::vector<Result> values;
-    for (const json::Value& v : list->items()) values.push_back(eval.evaluate(v));
+    for (const json::Value& v : json::items(*list)) values.push_back(eval.evaluate(v));
     bool operands_ok = true;
     for (size_t a = 0; a < arity; ++a) operands_ok = operands_ok && values[a].ok;
     bool holds = operands_ok;
@@ -240,7 +240,7 @@ std::string first_failed_check(const json::Value& metadata, hipdnn_ep_state_t* s
     if (holds && k == "le") holds = values[0].value <= values[1].value;
     if (holds && k == "nonneg") holds = values[0].value >= 0;
     if (holds) continue;
-    std::string message = where->as_string() + ": " + format(text->as_string(), values);
+    std::string message = json::as_string(*where) + ": " + format(json::as_string(*text), values);
     if (!operands_ok && message.find("overflows int64") == std::string::npos) {
       message += " (the shape arithmetic overflows int64)";
     }

@@ -144,6 +144,16 @@ def test_malformed_metadata(make_artifact: ArtifactFactory, metadata: str, match
     assert not built.loaded
 
 
+@pytest.mark.parametrize("nested", ["[" * 50_000, '{"format": 2, "checks": ' + "[" * 100 + "]" * 100 + "}"],
+                         ids=["50KB-of-[", "deep-field"])
+def test_deeply_nested_metadata_is_refused(make_artifact: ArtifactFactory, nested: str) -> None:
+    """Metadata is parsed with a nesting bound (64) before anything of it is read or loaded."""
+    built = make_artifact(nested)
+    with pytest.raises(rt.InvalidArgumentError, match="not a JSON object.*nested more than 64 levels deep"):
+        rt.Artifact(built.directory)
+    assert not built.loaded
+
+
 def test_malformed_tensor_lists(make_artifact: ArtifactFactory) -> None:
     meta = good_metadata()
     meta["inputs"] = [{"name": "x", "dims": [1]}]
