@@ -81,3 +81,115 @@ def many_initializers(path: Path, count: int = 16) -> Path:
     g = helper.make_graph(nodes, "inits", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
                           [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["n", 4])], initializer=weights)
     return save(g, path)
+
+
+def exported_bert(path: Path, layers: int = 2, hidden: int = 32, heads: int = 2, vocab: int = 64,
+                  max_pos: int = 64, float16: bool = False, mask: str = "legacy", seed: int = 0) -> Path:
+    """A small BERT spelled as torch.onnx.export spells transformers' BertModel (opset 17, dynamic batch
+    and sequence): embedding Gathers (position ids from Range, token types from ConstantOfShape),
+    LayerNormalization, MatMul/Add, heads split by Shape/Gather/Unsqueeze/Concat/Reshape, Softmax,
+    Erf-GELU, a Tanh pooler. The attention mask is the legacy extended mask (Unsqueeze, Cast,
+    Sub from 1, Mul by the dtype's minimum) or, mask="sdpa", the newer one (Range over the key
+    positions, GreaterOrEqual, And with the padding mask, Expand to [batch, 1, seq, seq], Where).
+    float16: weights and math in float16, inputs and outputs kept (Casts at the edges), as
+    onnxruntime's convert_float_to_float16(keep_io_types=True) leaves them."""
+    rng = np.random.default_rng(seed)
+    ft = TensorProto.FLOAT16 if float16 else TensorProto.FLOAT
+    npt = np.float16 if float16 else np.float32
+    nodes, inits = [], []
+    head = hidden // heads
+
+    def const(name, value, dtype=None):
+        arr = np.asarray(value, dtype=dtype if dtype is not None else npt)
+        inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def node(op, ins, name, **attrs):
+        nodes.append(helper.make_node(op, ins, [name], name=f"/{name}", **attrs))
+        return name
+
+    def weight(name, *shape):
+        return const(name, rng.normal(0, 0.2, shape))
+
+    def layer_norm(x, name):
+        return node("LayerNormalization", [x, const(f"{name}.g", 1 + rng.normal(0, 0.1, hidden)),
+                                           const(f"{name}.b", rng.normal(0, 0.1, hidden))], name, axis=-1,
+                    epsilon=1e-12)
+
+    def linear(x, name, k, n):
+        return node("Add", [node("MatMul", [x, weight(f"{name}.w", k, n)], f"{name}/MatMul"),
+                            weight(f"{name}.bias", n)], f"{name}/Add")
+
+    i64 = np.int64
+    const("zero", 0, i64), const("one", 1, i64), const("ax0", [0], i64), const("ax1", [1], i64)
+    const("ax2", [2], i64)
+    shape = node("Shape", ["input_ids"], "ids_shape")
+    batch = node("Gather", [shape, "zero"], "batch", axis=0)
+    seq = node("Gather", [shape, "one"], "seq", axis=0)
+    # embeddings: position ids = Range(0, seq), token types = zeros of the ids' shape
+    pos = node("Unsqueeze", [node("Range", ["zero", seq, "one"], "pos_range"), "ax0"], "position_ids")
+    types = node("ConstantOfShape", [shape], "token_type_ids", value=numpy_helper.from_array(np.zeros(1, i64)))
+    emb = node("Add", [node("Gather", [weight("word", vocab, hidden), "input_ids"], "emb_word"),
+                       node("Gather", [weight("type", 2, hidden), types], "emb_type")], "emb_sum")
+    emb = node("Add", [emb, node("Gather", [weight("pos", max_pos, hidden), pos], "emb_pos")], "emb_all")
+    h = layer_norm(emb, "emb_ln")
+    # the attention mask, broadcast over heads and queries
+    if mask == "legacy":
+        m = node("Unsqueeze", [node("Unsqueeze", ["attention_mask", "ax1"], "mask_u1"), "ax2"], "mask_u2")
+        m = node("Cast", [m], "mask_cast", to=ft)
+        inv = node("Sub", [const("one_f", 1.0), m], "mask_inv")
+        bias = node("Mul", [inv, const("mask_min", np.finfo(npt).min)], "mask_bias")
+    else:
+        kv = node("Range", ["zero", seq, "one"], "kv_range")
+        kv_ok = node("GreaterOrEqual", [node("Unsqueeze", [kv, "ax0"], "kv_u"), "zero"], "kv_ok")  # [1, S]
+        pad = node("Cast", ["attention_mask"], "pad_bool", to=TensorProto.BOOL)  # [B, S]
+        both = node("And", [pad, kv_ok], "mask_and")
+        both = node("Unsqueeze", [node("Unsqueeze", [both, "ax1"], "mask_u1"), "ax2"], "mask_u2")  # [B,1,1,S]
+        target = node("Concat", [node("Unsqueeze", [batch, "ax0"], "b_u"), "ax1",
+                                 node("Unsqueeze", [seq, "ax0"], "s_u"), "s_u"], "mask_shape", axis=0)
+        full = node("Expand", [both, target], "mask_full")
+        bias = node("Where", [full, const("zero_f", 0.0), const("mask_min", np.finfo(npt).min)], "mask_bias")
+    heads_shape = node("Concat", [node("Unsqueeze", [batch, "ax0"], "hb"), node("Unsqueeze", [seq, "ax0"], "hs"),
+                                  const("nh_hd", [heads, head], i64)], "heads_shape", axis=0)
+    merged_shape = node("Concat", ["hb", "hs", const("hid", [hidden], i64)], "merged_shape", axis=0)
+    for n in range(layers):
+        p = f"l{n}"
+
+        def split(x, perm, p=p):
+            return node("Transpose", [node("Reshape", [x, heads_shape], f"{x}/Reshape")], f"{x}/Transpose",
+                        perm=perm)
+        q = split(linear(h, f"{p}.q", hidden, hidden), [0, 2, 1, 3])
+        k = split(linear(h, f"{p}.k", hidden, hidden), [0, 2, 3, 1])
+        v = split(linear(h, f"{p}.v", hidden, hidden), [0, 2, 1, 3])
+        s = node("Div", [node("MatMul", [q, k], f"{p}/scores"), const(f"{p}.scale", np.sqrt(head))], f"{p}/scaled")
+        probs = node("Softmax", [node("Add", [s, bias], f"{p}/masked")], f"{p}/probs", axis=-1)
+        ctx = node("Transpose", [node("MatMul", [probs, v], f"{p}/ctx")], f"{p}/ctx_t", perm=[0, 2, 1, 3])
+        ctx = node("Reshape", [ctx, merged_shape], f"{p}/ctx_merged")
+        h = layer_norm(node("Add", [linear(ctx, f"{p}.o", hidden, hidden), h], f"{p}/res1"), f"{p}.ln1")
+        ff = linear(h, f"{p}.ff1", hidden, 4 * hidden)
+        erf = node("Erf", [node("Div", [ff, const(f"{p}.sqrt2", np.sqrt(2.0))], f"{p}/gelu_div")], f"{p}/gelu_erf")
+        gelu = node("Mul", [node("Mul", [ff, node("Add", [erf, const(f"{p}.one", 1.0)], f"{p}/gelu_add")],
+                                 f"{p}/gelu_mul"), const(f"{p}.half", 0.5)], f"{p}/gelu")
+        h = layer_norm(node("Add", [linear(gelu, f"{p}.ff2", 4 * hidden, hidden), h], f"{p}/res2"), f"{p}.ln2")
+    first = node("Gather", [h, "zero"], "first_token", axis=1)
+    pooled = node("Tanh", [linear(first, "pool", hidden, hidden)], "pooled")
+    outs = [h, pooled]
+    if float16:
+        outs = [node("Cast", [h], "hidden_f32", to=TensorProto.FLOAT), node("Cast", [pooled], "pooled_f32",
+                                                                               to=TensorProto.FLOAT)]
+    nodes.append(helper.make_node("Identity", [outs[0]], ["last_hidden_state"], name="/out0"))
+    nodes.append(helper.make_node("Identity", [outs[1]], ["pooler_output"], name="/out1"))
+    graph = helper.make_graph(
+        nodes, "bert", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
+                        helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden]),
+         helper.make_tensor_value_info("pooler_output", TensorProto.FLOAT, ["batch", hidden])], initializer=inits)
+    return save(graph, path)
+
+
+def bert_feeds(batch: int, seq: int, vocab: int = 64, seed: int = 0) -> dict[str, np.ndarray]:
+    """Token ids, and a mask whose last row pads its final positions (never a row without tokens)."""
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, seq), np.int64)
+    mask[-1, max(1, seq - 2):] = 0
+    return {"input_ids": rng.integers(0, vocab, (batch, seq)).astype(np.int64), "attention_mask": mask}
