@@ -119,11 +119,13 @@ GROUPS: dict[str, Group] = {
             {"value": numpy_helper.from_array(np.array([1.5], np.float32))}),
          Op("ConstantOfShape-int", "ConstantOfShape", ["x-shape"],
             {"value": numpy_helper.from_array(np.array([7], np.int64))}, out_type=T.INT64),
+         Op("GatherElements", "GatherElements", ["x", "gather_idx"], {"axis": 2}),
          Op("Flatten", "Flatten", ["x"], {"axis": 1}),
          Op("Split", "Split", ["x", "split"], {"axis": 2}, extra_outputs=["Split-rest"]),
          Op("Tile", "Tile", ["x", "repeats"])],
         {"lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32), "divisor": _c([[3, -2, 5, 1]] * 3),
-         "zero": _c(0), "one": _c(1), "split": _c([1, 3]), "repeats": _c([1, 2, 1])}),
+         "zero": _c(0), "one": _c(1), "split": _c([1, 3]), "repeats": _c([1, 2, 1]),
+         "gather_idx": _c([[[3, -1], [0, 1], [2, 2]]])}),
     # onnxruntime-genai's LLM ops; GroupQueryAttention fed by the builder's attention-mask plumbing
     "llm": Group(
         [("x", T.FLOAT, ["N", 3, 16]), ("skip", T.FLOAT, ["N", 3, 16]), ("a", T.FLOAT, ["N", 3, 32]),

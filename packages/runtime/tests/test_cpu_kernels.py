@@ -69,7 +69,7 @@ def assert_close(actual, expected, dtype):
 
 def test_manifest_lists_the_kernels_tested_here():
     tested = {"binary", "unary", "cast", "where", "matmul", "gemm", "softmax", "layer_norm", "reduce",
-              "transpose", "concat", "slice", "gather", "expand", "range", "fill",
+              "transpose", "concat", "slice", "gather", "expand", "range", "fill", "gather_elements",
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
@@ -329,6 +329,28 @@ def test_range_refuses_floats_and_short_parameters(state):
         run(state, "range", [np.array([0, 1], I64)], (3,), out_dtype=F32)
     with pytest.raises(InvalidArgumentError, match="has 1 entries, expected 2"):
         run(state, "range", [np.array([0], I64)], (3,), out_dtype=I64)
+
+
+@pytest.mark.parametrize("index_dtype", [I32, I64])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_gather_elements(state, index_dtype, axis):
+    data = rand((3, 4, 5), F32, seed=1)
+    shape = [2, 3, 4]
+    idx = rng(axis).integers(-data.shape[axis], data.shape[axis], size=shape).astype(index_dtype)
+    out = run(state, "gather_elements", [data, idx], tuple(shape), ints=[axis])
+    normalized = np.where(idx < 0, idx + data.shape[axis], idx)
+    window = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(shape))  # the indexed region
+    np.testing.assert_array_equal(out, np.take_along_axis(data[window], normalized, axis=axis))
+
+
+def test_gather_elements_checks_every_index_before_writing(state):
+    out = np.full((1, 2), 5.0, F32)
+    with pytest.raises(InvalidArgumentError, match="index 4 at position 1 is out of range for axis 1 of size 3"):
+        call_raw(state, "gather_elements", [np.ones((2, 3), F32), np.array([[0, 4]], I64)], [out], [1])
+    assert np.all(out == 5.0)
+    with pytest.raises(InvalidArgumentError, match="exceed data dims"):
+        call_raw(state, "gather_elements", [np.ones((2, 3), F32), np.zeros((3, 1), I64)], [np.empty((3, 1), F32)],
+                 [1])
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
@@ -740,6 +762,7 @@ def good_call(kernel):
         "expand": ([np.ones((1, 3), F32)], [o], [], []),
         "range": ([np.array([0, 1], I64)], [np.zeros(3, I64)], [], []),
         "fill": ([], [o], [0], []),
+        "gather_elements": ([f, np.zeros((2, 2), I64)], [np.empty((2, 2), F32)], [1], []),
         "matmul_nbits": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
                           np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),
         "rms_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),

@@ -254,8 +254,17 @@ class RefRuntime:
     def fn_kernel_expand(self, v):
         return self._kernel(v, lambda i, o, ints, f: np.broadcast_to(i[0], o.shape))
 
+    def fn_kernel_gather_elements(self, v):
+        def run(i, o, ints, f):
+            idx = i[1].astype(np.int64)
+            return np.take_along_axis(i[0], np.where(idx < 0, idx + i[0].shape[ints[0]], idx), axis=ints[0])
+        return self._kernel(v, run)
+
     def fn_kernel_range(self, v):
-        return self._kernel(v, lambda i, o, ints, f: int(i[0][0]) + np.arange(o.shape[0], dtype=np.int64) * int(i[0][1]))
+        def run(i, o, ints, f):
+            start, delta = int(i[0][0]), int(i[0][1])
+            return start + np.arange(o.shape[0], dtype=np.int64) * delta
+        return self._kernel(v, run)
 
     def fn_kernel_fill(self, v):
         def run(i, o, ints, f):

@@ -20,6 +20,7 @@ namespace dt = hipdnn_ep::kernel_dtypes;
 static_assert(dt::where == dt::bit(HIPDNN_EP_DTYPE_BOOL), "where reads cond as BOOL");
 static_assert(dt::gather_input_1 == (dt::bit(HIPDNN_EP_DTYPE_INT32) | dt::bit(HIPDNN_EP_DTYPE_INT64)),
               "gather reads indices as INT32 or INT64");
+static_assert(dt::gather_elements_input_1 == dt::gather_input_1, "gather_elements reads indices as INT32 or INT64");
 static_assert(dt::reduce_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "reduce axes are read as INT64");
 static_assert(dt::transpose_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "transpose perm is read as INT64");
 static_assert(dt::slice_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64) && dt::slice_input_2 == dt::bit(HIPDNN_EP_DTYPE_INT64),
@@ -514,6 +515,26 @@ void validate_range(const hipdnn_ep_kernel_args_t* args) {
     fail(HIPDNN_EP_STATUS_UNSUPPORTED, "range does not support output dtype " + dtype_name(dtype) + " (INT32 or INT64)");
   }
   if (call.out(0).rank != 1) fail_invalid("output 0 has rank " + std::to_string(call.out(0).rank) + ", expected 1");
+}
+
+void validate_gather_elements(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_GATHER_ELEMENTS_N_INT_ATTRS, HIPDNN_EP_KERNEL_GATHER_ELEMENTS_N_FLOAT_ATTRS, 2,
+                  2, 1);
+  require_dtype(dt::gather_elements, "gather_elements", call.in(0).dtype);
+  const Dims data = dims_of(call.in(0));
+  const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_GATHER_ELEMENTS_INT_ATTR_AXIS, data.size());
+  require_input_dtype(call.in(1), "input 1 (indices)", dt::gather_elements_input_1);
+  const Dims indices = dims_of(call.in(1));
+  if (indices.size() != data.size()) {
+    fail_invalid("indices dims " + format_dims(indices) + " and data dims " + format_dims(data) + " differ in rank");
+  }
+  for (size_t d = 0; d < data.size(); ++d) {
+    if (static_cast<int64_t>(d) != axis && indices[d] > data[d]) {
+      fail_invalid("indices dims " + format_dims(indices) + " exceed data dims " + format_dims(data) + " at axis " +
+                   std::to_string(d));
+    }
+  }
+  call.expect_out(call.in(0).dtype, indices);
 }
 
 void validate_fill(const hipdnn_ep_kernel_args_t* args) {

@@ -1,9 +1,11 @@
 """The ops exporters emit around attention masks and shapes: comparisons and logic, Min/Max/Clip/Mod,
-Range, ConstantOfShape, Flatten, Split, Tile, and the unary ops of that code (Abs, Floor, IsNaN...).
+Range, ConstantOfShape, GatherElements, Flatten, Split, Tile, and the unary ops of that code (Abs,
+Floor, IsNaN...).
 
 Most are values of the existing binary and unary kernels (ABI 1.4 enum values); Split, Tile and Clip
 become several kernel calls; Range and ConstantOfShape fold to host values when their result is a
-small static integer tensor, else call the range and fill kernels (ABI 1.4).
+small static integer tensor, else call the range and fill kernels; GatherElements has its own kernel
+(all three ABI 1.4).
 """
 
 from __future__ import annotations
@@ -16,14 +18,26 @@ from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
-from .node import HOST_INT_TYPES, Node, all_host, broadcast, emit, finish, host_elementwise, host_tensor, norm_axis, \
-    replace
+from .node import (
+    HOST_INT_TYPES,
+    Node,
+    all_host,
+    broadcast,
+    emit,
+    finish,
+    host_elementwise,
+    host_tensor,
+    norm_axis,
+    replace,
+)
 from .onnx import BINARY, EXPAND, SLICE, UNARY, _binary, _unary
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
 RANGE = register_kernel(Kernel("range", "kernel_range", params=(Param("start_delta", 0, symbolic=True),),
                                arity=(0, 0)))
 FILL = register_kernel(Kernel("fill", "kernel_fill", ("bits",), arity=(0, 0)))
+GATHER_ELEMENTS = register_kernel(Kernel("gather_elements", "kernel_gather_elements", ("axis",),
+                                         labels={1: "indices"}, arity=(2, 2)))
 
 # Host values (shapes) a fold may build: more elements than this stay device tensors.
 HOST_FOLD_ELEMENTS = 1024
@@ -123,7 +137,9 @@ def _range(o: Node) -> None:
     if not isinstance(delta, int):
         text = checks.Text(1, sym.mul(delta, delta))
         o.require("le", text.values, "delta is 0; Range needs a nonzero delta")
-    count = sym.maximum(sym.ceildiv(sym.sub(limit, start), delta), 0)
+    count = sym.ceildiv(sym.sub(limit, start), delta)
+    if not sym.nonnegative(count):  # Range(0, dim, 1) over a dim is the dim itself, without a max
+        count = sym.maximum(count, 0)
     if isinstance(count, int) and count <= HOST_FOLD_ELEMENTS:
         host_tensor(o, [sym.add(start, sym.mul(k, delta)) for k in range(count)], [count])
         return
@@ -168,6 +184,23 @@ def _constant_of_shape(o: Node) -> None:
 
 
 register(OpDef("ConstantOfShape", "constant_of_shape", _constant_of_shape, (FILL,)))
+
+# ---------------------------------------------------------------- GatherElements
+
+
+def _gather_elements(o: Node) -> None:
+    d, di = o.dims(0), o.dims(1)
+    if len(d) != len(di):
+        raise ModelError(f"{o.where}: indices have rank {len(di)} but data has rank {len(d)}; they must be equal")
+    axis = norm_axis(o, o.attr_int("axis", 0), len(d))
+    for k, (a, b) in enumerate(zip(di, d, strict=True)):
+        if k != axis and a != b:
+            text = checks.Text(a, b)
+            o.require("le", text.values, f"indices dim {k} is {{0}} but data's is {{1}}; it must not be larger")
+    replace(o, GATHER_ELEMENTS, [o.input(0), o.input(1)], {"axis": axis}, [di])
+
+
+register(OpDef("GatherElements", "gather_elements", _gather_elements, (GATHER_ELEMENTS,)))
 
 # ---------------------------------------------------------------- Flatten, Split, Tile
 
