@@ -131,8 +131,8 @@ def main() -> None:
     export_s = time.perf_counter() - t
 
     import hipdnn_ep_compiler as hc
-    from hipdnn_ep_compiler.support import check_support
     import onnx
+    from hipdnn_ep_compiler.support import check_support
 
     m = onnx.load(str(model), load_external_data=False)
     ops = Counter(n.op_type for n in m.graph.node)

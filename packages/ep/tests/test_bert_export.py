@@ -14,9 +14,9 @@ import pytest
 from conftest import NO_FALLBACK, cpu_session, make_session
 from models import bert_feeds, exported_bert
 
-# Generous for a 2-core CI machine (about 3 s here); the support check and compile of the real
+# Generous for a 2-core CI machine (about 10 s here, shared); the support check and compile of the real
 # BERT-base are measured by tools/compile_bench.py.
-COMPILE_SECONDS = 30
+COMPILE_SECONDS = 60
 
 
 @pytest.mark.parametrize("float16", [False, True], ids=["float32", "float16"])
@@ -28,9 +28,9 @@ def test_exported_bert_is_claimed_whole_and_matches_the_cpu_ep(env, ep_devices, 
     compiled = env.compiled_ops()
     assert len(compiled) == 1, "one partition: the whole model"
     assert len(compiled[0]) == len(model.graph.node)
-    assert {"Range", "ConstantOfShape"} <= set(compiled[0])
+    assert {"ConstantOfShape", "Equal", "Where", "Expand", "GatherElements", "Slice"} <= set(compiled[0])
     if mask == "sdpa":
-        assert {"GreaterOrEqual", "And", "Expand", "Where"} <= set(compiled[0])
+        assert {"Range", "GreaterOrEqual", "And", "Flatten", "IsNaN"} <= set(compiled[0])
     cpu = cpu_session(path)
     tol = 2e-2 if float16 else 1e-4
     for batch, seq in ((2, 5), (3, 9)):
