@@ -256,8 +256,10 @@ class RefRuntime:
 
     def fn_kernel_gather_elements(self, v):
         def run(i, o, ints, f):
-            idx = i[1].astype(np.int64)
-            return np.take_along_axis(i[0], np.where(idx < 0, idx + i[0].shape[ints[0]], idx), axis=ints[0])
+            idx, axis = i[1].astype(np.int64), ints[0]
+            # indices may be smaller than the data outside axis: they index that corner of it
+            window = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(idx.shape))
+            return np.take_along_axis(i[0][window], np.where(idx < 0, idx + i[0].shape[axis], idx), axis=axis)
         return self._kernel(v, run)
 
     def fn_kernel_range(self, v):
