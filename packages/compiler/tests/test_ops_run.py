@@ -68,6 +68,8 @@ CASES = [
     case("Clip", X34, inits=[const("lo", np.array(-0.5, np.float32)), const("hi", np.array(0.5, np.float32))]),
     case("GatherElements", [("x", F, ["N", 3, 4]), ("idx", I64, [1, 3, 2])], {"axis": 2}),
     case("Flatten", X34, {"axis": 2}),
+    case("CumSum", X34, {"exclusive": 1, "reverse": 1}, inits=[const("axis", np.array(-1, np.int64))]),
+    case("Trilu", X34, {"upper": 0}, inits=[const("k", np.array(1, np.int64))]),
     case("Tile", X34, inits=[const("repeats", np.array([2, 1, 3], np.int64))]),
     case("ConstantOfShape", [], {"value": numpy_helper.from_array(np.array([2.5], np.float16))},
          inits=[const("shape", np.array([2, 3], np.int64))]),

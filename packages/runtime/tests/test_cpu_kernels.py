@@ -69,7 +69,7 @@ def assert_close(actual, expected, dtype):
 
 def test_manifest_lists_the_kernels_tested_here():
     tested = {"binary", "unary", "cast", "where", "matmul", "gemm", "softmax", "layer_norm", "reduce",
-              "transpose", "concat", "slice", "gather", "expand", "range", "fill", "gather_elements",
+              "transpose", "concat", "slice", "gather", "expand", "range", "fill", "gather_elements", "cumsum", "trilu",
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
@@ -351,6 +351,41 @@ def test_gather_elements_checks_every_index_before_writing(state):
     with pytest.raises(InvalidArgumentError, match="exceed data dims"):
         call_raw(state, "gather_elements", [np.ones((2, 3), F32), np.zeros((3, 1), I64)], [np.empty((3, 1), F32)],
                  [1])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cumsum(state, dtype, exclusive, reverse):
+    x = rand((3, 5, 4), dtype, low=-9, high=9)
+    for axis in range(3):
+        flipped = np.flip(x, axis) if reverse else x
+        want = np.cumsum(flipped.astype(np.float64), axis=axis)
+        if exclusive:
+            want = want - flipped
+        want = (np.flip(want, axis) if reverse else want).astype(dtype)
+        out = run(state, "cumsum", [x], x.shape, ints=[axis, exclusive, reverse])
+        assert_close(out, want, dtype)
+
+
+def test_cumsum_integers_wrap(state):
+    x = np.array([np.iinfo(np.int64).max, 1, 1], I64)
+    out = run(state, "cumsum", [x], (3,), ints=[0, 0, 0])
+    np.testing.assert_array_equal(out, [np.iinfo(np.int64).max, np.iinfo(np.int64).min, np.iinfo(np.int64).min + 1])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("k", [-2, 0, 1, 7])
+def test_trilu(state, dtype, upper, k):
+    x = rand((2, 4, 5), dtype, seed=3, low=1, high=9)
+    out = run(state, "trilu", [x, np.array([k], I64)], x.shape, ints=[upper])
+    np.testing.assert_array_equal(out, (np.triu if upper else np.tril)(x, k))
+
+
+def test_trilu_refuses_a_vector(state):
+    with pytest.raises(InvalidArgumentError, match="Trilu needs at least 2"):
+        run(state, "trilu", [np.ones(3, F32), np.array([0], I64)], (3,), ints=[1])
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
@@ -762,6 +797,8 @@ def good_call(kernel):
         "expand": ([np.ones((1, 3), F32)], [o], [], []),
         "range": ([np.array([0, 1], I64)], [np.zeros(3, I64)], [], []),
         "fill": ([], [o], [0], []),
+        "cumsum": ([f], [o], [1, 0, 0], []),
+        "trilu": ([f, np.array([0], I64)], [o], [1], []),
         "gather_elements": ([f, np.zeros((2, 2), I64)], [np.empty((2, 2), F32)], [1], []),
         "matmul_nbits": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
                           np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),

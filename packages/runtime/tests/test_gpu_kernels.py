@@ -40,7 +40,7 @@ REDUCE = ENUMS["hipdnn_ep_reduce_op"]
 F32, F16, I32, I64, BOOL = np.float32, np.float16, np.int32, np.int64, np.bool_
 FLOATS = [F32, F16]
 # Inputs each kernel reads on the host (parameter tensors); the rest are device data.
-HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}, "range": {0}}
+HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}, "range": {0}, "trilu": {1}}
 EXACT = (0.0, 0.0)
 
 
@@ -178,6 +178,21 @@ def test_gather_elements_index_out_of_range_names_it(gpu, dev):
     with pytest.raises(rt.InvalidArgumentError, match="hipdnn_ep_kernel_gather_elements: index 4 at position 1"):
         _core.call_kernel(gpu, "hipdnn_ep_kernel_gather_elements",
                           [dev.to_device(np.ones((2, 3), F32)), dev.to_device(np.array([[0, 4]], I64))], [out], [1], [])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+def test_cumsum(cpu, gpu, dev, dtype):
+    x = rand((3, 300, 4), dtype, 1, -4, 4)
+    tol = EXACT if np.issubdtype(dtype, np.integer) else (1e-5, 1e-5) if dtype == F32 else (2e-3, 2e-3)
+    for axis, exclusive, reverse in itertools.product(range(3), (0, 1), (0, 1)):
+        compare(cpu, gpu, dev, "cumsum", [x], x.shape, ints=[axis, exclusive, reverse], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BOOL])
+def test_trilu(cpu, gpu, dev, dtype):
+    x = rand((3, 37, 41), dtype, 2)
+    for upper, k in itertools.product((0, 1), (-5, 0, 3)):
+        compare(cpu, gpu, dev, "trilu", [x, i64([k])], x.shape, ints=[upper])
 
 
 def test_range_and_fill(cpu, gpu, dev):

@@ -262,6 +262,21 @@ class RefRuntime:
             return np.take_along_axis(i[0][window], np.where(idx < 0, idx + i[0].shape[axis], idx), axis=axis)
         return self._kernel(v, run)
 
+    def fn_kernel_cumsum(self, v):
+        def run(i, o, ints, f):
+            axis, exclusive, reverse = ints
+            x = np.flip(i[0], axis) if reverse else i[0]
+            y = np.cumsum(x, axis=axis, dtype=x.dtype)
+            if exclusive:
+                y = y - x
+            return np.flip(y, axis) if reverse else y
+        return self._kernel(v, run)
+
+    def fn_kernel_trilu(self, v):
+        def run(i, o, ints, f):
+            return (np.triu if ints[0] else np.tril)(i[0], int(i[1][0]))
+        return self._kernel(v, run)
+
     def fn_kernel_range(self, v):
         def run(i, o, ints, f):
             start, delta = int(i[0][0]), int(i[0][1])

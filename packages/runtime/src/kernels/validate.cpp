@@ -21,6 +21,7 @@ static_assert(dt::where == dt::bit(HIPDNN_EP_DTYPE_BOOL), "where reads cond as B
 static_assert(dt::gather_input_1 == (dt::bit(HIPDNN_EP_DTYPE_INT32) | dt::bit(HIPDNN_EP_DTYPE_INT64)),
               "gather reads indices as INT32 or INT64");
 static_assert(dt::gather_elements_input_1 == dt::gather_input_1, "gather_elements reads indices as INT32 or INT64");
+static_assert(dt::trilu_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "trilu's k is read as INT64");
 static_assert(dt::reduce_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "reduce axes are read as INT64");
 static_assert(dt::transpose_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "transpose perm is read as INT64");
 static_assert(dt::slice_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64) && dt::slice_input_2 == dt::bit(HIPDNN_EP_DTYPE_INT64),
@@ -535,6 +536,23 @@ void validate_gather_elements(const hipdnn_ep_kernel_args_t* args) {
     }
   }
   call.expect_out(call.in(0).dtype, indices);
+}
+
+void validate_cumsum(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_CUMSUM_N_INT_ATTRS, HIPDNN_EP_KERNEL_CUMSUM_N_FLOAT_ATTRS, 1, 1, 1);
+  require_dtype(dt::cumsum, "cumsum", call.in(0).dtype);
+  const Dims x = dims_of(call.in(0));
+  axis_attr(call, HIPDNN_EP_KERNEL_CUMSUM_INT_ATTR_AXIS, x.size());
+  call.expect_out(call.in(0).dtype, x);
+}
+
+void validate_trilu(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_TRILU_N_INT_ATTRS, HIPDNN_EP_KERNEL_TRILU_N_FLOAT_ATTRS, 2, 2, 1);
+  const Dims x = dims_of(call.in(0));
+  if (x.size() < 2) fail_invalid("input 0 has rank " + std::to_string(x.size()) + "; Trilu needs at least 2");
+  const Dims k = int64_vector(call.in(1), "input 1 (k)", dt::trilu_input_1);
+  if (k.size() != 1) fail_invalid("input 1 (k) has " + std::to_string(k.size()) + " entries, expected 1");
+  call.expect_out(call.in(0).dtype, x);
 }
 
 void validate_fill(const hipdnn_ep_kernel_args_t* args) {

@@ -1,11 +1,11 @@
 """The ops exporters emit around attention masks and shapes: comparisons and logic, Min/Max/Clip/Mod,
-Range, ConstantOfShape, GatherElements, Flatten, Split, Tile, and the unary ops of that code (Abs,
+Range, ConstantOfShape, GatherElements, CumSum, Trilu, Flatten, Split, Tile, and the unary ops of that code (Abs,
 Floor, IsNaN...).
 
 Most are values of the existing binary and unary kernels (ABI 1.4 enum values); Split, Tile and Clip
 become several kernel calls; Range and ConstantOfShape fold to host values when their result is a
-small static integer tensor, else call the range and fill kernels; GatherElements has its own kernel
-(all three ABI 1.4).
+small static integer tensor, else call the range and fill kernels; GatherElements, CumSum and Trilu
+have kernels of their own (all ABI 1.4).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from .registry import Kernel, OpDef, Param, register, register_kernel
 RANGE = register_kernel(Kernel("range", "kernel_range", params=(Param("start_delta", 0, symbolic=True),),
                                arity=(0, 0)))
 FILL = register_kernel(Kernel("fill", "kernel_fill", ("bits",), arity=(0, 0)))
+CUMSUM = register_kernel(Kernel("cumsum", "kernel_cumsum", ("axis", "exclusive", "reverse")))
+TRILU = register_kernel(Kernel("trilu", "kernel_trilu", ("upper",), params=(Param("k", 1, symbolic=True),)))
 GATHER_ELEMENTS = register_kernel(Kernel("gather_elements", "kernel_gather_elements", ("axis",),
                                          labels={1: "indices"}, arity=(2, 2)))
 
@@ -184,6 +186,34 @@ def _constant_of_shape(o: Node) -> None:
 
 
 register(OpDef("ConstantOfShape", "constant_of_shape", _constant_of_shape, (FILL,)))
+
+# ---------------------------------------------------------------- CumSum, Trilu
+
+
+def _cumsum(o: Node) -> None:
+    d = o.dims(0)
+    axis = o.const_ints(1, "the axis")
+    if axis is None or len(axis) != 1 or len(o.dims(1)) > 1:
+        raise ModelError(f"{o.where}: the axis must be one value (a scalar or a 1-element tensor)")
+    attrs = {"axis": norm_axis(o, axis[0], len(d)), "exclusive": int(o.attr_int("exclusive", 0) != 0),
+             "reverse": int(o.attr_int("reverse", 0) != 0)}
+    replace(o, CUMSUM, [o.input(0)], attrs, [d])
+
+
+register(OpDef("CumSum", "cumsum", _cumsum, (CUMSUM,)))
+
+
+def _trilu(o: Node) -> None:
+    d = o.dims(0)
+    if len(d) < 2:
+        raise ModelError(f"{o.where}: the input has rank {len(d)}; Trilu needs at least 2")
+    k = _scalar(o, 1, "k") if o.input(1) is not None else 0
+    if k is None:
+        o.fail("k must be computable from input shapes, constants and small integer inputs")
+    replace(o, TRILU, [o.input(0)], {"upper": int(o.attr_int("upper", 1) != 0)}, [d], params={"k": [k]})
+
+
+register(OpDef("Trilu", "trilu", _trilu, (TRILU,)))
 
 # ---------------------------------------------------------------- GatherElements
 

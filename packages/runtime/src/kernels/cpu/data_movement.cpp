@@ -111,6 +111,27 @@ void gather_elements(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   }
 }
 
+void trilu(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const int64_t rows = dims[dims.size() - 2];
+  const int64_t cols = dims[dims.size() - 1];
+  const int64_t k = static_cast<const int64_t*>(args.inputs[1].data)[0];
+  const bool upper = args.int_attrs[HIPDNN_EP_KERNEL_TRILU_INT_ATTR_UPPER] != 0;
+  const int64_t n = element_count(in);
+  dispatch_by_size(dtype_size(in.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = static_cast<const T*>(in.data);
+    T* y = static_cast<T*>(args.outputs[0].data);
+    for (int64_t e = 0; e < n; ++e) {
+      const int64_t j = e % cols;
+      const int64_t i = (e / cols) % rows;
+      const bool keep = upper ? j - i >= k : j - i <= k;  // k is a host value: no overflow for real dims
+      y[e] = keep ? x[e] : T{0};
+    }
+  });
+}
+
 void transpose(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
   const Dims in_strides = contiguous_strides(dims_of(in));

@@ -62,7 +62,33 @@ __global__ void gather_elements_kernel(const T* data, const Index* indices, T* o
   }
 }
 
+template <typename T>
+__global__ void trilu_kernel(const T* x, T* y, int64_t n, int64_t rows, int64_t cols, int64_t k, bool upper) {
+  HIPDNN_EP_GRID_STRIDE(e, n) {
+    const int64_t j = e % cols;
+    const int64_t i = (e / cols) % rows;
+    const bool keep = upper ? j - i >= k : j - i <= k;
+    y[e] = keep ? x[e] : T{0};
+  }
+}
+
 }  // namespace
+
+void trilu(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const int64_t n = element_count(dims);
+  if (n == 0) return;
+  const int64_t k = int64_data(args.inputs[1])[0];  // host memory
+  const bool upper = args.int_attrs[HIPDNN_EP_KERNEL_TRILU_INT_ATTR_UPPER] != 0;
+  const hipStream_t stream = current_stream(state);
+  dispatch_by_size(dtype_size(in.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    trilu_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(in.data), static_cast<T*>(args.outputs[0].data),
+                                                     n, dims[dims.size() - 2], dims[dims.size() - 1], k, upper);
+  });
+  check_launch("trilu");
+}
 
 void strided_copy(hipdnn_ep_state_t* state, const void* in, int64_t offset, const Dims& in_strides, void* out,
                   const Dims& shape, size_t element_size) {
