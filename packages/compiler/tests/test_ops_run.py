@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import const, make_model, ort_run
 from onnx import TensorProto as T
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from hipdnn_ep_compiler import compile_model, load_weights
 
@@ -57,6 +57,22 @@ CASES = [
     case("Expand", [("x", F, ["N", 1, 4])], inits=[const("shape", np.array([3, 1], np.int64))]),
     case("Cast", X34, {"to": T.FLOAT16}),
     case("Where", [("c", B, ["N", 3, 4]), ("x", F, [3, 4]), ("y", F, ["N", 3, 1])]),
+    # the ops of attention-mask and shape code
+    *[case(op, XY) for op in ("GreaterOrEqual", "LessOrEqual", "Min", "Max")],
+    *[case(op, [("a", B, ["N", 3, 4]), ("b", B, [3, 1])]) for op in ("And", "Or", "Xor")],
+    case("Not", [("a", B, ["N", 3, 4])]),
+    *[case(op, X34) for op in ("Abs", "Floor", "Ceil", "Sign", "IsNaN")],
+    case("Reciprocal", X34, positive=True),
+    case("Mod", XY, {"fmod": 1}, positive=True),
+    case("Mod", [("i", I64, ["N", 3, 4])], inits=[const("d", np.array([3, -2, 5, 1], np.int64))], ident="Mod-int"),
+    case("Clip", X34, inits=[const("lo", np.array(-0.5, np.float32)), const("hi", np.array(0.5, np.float32))]),
+    case("GatherElements", [("x", F, ["N", 3, 4]), ("idx", I64, [1, 3, 2])], {"axis": 2}),
+    case("Flatten", X34, {"axis": 2}),
+    case("CumSum", X34, {"exclusive": 1, "reverse": 1}, inits=[const("axis", np.array(-1, np.int64))]),
+    case("Trilu", X34, {"upper": 0}, inits=[const("k", np.array(1, np.int64))]),
+    case("Tile", X34, inits=[const("repeats", np.array([2, 1, 3], np.int64))]),
+    case("ConstantOfShape", [], {"value": numpy_helper.from_array(np.array([2.5], np.float16))},
+         inits=[const("shape", np.array([2, 3], np.int64))]),
 ]
 
 
@@ -97,3 +113,29 @@ def test_op_matches_onnxruntime(op, inputs, attrs, inits, n_out, opset, domain, 
             assert g.shape == w.shape and g.dtype == w.dtype
             tol = 2e-3 if g.dtype == np.float16 else 1e-5
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
+
+
+ONE = np.ones(1, np.int64)
+
+
+def test_torch_expand_target_folds_on_the_host(refruntime, tmp_path):
+    """torch.onnx spells x.expand(batch, -1) as Expand(x, Where(Equal(t, -1 * ones), ones, t)) with t from the
+    input's shape: Equal and Where of those host values fold, so Expand's target is known on the host."""
+    nodes = [helper.make_node("Shape", ["ids"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+             helper.make_node("Unsqueeze", ["b", "ax0"], ["bu"]),
+             helper.make_node("Concat", ["bu", "minus1"], ["t"], axis=0),
+             helper.make_node("ConstantOfShape", ["two"], ["ones"], value=numpy_helper.from_array(ONE)),
+             helper.make_node("Mul", ["ones", "minus1"], ["m"]),
+             helper.make_node("Equal", ["t", "m"], ["is_m"]),
+             helper.make_node("Where", ["is_m", "ones", "t"], ["target"]),
+             helper.make_node("Expand", ["buf", "target"], ["out"])]
+    inits = [const("zero", np.array(0, np.int64)), const("ax0", np.array([0], np.int64)),
+             const("minus1", np.array([-1], np.int64)), const("two", np.array([2], np.int64)),
+             const("buf", np.arange(6, dtype=np.float32).reshape(1, 6))]
+    model = make_model(nodes, [("ids", I64, ["N", 5])], [("out", F, None)], inits, opset=17)
+    info = compile_model(model, tmp_path / "art")
+    for n in (1, 3):
+        feeds = {"ids": np.zeros((n, 5), np.int64)}
+        got = refruntime.run(info.program, [feeds["ids"]] + load_weights(info.metadata, model))
+        np.testing.assert_array_equal(got[0], ort_run(model, feeds)[0])

@@ -69,7 +69,7 @@ def assert_close(actual, expected, dtype):
 
 def test_manifest_lists_the_kernels_tested_here():
     tested = {"binary", "unary", "cast", "where", "matmul", "gemm", "softmax", "layer_norm", "reduce",
-              "transpose", "concat", "slice", "gather", "expand",
+              "transpose", "concat", "slice", "gather", "expand", "range", "fill", "gather_elements", "cumsum", "trilu",
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
@@ -205,6 +205,196 @@ def test_unary_integer(state, dtype, op):
     x = rand((4, 5), dtype, low=-100, high=100)
     out = run(state, "unary", [x], (4, 5), ints=[UNARY[op]])
     np.testing.assert_array_equal(out, UNARY_REF[op](x))
+
+
+# ---------------------------------------------------------------- ABI 1.4: mask and shape ops
+
+def python_mod(a, b):  # the divisor's sign (ONNX Mod, fmod=0)
+    return np.mod(a, b)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("op", ["GREATER_OR_EQUAL", "LESS_OR_EQUAL"])
+def test_binary_compare_or_equal(state, dtype, op):
+    a = rand((3, 1, 4), dtype, seed=1, low=-3, high=3).round()
+    b = rand((2, 4), dtype, seed=2, low=-3, high=3).round()  # integral values: many ties
+    ref = {"GREATER_OR_EQUAL": np.greater_equal, "LESS_OR_EQUAL": np.less_equal}[op]
+    out = run(state, "binary", [a, b], (3, 2, 4), out_dtype=BOOL, ints=[BINARY[op]])
+    np.testing.assert_array_equal(out, ref(a, b))
+
+
+@pytest.mark.parametrize("op", ["AND", "OR", "XOR", "EQUAL"])
+def test_binary_logic_on_bool(state, op):
+    a = rand((4, 1, 5), BOOL, seed=1)
+    b = rand((3, 5), BOOL, seed=2)
+    ref = {"AND": np.logical_and, "OR": np.logical_or, "XOR": np.logical_xor, "EQUAL": np.equal}[op]
+    out = run(state, "binary", [a, b], (4, 3, 5), ints=[BINARY[op]])
+    np.testing.assert_array_equal(out, ref(a, b))
+
+
+def test_binary_logic_refuses_numbers(state):
+    a = np.ones((2,), F32)
+    with pytest.raises(RuntimeError, match="binary op AND does not support dtype FLOAT32"):
+        run(state, "binary", [a, a], (2,), out_dtype=BOOL, ints=[BINARY["AND"]])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("op", ["MIN", "MAX"])
+def test_binary_min_max(state, dtype, op):
+    a = rand((3, 4), dtype, seed=1, low=-9, high=9)
+    b = rand((4,), dtype, seed=2, low=-9, high=9)
+    out = run(state, "binary", [a, b], (3, 4), ints=[BINARY[op]])
+    np.testing.assert_array_equal(out, (np.minimum if op == "MIN" else np.maximum)(a, b))
+
+
+@pytest.mark.parametrize("op", ["MIN", "MAX"])
+def test_binary_min_max_propagate_nan(state, op):
+    a = np.array([np.nan, 1, np.nan], F32)
+    b = np.array([1, np.nan, np.nan], F32)
+    out = run(state, "binary", [a, b], (3,), ints=[BINARY[op]])
+    assert np.isnan(out).all()
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+@pytest.mark.parametrize("op", ["MOD", "FMOD"])
+def test_binary_integer_mod_signs(state, dtype, op):
+    a = np.array([7, -7, 7, -7, 0, np.iinfo(dtype).min], dtype)
+    b = np.array([3, 3, -3, -3, 5, -1], dtype)
+    out = run(state, "binary", [a, b], (6,), ints=[BINARY[op]])
+    want = [1, 2, -2, -1, 0, 0] if op == "MOD" else [1, -1, 1, -1, 0, 0]  # MIN % -1 is 0, never a trap
+    np.testing.assert_array_equal(out, np.array(want, dtype))
+
+
+def test_binary_integer_mod_by_zero_is_an_error(state):
+    a = np.array([1, 2], I64)
+    with pytest.raises(InvalidArgumentError, match="integer division by zero"):
+        run(state, "binary", [a, np.array([1, 0], I64)], (2,), ints=[BINARY["MOD"]])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_binary_fmod_floats(state, dtype):
+    a = rand((3, 4), dtype, seed=1, low=-9, high=9)
+    b = rand((4,), dtype, seed=2, low=0.5, high=3)
+    out = run(state, "binary", [a, b], (3, 4), ints=[BINARY["FMOD"]])
+    expected = np.fmod(a.astype(np.float32), b.astype(np.float32)).astype(dtype)
+    assert_close(out, expected, dtype)
+
+
+MASK_UNARY_REF = {"ABS": np.abs, "FLOOR": np.floor, "CEIL": np.ceil, "SIGN": np.sign, "RECIPROCAL": np.reciprocal}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("op", sorted(MASK_UNARY_REF))
+def test_unary_mask_ops(state, dtype, op):
+    x = rand((5, 7), dtype, low=-6, high=6)
+    x[0, :3] = [0.25 if op == "RECIPROCAL" else 0, -0.5, 2.5]
+    expected = MASK_UNARY_REF[op](x.astype(np.float64)).astype(dtype)
+    out = run(state, "unary", [x], x.shape, ints=[UNARY[op]])
+    assert_close(out, expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+@pytest.mark.parametrize("op", ["ABS", "SIGN"])
+def test_unary_mask_ops_integer(state, dtype, op):
+    x = rand((4, 5), dtype, low=-100, high=100)
+    x[0, 0] = 0
+    out = run(state, "unary", [x], (4, 5), ints=[UNARY[op]])
+    np.testing.assert_array_equal(out, MASK_UNARY_REF[op](x))
+
+
+def test_unary_not_and_is_nan_write_bool(state):
+    b = rand((3, 4), BOOL, seed=1)
+    np.testing.assert_array_equal(run(state, "unary", [b], (3, 4), ints=[UNARY["NOT"]]), ~b)
+    for dtype in (F32, F16):
+        x = np.array([0, np.nan, np.inf, -np.nan, 1], dtype)
+        out = run(state, "unary", [x], (5,), out_dtype=BOOL, ints=[UNARY["IS_NAN"]])
+        np.testing.assert_array_equal(out, np.isnan(x))
+
+
+def test_unary_is_nan_refuses_a_float_output(state):
+    x = np.zeros((2,), F32)
+    with pytest.raises(InvalidArgumentError, match="output 0 has dtype FLOAT32, expected BOOL"):
+        run(state, "unary", [x], (2,), ints=[UNARY["IS_NAN"]])
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+def test_range(state, dtype):
+    for start, delta, n in ((0, 1, 7), (10, -3, 4), (-5, 2, 0), (3, 0, 3)):
+        out = run(state, "range", [np.array([start, delta], I64)], (n,), out_dtype=dtype)
+        np.testing.assert_array_equal(out, (start + np.arange(n) * delta).astype(dtype))
+
+
+def test_range_refuses_floats_and_short_parameters(state):
+    with pytest.raises(RuntimeError, match="range does not support output dtype FLOAT32"):
+        run(state, "range", [np.array([0, 1], I64)], (3,), out_dtype=F32)
+    with pytest.raises(InvalidArgumentError, match="has 1 entries, expected 2"):
+        run(state, "range", [np.array([0], I64)], (3,), out_dtype=I64)
+
+
+@pytest.mark.parametrize("index_dtype", [I32, I64])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_gather_elements(state, index_dtype, axis):
+    data = rand((3, 4, 5), F32, seed=1)
+    shape = [2, 3, 4]
+    idx = rng(axis).integers(-data.shape[axis], data.shape[axis], size=shape).astype(index_dtype)
+    out = run(state, "gather_elements", [data, idx], tuple(shape), ints=[axis])
+    normalized = np.where(idx < 0, idx + data.shape[axis], idx)
+    window = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(shape))  # the indexed region
+    np.testing.assert_array_equal(out, np.take_along_axis(data[window], normalized, axis=axis))
+
+
+def test_gather_elements_checks_every_index_before_writing(state):
+    out = np.full((1, 2), 5.0, F32)
+    with pytest.raises(InvalidArgumentError, match="index 4 at position 1 is out of range for axis 1 of size 3"):
+        call_raw(state, "gather_elements", [np.ones((2, 3), F32), np.array([[0, 4]], I64)], [out], [1])
+    assert np.all(out == 5.0)
+    with pytest.raises(InvalidArgumentError, match="exceed data dims"):
+        call_raw(state, "gather_elements", [np.ones((2, 3), F32), np.zeros((3, 1), I64)], [np.empty((3, 1), F32)],
+                 [1])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cumsum(state, dtype, exclusive, reverse):
+    x = rand((3, 5, 4), dtype, low=-9, high=9)
+    for axis in range(3):
+        flipped = np.flip(x, axis) if reverse else x
+        want = np.cumsum(flipped.astype(np.float64), axis=axis)
+        if exclusive:
+            want = want - flipped
+        want = (np.flip(want, axis) if reverse else want).astype(dtype)
+        out = run(state, "cumsum", [x], x.shape, ints=[axis, exclusive, reverse])
+        assert_close(out, want, dtype)
+
+
+def test_cumsum_integers_wrap(state):
+    x = np.array([np.iinfo(np.int64).max, 1, 1], I64)
+    out = run(state, "cumsum", [x], (3,), ints=[0, 0, 0])
+    np.testing.assert_array_equal(out, [np.iinfo(np.int64).max, np.iinfo(np.int64).min, np.iinfo(np.int64).min + 1])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("k", [-2, 0, 1, 7])
+def test_trilu(state, dtype, upper, k):
+    x = rand((2, 4, 5), dtype, seed=3, low=1, high=9)
+    out = run(state, "trilu", [x, np.array([k], I64)], x.shape, ints=[upper])
+    np.testing.assert_array_equal(out, (np.triu if upper else np.tril)(x, k))
+
+
+def test_trilu_refuses_a_vector(state):
+    with pytest.raises(InvalidArgumentError, match="Trilu needs at least 2"):
+        run(state, "trilu", [np.ones(3, F32), np.array([0], I64)], (3,), ints=[1])
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_fill_writes_the_value_bits(state, dtype):
+    value = np.array([1.5 if np.issubdtype(dtype, np.floating) else True if dtype == np.bool_ else 3], dtype)
+    bits = int.from_bytes(value.tobytes().ljust(8, b"\0"), "little", signed=True)
+    out = np.full((2, 3), 77, dtype)
+    _core.call_kernel(state, "hipdnn_ep_kernel_fill", [], [out], [bits], [])
+    np.testing.assert_array_equal(out, np.full((2, 3), value[0]))
 
 
 # ---------------------------------------------------------------- cast
@@ -605,6 +795,11 @@ def good_call(kernel):
         "slice": ([f, np.array([0, 0], I64), np.array([1, 1], I64)], [o], [], []),
         "gather": ([f, np.array([1], I64)], [np.empty((1, 3), F32)], [0], []),
         "expand": ([np.ones((1, 3), F32)], [o], [], []),
+        "range": ([np.array([0, 1], I64)], [np.zeros(3, I64)], [], []),
+        "fill": ([], [o], [0], []),
+        "cumsum": ([f], [o], [1, 0, 0], []),
+        "trilu": ([f, np.array([0], I64)], [o], [1], []),
+        "gather_elements": ([f, np.zeros((2, 2), I64)], [np.empty((2, 2), F32)], [1], []),
         "matmul_nbits": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
                           np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),
         "rms_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),
@@ -629,8 +824,9 @@ def test_good_calls_succeed(state, kernel):
 @pytest.mark.parametrize("kernel", KERNEL_NAMES)
 def test_wrong_input_count_names_the_kernel(state, kernel):
     inputs, outputs, ints, floats = good_call(kernel)
-    with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: expected .*inputs, got 0"):
-        call_raw(state, kernel, [], outputs, ints, floats)
+    wrong = [] if inputs else [np.ones(1, F32)]  # fill takes none
+    with pytest.raises(InvalidArgumentError, match=rf"^hipdnn_ep_kernel_{kernel}: expected .*inputs, got {len(wrong)}"):
+        call_raw(state, kernel, wrong, outputs, ints, floats)
 
 
 @pytest.mark.parametrize("kernel", KERNEL_NAMES)
@@ -650,7 +846,7 @@ def test_wrong_attribute_count_names_the_kernel(state, kernel):
         call_raw(state, kernel, inputs, outputs, ints, floats + [0.0])
 
 
-@pytest.mark.parametrize("kernel", KERNEL_NAMES)
+@pytest.mark.parametrize("kernel", [k for k in KERNEL_NAMES if k != "fill"])  # fill takes any shape
 def test_wrong_output_shape_names_the_kernel(state, kernel):
     inputs, outputs, ints, floats = good_call(kernel)
     bad = np.empty(outputs[0].shape + (2,), outputs[0].dtype)
@@ -792,8 +988,11 @@ def test_kernels_accept_exactly_the_manifest_dtypes(state, kernel, op, index, dt
         ints = list(ints)
         ints[fn["int_attrs"].index("op")] = ENUMS[fn["op_enum"]][op]
     inputs, outputs = _retyped(inputs, outputs, index, NUMPY_OF[dtype])
-    if kernel == "binary" and op in ("EQUAL", "LESS", "GREATER"):
+    if (kernel == "binary" and op in ("EQUAL", "LESS", "GREATER", "GREATER_OR_EQUAL", "LESS_OR_EQUAL", "AND", "OR",
+                                      "XOR")) or (kernel == "unary" and op == "IS_NAN"):
         outputs = [o.astype(BOOL) for o in outputs]
+    if kernel == "range":  # input 0 is the (start, delta) parameter; the output keeps its INT64
+        outputs = [o.astype(I64) for o in outputs]
     if accepted:
         call_raw(state, kernel, inputs, outputs, ints, floats)
         return

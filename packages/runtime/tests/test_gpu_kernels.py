@@ -40,7 +40,7 @@ REDUCE = ENUMS["hipdnn_ep_reduce_op"]
 F32, F16, I32, I64, BOOL = np.float32, np.float16, np.int32, np.int64, np.bool_
 FLOATS = [F32, F16]
 # Inputs each kernel reads on the host (parameter tensors); the rest are device data.
-HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}}
+HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}, "range": {0}, "trilu": {1}}
 EXACT = (0.0, 0.0)
 
 
@@ -113,10 +113,11 @@ def test_integer_division_by_zero_is_an_error(gpu, dev):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("op", list(UNARY))
+@pytest.mark.parametrize("op", [op for op in UNARY if op not in ("NOT", "IS_NAN")])  # BOOL: below
 def test_unary(cpu, gpu, dev, op, dtype):
     low = 0.01 if op in ("LOG", "SQRT") else -4.0
-    tol = EXACT if op in ("RELU", "NEG") else (2e-6, 1e-6) if dtype == F32 else (1e-3, 1e-3)
+    exact = op in ("RELU", "NEG", "ABS", "FLOOR", "CEIL", "SIGN")
+    tol = EXACT if exact else (2e-6, 1e-6) if dtype == F32 else (1e-3, 1e-3)
     for k, shape in enumerate([(1,), (17, 3), (4096 + 5,), (0, 2)]):
         compare(cpu, gpu, dev, "unary", [rand(shape, dtype, k, low, 4.0)], shape, ints=[UNARY[op]], tol=tol)
 
@@ -125,8 +126,85 @@ def test_unary(cpu, gpu, dev, op, dtype):
 def test_unary_integers(cpu, gpu, dev, dtype):
     x = rand((9, 4), dtype, 5, -100, 100)
     x.flat[0] = np.iinfo(dtype).min  # negation wraps
-    for op in ("RELU", "NEG"):
+    for op in ("RELU", "NEG", "ABS", "SIGN"):
         compare(cpu, gpu, dev, "unary", [x], x.shape, ints=[UNARY[op]])
+
+
+# ---------------------------------------------------------------- ABI 1.4: mask and shape ops
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("op", ["GREATER_OR_EQUAL", "LESS_OR_EQUAL", "MIN", "MAX", "FMOD"])
+def test_binary_mask_ops(cpu, gpu, dev, op, dtype):
+    for k, (sa, sb) in enumerate(BROADCAST_SHAPES):
+        a, b = rand(sa, dtype, 2 * k), rand(sb, dtype, 2 * k + 1)
+        if op == "FMOD":
+            b[np.abs(b) < 0.5] = 3  # no zero divisors
+        cmp = op.endswith("_EQUAL")
+        tol = (1e-3, 1e-3) if op == "FMOD" and np.dtype(dtype) == F16 else EXACT
+        compare(cpu, gpu, dev, "binary", [a, b], np.broadcast_shapes(sa, sb), BOOL if cmp else None, [BINARY[op]],
+                tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+def test_binary_integer_mod(cpu, gpu, dev, dtype):
+    a = np.array([7, -7, 7, -7, 0, np.iinfo(dtype).min], dtype)
+    b = np.array([3, 3, -3, -3, 5, -1], dtype)
+    for op in ("MOD", "FMOD"):
+        compare(cpu, gpu, dev, "binary", [a, b], (6,), ints=[BINARY[op]])
+
+
+def test_binary_logic_and_not(cpu, gpu, dev):
+    for op in ("AND", "OR", "XOR"):
+        compare(cpu, gpu, dev, "binary", [rand((4, 1, 5), BOOL, 1), rand((3, 5), BOOL, 2)], (4, 3, 5),
+                ints=[BINARY[op]])
+    compare(cpu, gpu, dev, "unary", [rand((17, 3), BOOL, 3)], (17, 3), ints=[UNARY["NOT"]])
+    for dtype in FLOATS:
+        x = rand((64,), dtype, 4)
+        x[::3] = np.nan
+        compare(cpu, gpu, dev, "unary", [x], x.shape, BOOL, ints=[UNARY["IS_NAN"]])
+
+
+@pytest.mark.parametrize("index_dtype", [I32, I64])
+def test_gather_elements(cpu, gpu, dev, index_dtype):
+    data = rand((6, 33, 5), F32, 1)
+    for axis in range(3):
+        shape = [4, 20, 3]
+        idx = np.random.default_rng(axis).integers(-data.shape[axis], data.shape[axis], size=shape).astype(index_dtype)
+        compare(cpu, gpu, dev, "gather_elements", [data, idx], tuple(shape), ints=[axis])
+
+
+def test_gather_elements_index_out_of_range_names_it(gpu, dev):
+    out = dev.to_device(np.zeros((1, 2), F32))
+    with pytest.raises(rt.InvalidArgumentError, match="hipdnn_ep_kernel_gather_elements: index 4 at position 1"):
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_gather_elements",
+                          [dev.to_device(np.ones((2, 3), F32)), dev.to_device(np.array([[0, 4]], I64))], [out], [1], [])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+def test_cumsum(cpu, gpu, dev, dtype):
+    x = rand((3, 300, 4), dtype, 1, -4, 4)
+    tol = EXACT if np.issubdtype(dtype, np.integer) else (1e-5, 1e-5) if dtype == F32 else (2e-3, 2e-3)
+    for axis, exclusive, reverse in itertools.product(range(3), (0, 1), (0, 1)):
+        compare(cpu, gpu, dev, "cumsum", [x], x.shape, ints=[axis, exclusive, reverse], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BOOL])
+def test_trilu(cpu, gpu, dev, dtype):
+    x = rand((3, 37, 41), dtype, 2)
+    for upper, k in itertools.product((0, 1), (-5, 0, 3)):
+        compare(cpu, gpu, dev, "trilu", [x, i64([k])], x.shape, ints=[upper])
+
+
+def test_range_and_fill(cpu, gpu, dev):
+    for dtype in (I32, I64):
+        for start, delta, n in ((0, 1, 5000), (10, -3, 4), (3, 0, 0)):
+            compare(cpu, gpu, dev, "range", [i64([start, delta])], (n,), dtype)
+    for dtype in ALL_DTYPES:
+        value = np.array([1], dtype)
+        bits = int.from_bytes(value.tobytes().ljust(8, b"\0"), "little", signed=True)
+        out = dev.to_device(np.zeros((33, 7), dtype))
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_fill", [], [out], [bits], [])
+        np.testing.assert_array_equal(dev.to_host(out), np.ones((33, 7), dtype))
 
 
 ALL_DTYPES = [np.float32, np.uint8, np.int8, np.int32, np.int64, np.bool_, np.float16, np.float64]

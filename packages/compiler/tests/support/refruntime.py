@@ -169,7 +169,10 @@ class RefRuntime:
     def fn_kernel_binary(self, v):
         import operator
         ops = {"ADD": operator.add, "SUB": operator.sub, "MUL": operator.mul, "DIV": operator.truediv,
-               "POW": np.power, "EQUAL": np.equal, "LESS": np.less, "GREATER": np.greater}
+               "POW": np.power, "EQUAL": np.equal, "LESS": np.less, "GREATER": np.greater,
+               "GREATER_OR_EQUAL": np.greater_equal, "LESS_OR_EQUAL": np.less_equal, "AND": np.logical_and,
+               "OR": np.logical_or, "XOR": np.logical_xor, "MIN": np.minimum, "MAX": np.maximum, "MOD": np.mod,
+               "FMOD": np.fmod}
 
         def run(i, o, ints, f):
             op = self._op("hipdnn_ep_binary_op", ints[0])
@@ -184,9 +187,13 @@ class RefRuntime:
         ops = {"RELU": lambda x: np.maximum(x, 0), "SIGMOID": lambda x: 1 / (1 + np.exp(-x)), "TANH": np.tanh,
                "EXP": np.exp, "LOG": np.log, "SQRT": np.sqrt, "NEG": np.negative, "ERF": verf,
                "GELU_ERF": lambda x: 0.5 * x * (1 + verf(x / np.sqrt(2))),
-               "GELU_TANH": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))}
+               "GELU_TANH": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
+               "ABS": np.abs, "FLOOR": np.floor, "CEIL": np.ceil, "NOT": np.logical_not, "IS_NAN": np.isnan,
+               "SIGN": np.sign, "RECIPROCAL": np.reciprocal}
         def run(i, o, ints, f):
-            return ops[self._op("hipdnn_ep_unary_op", ints[0])](i[0].astype(np.float64))
+            op = self._op("hipdnn_ep_unary_op", ints[0])
+            x = i[0] if i[0].dtype == np.bool_ or np.issubdtype(i[0].dtype, np.integer) else i[0].astype(np.float64)
+            return ops[op](x)
         return self._kernel(v, run)
 
     def fn_kernel_cast(self, v):
@@ -246,6 +253,41 @@ class RefRuntime:
 
     def fn_kernel_expand(self, v):
         return self._kernel(v, lambda i, o, ints, f: np.broadcast_to(i[0], o.shape))
+
+    def fn_kernel_gather_elements(self, v):
+        def run(i, o, ints, f):
+            idx, axis = i[1].astype(np.int64), ints[0]
+            # indices may be smaller than the data outside axis: they index that corner of it
+            window = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(idx.shape))
+            return np.take_along_axis(i[0][window], np.where(idx < 0, idx + i[0].shape[axis], idx), axis=axis)
+        return self._kernel(v, run)
+
+    def fn_kernel_cumsum(self, v):
+        def run(i, o, ints, f):
+            axis, exclusive, reverse = ints
+            x = np.flip(i[0], axis) if reverse else i[0]
+            y = np.cumsum(x, axis=axis, dtype=x.dtype)
+            if exclusive:
+                y = y - x
+            return np.flip(y, axis) if reverse else y
+        return self._kernel(v, run)
+
+    def fn_kernel_trilu(self, v):
+        def run(i, o, ints, f):
+            return (np.triu if ints[0] else np.tril)(i[0], int(i[1][0]))
+        return self._kernel(v, run)
+
+    def fn_kernel_range(self, v):
+        def run(i, o, ints, f):
+            start, delta = int(i[0][0]), int(i[0][1])
+            return start + np.arange(o.shape[0], dtype=np.int64) * delta
+        return self._kernel(v, run)
+
+    def fn_kernel_fill(self, v):
+        def run(i, o, ints, f):
+            raw = ints[0].to_bytes(8, "little", signed=True)[:o.dtype.itemsize]
+            return np.full(o.shape, np.frombuffer(raw, o.dtype)[0])
+        return self._kernel(v, run)
 
     # ------------------------------------------------------------ LLM kernels
     def _kernel_outputs(self, v, fn) -> int:

@@ -78,7 +78,7 @@ def test_generated_masks_are_internal_and_match_the_manifest(tmp_path, manifest)
     (('dtypes.POW = ["FLOAT32", "FLOAT16"]', 'dtypes.POW = ["FLOAT32", "FLOAT128"]'), "unknown dtype"),
     (('dtypes.POW = ["FLOAT32", "FLOAT16"]', 'dtypes.POW = ["FLOAT32", "FLOAT32"]'), "twice"),
     (('dtypes.POW = ["FLOAT32", "FLOAT16"]', "dtypes.POW = []"), "non-empty list"),
-    (('dtypes.POW = ["FLOAT32", "FLOAT16"]', 'dtypes.XOR = ["FLOAT32"]'), "dtypes.XOR is neither default"),
+    (('dtypes.POW = ["FLOAT32", "FLOAT16"]', 'dtypes.NAND = ["FLOAT32"]'), "dtypes.NAND is neither default"),
     (('dtypes.default = ["FLOAT32", "FLOAT16", "INT32", "INT64"]\ndtypes.POW', 'dtypes.POW'), "needs a default"),
     (('op_enum = "hipdnn_ep_binary_op"', 'op_enum = "hipdnn_ep_binary_ops"'), "not a declared enum"),
     (('input_dtypes.1 = ["INT32", "INT64"]', 'input_dtypes.0 = ["INT32", "INT64"]'), "input index >= 1"),

@@ -20,6 +20,8 @@ namespace dt = hipdnn_ep::kernel_dtypes;
 static_assert(dt::where == dt::bit(HIPDNN_EP_DTYPE_BOOL), "where reads cond as BOOL");
 static_assert(dt::gather_input_1 == (dt::bit(HIPDNN_EP_DTYPE_INT32) | dt::bit(HIPDNN_EP_DTYPE_INT64)),
               "gather reads indices as INT32 or INT64");
+static_assert(dt::gather_elements_input_1 == dt::gather_input_1, "gather_elements reads indices as INT32 or INT64");
+static_assert(dt::trilu_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "trilu's k is read as INT64");
 static_assert(dt::reduce_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "reduce axes are read as INT64");
 static_assert(dt::transpose_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "transpose perm is read as INT64");
 static_assert(dt::slice_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64) && dt::slice_input_2 == dt::bit(HIPDNN_EP_DTYPE_INT64),
@@ -150,6 +152,15 @@ std::string binary_op_name(int64_t op) {
     case HIPDNN_EP_BINARY_OP_EQUAL: return "EQUAL";
     case HIPDNN_EP_BINARY_OP_LESS: return "LESS";
     case HIPDNN_EP_BINARY_OP_GREATER: return "GREATER";
+    case HIPDNN_EP_BINARY_OP_GREATER_OR_EQUAL: return "GREATER_OR_EQUAL";
+    case HIPDNN_EP_BINARY_OP_LESS_OR_EQUAL: return "LESS_OR_EQUAL";
+    case HIPDNN_EP_BINARY_OP_AND: return "AND";
+    case HIPDNN_EP_BINARY_OP_OR: return "OR";
+    case HIPDNN_EP_BINARY_OP_XOR: return "XOR";
+    case HIPDNN_EP_BINARY_OP_MIN: return "MIN";
+    case HIPDNN_EP_BINARY_OP_MAX: return "MAX";
+    case HIPDNN_EP_BINARY_OP_MOD: return "MOD";
+    case HIPDNN_EP_BINARY_OP_FMOD: return "FMOD";
     default: return std::to_string(op);
   }
 }
@@ -166,6 +177,13 @@ std::string unary_op_name(int64_t op) {
     case HIPDNN_EP_UNARY_OP_ERF: return "ERF";
     case HIPDNN_EP_UNARY_OP_GELU_ERF: return "GELU_ERF";
     case HIPDNN_EP_UNARY_OP_GELU_TANH: return "GELU_TANH";
+    case HIPDNN_EP_UNARY_OP_ABS: return "ABS";
+    case HIPDNN_EP_UNARY_OP_FLOOR: return "FLOOR";
+    case HIPDNN_EP_UNARY_OP_CEIL: return "CEIL";
+    case HIPDNN_EP_UNARY_OP_NOT: return "NOT";
+    case HIPDNN_EP_UNARY_OP_IS_NAN: return "IS_NAN";
+    case HIPDNN_EP_UNARY_OP_SIGN: return "SIGN";
+    case HIPDNN_EP_UNARY_OP_RECIPROCAL: return "RECIPROCAL";
     default: return std::to_string(op);
   }
 }
@@ -200,19 +218,24 @@ Dims int64_vector(const hipdnn_ep_tensor_ref_t& t, const std::string& name, dt::
 
 }  // namespace
 
+bool binary_op_writes_bool(int64_t op) {
+  return (op >= HIPDNN_EP_BINARY_OP_EQUAL && op <= HIPDNN_EP_BINARY_OP_GREATER) ||
+         (op >= HIPDNN_EP_BINARY_OP_GREATER_OR_EQUAL && op <= HIPDNN_EP_BINARY_OP_XOR);
+}
+
 bool is_present(const hipdnn_ep_tensor_ref_t& tensor) { return !(tensor.data == nullptr && tensor.rank == -1); }
 
 void validate_binary(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_BINARY_N_INT_ATTRS, HIPDNN_EP_KERNEL_BINARY_N_FLOAT_ATTRS, 2, 2, 1);
   const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_BINARY_INT_ATTR_OP);
-  if (op < HIPDNN_EP_BINARY_OP_ADD || op > HIPDNN_EP_BINARY_OP_GREATER) {
+  if (op < HIPDNN_EP_BINARY_OP_ADD || op > HIPDNN_EP_BINARY_OP_FMOD) {
     fail_invalid("unknown binary op " + std::to_string(op));
   }
   const int32_t dtype = call.in(0).dtype;
   if (call.in(1).dtype != dtype) {
     fail_invalid("inputs have different dtypes " + dtype_name(dtype) + " and " + dtype_name(call.in(1).dtype));
   }
-  const bool compare = op >= HIPDNN_EP_BINARY_OP_EQUAL;
+  const bool compare = binary_op_writes_bool(op);
   require_dtype(dt::binary(op), "binary op " + binary_op_name(op), dtype);
   Dims out;
   if (!broadcast_shapes(dims_of(call.in(0)), dims_of(call.in(1)), &out)) {
@@ -225,12 +248,12 @@ void validate_binary(const hipdnn_ep_kernel_args_t* args) {
 void validate_unary(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_UNARY_N_INT_ATTRS, HIPDNN_EP_KERNEL_UNARY_N_FLOAT_ATTRS, 1, 1, 1);
   const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_UNARY_INT_ATTR_OP);
-  if (op < HIPDNN_EP_UNARY_OP_RELU || op > HIPDNN_EP_UNARY_OP_GELU_TANH) {
+  if (op < HIPDNN_EP_UNARY_OP_RELU || op > HIPDNN_EP_UNARY_OP_RECIPROCAL) {
     fail_invalid("unknown unary op " + std::to_string(op));
   }
   const int32_t dtype = call.in(0).dtype;
   require_dtype(dt::unary(op), "unary op " + unary_op_name(op), dtype);
-  call.expect_out(dtype, dims_of(call.in(0)));
+  call.expect_out(op == HIPDNN_EP_UNARY_OP_IS_NAN ? HIPDNN_EP_DTYPE_BOOL : dtype, dims_of(call.in(0)));
 }
 
 void validate_cast(const hipdnn_ep_kernel_args_t* args) {
@@ -482,6 +505,59 @@ void validate_expand(const hipdnn_ep_kernel_args_t* args) {
   if (!broadcasts_to(x, out)) fail_invalid("input dims " + format_dims(x) + " do not broadcast to output dims " + format_dims(out));
 }
 
+// ---------------------------------------------------------------- shape and mask kernels (ABI 1.4)
+
+void validate_range(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_RANGE_N_INT_ATTRS, HIPDNN_EP_KERNEL_RANGE_N_FLOAT_ATTRS, 1, 1, 1);
+  const Dims params = int64_vector(call.in(0), "input 0 (start, delta)", dt::range);
+  if (params.size() != 2) fail_invalid("input 0 (start, delta) has " + std::to_string(params.size()) + " entries, expected 2");
+  const int32_t dtype = call.out(0).dtype;
+  if (dtype != HIPDNN_EP_DTYPE_INT32 && dtype != HIPDNN_EP_DTYPE_INT64) {
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, "range does not support output dtype " + dtype_name(dtype) + " (INT32 or INT64)");
+  }
+  if (call.out(0).rank != 1) fail_invalid("output 0 has rank " + std::to_string(call.out(0).rank) + ", expected 1");
+}
+
+void validate_gather_elements(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_GATHER_ELEMENTS_N_INT_ATTRS, HIPDNN_EP_KERNEL_GATHER_ELEMENTS_N_FLOAT_ATTRS, 2,
+                  2, 1);
+  require_dtype(dt::gather_elements, "gather_elements", call.in(0).dtype);
+  const Dims data = dims_of(call.in(0));
+  const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_GATHER_ELEMENTS_INT_ATTR_AXIS, data.size());
+  require_input_dtype(call.in(1), "input 1 (indices)", dt::gather_elements_input_1);
+  const Dims indices = dims_of(call.in(1));
+  if (indices.size() != data.size()) {
+    fail_invalid("indices dims " + format_dims(indices) + " and data dims " + format_dims(data) + " differ in rank");
+  }
+  for (size_t d = 0; d < data.size(); ++d) {
+    if (static_cast<int64_t>(d) != axis && indices[d] > data[d]) {
+      fail_invalid("indices dims " + format_dims(indices) + " exceed data dims " + format_dims(data) + " at axis " +
+                   std::to_string(d));
+    }
+  }
+  call.expect_out(call.in(0).dtype, indices);
+}
+
+void validate_cumsum(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_CUMSUM_N_INT_ATTRS, HIPDNN_EP_KERNEL_CUMSUM_N_FLOAT_ATTRS, 1, 1, 1);
+  require_dtype(dt::cumsum, "cumsum", call.in(0).dtype);
+  const Dims x = dims_of(call.in(0));
+  axis_attr(call, HIPDNN_EP_KERNEL_CUMSUM_INT_ATTR_AXIS, x.size());
+  call.expect_out(call.in(0).dtype, x);
+}
+
+void validate_trilu(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_TRILU_N_INT_ATTRS, HIPDNN_EP_KERNEL_TRILU_N_FLOAT_ATTRS, 2, 2, 1);
+  const Dims x = dims_of(call.in(0));
+  if (x.size() < 2) fail_invalid("input 0 has rank " + std::to_string(x.size()) + "; Trilu needs at least 2");
+  const Dims k = int64_vector(call.in(1), "input 1 (k)", dt::trilu_input_1);
+  if (k.size() != 1) fail_invalid("input 1 (k) has " + std::to_string(k.size()) + " entries, expected 1");
+  call.expect_out(call.in(0).dtype, x);
+}
+
+void validate_fill(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_FILL_N_INT_ATTRS, HIPDNN_EP_KERNEL_FILL_N_FLOAT_ATTRS, 0, 0, 1);
+}
 
 // ---------------------------------------------------------------- LLM kernels
 

@@ -29,6 +29,9 @@ HIPDNN_EP_KERNELS(HIPDNN_EP_DECLARE_VALIDATOR)
 // False for an absent optional tensor (data == NULL, rank == -1).
 bool is_present(const hipdnn_ep_tensor_ref_t& tensor);
 
+// Whether binary op `op` writes BOOL (the comparisons and the logic ops).
+bool binary_op_writes_bool(int64_t op);
+
 // ONNX MatMul shapes: rank-1 operands are promoted ([K] -> [1, K] for A,
 // [K] -> [K, 1] for B) and the promoted dim is dropped from the result.
 struct MatmulShape {

@@ -47,7 +47,15 @@ def _attr(attr: onnx.AttributeProto, where: str) -> ir.Attribute:
         return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in attr.ints])
     if t == A.FLOATS:
         return ir.ArrayAttr.get([ir.FloatAttr.get(f64, v) for v in attr.floats])
+    if t == A.TENSOR and attr.t.data_type in hir.DTYPES and attr.t.data_location != onnx.TensorProto.EXTERNAL:
+        # a small tensor value (ConstantOfShape's value): elements inline, as MLIR's dense attribute
+        values = numpy_helper.to_array(attr.t)
+        if values.size <= SMALL_TENSOR_ATTRIBUTE:
+            return ir.DenseElementsAttr.get(np.ascontiguousarray(values))
     raise UnsupportedError(f"{where}: attribute '{attr.name}' of type {A.AttributeType.Name(t)} is not supported")
+
+
+SMALL_TENSOR_ATTRIBUTE = 1024  # elements of a tensor attribute imported inline
 
 
 def _dtype_name(code: int) -> str:

@@ -47,6 +47,11 @@ class LoweredProgram:
         """The program as LLVM-dialect text (top-level ops one after the other, no module wrapper)."""
         return "\n".join(str(op) for op in self.module.body.operations) + "\n"
 
+# How host-computed values are stored for a device tensor of each element type: shape values
+# (int64, int32) and the booleans of mask code folded on the host (Equal, comparisons), one byte each.
+HOST_ELEMENT = {hir.INT64: "i64", 6: "i32", 9: "i8"}
+ELEMENT_BYTES = {"i64": 8, "i32": 4, "i8": 1}
+
 
 class _Lowering:
     def __init__(self, module: ir.Module, abi: RuntimeAbi):
@@ -290,7 +295,7 @@ class _Lowering:
         if slot < 0:
             return self.const_array([int(x) for x in exprs], elem)
         base = self.e.gep(self.scratch, 8 * slot)
-        width = 8 if elem == "i64" else 4
+        width = ELEMENT_BYTES[elem]
         for k, x in enumerate(exprs):
             v = self.expr(x)
             if elem != "i64":
@@ -454,12 +459,12 @@ class _Lowering:
         value = op.results[0]
         if name == "hipdnn.materialize":
             dtype = hir.element_dtype(value)
-            elem = "i64" if dtype == hir.INT64 else "i32"
+            elem = HOST_ELEMENT[dtype]
             vals = hir.host_values_of(op)
             src = self.int_array(vals, hir.get_int(op, "hipdnn.values_slot"), elem)
             kind = self.enum_value(self.abi.name("memcpy_kind"), "HOST_TO_DEVICE")
             self.call(rc.MEMCPY, [self.state, self.data[value], src,
-                                  e.const(len(vals) * (8 if elem == "i64" else 4)), e.const(kind, "i32")])
+                                  e.const(len(vals) * ELEMENT_BYTES[elem]), e.const(kind, "i32")])
             return
         if name == "hipdnn.copy":
             kind = self.enum_value(self.abi.name("memcpy_kind"), "DEVICE_TO_DEVICE")

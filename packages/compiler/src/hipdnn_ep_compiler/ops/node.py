@@ -83,9 +83,21 @@ def replace(o: Node, op: Kernel | str, operands: list[ir.Value], attrs: dict, di
             result_types: list[str] | None = None, params: dict[str, list[sym.Expr]] | None = None) -> ir.Operation:
     """Create the kernel-level op (a Kernel, or a structural op's name) before `o`, tie its result dims
     (and run-time parameter arrays, `params`) to it, move the uses over and erase `o`."""
-    name = op.op_name if isinstance(op, Kernel) else op
     with o.op.context:
         types = [ir.Type.parse(t) for t in result_types] if result_types else [r.type for r in o.op.results]
+    new = emit(o, op, operands, attrs, dims, types, params)
+    for old_r, new_r in zip(o.op.results, new.results, strict=False):
+        old_r.replace_all_uses_with(new_r)
+    o.op.erase()
+    return new
+
+
+def emit(o: Node, op: Kernel | str, operands: list[ir.Value], attrs: dict, dims: list[list[sym.Expr]],
+         types: list[ir.Type], params: dict[str, list[sym.Expr]] | None = None) -> ir.Operation:
+    """Create one kernel-level op before `o` (of result types `types`, refined by `dims`) and tie its
+    result dims and parameter arrays to it; `o` stays. Rules that become several ops (Split, Tile,
+    Clip) chain these, then move each result's uses with `finish`."""
+    name = op.op_name if isinstance(op, Kernel) else op
     for k, ds in enumerate(dims):
         check_dims(o, ds, hir.type_dtype(types[k]) if k < len(types) else None)
     with o.op.context, o.op.location:
@@ -97,10 +109,14 @@ def replace(o: Node, op: Kernel | str, operands: list[ir.Value], attrs: dict, di
         hir.tie_dims(r, ds, before=o.op)
     for param, values in (params or {}).items():
         hir.tie_param(new, param, values, before=o.op)
-    for old_r, new_r in zip(o.op.results, new.results, strict=False):
+    return new
+
+
+def finish(o: Node, results: list[ir.Value]) -> None:
+    """Move the uses of `o`'s results to `results` (in order) and erase `o`."""
+    for old_r, new_r in zip(o.op.results, results, strict=True):
         old_r.replace_all_uses_with(new_r)
     o.op.erase()
-    return new
 
 
 def refined_type(t: ir.Type, dims: list[sym.Expr]) -> ir.Type:

@@ -35,10 +35,24 @@ EXPAND = register_kernel(Kernel("expand", "kernel_expand"))
 
 # ---------------------------------------------------------------- ONNX ops, each with its shape rule
 
+def _host_equal(a: sym.Expr, b: sym.Expr) -> sym.Expr:
+    if a == b:
+        return 1
+    diff = sym.sub(a, b)
+    # decided when the difference has a known sign (a dim against -1): no select left for later shapes
+    if sym.nonnegative(sym.add(diff, -1)) or sym.nonnegative(sym.sub(-1, diff)):
+        return 0
+    return sym.select_zero(diff, 1, 0)
+
+
 def _binary(o: Node) -> None:
     if o.kind in ("add", "sub", "mul", "div") and all_host(o) and o.result_dtype() in HOST_INT_TYPES:
         fn = {"add": sym.add, "sub": sym.sub, "mul": sym.mul, "div": sym.div}[o.kind]
         if host_elementwise(o, fn):
+            return
+    # Equal of shape values (torch's expand: Where(Equal(shape, -1), 1, shape)) is a host boolean
+    if o.kind == "equal" and all_host(o) and hir.element_dtype(o.input(0)) in HOST_INT_TYPES:
+        if host_elementwise(o, _host_equal):
             return
     replace(o, BINARY, [o.input(0), o.input(1)], {"op": o.entry.enum_key},
              [broadcast(o, o.dims(0), o.dims(1))])
@@ -452,7 +466,23 @@ def _cast(o: Node) -> None:
 register(OpDef("Cast", "cast", _cast, (CAST,)))
 
 
+def _host_where(o: Node) -> bool:
+    """Where over host values of rank <= 1 (shape code: Where(Equal(shape, -1), 1, shape))."""
+    vals = [o.host(i) for i in range(3)]
+    if any(len(o.dims(i)) > 1 for i in range(3)):
+        return False
+    n = max(len(v) for v in vals)
+    if any(len(v) not in (1, n) for v in vals):
+        return False
+    c, x, y = (v * n if len(v) == 1 else v for v in vals)
+    host_tensor(o, [sym.select_zero(ci, yi, xi) for ci, xi, yi in zip(c, x, y, strict=True)],
+                broadcast(o, o.dims(0), o.dims(1), o.dims(2)))
+    return True
+
+
 def _where(o: Node) -> None:
+    if all_host(o) and o.result_dtype() in HOST_INT_TYPES and _host_where(o):
+        return
     replace(o, WHERE, [o.input(0), o.input(1), o.input(2)], {},
              [broadcast(o, o.dims(0), o.dims(1), o.dims(2))])
 

@@ -62,7 +62,75 @@ void gather_typed(const hipdnn_ep_tensor_ref_t& data, const hipdnn_ep_tensor_ref
   }
 }
 
+// out[i] = data[i with its axis coordinate replaced by indices[i]]; every index is checked first.
+template <typename Index>
+void gather_elements_typed(const hipdnn_ep_tensor_ref_t& data, const hipdnn_ep_tensor_ref_t& indices, size_t axis,
+                           const hipdnn_ep_tensor_ref_t& out) {
+  const Dims dims = dims_of(data);
+  const Dims shape = dims_of(indices);
+  const int64_t n = element_count(indices);
+  const Index* idx = static_cast<const Index*>(indices.data);
+  const int64_t axis_len = dims[axis];
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t i = idx[j];
+    if (i < -axis_len || i >= axis_len) {
+      fail_invalid("index " + std::to_string(i) + " at position " + std::to_string(j) + " is out of range for axis " +
+                   std::to_string(axis) + " of size " + std::to_string(axis_len));
+    }
+  }
+  const Dims strides = contiguous_strides(dims);
+  std::vector<int64_t> pos(shape.size(), 0);  // the output coordinate, in row-major order
+  dispatch_by_size(dtype_size(data.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* src = static_cast<const T*>(data.data);
+    T* dst = static_cast<T*>(out.data);
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t off = 0;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        int64_t c = pos[d];
+        if (d == axis) c = idx[j] < 0 ? idx[j] + axis_len : idx[j];
+        off += c * strides[d];
+      }
+      dst[j] = src[off];
+      for (size_t d = shape.size(); d-- > 0;) {
+        if (++pos[d] < shape[d]) break;
+        pos[d] = 0;
+      }
+    }
+  });
+}
+
 }  // namespace
+
+void gather_elements(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_GATHER_ELEMENTS_INT_ATTR_AXIS]);
+  if (args.inputs[1].dtype == HIPDNN_EP_DTYPE_INT32) {
+    gather_elements_typed<int32_t>(args.inputs[0], args.inputs[1], axis, args.outputs[0]);
+  } else {
+    gather_elements_typed<int64_t>(args.inputs[0], args.inputs[1], axis, args.outputs[0]);
+  }
+}
+
+void trilu(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const int64_t rows = dims[dims.size() - 2];
+  const int64_t cols = dims[dims.size() - 1];
+  const int64_t k = static_cast<const int64_t*>(args.inputs[1].data)[0];
+  const bool upper = args.int_attrs[HIPDNN_EP_KERNEL_TRILU_INT_ATTR_UPPER] != 0;
+  const int64_t n = element_count(in);
+  dispatch_by_size(dtype_size(in.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = static_cast<const T*>(in.data);
+    T* y = static_cast<T*>(args.outputs[0].data);
+    for (int64_t e = 0; e < n; ++e) {
+      const int64_t j = e % cols;
+      const int64_t i = (e / cols) % rows;
+      const bool keep = upper ? j - i >= k : j - i <= k;  // k is a host value: no overflow for real dims
+      y[e] = keep ? x[e] : T{0};
+    }
+  });
+}
 
 void transpose(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& in = args.inputs[0];

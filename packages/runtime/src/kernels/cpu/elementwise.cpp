@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -38,6 +39,17 @@ T int_divide(T a, T b) {
 }
 
 // out[i] = fn(a[i], b[i]) over the broadcast shape of the output.
+// Integer Mod: fmod == false takes the divisor's sign (Python's %), true the
+// dividend's (C's %); by zero is an error.
+template <typename T>
+T int_mod(T a, T b, bool fmod) {
+  if (b == 0) fail_invalid("integer division by zero");  // the message the GPU backends give
+  if (b == -1) return T{0};  // INT_MIN % -1 would trap
+  const T r = static_cast<T>(a % b);
+  if (!fmod && r != 0 && ((r < 0) != (b < 0))) return static_cast<T>(r + b);
+  return r;
+}
+
 template <typename TIn, typename TOut, typename Fn>
 void broadcast_binary(const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_ref_t& b,
                       const hipdnn_ep_tensor_ref_t& out, Fn fn) {
@@ -95,6 +107,23 @@ void binary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_t
       return broadcast_binary<T, bool_t>(a, b, out, [](C x, C y) { return x < y; });
     case HIPDNN_EP_BINARY_OP_GREATER:
       return broadcast_binary<T, bool_t>(a, b, out, [](C x, C y) { return x > y; });
+    case HIPDNN_EP_BINARY_OP_GREATER_OR_EQUAL:
+      return broadcast_binary<T, bool_t>(a, b, out, [](C x, C y) { return x >= y; });
+    case HIPDNN_EP_BINARY_OP_LESS_OR_EQUAL:
+      return broadcast_binary<T, bool_t>(a, b, out, [](C x, C y) { return x <= y; });
+    // NaN in either operand gives NaN, as ONNX Runtime's Min and Max do.
+    case HIPDNN_EP_BINARY_OP_MIN:
+      if constexpr (kInt) return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return std::min(x, y); });
+      else return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return std::isnan(x) || x < y ? x : y; });
+    case HIPDNN_EP_BINARY_OP_MAX:
+      if constexpr (kInt) return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return std::max(x, y); });
+      else return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return std::isnan(x) || x > y ? x : y; });
+    case HIPDNN_EP_BINARY_OP_MOD:
+      if constexpr (kInt) return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return int_mod(x, y, false); });
+      break;
+    case HIPDNN_EP_BINARY_OP_FMOD:
+      if constexpr (kInt) return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return int_mod(x, y, true); });
+      else return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return static_cast<C>(std::fmod(x, y)); });
     default: break;
   }
   fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " reached the CPU kernel unvalidated");
@@ -177,7 +206,16 @@ void unary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_t
   if constexpr (std::is_integral_v<C>) {
     if (op == HIPDNN_EP_UNARY_OP_RELU) return map_unary<T>(in, out, [](C x) { return x < 0 ? C{0} : x; });
     if (op == HIPDNN_EP_UNARY_OP_NEG) return map_unary<T>(in, out, [](C x) { return wrapping<C>(C{0}, x, '-'); });
+    if (op == HIPDNN_EP_UNARY_OP_ABS) return map_unary<T>(in, out, [](C x) { return x < 0 ? wrapping<C>(C{0}, x, '-') : x; });
+    if (op == HIPDNN_EP_UNARY_OP_SIGN) return map_unary<T>(in, out, [](C x) { return static_cast<C>((x > 0) - (x < 0)); });
   } else {
+    if (op == HIPDNN_EP_UNARY_OP_IS_NAN) {
+      const auto* x = static_cast<const T*>(in.data);
+      auto* y = static_cast<bool_t*>(out.data);
+      const int64_t n = element_count(in);
+      for (int64_t i = 0; i < n; ++i) store(y, i, std::isnan(load(x, i)));
+      return;
+    }
     switch (op) {
       // x < 0 rather than max(): NaN stays NaN.
       case HIPDNN_EP_UNARY_OP_RELU: return map_unary<T>(in, out, [](float x) { return x < 0.0f ? 0.0f : x; });
@@ -190,6 +228,13 @@ void unary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_t
       case HIPDNN_EP_UNARY_OP_ERF: return map_unary_vec_any<T>(in, out, ErfOp{});
       case HIPDNN_EP_UNARY_OP_GELU_ERF: return map_unary_vec_any<T>(in, out, GeluErfOp{});
       case HIPDNN_EP_UNARY_OP_GELU_TANH: return map_unary<T>(in, out, gelu_tanh);
+      case HIPDNN_EP_UNARY_OP_ABS: return map_unary<T>(in, out, [](float x) { return std::fabs(x); });
+      case HIPDNN_EP_UNARY_OP_FLOOR: return map_unary<T>(in, out, [](float x) { return std::floor(x); });
+      case HIPDNN_EP_UNARY_OP_CEIL: return map_unary<T>(in, out, [](float x) { return std::ceil(x); });
+      // NaN stays NaN (ONNX Sign of NaN is NaN in ONNX Runtime).
+      case HIPDNN_EP_UNARY_OP_SIGN:
+        return map_unary<T>(in, out, [](float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == 0.0f ? 0.0f : x; });
+      case HIPDNN_EP_UNARY_OP_RECIPROCAL: return map_unary<T>(in, out, [](float x) { return 1.0f / x; });
       default: break;
     }
   }
@@ -243,9 +288,17 @@ TOut convert(TIn v) {
 
 void binary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_BINARY_INT_ATTR_OP];
-  if (op == HIPDNN_EP_BINARY_OP_EQUAL && args.inputs[0].dtype == HIPDNN_EP_DTYPE_BOOL) {
-    broadcast_binary<bool_t, bool_t>(args.inputs[0], args.inputs[1], args.outputs[0], [](bool x, bool y) { return x == y; });
-    return;
+  if (args.inputs[0].dtype == HIPDNN_EP_DTYPE_BOOL) {
+    const auto& a = args.inputs[0];
+    const auto& b = args.inputs[1];
+    const auto& out = args.outputs[0];
+    switch (op) {
+      case HIPDNN_EP_BINARY_OP_EQUAL: return broadcast_binary<bool_t, bool_t>(a, b, out, [](bool x, bool y) { return x == y; });
+      case HIPDNN_EP_BINARY_OP_AND: return broadcast_binary<bool_t, bool_t>(a, b, out, [](bool x, bool y) { return x && y; });
+      case HIPDNN_EP_BINARY_OP_OR: return broadcast_binary<bool_t, bool_t>(a, b, out, [](bool x, bool y) { return x || y; });
+      case HIPDNN_EP_BINARY_OP_XOR: return broadcast_binary<bool_t, bool_t>(a, b, out, [](bool x, bool y) { return x != y; });
+      default: fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on BOOL reached the CPU kernel unvalidated");
+    }
   }
   dispatch_numeric(args.inputs[0].dtype, "binary", [&](auto tag) {
     binary_typed<typename decltype(tag)::type>(op, args.inputs[0], args.inputs[1], args.outputs[0]);
@@ -254,6 +307,10 @@ void binary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
 
 void unary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_UNARY_INT_ATTR_OP];
+  if (op == HIPDNN_EP_UNARY_OP_NOT) {
+    map_unary<bool_t>(args.inputs[0], args.outputs[0], [](bool x) { return !x; });
+    return;
+  }
   dispatch_numeric(args.inputs[0].dtype, "unary", [&](auto tag) {
     unary_typed<typename decltype(tag)::type>(op, args.inputs[0], args.outputs[0]);
   });
@@ -293,6 +350,37 @@ void where(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
         po[off[0] + i * st[0]] = pc[off[1] + i * st[1]] ? px[off[2] + i * st[2]] : py[off[3] + i * st[3]];
       }
     });
+  });
+}
+
+// ---------------------------------------------------------------- range, fill
+
+void range(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const auto* params = static_cast<const int64_t*>(args.inputs[0].data);
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const int64_t n = element_count(out);
+  const auto start = static_cast<uint64_t>(params[0]);
+  const auto delta = static_cast<uint64_t>(params[1]);
+  // unsigned arithmetic: wraps instead of overflowing
+  if (out.dtype == HIPDNN_EP_DTYPE_INT32) {
+    auto* y = static_cast<int32_t*>(out.data);
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int32_t>(start + static_cast<uint64_t>(i) * delta);
+  } else {
+    auto* y = static_cast<int64_t*>(out.data);
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int64_t>(start + static_cast<uint64_t>(i) * delta);
+  }
+}
+
+void fill(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const int64_t n = element_count(out);
+  const auto bits = static_cast<uint64_t>(args.int_attrs[HIPDNN_EP_KERNEL_FILL_INT_ATTR_BITS]);
+  dispatch_by_size(dtype_size(out.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T value;
+    std::memcpy(&value, &bits, sizeof(T));  // little-endian: the low bytes
+    auto* y = static_cast<T*>(out.data);
+    for (int64_t i = 0; i < n; ++i) y[i] = value;
   });
 }
 

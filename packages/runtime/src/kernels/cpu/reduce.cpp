@@ -83,4 +83,49 @@ void reduce(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   });
 }
 
+namespace {
+
+// CumSum accumulates integers unsigned (they wrap), floats in their compute type.
+template <typename C, bool = std::is_integral_v<C>>
+struct CumsumAccumulator {
+  using type = C;
+};
+template <typename C>
+struct CumsumAccumulator<C, true> {
+  using type = std::make_unsigned_t<C>;
+};
+
+}  // namespace
+
+void cumsum(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_CUMSUM_INT_ATTR_AXIS]);
+  const bool exclusive = args.int_attrs[HIPDNN_EP_KERNEL_CUMSUM_INT_ATTR_EXCLUSIVE] != 0;
+  const bool reverse = args.int_attrs[HIPDNN_EP_KERNEL_CUMSUM_INT_ATTR_REVERSE] != 0;
+  const int64_t outer = dims_product(dims, 0, axis);
+  const int64_t len = dims[axis];
+  const int64_t inner = dims_product(dims, axis + 1, dims.size());
+  dispatch_numeric(in.dtype, "cumsum", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = typename ComputeType<T>::type;
+    using U = typename CumsumAccumulator<C>::type;
+    const T* x = static_cast<const T*>(in.data);
+    T* y = static_cast<T*>(args.outputs[0].data);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t r = 0; r < inner; ++r) {
+        U acc{0};
+        for (int64_t step = 0; step < len; ++step) {
+          const int64_t a = reverse ? len - 1 - step : step;
+          const int64_t at = (o * len + a) * inner + r;
+          const U v = static_cast<U>(load(x, at));
+          if (!exclusive) acc = static_cast<U>(acc + v);
+          store(y, at, static_cast<C>(acc));
+          if (exclusive) acc = static_cast<U>(acc + v);
+        }
+      }
+    }
+  });
+}
+
 }  // namespace hipdnn_ep::kernels::cpu

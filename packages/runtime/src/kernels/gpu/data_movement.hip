@@ -43,7 +43,52 @@ __global__ void gather_kernel(const T* data, const Index* indices, T* out, int64
 
 const int64_t* int64_data(const hipdnn_ep_tensor_ref_t& t) { return static_cast<const int64_t*>(t.data); }
 
+// GatherElements: l maps an output position to its index position (0) and its data offset with
+// the axis coordinate left out (1); an index out of range writes zero and is recorded.
+template <typename T, typename Index>
+__global__ void gather_elements_kernel(const T* data, const Index* indices, T* out, Layout<2> l, int64_t n,
+                                       int64_t axis, int64_t axis_len, int64_t axis_stride, DataErrorRecord* errors) {
+  HIPDNN_EP_GRID_STRIDE(i, n) {
+    int64_t off[2];
+    offsets_at(l, i, off);
+    int64_t index = static_cast<int64_t>(indices[off[0]]);
+    if (index < -axis_len || index >= axis_len) {
+      report_error(errors, kErrorGatherElementsIndex, index, off[0], axis, axis_len);
+      out[i] = T{};
+      continue;
+    }
+    if (index < 0) index += axis_len;
+    out[i] = data[off[1] + index * axis_stride];
+  }
+}
+
+template <typename T>
+__global__ void trilu_kernel(const T* x, T* y, int64_t n, int64_t rows, int64_t cols, int64_t k, bool upper) {
+  HIPDNN_EP_GRID_STRIDE(e, n) {
+    const int64_t j = e % cols;
+    const int64_t i = (e / cols) % rows;
+    const bool keep = upper ? j - i >= k : j - i <= k;
+    y[e] = keep ? x[e] : T{0};
+  }
+}
+
 }  // namespace
+
+void trilu(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const int64_t n = element_count(dims);
+  if (n == 0) return;
+  const int64_t k = int64_data(args.inputs[1])[0];  // host memory
+  const bool upper = args.int_attrs[HIPDNN_EP_KERNEL_TRILU_INT_ATTR_UPPER] != 0;
+  const hipStream_t stream = current_stream(state);
+  dispatch_by_size(dtype_size(in.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    trilu_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(in.data), static_cast<T*>(args.outputs[0].data),
+                                                     n, dims[dims.size() - 2], dims[dims.size() - 1], k, upper);
+  });
+  check_launch("trilu");
+}
 
 void strided_copy(hipdnn_ep_state_t* state, const void* in, int64_t offset, const Dims& in_strides, void* out,
                   const Dims& shape, size_t element_size) {
@@ -77,7 +122,9 @@ std::string data_error_message(const DataErrorRecord& record) {
   switch (record.code) {
     case kErrorIntDivByZero: return "hipdnn_ep_kernel_binary: integer division by zero";
     case kErrorGatherIndex:
-      return "hipdnn_ep_kernel_gather: index " + str(v[0]) + " at position " + str(v[1]) + " is out of range for axis " +
+    case kErrorGatherElementsIndex:
+      return std::string(record.code == kErrorGatherIndex ? "hipdnn_ep_kernel_gather" : "hipdnn_ep_kernel_gather_elements") +
+             ": index " + str(v[0]) + " at position " + str(v[1]) + " is out of range for axis " +
              str(v[2]) + " of size " + str(v[3]);
     case kErrorRotaryPosition:
     case kErrorGqaRotaryPosition:
@@ -147,6 +194,37 @@ void slice(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
     strides[d] = args.outputs[0].dims[d] > 1 ? steps[d] * in_strides[d] : 0;
   }
   strided_copy(state, in.data, offset, strides, args.outputs[0].data, dims_of(args.outputs[0]), dtype_size(in.dtype));
+}
+
+void gather_elements(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& data = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& indices = args.inputs[1];
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_GATHER_ELEMENTS_INT_ATTR_AXIS]);
+  const Dims shape = dims_of(indices);
+  const int64_t n = element_count(shape);
+  if (n == 0) return;
+  const Dims data_strides = contiguous_strides(dims_of(data));
+  Dims skip_axis = data_strides;
+  skip_axis[axis] = 0;  // the axis coordinate comes from the index
+  const Layout<2> l = make_layout<2>(shape, {contiguous_strides(shape), skip_axis});
+  DataErrorRecord* errors = gpu_device(state).data_errors();
+  const hipStream_t stream = current_stream(state);
+  const int64_t axis_len = dims_of(data)[axis];
+  const auto axis_attr = static_cast<int64_t>(axis);
+  dispatch_by_size(dtype_size(data.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (indices.dtype == HIPDNN_EP_DTYPE_INT32) {
+      gather_elements_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+          static_cast<const T*>(data.data), static_cast<const int32_t*>(indices.data), static_cast<T*>(out.data), l, n,
+          axis_attr, axis_len, data_strides[axis], errors);
+    } else {
+      gather_elements_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+          static_cast<const T*>(data.data), static_cast<const int64_t*>(indices.data), static_cast<T*>(out.data), l, n,
+          axis_attr, axis_len, data_strides[axis], errors);
+    }
+  });
+  check_launch("gather_elements");
 }
 
 void gather(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {

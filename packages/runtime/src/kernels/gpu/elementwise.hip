@@ -3,6 +3,7 @@
 // float, signed integer add/sub/mul/neg wrap, integer division truncates and
 // division by zero is INVALID_ARGUMENT, cast saturates float -> integer.
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "gpu/gpu_device.h"
@@ -58,8 +59,35 @@ struct BinaryOp {
       return x == y;
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_LESS) {
       return x < y;
-    } else {
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_GREATER) {
       return x > y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_GREATER_OR_EQUAL) {
+      return x >= y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_LESS_OR_EQUAL) {
+      return x <= y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_AND) {
+      return x && y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_OR) {
+      return x || y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_XOR) {
+      return x != y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_MIN) {
+      if constexpr (kInt) return x < y ? x : y; else return isnan(x) || x < y ? x : y;  // NaN wins, as on the CPU
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_MAX) {
+      if constexpr (kInt) return x > y ? x : y; else return isnan(x) || x > y ? x : y;
+    } else {  // MOD (divisor's sign, integers only) and FMOD (dividend's sign)
+      if constexpr (kInt) {
+        if (y == 0) {
+          report_error(errors, kErrorIntDivByZero);
+          return C{0};
+        }
+        if (y == -1) return C{0};  // INT_MIN % -1 would trap
+        const C r = static_cast<C>(x % y);
+        if (Op == HIPDNN_EP_BINARY_OP_MOD && r != 0 && ((r < 0) != (y < 0))) return static_cast<C>(r + y);
+        return r;
+      } else {
+        return static_cast<C>(fmodf(x, y));
+      }
     }
   }
 };
@@ -116,6 +144,16 @@ void binary_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_r
     case HIPDNN_EP_BINARY_OP_EQUAL: return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_EQUAL>(state, a, b, out);
     case HIPDNN_EP_BINARY_OP_LESS: return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_LESS>(state, a, b, out);
     case HIPDNN_EP_BINARY_OP_GREATER: return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_GREATER>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_GREATER_OR_EQUAL:
+      return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_GREATER_OR_EQUAL>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_LESS_OR_EQUAL:
+      return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_LESS_OR_EQUAL>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_MIN: return launch_binary<T, T, HIPDNN_EP_BINARY_OP_MIN>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_MAX: return launch_binary<T, T, HIPDNN_EP_BINARY_OP_MAX>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_MOD:
+      if constexpr (std::is_integral_v<C>) return launch_binary<T, T, HIPDNN_EP_BINARY_OP_MOD>(state, a, b, out);
+      break;
+    case HIPDNN_EP_BINARY_OP_FMOD: return launch_binary<T, T, HIPDNN_EP_BINARY_OP_FMOD>(state, a, b, out);
     default: break;
   }
   fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " reached the GPU kernel unvalidated");
@@ -131,10 +169,16 @@ __device__ __forceinline__ float sigmoidf(float x) {
 
 template <int64_t Op, typename C>
 struct UnaryOp {
-  __device__ __forceinline__ C operator()(C x) const {
-    if constexpr (std::is_integral_v<C>) {
+  __device__ __forceinline__ auto operator()(C x) const {
+    if constexpr (std::is_same_v<C, bool>) {
+      return !x;  // NOT
+    } else if constexpr (std::is_integral_v<C>) {
       if constexpr (Op == HIPDNN_EP_UNARY_OP_RELU) return x < 0 ? C{0} : x;
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ABS) return x < 0 ? wrap_sub(C{0}, x) : x;
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_SIGN) return static_cast<C>((x > 0) - (x < 0));
       else return wrap_sub(C{0}, x);  // NEG
+    } else if constexpr (Op == HIPDNN_EP_UNARY_OP_IS_NAN) {
+      return static_cast<bool>(isnan(x));
     } else {
       if constexpr (Op == HIPDNN_EP_UNARY_OP_RELU) return x < 0.0f ? 0.0f : x;  // NaN stays NaN
       else if constexpr (Op == HIPDNN_EP_UNARY_OP_SIGMOID) return sigmoidf(x);
@@ -145,22 +189,28 @@ struct UnaryOp {
       else if constexpr (Op == HIPDNN_EP_UNARY_OP_NEG) return -x;
       else if constexpr (Op == HIPDNN_EP_UNARY_OP_ERF) return erff(x);
       else if constexpr (Op == HIPDNN_EP_UNARY_OP_GELU_ERF) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ABS) return fabsf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_FLOOR) return floorf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_CEIL) return ceilf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_SIGN) return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == 0.0f ? 0.0f : x;
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_RECIPROCAL) return 1.0f / x;
       else return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));  // GELU_TANH
     }
   }
 };
 
-template <typename T, typename Fn>
-__global__ void unary_kernel(const T* x, T* y, int64_t n, Fn fn) {
+template <typename T, typename TOut, typename Fn>
+__global__ void unary_kernel(const T* x, TOut* y, int64_t n, Fn fn) {
   HIPDNN_EP_GRID_STRIDE(i, n) { store(y, i, fn(load(x, i))); }
 }
 
-template <typename T, int64_t Op>
+// TOut: T, or gbool for IS_NAN.
+template <typename T, int64_t Op, typename TOut = T>
 void launch_unary(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_tensor_ref_t& out) {
   const int64_t n = element_count(in);
   if (n == 0) return;
   unary_kernel<<<grid_for(n), kBlock, 0, current_stream(state)>>>(
-      static_cast<const T*>(in.data), static_cast<T*>(out.data), n, UnaryOp<Op, typename Compute<T>::type>{});
+      static_cast<const T*>(in.data), static_cast<TOut*>(out.data), n, UnaryOp<Op, typename Compute<T>::type>{});
   check_launch("unary");
 }
 
@@ -171,7 +221,10 @@ void unary_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_re
   if constexpr (std::is_integral_v<C>) {
     if (op == HIPDNN_EP_UNARY_OP_RELU) return launch_unary<T, HIPDNN_EP_UNARY_OP_RELU>(state, in, out);
     if (op == HIPDNN_EP_UNARY_OP_NEG) return launch_unary<T, HIPDNN_EP_UNARY_OP_NEG>(state, in, out);
+    if (op == HIPDNN_EP_UNARY_OP_ABS) return launch_unary<T, HIPDNN_EP_UNARY_OP_ABS>(state, in, out);
+    if (op == HIPDNN_EP_UNARY_OP_SIGN) return launch_unary<T, HIPDNN_EP_UNARY_OP_SIGN>(state, in, out);
   } else {
+    if (op == HIPDNN_EP_UNARY_OP_IS_NAN) return launch_unary<T, HIPDNN_EP_UNARY_OP_IS_NAN, gbool>(state, in, out);
     switch (op) {
 #define HIPDNN_EP_UNARY_CASE(name) \
   case HIPDNN_EP_UNARY_OP_##name: return launch_unary<T, HIPDNN_EP_UNARY_OP_##name>(state, in, out);
@@ -185,6 +238,11 @@ void unary_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_re
       HIPDNN_EP_UNARY_CASE(ERF)
       HIPDNN_EP_UNARY_CASE(GELU_ERF)
       HIPDNN_EP_UNARY_CASE(GELU_TANH)
+      HIPDNN_EP_UNARY_CASE(ABS)
+      HIPDNN_EP_UNARY_CASE(FLOOR)
+      HIPDNN_EP_UNARY_CASE(CEIL)
+      HIPDNN_EP_UNARY_CASE(SIGN)
+      HIPDNN_EP_UNARY_CASE(RECIPROCAL)
 #undef HIPDNN_EP_UNARY_CASE
       default: break;
     }
@@ -251,13 +309,64 @@ __global__ void where_kernel(const uint8_t* cond, const T* x, const T* y, T* out
   }
 }
 
+// ---------------------------------------------------------------- range, fill
+
+template <typename T>
+__global__ void range_kernel(T* y, int64_t n, uint64_t start, uint64_t delta) {
+  HIPDNN_EP_GRID_STRIDE(i, n) { y[i] = static_cast<T>(start + static_cast<uint64_t>(i) * delta); }  // wraps
+}
+
+template <typename T>
+__global__ void fill_kernel(T* y, int64_t n, T value) {
+  HIPDNN_EP_GRID_STRIDE(i, n) { y[i] = value; }
+}
+
 }  // namespace
+
+void range(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const auto* params = static_cast<const int64_t*>(args.inputs[0].data);  // host memory
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const int64_t n = element_count(out);
+  if (n == 0) return;
+  const auto start = static_cast<uint64_t>(params[0]);
+  const auto delta = static_cast<uint64_t>(params[1]);
+  const hipStream_t stream = current_stream(state);
+  if (out.dtype == HIPDNN_EP_DTYPE_INT32) {
+    range_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<int32_t*>(out.data), n, start, delta);
+  } else {
+    range_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<int64_t*>(out.data), n, start, delta);
+  }
+  check_launch("range");
+}
+
+void fill(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const int64_t n = element_count(out);
+  if (n == 0) return;
+  const auto bits = static_cast<uint64_t>(args.int_attrs[HIPDNN_EP_KERNEL_FILL_INT_ATTR_BITS]);
+  const hipStream_t stream = current_stream(state);
+  dispatch_by_size(dtype_size(out.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T value;
+    memcpy(&value, &bits, sizeof(T));  // little-endian: the low bytes
+    fill_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<T*>(out.data), n, value);
+  });
+  check_launch("fill");
+}
 
 void binary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_BINARY_INT_ATTR_OP];
-  if (op == HIPDNN_EP_BINARY_OP_EQUAL && args.inputs[0].dtype == HIPDNN_EP_DTYPE_BOOL) {
-    launch_binary<gbool, gbool, HIPDNN_EP_BINARY_OP_EQUAL>(state, args.inputs[0], args.inputs[1], args.outputs[0]);
-    return;
+  if (args.inputs[0].dtype == HIPDNN_EP_DTYPE_BOOL) {
+    const auto& a = args.inputs[0];
+    const auto& b = args.inputs[1];
+    const auto& out = args.outputs[0];
+    switch (op) {
+      case HIPDNN_EP_BINARY_OP_EQUAL: return launch_binary<gbool, gbool, HIPDNN_EP_BINARY_OP_EQUAL>(state, a, b, out);
+      case HIPDNN_EP_BINARY_OP_AND: return launch_binary<gbool, gbool, HIPDNN_EP_BINARY_OP_AND>(state, a, b, out);
+      case HIPDNN_EP_BINARY_OP_OR: return launch_binary<gbool, gbool, HIPDNN_EP_BINARY_OP_OR>(state, a, b, out);
+      case HIPDNN_EP_BINARY_OP_XOR: return launch_binary<gbool, gbool, HIPDNN_EP_BINARY_OP_XOR>(state, a, b, out);
+      default: fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on BOOL reached the GPU kernel unvalidated");
+    }
   }
   dispatch_numeric_gpu(args.inputs[0].dtype, "binary", [&](auto tag) {
     binary_typed<typename decltype(tag)::type>(state, op, args.inputs[0], args.inputs[1], args.outputs[0]);
@@ -266,6 +375,7 @@ void binary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
 
 void unary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_UNARY_INT_ATTR_OP];
+  if (op == HIPDNN_EP_UNARY_OP_NOT) return launch_unary<gbool, HIPDNN_EP_UNARY_OP_NOT>(state, args.inputs[0], args.outputs[0]);
   dispatch_numeric_gpu(args.inputs[0].dtype, "unary", [&](auto tag) {
     unary_typed<typename decltype(tag)::type>(state, op, args.inputs[0], args.outputs[0]);
   });

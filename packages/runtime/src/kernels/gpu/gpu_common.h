@@ -124,6 +124,7 @@ enum : unsigned long long {
   kErrorGqaTotalLength = 5,     // total_sequence_length, sequence length, present length
   kErrorGqaSeqlens = 6,         // batch row, seqlens_k, present length
   kErrorGqaPastLength = 7,      // batch row, seqlens_k, sequence length, past length
+  kErrorGatherElementsIndex = 8,  // index, position, axis, axis size (gather_elements)
 };
 
 // Records a failure unless one is recorded already (the first one wins).

@@ -109,7 +109,58 @@ void reduce_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_r
   check_launch("reduce");
 }
 
+// CumSum accumulates integers unsigned (they wrap), floats in their compute type.
+template <typename C, bool = std::is_integral_v<C>>
+struct CumsumAccumulator {
+  using type = C;
+};
+template <typename C>
+struct CumsumAccumulator<C, true> {
+  using type = std::make_unsigned_t<C>;
+};
+
+// One thread per (outer, inner) line, summing along the axis in order (as the CPU backend).
+template <typename T>
+__global__ void cumsum_kernel(const T* x, T* y, int64_t lines, int64_t len, int64_t inner, bool exclusive,
+                              bool reverse) {
+  using C = typename Compute<T>::type;
+  using U = typename CumsumAccumulator<C>::type;
+  HIPDNN_EP_GRID_STRIDE(line, lines) {
+    const int64_t o = line / inner;
+    const int64_t r = line % inner;
+    U acc{0};
+    for (int64_t step = 0; step < len; ++step) {
+      const int64_t a = reverse ? len - 1 - step : step;
+      const int64_t at = (o * len + a) * inner + r;
+      const U v = static_cast<U>(load(x, at));
+      if (!exclusive) acc = static_cast<U>(acc + v);
+      store(y, at, static_cast<C>(acc));
+      if (exclusive) acc = static_cast<U>(acc + v);
+    }
+  }
+}
+
 }  // namespace
+
+void cumsum(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_CUMSUM_INT_ATTR_AXIS]);
+  const bool exclusive = args.int_attrs[HIPDNN_EP_KERNEL_CUMSUM_INT_ATTR_EXCLUSIVE] != 0;
+  const bool reverse = args.int_attrs[HIPDNN_EP_KERNEL_CUMSUM_INT_ATTR_REVERSE] != 0;
+  const int64_t len = dims[axis];
+  const int64_t inner = dims_product(dims, axis + 1, dims.size());
+  const int64_t lines = dims_product(dims, 0, axis) * inner;
+  if (lines == 0 || len == 0) return;
+  const hipStream_t stream = current_stream(state);
+  dispatch_numeric_gpu(in.dtype, "cumsum", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cumsum_kernel<<<grid_for(lines), kBlock, 0, stream>>>(static_cast<const T*>(in.data),
+                                                          static_cast<T*>(args.outputs[0].data), lines, len, inner,
+                                                          exclusive, reverse);
+  });
+  check_launch("cumsum");
+}
 
 void reduce(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& in = args.inputs[0];

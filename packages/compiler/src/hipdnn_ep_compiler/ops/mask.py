@@ -1,0 +1,328 @@
+"""The ops exporters emit around attention masks and shapes: comparisons and logic, Min/Max/Clip/Mod,
+Range, ConstantOfShape, GatherElements, CumSum, Trilu, Flatten, Split, Tile, and the unary ops of that code (Abs,
+Floor, IsNaN...).
+
+Most are values of the existing binary and unary kernels (ABI 1.4 enum values); Split, Tile and Clip
+become several kernel calls; Range and ConstantOfShape fold to host values when their result is a
+small static integer tensor, else call the range and fill kernels; GatherElements, CumSum and Trilu
+have kernels of their own (all ABI 1.4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from torch_mlir import ir
+
+from .. import checks
+from .. import ir as hir
+from .. import symbolic as sym
+from ..errors import ModelError
+from .node import (
+    HOST_INT_TYPES,
+    Node,
+    all_host,
+    broadcast,
+    emit,
+    finish,
+    host_elementwise,
+    host_tensor,
+    norm_axis,
+    replace,
+)
+from .onnx import BINARY, EXPAND, SLICE, UNARY, _binary, _unary
+from .registry import Kernel, OpDef, Param, register, register_kernel
+
+RANGE = register_kernel(Kernel("range", "kernel_range", params=(Param("start_delta", 0, symbolic=True),),
+                               arity=(0, 0)))
+FILL = register_kernel(Kernel("fill", "kernel_fill", ("bits",), arity=(0, 0)))
+CUMSUM = register_kernel(Kernel("cumsum", "kernel_cumsum", ("axis", "exclusive", "reverse")))
+TRILU = register_kernel(Kernel("trilu", "kernel_trilu", ("upper",), params=(Param("k", 1, symbolic=True),)))
+GATHER_ELEMENTS = register_kernel(Kernel("gather_elements", "kernel_gather_elements", ("axis",),
+                                         labels={1: "indices"}, arity=(2, 2)))
+
+# Host values (shapes) a fold may build: more elements than this stay device tensors.
+HOST_FOLD_ELEMENTS = 1024
+
+# ---------------------------------------------------------------- binary and unary ops on existing kernels
+
+for _op_type, _key in (("GreaterOrEqual", "GREATER_OR_EQUAL"), ("LessOrEqual", "LESS_OR_EQUAL"), ("And", "AND"),
+                      ("Or", "OR"), ("Xor", "XOR")):
+    register(OpDef(_op_type, _key.lower(), _binary, (BINARY,), enum_key=_key))
+
+for _op_type, _key in (("Abs", "ABS"), ("Floor", "FLOOR"), ("Ceil", "CEIL"), ("Not", "NOT"), ("IsNaN", "IS_NAN"),
+                      ("Sign", "SIGN"), ("Reciprocal", "RECIPROCAL")):
+    register(OpDef(_op_type, _key.lower(), _unary, (UNARY,), enum_key=_key))
+
+
+def _mod(o: Node) -> None:
+    fmod = o.attr_int("fmod", 0)
+    if fmod not in (0, 1):
+        raise ModelError(f"{o.where}: fmod is {fmod}; it must be 0 or 1")
+    if not fmod and o.result_dtype() in _FLOAT_TYPES:
+        raise ModelError(f"{o.where}: Mod of floating-point inputs needs fmod=1")
+    replace(o, BINARY, [o.input(0), o.input(1)], {"op": "FMOD" if fmod else "MOD"},
+            [broadcast(o, o.dims(0), o.dims(1))])
+
+
+_FLOAT_TYPES = (1, 10, 11)  # float32, float16, float64
+
+
+register(OpDef("Mod", "mod", _mod, (BINARY,)))
+
+
+def _chain(o: Node, key: str, values: list[ir.Value], dims: list[list[sym.Expr]]) -> tuple[ir.Value, list[sym.Expr]]:
+    """values[0] op values[1] op ... as binary kernel calls (broadcasting step by step)."""
+    acc, acc_dims = values[0], dims[0]
+    for v, d in zip(values[1:], dims[1:], strict=True):
+        acc_dims = broadcast(o, acc_dims, d)
+        acc = emit(o, BINARY, [acc, v], {"op": key}, [acc_dims], [o.op.results[0].type]).results[0]
+    return acc, acc_dims
+
+
+def _min_max(o: Node) -> None:
+    ins = [o.inputs[k] for k in sorted(o.inputs)]
+    if not ins:
+        raise ModelError(f"{o.where}: {o.entry.op_type} needs at least one input")
+    fn = sym.minimum if o.kind == "min" else sym.maximum
+    if len(ins) == 2 and all_host(o) and o.result_dtype() in HOST_INT_TYPES and host_elementwise(o, fn):
+        return
+    if len(ins) == 1:
+        replace(o, "hipdnn.alias", ins, {}, [o.dims(0)])
+        return
+    out, _ = _chain(o, o.entry.enum_key, ins, [hir.dims_of(v) for v in ins])
+    finish(o, [out])
+
+
+register(OpDef("Min", "min", _min_max, (BINARY,), enum_key="MIN"))
+register(OpDef("Max", "max", _min_max, (BINARY,), enum_key="MAX"))
+
+
+def _clip(o: Node) -> None:
+    # min(max(x, lo), hi), as ONNX Runtime computes it (lo > hi gives hi)
+    x, d = o.input(0), o.dims(0)
+    for i, what in ((1, "min"), (2, "max")):
+        if o.input(i) is not None and len(o.dims(i)) != 0 and o.dims(i) != [1]:
+            raise ModelError(f"{o.where}: the {what} input has shape {o.dims(i)}; it must be a scalar")
+    out = x
+    for i, key in ((1, "MAX"), (2, "MIN")):
+        if o.input(i) is not None:
+            out = emit(o, BINARY, [out, o.input(i)], {"op": key}, [d], [o.op.results[0].type]).results[0]
+    if out is x:
+        replace(o, "hipdnn.alias", [x], {}, [d])
+        return
+    finish(o, [out])
+
+
+register(OpDef("Clip", "clip", _clip, (BINARY,)))
+
+# ---------------------------------------------------------------- Range, ConstantOfShape
+
+
+def _scalar(o: Node, i: int, what: str) -> sym.Expr | None:
+    vals = o.host(i)
+    if vals is None:
+        return None
+    if len(o.dims(i)) > 1 or len(vals) != 1:
+        raise ModelError(f"{o.where}: {what} has shape {o.dims(i)}; it must be a scalar")
+    return vals[0]
+
+
+def _range(o: Node) -> None:
+    if o.result_dtype() not in HOST_INT_TYPES:
+        o.fail("Range is supported on int32 and int64 (its length must be computable before it runs)")
+    start, limit, delta = (_scalar(o, i, w) for i, w in enumerate(("start", "limit", "delta")))
+    if start is None or limit is None or delta is None:
+        o.fail("start, limit and delta must be computable from input shapes, constants and small integer inputs")
+    if delta == 0:
+        raise ModelError(f"{o.where}: delta is 0")
+    if not isinstance(delta, int):
+        text = checks.Text(1, sym.mul(delta, delta))
+        o.require("le", text.values, "delta is 0; Range needs a nonzero delta")
+    count = sym.ceildiv(sym.sub(limit, start), delta)
+    if not sym.nonnegative(count):  # Range(0, dim, 1) over a dim is the dim itself, without a max
+        count = sym.maximum(count, 0)
+    if isinstance(count, int) and count <= HOST_FOLD_ELEMENTS:
+        host_tensor(o, [sym.add(start, sym.mul(k, delta)) for k in range(count)], [count])
+        return
+    replace(o, RANGE, [], {}, [[count]], params={"start_delta": [start, delta]})
+
+
+register(OpDef("Range", "range", _range, (RANGE,)))
+
+
+def _value_attr(o: Node) -> np.ndarray:
+    """ConstantOfShape's value (one element; float32 0 when absent)."""
+    if "onnx.value" not in o.op.attributes:
+        return np.zeros(1, np.float32)
+    values = np.array(ir.DenseElementsAttr(o.op.attributes["onnx.value"])).reshape(-1)
+    if values.size != 1:
+        raise ModelError(f"{o.where}: value has {values.size} elements; it must have one")
+    return values
+
+
+def _fill_bits(value: np.ndarray, dtype: int) -> int:
+    """The int64 whose low bytes (little-endian) are `value` stored as `dtype`."""
+    raw = value.astype(onnx.helper.tensor_dtype_to_np_dtype(dtype)).tobytes()
+    return int.from_bytes(raw.ljust(8, b"\0"), "little", signed=True)
+
+
+def _constant_of_shape(o: Node) -> None:
+    shape = o.host(0)
+    if shape is None:
+        o.fail("the shape must be computable from input shapes and constants")
+    if len(o.dims(0)) != 1:
+        raise ModelError(f"{o.where}: the shape input has rank {len(o.dims(0))}; it must be 1-D")
+    value = _value_attr(o)
+    dtype = o.result_dtype()
+    static = all(isinstance(d, int) for d in shape)
+    if dtype in HOST_INT_TYPES and static and int(np.prod(shape)) <= HOST_FOLD_ELEMENTS:
+        for d in shape:
+            if d < 0:
+                raise ModelError(f"{o.where}: shape {shape} has a negative dim")
+        host_tensor(o, [int(value[0])] * int(np.prod(shape)), list(shape))
+        return
+    replace(o, FILL, [], {"bits": _fill_bits(value, dtype)}, [list(shape)])
+
+
+register(OpDef("ConstantOfShape", "constant_of_shape", _constant_of_shape, (FILL,)))
+
+# ---------------------------------------------------------------- CumSum, Trilu
+
+
+def _cumsum(o: Node) -> None:
+    d = o.dims(0)
+    axis = o.const_ints(1, "the axis")
+    if axis is None or len(axis) != 1 or len(o.dims(1)) > 1:
+        raise ModelError(f"{o.where}: the axis must be one value (a scalar or a 1-element tensor)")
+    attrs = {"axis": norm_axis(o, axis[0], len(d)), "exclusive": int(o.attr_int("exclusive", 0) != 0),
+             "reverse": int(o.attr_int("reverse", 0) != 0)}
+    replace(o, CUMSUM, [o.input(0)], attrs, [d])
+
+
+register(OpDef("CumSum", "cumsum", _cumsum, (CUMSUM,)))
+
+
+def _trilu(o: Node) -> None:
+    d = o.dims(0)
+    if len(d) < 2:
+        raise ModelError(f"{o.where}: the input has rank {len(d)}; Trilu needs at least 2")
+    k = _scalar(o, 1, "k") if o.input(1) is not None else 0
+    if k is None:
+        o.fail("k must be computable from input shapes, constants and small integer inputs")
+    replace(o, TRILU, [o.input(0)], {"upper": int(o.attr_int("upper", 1) != 0)}, [d], params={"k": [k]})
+
+
+register(OpDef("Trilu", "trilu", _trilu, (TRILU,)))
+
+# ---------------------------------------------------------------- GatherElements
+
+
+def _gather_elements(o: Node) -> None:
+    d, di = o.dims(0), o.dims(1)
+    if len(d) != len(di):
+        raise ModelError(f"{o.where}: indices have rank {len(di)} but data has rank {len(d)}; they must be equal")
+    axis = norm_axis(o, o.attr_int("axis", 0), len(d))
+    for k, (a, b) in enumerate(zip(di, d, strict=True)):
+        if k != axis and a != b:
+            text = checks.Text(a, b)
+            o.require("le", text.values, f"indices dim {k} is {{0}} but data's is {{1}}; it must not be larger")
+    replace(o, GATHER_ELEMENTS, [o.input(0), o.input(1)], {"axis": axis}, [di])
+
+
+register(OpDef("GatherElements", "gather_elements", _gather_elements, (GATHER_ELEMENTS,)))
+
+# ---------------------------------------------------------------- Flatten, Split, Tile
+
+
+def _flatten(o: Node) -> None:
+    d = o.dims(0)
+    axis = o.attr_int("axis", 1)
+    if not -len(d) <= axis <= len(d):
+        raise ModelError(f"{o.where}: axis {axis} is out of range for rank {len(d)}")
+    axis = axis + len(d) if axis < 0 else axis
+    dims = [sym.product(d[:axis]), sym.product(d[axis:])]
+    vals = o.host(0)
+    if vals is not None:
+        host_tensor(o, vals, dims)
+        return
+    replace(o, "hipdnn.alias", [o.input(0)], {}, [dims])
+
+
+register(OpDef("Flatten", "flatten", _flatten))
+
+
+def _split_sizes(o: Node, dim: sym.Expr, n_out: int) -> list[sym.Expr]:
+    sizes = o.const_ints(1, "split") if o.input(1) is not None else o.attr_ints("split")
+    if sizes:
+        if len(sizes) != n_out:
+            raise ModelError(f"{o.where}: split has {len(sizes)} entries for {n_out} outputs")
+        if any(s < 0 for s in sizes):
+            raise ModelError(f"{o.where}: split {sizes} has a negative size")
+        text = checks.Text(sum(sizes), dim)
+        o.require("eq", text.values, f"split sizes {sizes} add up to {{0}} but the axis has size {{1}}")
+        return list(sizes)
+    num = o.attr_int("num_outputs", n_out)
+    if num != n_out:
+        raise ModelError(f"{o.where}: num_outputs is {num} but the node has {n_out} outputs")
+    if o.attr_int("num_outputs") is None:  # before opset 18: equal parts, the axis must divide evenly
+        text = checks.Text(sym.mul(sym.div(dim, num), num), dim)
+        o.require("eq", text.values, f"the axis has size {{1}}, which does not split into {num} equal parts")
+    # opset 18: parts of ceil(dim / num), the last one smaller
+    chunk = sym.ceildiv(dim, num)
+    last = sym.sub(dim, sym.mul(chunk, num - 1))
+    text = checks.Text(last)
+    o.require("nonneg", text.values, f"the last of {num} parts would have {{0}} elements")
+    return [chunk] * (num - 1) + [last]
+
+
+def _split(o: Node) -> None:
+    d = o.dims(0)
+    axis = norm_axis(o, o.attr_int("axis", 0), len(d))
+    results = list(o.op.results)
+    roles = hir.get_ints(o.op, "result_roles", list(range(len(results))))
+    n_out = len(o.op.results) if "result_roles" not in o.op.attributes else None
+    n_out = n_out if n_out is not None else max(roles) + 1
+    sizes = _split_sizes(o, d[axis], n_out)
+    starts: list[sym.Expr] = [0]
+    for s in sizes:
+        starts.append(sym.add(starts[-1], s))
+    outs = []
+    for r, role in zip(results, roles, strict=True):
+        begin = [0] * len(d)
+        begin[axis] = starts[role]
+        counts = list(d)
+        counts[axis] = sizes[role]
+        new = emit(o, SLICE, [o.input(0)], {"steps": [1] * len(d)}, [counts], [r.type], params={"starts": begin})
+        outs.append(new.results[0])
+    finish(o, outs)
+
+
+register(OpDef("Split", "split", _split, (SLICE,)))
+
+
+def _tile(o: Node) -> None:
+    d = o.dims(0)
+    repeats = o.host(1)
+    if repeats is None:
+        o.fail("repeats must be computable from input shapes and constants")
+    if len(repeats) != len(d):
+        raise ModelError(f"{o.where}: repeats has {len(repeats)} entries for an input of rank {len(d)}")
+    for i, r in enumerate(repeats):
+        if not sym.nonnegative(r):
+            text = checks.Text(r)
+            o.require("nonneg", text.values, f"repeats entry {i} is {{0}}; it must be >= 0")
+    out = [sym.mul(r, x) for r, x in zip(repeats, d, strict=True)]
+    if all(r == 1 for r in repeats):
+        replace(o, "hipdnn.alias", [o.input(0)], {}, [d])
+        return
+    # x [d0, d1] -> [1, d0, 1, d1] (alias) -> expand to [r0, d0, r1, d1] -> [r0 * d0, r1 * d1] (alias)
+    t = o.op.results[0].type
+    inter = [e for x in d for e in (1, x)]
+    wide = [e for r, x in zip(repeats, d, strict=True) for e in (r, x)]
+    a = emit(o, "hipdnn.alias", [o.input(0)], {}, [inter], [t]).results[0]
+    e = emit(o, EXPAND, [a], {}, [wide], [t]).results[0]
+    finish(o, [emit(o, "hipdnn.alias", [e], {}, [out], [t]).results[0]])
+
+
+register(OpDef("Tile", "tile", _tile, (EXPAND,)))
