@@ -207,7 +207,7 @@ def test_unary_integer(state, dtype, op):
     np.testing.assert_array_equal(out, UNARY_REF[op](x))
 
 
-# ---------------------------------------------------------------- ABI 1.4: mask and shape ops
+# ---------------------------------------------------------------- ABI 1.3: mask and shape ops
 
 def python_mod(a, b):  # the divisor's sign (ONNX Mod, fmod=0)
     return np.mod(a, b)

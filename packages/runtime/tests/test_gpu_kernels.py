@@ -130,7 +130,7 @@ def test_unary_integers(cpu, gpu, dev, dtype):
         compare(cpu, gpu, dev, "unary", [x], x.shape, ints=[UNARY[op]])
 
 
-# ---------------------------------------------------------------- ABI 1.4: mask and shape ops
+# ---------------------------------------------------------------- ABI 1.3: mask and shape ops
 
 @pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
 @pytest.mark.parametrize("op", ["GREATER_OR_EQUAL", "LESS_OR_EQUAL", "MIN", "MAX", "FMOD"])

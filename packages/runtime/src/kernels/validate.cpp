@@ -505,7 +505,7 @@ void validate_expand(const hipdnn_ep_kernel_args_t* args) {
   if (!broadcasts_to(x, out)) fail_invalid("input dims " + format_dims(x) + " do not broadcast to output dims " + format_dims(out));
 }
 
-// ---------------------------------------------------------------- shape and mask kernels (ABI 1.4)
+// ---------------------------------------------------------------- shape and mask kernels (ABI 1.3)
 
 void validate_range(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_RANGE_N_INT_ATTRS, HIPDNN_EP_KERNEL_RANGE_N_FLOAT_ATTRS, 1, 1, 1);

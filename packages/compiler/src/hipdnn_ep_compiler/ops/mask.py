@@ -2,10 +2,10 @@
 Range, ConstantOfShape, GatherElements, CumSum, Trilu, Flatten, Split, Tile, and the unary ops of that code (Abs,
 Floor, IsNaN...).
 
-Most are values of the existing binary and unary kernels (ABI 1.4 enum values); Split, Tile and Clip
+Most are values of the existing binary and unary kernels (ABI 1.3 enum values); Split, Tile and Clip
 become several kernel calls; Range and ConstantOfShape fold to host values when their result is a
 small static integer tensor, else call the range and fill kernels; GatherElements, CumSum and Trilu
-have kernels of their own (all ABI 1.4).
+have kernels of their own (all ABI 1.3).
 """
 
 from __future__ import annotations
