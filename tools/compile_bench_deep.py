@@ -31,19 +31,6 @@ sys.path.insert(0, str(ROOT / "packages" / "compiler" / "tests"))
 DEPTHS = (8, 10, 11, 100)
 
 
-def _nodes(text: str) -> int:
-    return len(text.replace("(", " ").replace(")", " ").split())
-
-
-def _expressions(meta: dict) -> list[str]:
-    out = [d for o in meta["outputs"] for d in o["dims"]]
-    out += [v for c in meta["checks"] for v in c["values"]]
-    plan = meta["memory_plan"]
-    out += [plan["pool_bytes"]] + [b[k] for b in plan["buffers"] for k in ("offset", "bytes")]
-    out += [s["value"] for s in meta.get("symbols", [])]
-    return [e for e in out if isinstance(e, str)]
-
-
 def _cpu_seconds() -> float:
     """CPU time of this process and of the children it waited for (the linker)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -54,7 +41,7 @@ def measure_one(pattern: str, depth: int) -> dict:
     """Compile one generated graph in this process; what the table shows of it."""
     from hipdnn_ep_compiler import compile_model
     from hipdnn_ep_compiler.errors import CompileError
-    from support.deep_graphs import PATTERNS
+    from support.deep_graphs import PATTERNS, expression_size, expressions
 
     model = PATTERNS[pattern](depth)
     row = {"nodes": len(model.graph.node)}
@@ -63,8 +50,8 @@ def measure_one(pattern: str, depth: int) -> dict:
         try:
             meta = compile_model(model, Path(tmp) / "a").metadata
             row["verdict"] = "compiled"
-            exprs = _expressions(meta)
-            row["max_expr"] = max((_nodes(e) for e in exprs), default=1)
+            exprs = expressions(meta)
+            row["max_expr"] = max((expression_size(e) for e in exprs), default=1)
             row["symbols"] = len(meta.get("symbols", []))
         except CompileError as exc:
             row["verdict"] = f"refused: {exc}"

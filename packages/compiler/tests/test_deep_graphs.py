@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import ort_run
 from onnx import TensorProto, helper
-from support.deep_graphs import PATTERNS, add_transpose_chain, reshape_chain, slice_chain
+from support.deep_graphs import PATTERNS, add_transpose_chain, expression_size, expressions, reshape_chain, slice_chain
 
 from hipdnn_ep_compiler import compile_model
 from hipdnn_ep_compiler import symbolic as sym
@@ -22,28 +22,13 @@ from hipdnn_ep_compiler.errors import UnsupportedError
 DEPTH = 100
 
 
-def _expressions(meta: dict) -> list[str]:
-    """Every dim expression the metadata spells: output dims, check values, memory plan, definitions."""
-    out = [d for o in meta["outputs"] for d in o["dims"]]
-    out += [v for c in meta["checks"] for v in c["values"]]
-    plan = meta["memory_plan"]
-    out += [plan["pool_bytes"]] + [b[k] for b in plan["buffers"] for k in ("offset", "bytes")]
-    out += [s["value"] for s in meta.get("symbols", [])]
-    return [e for e in out if isinstance(e, str)]
-
-
-def _nodes(text: str) -> int:
-    """Nodes of an S-expression (ops, symbols and literals), as symbolic.size counts them."""
-    return len(text.replace("(", " ").replace(")", " ").split())
-
-
 @pytest.mark.parametrize("pattern", sorted(PATTERNS))
-def test_a_deep_graph_compiles_with_bounded_expressions(pattern, tmp_path):
+def test_a_deep_graph_compiles_with_boundedexpressions(pattern, tmp_path):
     model = PATTERNS[pattern](DEPTH)
     info = compile_model(model, tmp_path / "a")
-    exprs = _expressions(info.metadata)
+    exprs = expressions(info.metadata)
     assert exprs, "the graph has dynamic dims"
-    assert max(_nodes(e) for e in exprs) <= sym.MAX_NODES
+    assert max(expression_size(e) for e in exprs) <= sym.MAX_NODES
     # a few names per node at most: linear in the graph, not in the depth's power
     assert len(info.metadata.get("symbols", [])) <= 4 * len(model.graph.node)
 
@@ -64,7 +49,7 @@ def test_named_symbols_are_listed_each_after_those_it_uses(tmp_path):
         used = {t for t in s["value"].replace("(", " ").replace(")", " ").split() if t in names}
         assert all(names.index(u) < k for u in used), s
     listed = set(names)
-    for e in _expressions(meta):
+    for e in expressions(meta):
         used = {t for t in e.replace("(", " ").replace(")", " ").split() if t.startswith("s") and t[1:].isdigit()}
         assert used <= listed, e
 

@@ -157,14 +157,7 @@ def planted(tmp_path: Path):
     section of the genuine artifact (so the runtime's checks before dlopen pass, as in the reported attack)."""
 
     def make(genuine: Path, out: Path) -> tuple[Path, Path]:
-        marker = tmp_path / "planted-code-ran"
-        src = tmp_path / "planted.c"
-        src.write_text("#include <stdio.h>\n"
-                       "__attribute__((constructor)) static void planted(void) {\n"
-                       f'  FILE* f = fopen("{marker}", "w");\n  if (f) fclose(f);\n}}\n'
-                       "int hipdnn_ep_program_run(void* state, const void* in, void* out) { return 0; }\n")
-        bare = tmp_path / "planted-bare.so"
-        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(bare), str(src)], check=True)
+        bare, marker = _plant_source(tmp_path)
         meta = tmp_path / "meta.bin"
         subprocess.run(["objcopy", f"--dump-section=.hipdnn_ep_meta={meta}", str(genuine), str(tmp_path / "x.so")],
                        check=True)

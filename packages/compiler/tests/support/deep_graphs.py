@@ -62,3 +62,19 @@ def reshape_chain(n: int) -> onnx.ModelProto:
 
 
 PATTERNS = {"add_transpose": add_transpose_chain, "slice": slice_chain, "reshape": reshape_chain}
+
+
+def expression_size(text: str) -> int:
+    """Nodes of an S-expression (ops, symbols and literals), as symbolic.size counts them."""
+    return len(text.replace("(", " ").replace(")", " ").split())
+
+
+def expressions(meta: dict) -> list[str]:
+    """Every dim expression an artifact's metadata spells: output dims, check values, memory plan,
+    named symbols' definitions."""
+    out = [d for o in meta["outputs"] for d in o["dims"]]
+    out += [v for c in meta["checks"] for v in c["values"]]
+    plan = meta["memory_plan"]
+    out += [plan["pool_bytes"]] + [b[k] for b in plan["buffers"] for k in ("offset", "bytes")]
+    out += [s["value"] for s in meta.get("symbols", [])]
+    return [e for e in out if isinstance(e, str)]
