@@ -19,7 +19,7 @@ from hipdnn_ep_compiler.protocol import HOST_GONE_STATUS, PROTOCOL, handle
 
 def test_capabilities():
     r = handle({"protocol": PROTOCOL, "action": "capabilities"})
-    assert r["ok"] and r["protocol"] == PROTOCOL == 2 and r["protocols"] == [1, 2]
+    assert r["ok"] and r["protocol"] == PROTOCOL == 3 and r["protocols"] == [1, 2, 3]
     minor = json.loads(bundled_manifest_path().read_text())["abi"]["minor"]
     assert r["abi"] == {"major": 1, "minors": list(range(minor + 1))}
     assert "MatMul" in r["ops"]["ai.onnx"] and r["backends"] == ["cpu", "cuda", "hip"]

@@ -16,7 +16,9 @@
 
 namespace hipdnn_ep {
 
-constexpr int kCompilerProtocolVersion = 2;  // 2: the support action
+// 2: the support action; 3: weights held by reference (onnx_writer.h), which
+// compilers before 0.4.1 cannot read (the EP's pin then excludes them).
+constexpr int kCompilerProtocolVersion = 3;
 
 struct CompilerCapabilities {
   std::string name;

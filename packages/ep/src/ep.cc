@@ -373,33 +373,10 @@ std::string HipdnnEp::Unsupported(const OrtNode* node, const CompilerCapabilitie
   return {};
 }
 
-namespace {
-
-// The first compiler release that accepts weights held by reference (see
-// onnx_writer.h): an older one refuses every subgraph with weights.
-constexpr int64_t kHostWeightsCompiler[2] = {0, 4};
-
-// Whether `version` ("MAJOR.MINOR[.PATCH][+local]") is at least major.minor;
-// a version that does not start with two numbers is taken as new enough.
-bool AtLeast(const std::string& version, const int64_t (&want)[2]) {
-  int64_t major = 0, minor = 0;
-  char dot = 0;
-  std::istringstream in(version);
-  if (!(in >> major >> dot >> minor) || dot != '.') return true;
-  return major != want[0] ? major > want[0] : minor >= want[1];
-}
-
-}  // namespace
-
 CompilerCapabilities HipdnnEp::Caps() {
-  CompilerCapabilities caps = factory_.Capabilities(client_, cache_ ? &cache_->folder() : nullptr);
-  if (!AtLeast(caps.version, kHostWeightsCompiler)) {
-    throw EpError("hipdnn-ep: " + caps.name + " " + caps.version + " is too old for this hipdnn-ep, which passes "
-                  "weights by reference (hipdnn-ep-compiler " + std::to_string(kHostWeightsCompiler[0]) + "." +
-                  std::to_string(kHostWeightsCompiler[1]) + " or newer). Fix: pip install -U hipdnn-ep-compiler "
-                  "in the compiler's Python environment");
-  }
-  return caps;
+  // A compiler too old for weights held by reference refuses the protocol
+  // (3) this EP speaks, naming the fix, before anything is compiled.
+  return factory_.Capabilities(client_, cache_ ? &cache_->folder() : nullptr);
 }
 
 std::string HipdnnEp::SupportTargetAbi() {

@@ -194,10 +194,12 @@ def broken_compiler(tmp_path: Path):
         "garbage": "read -r line; echo 'this is not JSON'; exec sleep 60",
         "crash": "read -r line; echo 'Segmentation fault in the compiler' >&2; kill -SEGV $$",
         "not-ok": "read -r line; echo '{\"protocol\": 2, \"ok\": false}'",
-        "other-protocol": "read -r line; echo '{\"protocol\": 3, \"ok\": true, \"compiler_version\": \"9.0\"}'; "
+        "other-protocol": "read -r line; echo '{\"protocol\": 4, \"ok\": true, \"compiler_version\": \"9.0\"}'; "
                           "exec sleep 60",
-        "refuses-protocol": "read -r line; echo '{\"protocol\": 3, \"ok\": false, \"error\": {\"kind\": "
-                            "\"BadRequest\", \"message\": \"unsupported protocol 2; this compiler speaks 3\"}}'",
+        # what a compiler before 0.4.1 answers this EP's requests
+        "refuses-protocol": "read -r line; echo '{\"protocol\": 2, \"ok\": false, \"error\": {\"kind\": "
+                            "\"BadRequest\", \"message\": \"unsupported protocol 3; this compiler speaks 1, 2 "
+                            "(upgrade the older of hipdnn-ep and hipdnn-ep-compiler)\"}}'",
         "hang": "read -r line; exec sleep 60",
         # an interpreter that has the compiler but not its dependencies
         "no-numpy": "echo \"ModuleNotFoundError: No module named 'numpy'\" >&2; exit 1",

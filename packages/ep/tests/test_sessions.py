@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from conftest import LOG_POINTER, NO_FALLBACK, Env, _spy_python, cpu_session, make_session
+from conftest import LOG_POINTER, NO_FALLBACK, Env, cpu_session, make_session
 from hipdnn_ep._abi_info import REQUIRED_RUNTIME_ABI
 from hipdnn_ep_compiler.abi import load_abi
 from models import elementwise, many_initializers, reference, save, with_weights
@@ -282,17 +282,6 @@ def test_weights_are_passed_by_reference_and_are_not_part_of_the_cache_key(tmp_p
     meta = hipdnn_ep_compiler.read_metadata(next(p for p in entry.rglob("*.so")))
     assert {w["name"]: w["source"] for w in meta["weights"]} == {"w_big": {"kind": "host"},
                                                                    "w_small": {"kind": "host"}}
-
-
-def test_a_compiler_too_old_for_weights_by_reference_is_refused_with_the_fix(tmp_path: Path, ep_devices,
-                                                                              env: Env) -> None:
-    """A compiler before 0.4 refuses the subgraphs this EP writes (weights no file holds): the session
-    says which compiler is too old and how to fix it, instead of every node being refused."""
-    old = _spy_python(tmp_path, {"compiler_version": "0.3.2"})
-    with pytest.raises(Exception, match=r"hipdnn-ep-compiler 0\.3\.2 is too old .* weights by reference .*"
-                                        r"0\.4 or newer.*pip install -U hipdnn-ep-compiler"):
-        make_session(with_weights(tmp_path / "w.onnx", 512), ep_devices, dict(env.options, compiler_python=str(old)),
-                     NO_FALLBACK)
 
 
 def test_compile_cache_hit_miss_and_invalidation(tmp_path: Path, ep_devices, env: Env,
@@ -570,9 +559,11 @@ def test_missing_compiler(tmp_path: Path, ep_devices, env: Env, broken_compiler,
     ("garbage", r"answered without a valid JSON response.*stdout:\nthis is not JSON"),
     ("crash", r"exited with code .* without a valid JSON response.*stderr:\nSegmentation fault in the compiler"),
     ("not-ok", r"reported an error: no error message"),
-    ("other-protocol", r"answered in compiler protocol 3, but this EP speaks protocol 2\. Install a "
+    ("other-protocol", r"answered in compiler protocol 4, but this EP speaks protocol 3\. Install a "
                        r"hipdnn-ep-compiler that speaks it"),
-    ("refuses-protocol", r"reported an error: BadRequest: unsupported protocol 2; this compiler speaks 3"),
+    # a compiler before 0.4.1, which cannot read weights held by reference (protocol 3)
+    ("refuses-protocol", r"reported an error: BadRequest: unsupported protocol 3; this compiler speaks 1, 2 "
+                         r"\(upgrade the older of hipdnn-ep and hipdnn-ep-compiler\)"),
 ])
 def test_misbehaving_compiler_is_a_clear_error(tmp_path: Path, ep_devices, env: Env, broken_compiler,
                                                kind: str, message: str) -> None:

@@ -4,13 +4,13 @@
   python -m hipdnn_ep_compiler.protocol --serve     (many: one JSON request per line in, one response
                                                     per line out, until stdin closes; see serve())
 
-Request:  {"protocol": 2, "action": "capabilities"}
-          {"protocol": 2, "action": "compile", "model": PATH, "output": DIR,
+Request:  {"protocol": 3, "action": "capabilities"}
+          {"protocol": 3, "action": "compile", "model": PATH, "output": DIR,
            "backend": "cpu"|"cuda"|"hip" (optional), "abi": "MAJOR.MINOR" (optional),
            "manifest": PATH of a runtime ABI manifest JSON (optional; default: the bundled one)}
-          {"protocol": 2, "action": "support", "models": [PATH, ...],
+          {"protocol": 3, "action": "support", "models": [PATH, ...],
            "backend", "abi", "manifest" (optional, as for compile)}
-Response: {"protocol": 2, "ok": true, ...} or {"protocol": 2, "ok": false, "error": {"kind", "message"}}
+Response: {"protocol": 3, "ok": true, ...} or {"protocol": 3, "ok": false, "error": {"kind", "message"}}
   capabilities -> "compiler_version", "build_id" (a digest of the compiler's content, see build_id.py),
                   "abi": {"major", "minors": [..]}, "backends", "ops", "protocols",
                   "install_files" (a host may reuse this answer while none of these files changes)
@@ -18,7 +18,8 @@ Response: {"protocol": 2, "ok": true, ...} or {"protocol": 2, "ok": false, "erro
   support      -> "models": [{"nodes": [{"index", "name", "op_type", "domain", "supported",
                                         "reason" (when not supported)}, ...]}, ...]
 Protocol 1 requests (capabilities and compile, which are unchanged) are still answered, as
-protocol 1; support needs protocol 2.
+protocol 1; support needs protocol 2. Protocol 3 only adds that a model may hold its weights by reference
+(the property hipdnn_ep.weights=host: external data no file holds); 1 and 2 are still answered.
 The exit status is 0 whenever a response was written (check "ok"); 2 if the request is unreadable.
 A serving process ends with its host: when nobody can read its answers any more (the read end of
 its stdout is closed) or its parent process changes, it exits at once (status 3), even inside a
@@ -35,8 +36,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-PROTOCOL = 2
-PROTOCOLS = (1, 2)  # answered; 1 lacks "support"
+PROTOCOL = 3
+# answered; 1 lacks "support"; 3: a model may hold its weights by reference (property hipdnn_ep.weights=host)
+PROTOCOLS = (1, 2, 3)
 HOST_GONE_STATUS = 3  # the exit status of a serving process whose host went away
 _PARENT_POLL_S = 0.25
 

@@ -66,18 +66,18 @@ def test_a_changed_bundled_manifest_needs_a_new_compiler_version(repo, manifest)
     assert pins.check(manifest, repo) == []
     assert f'["{newer}"]' in (repo.root / pins.LOCK).read_text()
     # the EP still accepts every compiler of the ABI major that speaks its protocol, from the oldest one
-    assert '"hipdnn-ep-compiler[runtime]>=0.2.0,<1"' in repo.pyproject("ep").read_text()
+    assert '"hipdnn-ep-compiler[runtime]>=0.4.1,<1"' in repo.pyproject("ep").read_text()
 
 
 def test_hand_edited_pins_are_refused(repo, manifest):
-    for package, old, new in (("ep", '"hipdnn-ep-compiler[runtime]>=0.2.0,<1"', '"hipdnn-ep-compiler>=0.1,<0.2"'),
+    for package, old, new in (("ep", '"hipdnn-ep-compiler[runtime]>=0.4.1,<1"', '"hipdnn-ep-compiler>=0.1,<0.2"'),
                               ("compiler", '"hipdnn-ep-runtime>=1.0,<2"', '"hipdnn-ep-runtime>=1.0"')):
         path = repo.pyproject(package)
         assert old in path.read_text()
         path.write_text(path.read_text().replace(old, new))
     found = [str(v) for v in pins.check(manifest, repo)]
     assert any("hipdnn-ep: requires hipdnn-ep-compiler>=0.1,<0.2, the ABI says "
-               "hipdnn-ep-compiler[runtime]>=0.2.0,<1" in v for v in found)
+               "hipdnn-ep-compiler[runtime]>=0.4.1,<1" in v for v in found)
     assert any("extra 'runtime' requires hipdnn-ep-runtime>=1.0, the ABI says hipdnn-ep-runtime>=1.0,<2" in v
                for v in found)
     pins.fix(manifest, repo)
@@ -92,23 +92,24 @@ def test_check_version_needs_the_abi_minor(repo, manifest_text):
 
 
 def test_the_ep_never_pins_a_compiler_that_does_not_answer_its_protocol(repo, manifest):
-    """Compiler 0.1.0 answers protocol 1 only; an EP that speaks 2 must not accept it (pip would pair them)."""
-    assert pins.expected_pins(manifest, repo)["ep:compiler"] == "hipdnn-ep-compiler[runtime]>=0.2.0,<1"
+    """Compilers before 0.4.1 answer protocols 1 and 2 only; an EP that speaks 3 must not accept them (pip would
+    pair them)."""
+    assert pins.expected_pins(manifest, repo)["ep:compiler"] == "hipdnn-ep-compiler[runtime]>=0.4.1,<1"
     path = repo.pyproject("ep")
-    path.write_text(path.read_text().replace('"hipdnn-ep-compiler[runtime]>=0.2.0,<1"',
+    path.write_text(path.read_text().replace('"hipdnn-ep-compiler[runtime]>=0.4.1,<1"',
                                              '"hipdnn-ep-compiler[runtime]>=0.1.0,<1"'))
     found = [str(v) for v in pins.check(manifest, repo)]
-    assert any("requires hipdnn-ep-compiler[runtime]>=0.1.0,<1, the ABI says hipdnn-ep-compiler[runtime]>=0.2.0,<1"
+    assert any("requires hipdnn-ep-compiler[runtime]>=0.1.0,<1, the ABI says hipdnn-ep-compiler[runtime]>=0.4.1,<1"
                in v for v in found)
     # an EP that speaks a protocol no compiler answers yet is refused, naming both files
     header = repo.root / pins.EP_PROTOCOL
-    header.write_text(header.read_text().replace("kCompilerProtocolVersion = 2", "kCompilerProtocolVersion = 3"))
+    header.write_text(header.read_text().replace("kCompilerProtocolVersion = 3", "kCompilerProtocolVersion = 4"))
     found = [str(v) for v in pins.check(manifest, repo)]
-    assert any("speaks compiler protocol 3" in v and pins.COMPILER_PROTOCOLS in v for v in found)
+    assert any("speaks compiler protocol 4" in v and pins.COMPILER_PROTOCOLS in v for v in found)
 
 
 def test_a_compiler_answering_new_protocols_needs_a_new_version(repo, manifest):
     source = repo.root / pins.COMPILER_PROTOCOLS
-    source.write_text(source.read_text().replace("PROTOCOLS = (1, 2)", "PROTOCOLS = (1, 2, 3)"))
+    source.write_text(source.read_text().replace("PROTOCOLS = (1, 2, 3)", "PROTOCOLS = (1, 2, 3, 4)"))
     found = [str(v) for v in pins.check(manifest, repo)]
-    assert any("answers compiler protocols [1, 2, 3]" in v and "Fix: bump" in v for v in found)
+    assert any("answers compiler protocols [1, 2, 3, 4]" in v and "Fix: bump" in v for v in found)
