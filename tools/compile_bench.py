@@ -13,6 +13,7 @@ and printed as one table:
 
     pip install torch transformers onnxscript      (besides the hipdnn-ep wheels)
     python tools/compile_bench.py [--layers 12] [--seq 128] [--profile N] [--keep DIR]
+    python tools/compile_bench.py --model bert-fp16.onnx    (an export made before: no torch needed)
 
 --profile N prints the N most expensive functions (cProfile, cumulative) of the in-process compile.
 """
@@ -118,6 +119,8 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--profile", type=int, default=0, metavar="N")
     ap.add_argument("--keep", type=Path, help="keep the models and caches in this folder")
+    ap.add_argument("--model", type=Path, help="measure this model (inputs input_ids, attention_mask) instead "
+                                               "of exporting one")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -127,8 +130,8 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="compile-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    model = export_bert(folder, args.layers, args.hidden, args.heads)
-    export_s = time.perf_counter() - t
+    model = args.model or export_bert(folder, args.layers, args.hidden, args.heads)
+    export_s = float("nan") if args.model else time.perf_counter() - t
 
     import hipdnn_ep_compiler as hc
     import onnx
@@ -167,8 +170,11 @@ def main() -> None:
             ("session cold (new process, empty cache)", cold.get("session", float("nan")), cold.get("error", "")),
             ("session warm (new process, filled cache)", warm.get("session", float("nan")), warm.get("error", "")),
             ("ORT CPU EP session", cpu_s, "")]
-    print(f"\nBERT-base export: {len(m.graph.node)} nodes, {args.layers} layers, hidden {args.hidden}, fp16 "
-          f"(keep_io_types), run at batch {args.batch}, seq {args.seq}")
+    if args.model:
+        print(f"\n{args.model.name}: {len(m.graph.node)} nodes, run at batch {args.batch}, seq {args.seq}")
+    else:
+        print(f"\nBERT-base export: {len(m.graph.node)} nodes, {args.layers} layers, hidden {args.hidden}, fp16 "
+              f"(keep_io_types), run at batch {args.batch}, seq {args.seq}")
     print(f"{'':44} {'seconds':>9} {'vs ORT CPU':>10}  note")
     for name, secs, note in rows:
         print(f"{name:44} {secs:9.2f} {ratio(secs) if name != rows[0][0] else '':>10}  {note}")

@@ -227,3 +227,28 @@ def test_supported_ops_lists_required_ops():
     for op in ("Add", "MatMul", "Gemm", "Softmax", "LayerNormalization", "Reshape", "Shape", "Where", "Gelu"):
         assert op in ops["ai.onnx"]
     assert "Gelu" in ops["com.microsoft"]
+
+
+def test_shape_inference_gets_large_weights_as_typed_inputs_and_gives_the_same_model(monkeypatch):
+    """ONNX shape inference copies every initializer in and out: large ones go in as typed inputs (their
+    values decide no shape), small ones (a Reshape target) as they are; the model comes back as inference
+    of the whole model gives it, weights included, and the caller's model is left as it was."""
+    from hipdnn_ep_compiler.frontend import loader
+
+    w = const("w", np.arange(8 * 1024, dtype=np.float32).reshape(8, 1024))
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Reshape", ["m", "target"], ["r"]),
+             helper.make_node("Relu", ["r"], ["y"])]
+    model = make_model(nodes, [("x", T.FLOAT, ["batch", 8])], [("y", T.FLOAT, None)],
+                       [w, const("target", np.array([-1, 32, 32], np.int64))])
+    given = model.SerializeToString()
+    seen = []
+    infer = onnx.shape_inference.infer_shapes
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes",
+                        lambda m, *a, **k: seen.append([t.name for t in m.graph.initializer]) or infer(m, *a, **k))
+    loaded, _ = load_model(model)
+    assert seen == [["target"]]
+    assert model.SerializeToString() == given
+    whole = infer(model, strict_mode=True, data_prop=True)
+    assert loaded.SerializeToString(deterministic=True) == whole.SerializeToString(deterministic=True)
+    assert [d.dim_value for d in loaded.graph.output[0].type.tensor_type.shape.dim][1:] == [32, 32]  # read "target"
+    assert loader.INFERENCE_DATA_LIMIT < 8 * 1024

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 import onnx
 from conftest import const, make_model
 from onnx import TensorProto, helper
 
+from hipdnn_ep_compiler import compiler
 from hipdnn_ep_compiler.protocol import handle
 from hipdnn_ep_compiler.support import check_support
 
@@ -90,3 +93,20 @@ def test_a_model_whose_weights_the_host_holds_is_checked_without_them(tmp_path):
     assert [(v.name, v.supported, v.reason) for v in check_support(tmp_path / "m.onnx")] == [
         ("matmul", True, ""), ("cos", False, "op Cos of domain ai.onnx is not supported"), ("relu", True, ""),
         ("matmul2", True, "")]
+
+
+def test_a_model_that_compiles_whole_is_shape_inferred_once(tmp_path, monkeypatch):
+    """The intermediates' types are for the reduced models of a refusal: a model claimed whole is not
+    inferred for them (the compile's own inference is the only one; a copy of every weight each), a
+    refused one is, and still gets its verdicts."""
+    monkeypatch.setattr(compiler, "_kept", OrderedDict())  # no lowering kept by an earlier test of these bytes
+    calls = []
+    infer = onnx.shape_inference.infer_shapes
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", lambda *a, **k: calls.append(1) or infer(*a, **k))
+    onnx.save(_chain(TensorProto.FLOAT), tmp_path / "f.onnx")
+    assert all(v.supported for v in check_support(tmp_path / "f.onnx"))
+    assert len(calls) == 1
+    calls.clear()
+    onnx.save(_chain(TensorProto.INT8), tmp_path / "i.onnx")
+    assert not any(v.supported for v in check_support(tmp_path / "i.onnx"))
+    assert len(calls) > 2

@@ -98,6 +98,53 @@ def test_broadcast_of_two_dims_is_symmetric_and_idempotent():
     assert s.broadcast([ab, ab], [ab, ab]) == [ab, ab]
 
 
+
+def test_a_select_on_the_sign_of_a_dim_keeps_the_non_negative_side():
+    # Slice's end "e < 0 ? e + dim : e" with e a dim (BERT's position ids sliced by the sequence length)
+    assert s.select_negative("a", s.add("a", 512), "a") == "a"
+    assert s.select_negative(s.mul(2, "a", "b"), 0, "b") == "b"
+    # not for a value that may be negative: an input value, or a difference of dims
+    assert s.select_negative("v0_0", s.add("v0_0", 512), "v0_0") != "v0_0"
+    kept = s.select_negative(s.sub("a", "b"), 0, "a")
+    assert kept != "a" and s.evaluate(kept, {"a": 2, "b": 3}) == 0
+
+
+def test_maximum_and_minimum_of_a_dim_and_a_non_positive_constant():
+    assert s.maximum("a", 0) == "a" and s.maximum(0, s.add("a", "b")) == s.add("a", "b")
+    assert s.maximum(-3, "a") == "a"
+    assert s.minimum("a", 0) == 0 and s.minimum(-2, s.mul("a", "b")) == -2
+    # not for a value that may be negative, nor a positive constant
+    for kept in (s.maximum(s.add("a", -1), 0), s.maximum("v0_0", 0), s.minimum("v0_0", 0), s.maximum("a", 1),
+                 s.minimum("a", 512)):
+        assert isinstance(kept, tuple) and kept[0] in ("max", "min")
+    assert s.evaluate(s.maximum(s.add("a", -1), 0), {"a": 0}) == 0
+
+
+def test_a_select_of_zero_at_zero_is_its_argument():
+    m = s.minimum("a", 512)
+    assert s.select_zero(m, 0, m) == m  # a Slice's count "span == 0 ? 0 : span"
+    # not when the zero side is another value, or the other side is not the argument
+    for kept in (s.select_zero(m, 1, m), s.select_zero(m, 0, "a")):
+        assert isinstance(kept, tuple) and kept[0] == "selzero"
+    assert s.evaluate(s.select_zero(m, 1, m), {"a": 0}) == 1
+
+
+def test_broadcast_of_a_dim_and_its_cap_is_the_dim():
+    """min(seq, 512) against seq (BERT's position embeddings added to the token embeddings): they
+    broadcast only where equal or both 1, so the result is seq for every valid pair."""
+    capped = s.minimum("a", 512)
+    assert s.broadcast([capped, 768], ["b", "a", 768]) == ["b", "a", 768]
+    assert s.broadcast(["a"], [capped]) == ["a"]
+    for a in (0, 1, 2, 512):  # the valid bindings: min(a, 512) == a
+        assert s.evaluate(capped, {"a": a}) == a
+    assert s.broadcast([s.minimum("a", 1)], ["a"]) == ["a"]  # min(a, 1) is 1 (or 0 with a) where valid
+    # not a cap by another dim (min(a, c) = 0 against a = 1 broadcasts to 0), nor another dim's cap
+    for other, cap in (("a", s.minimum("a", "c")), ("b", capped)):
+        [kept] = s.broadcast([cap], [other])
+        assert isinstance(kept, tuple) and kept[0] == "selzero"
+    assert s.evaluate(s.broadcast([s.minimum("a", "c")], ["a"])[0], {"a": 1, "c": 0}) == 0
+    assert not s._capped(("min", 0, "a"), "a")  # a cap of 0: min(a, 0) = 0 against a = 1 broadcasts to 0
+
 def _clamp_chain(depth: int) -> s.Expr:
     """A Slice [1:-1] count applied `depth` times: each level uses the previous one three times."""
     d = "d0_0"

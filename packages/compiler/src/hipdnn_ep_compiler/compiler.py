@@ -151,7 +151,8 @@ def lowering_key(path: str | Path, manifest: str | Path | None, abi: str | tuple
     h = hashlib.sha256(b"lowering 1\0")
     try:
         data = Path(path).read_bytes()
-        h.update(len(data).to_bytes(8, "little") + data)
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)  # the same digest as of the two joined, without a copy of the file
         external = set()
         if b"location" in data:  # only models with external data name one
             proto = onnx.load_from_string(data)

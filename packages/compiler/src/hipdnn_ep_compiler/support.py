@@ -133,6 +133,15 @@ def _check(model: onnx.ModelProto, folder: Path, target) -> None:
         path.unlink(missing_ok=True)
 
 
+def _typed(model: onnx.ModelProto) -> onnx.ModelProto:
+    """model with the types of its intermediates inferred: a refusal turns some into graph inputs.  Only
+    computed once a node is refused (a whole-model pass needs none, and it costs a copy of the weights)."""
+    try:
+        return onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - the checks report what is wrong with the model
+        return model
+
+
 def check_support(model_or_path: onnx.ModelProto | str | Path, backend: str = "cpu",
                   abi: str | tuple[int, int] | None = None,
                   manifest: str | Path | None = None) -> list[NodeVerdict]:
@@ -155,10 +164,6 @@ def check_support(model_or_path: onnx.ModelProto | str | Path, backend: str = "c
             raise ModelError(f"model file not found: {model_or_path}") from None
         except Exception as exc:
             raise ModelError(f"{model_or_path}: not a readable ONNX model ({exc})") from exc
-    try:  # types of intermediates, for the values a refusal turns into graph inputs
-        model = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - the checks below report what is wrong with the model
-        pass
     nodes = model.graph.node
     reasons: dict[int, str] = {}
     for i, node in enumerate(nodes):
@@ -167,22 +172,28 @@ def check_support(model_or_path: onnx.ModelProto | str | Path, backend: str = "c
             reasons[i] = why
     with tempfile.TemporaryDirectory(prefix="hipdnn-ep-support-") as tmp:
         folder = Path(tmp)
+        if reasons:
+            model = _typed(model)
         if base is not None and reasons:
             _copy_external_data(model, base, folder)
         while len(reasons) < len(nodes):
-            reduced, kept = _without(model, set(reasons))
             try:
                 if not reasons and base is not None:  # the model as given: no copy, kept for its compile
+                    reduced, kept = model, list(range(len(nodes)))
                     _check_path(Path(model_or_path), target, lowering_key(model_or_path, manifest, abi))
                 else:
+                    reduced, kept = _without(model, set(reasons))
                     _check(reduced, folder, target)
                 break
             except Exception as exc:  # noqa: BLE001 - any refusal, or a compiler bug, refuses nodes, never the graph
                 message = str(exc) if isinstance(exc, CompileError) else \
                     f"internal compiler error ({type(exc).__name__}: {(str(exc).splitlines() or [''])[0]})"
                 blamed, reason = _blamed(message, reduced, kept)
-                if base is not None and not reasons:
-                    _copy_external_data(model, base, folder)
+                if not reasons:  # the first refusal: the reduced models need the intermediates' types
+                    model = _typed(model)
+                    nodes = model.graph.node
+                    if base is not None:
+                        _copy_external_data(model, base, folder)
                 for i in blamed:
                     reasons[i] = reason
     return [NodeVerdict(i, n.name, n.op_type, n.domain, i not in reasons, reasons.get(i, ""))

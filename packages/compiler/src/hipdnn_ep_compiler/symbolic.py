@@ -332,6 +332,9 @@ def maximum(a: Expr, b: Expr) -> Expr:
         return max(a, b)
     if a == b:
         return a
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, int) and x <= 0 and nonnegative(y):
+            return y  # max(d, 0) == d for d >= 0 (a Slice's span, a clamp's lower bound)
     (ca, base_a), (cb, base_b) = _split_coeff(a), _split_coeff(b)
     if base_a == base_b and ca >= 0 and cb >= 0 and nonnegative(base_a):
         return mul(max(ca, cb), base_a)  # max(2x, 3x) == 3x for x >= 0
@@ -343,6 +346,9 @@ def minimum(a: Expr, b: Expr) -> Expr:
         return min(a, b)
     if a == b:
         return a
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, int) and x <= 0 and nonnegative(y):
+            return x  # min(d, c) == c for d >= 0 >= c
     return _bounded(("min", *sorted((a, b), key=_key)))
 
 
@@ -350,7 +356,7 @@ def select_negative(x: Expr, if_negative: Expr, otherwise: Expr) -> Expr:
     """x < 0 ? if_negative : otherwise."""
     if isinstance(x, int):
         return if_negative if x < 0 else otherwise
-    if if_negative == otherwise:
+    if if_negative == otherwise or nonnegative(x):  # a dim is never negative (Slice's end = a dim)
         return otherwise
     return _bounded(("selneg", x, if_negative, otherwise))
 
@@ -359,7 +365,7 @@ def select_zero(x: Expr, if_zero: Expr, otherwise: Expr) -> Expr:
     """x == 0 ? if_zero : otherwise."""
     if isinstance(x, int):
         return if_zero if x == 0 else otherwise
-    if if_zero == otherwise:
+    if if_zero == otherwise or (if_zero == 0 and otherwise == x):  # x == 0 ? 0 : x is x
         return otherwise
     return _bounded(("selzero", x, if_zero, otherwise))
 
@@ -454,8 +460,22 @@ def broadcast_dim(x: Expr, y: Expr) -> Expr:
     again with its own mirror image (Add(y, Transpose(y))) gives the same expression, not a bigger one.
     An invalid pair is never sized from: the kernels that consume the operands refuse it, and Expand
     checks each axis."""
+    for a, b in ((x, y), (y, x)):
+        if _capped(a, b):
+            return b
     x, y = sorted((x, y), key=_key)
     return select_zero(add(x, -1), y, x)
+
+
+def _capped(a: Expr, b: Expr) -> bool:
+    """Whether a is min(b, c) for a constant c >= 1 (a length sliced from a fixed-size buffer: BERT's
+    position ids, min(sequence, 512)).  a and b then broadcast only where they are equal or b is 1 (a
+    is 1 exactly where b is, and a < b means a = c > 1 != b), so their broadcast is b for every valid
+    pair.  A cap c <= 0 is no such case: min(b, 0) = 0 against b = 1 broadcasts to 0."""
+    if not (isinstance(a, tuple) and a[0] == "min" and len(a) == 3):
+        return False
+    c, other = (a[1], a[2]) if isinstance(a[1], int) else (a[2], a[1])
+    return isinstance(c, int) and c >= 1 and other == b
 
 
 def broadcast(a: list[Expr], b: list[Expr]) -> list[Expr]:
