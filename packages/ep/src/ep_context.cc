@@ -47,7 +47,8 @@ std::string InstallKey(const PrivateDir& cache_dir) {
     }
     cache_dir.PublishNew(kName, fresh, 0600);
   }
-  std::string key = cache_dir.Read(kName, "install key", kMaxMetadataBytes, FileOwner::kMeOnly);
+  // The key is 64 hex digits; a larger file is damaged, and is not read.
+  std::string key = cache_dir.Read(kName, "install key", 4096, FileOwner::kMeOnly);
   const bool valid = key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
                        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
                      });

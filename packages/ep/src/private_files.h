@@ -25,9 +25,6 @@ namespace hipdnn_ep {
 // compiled program, far below what would exhaust memory.  Checked with fstat
 // before reading, so a sparse or endless file costs nothing.
 constexpr uint64_t kMaxArtifactBytes = uint64_t{1} << 30;  // 1 GiB
-// The largest metadata file the EP reads (entry.json, support/*.json,
-// compilers/*.json, install.key).
-constexpr uint64_t kMaxMetadataBytes = uint64_t{16} << 20;  // 16 MiB
 
 // Thrown by ReadRegularFile and PrivateDir::Read when the file (or a folder
 // on its way) does not exist.
