@@ -134,6 +134,9 @@ SIZES: dict[str, LlamaSpec] = {
     # Llama-3.1-8B's per-layer shape, AWQ-like int4 (block 128 with zero points)
     "llama3-8b-8l": LlamaSpec(vocab=128256, hidden=4096, intermediate=14336, layers=8, heads=32, kv_heads=8,
                               head_dim=128, max_length=4096, block_size=128, zero_points=True, dtype="float16"),
+    # Llama-3.2-1B's per-layer shape with 32 layers: an 8B's depth at a quarter of its weight bytes
+    "llama3-1b-32l": LlamaSpec(vocab=128256, hidden=2048, intermediate=8192, layers=32, heads=32, kv_heads=8,
+                               head_dim=64, max_length=4096, block_size=128, zero_points=True, dtype="float16"),
     "llama3-8b": LlamaSpec(vocab=128256, hidden=4096, intermediate=14336, layers=32, heads=32, kv_heads=8,
                            head_dim=128, max_length=4096, block_size=128, zero_points=True, dtype="float16"),
 }
