@@ -138,11 +138,11 @@ def matrix(session: nox.Session) -> None:
     Wheels are built once per content into build/matrix/wheels; the table goes to stdout and
     build/matrix/matrix.md. Options after `--`: `--gpu auto|cuda|none`, `--no-replay`, `--no-example`,
     `--cache DIR`, `--jobs N`, `--pack-offline DIR` (a bundle for a GPU machine with no registry, run there
-    with `python3 integration/matrix.py --offline DIR`; integration/README.md)."""
+    with `python3 integration/matrix --offline DIR`; integration/README.md)."""
     # uv on the session's PATH builds the wheels and makes each cell's venv; cmake and ninja build the
     # downstream example against each runtime wheel
     session.install("packaging", "uv", "cmake>=3.26", "ninja")
-    session.run("python", str(ROOT / "integration/matrix.py"), *session.posargs)
+    session.run("python", str(ROOT / "integration/matrix"), *session.posargs)
 
 
 @nox.session(default=False)

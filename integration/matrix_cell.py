@@ -1,4 +1,4 @@
-"""One cell of the compatibility matrix, run by integration/matrix.py inside the cell's own virtual
+"""One cell of the compatibility matrix, run by integration/matrix inside the cell's own virtual
 environment (one hipdnn-ep, one hipdnn-ep-compiler, one hipdnn-ep-runtime, onnxruntime).
 
     python matrix_cell.py run  --out DIR [--backend cpu|cuda] [--runtime-library PATH] [--from-context DIR]
