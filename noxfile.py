@@ -128,7 +128,7 @@ def wheels(session: nox.Session) -> None:
 @nox.session(default=False, venv_backend="none")
 def release(session: nox.Session) -> None:
     """Bump rules of the three wheels (`-- check`, the default), or release one (`-- cut runtime|compiler|ep`)."""
-    session.run("python3", str(ROOT / "tools/release.py"), *(session.posargs or ["check"]))
+    session.run("python3", str(ROOT / "tools/release/release.py"), *(session.posargs or ["check"]))
 
 
 @nox.session
@@ -156,13 +156,13 @@ def demo(session: nox.Session) -> None:
 @nox.session(venv_backend="none", default=False)
 def gpu(session: nox.Session) -> None:
     """On a machine with an NVIDIA GPU: build the cuda runtime, run the GPU suite and memcheck, print a table."""
-    session.run("bash", str(ROOT / "tools/gpu_test.sh"), *session.posargs, external=True)
+    session.run("bash", str(ROOT / "tools/gpu/gpu_test.sh"), *session.posargs, external=True)
 
 
 @nox.session(venv_backend="none", default=False)
 def hip_check(session: nox.Session) -> None:
     """Compile every GPU kernel for gfx1100 and gfx1151 with Debian's clang-19 and HIP headers (no AMD GPU needed)."""
-    session.run("bash", str(ROOT / "tools/hip_check.sh"), *session.posargs, external=True)
+    session.run("bash", str(ROOT / "tools/gpu/hip_check.sh"), *session.posargs, external=True)
 
 
 if __name__ == "__main__":

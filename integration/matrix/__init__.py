@@ -4,7 +4,7 @@
                                  [--jobs N] [--pack-offline DIR]
     python integration/matrix --offline DIR [--gpu cuda] [--jobs N] [--cache DIR]   (no registry, uv or git)
 
-1. Finds every release of each wheel in HEAD's history (``tools/release.py``: by tag, else by the
+1. Finds every release of each wheel in HEAD's history (``tools/release/release.py``: by tag, else by the
    ``Release <package> <version>`` commit) plus HEAD itself (the working tree), and builds each
    wheel once: from the working tree, or from a ``git archive`` of the release commit. Wheels are
    cached under ``<cache>/wheels`` by package and content (the git tree of what the wheel is built

@@ -105,10 +105,10 @@ def read_wheel(package: str, label: str, path: Path, note: str = "") -> Wheel:
 
 
 def fetch_third_party() -> None:
-    """The headers of THIRD_PARTY (ORT's, nlohmann/json), fetched once by tools/fetch_third_party.sh."""
+    """The headers of THIRD_PARTY (ORT's, nlohmann/json), fetched once by tools/release/fetch_third_party.sh."""
     if not ((THIRD_PARTY / "ort-headers/onnxruntime_ep_c_api.h").exists()
             and (THIRD_PARTY / "nlohmann-json/nlohmann/json.hpp").exists()):
-        subprocess.run(["bash", str(ROOT / "tools/fetch_third_party.sh"), str(THIRD_PARTY)], check=True)
+        subprocess.run(["bash", str(ROOT / "tools/release/fetch_third_party.sh"), str(THIRD_PARTY)], check=True)
 
 
 class Builder:
@@ -129,7 +129,7 @@ class Builder:
                str(root / "packages" / source.package)]
         if source.package in ("ep", "runtime"):
             # The headers of third_party/ (an exported commit has none). Releases built before
-            # tools/fetch_third_party.sh ignore the nlohmann/json define.
+            # tools/release/fetch_third_party.sh ignore the nlohmann/json define.
             fetch_third_party()
             cmd += ["-C", f"cmake.define.HIPDNN_EP_JSON_INCLUDE_DIR={THIRD_PARTY / 'nlohmann-json'}"]
         if source.package == "ep":

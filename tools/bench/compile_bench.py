@@ -12,8 +12,8 @@ and printed as one table:
   max |error|      the EP's outputs against ORT's CPU EP on the same feeds
 
     pip install torch transformers onnxscript      (besides the hipdnn-ep wheels)
-    python tools/compile_bench.py [--layers 12] [--seq 128] [--profile N] [--keep DIR]
-    python tools/compile_bench.py --model bert-fp16.onnx    (an export made before: no torch needed)
+    python tools/bench/compile_bench.py [--layers 12] [--seq 128] [--profile N] [--keep DIR]
+    python tools/bench/compile_bench.py --model bert-fp16.onnx    (an export made before: no torch needed)
 
 --profile N prints the N most expensive functions (cProfile, cumulative) of the in-process compile.
 """

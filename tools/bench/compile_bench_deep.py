@@ -1,8 +1,8 @@
 """Compile time and memory of deep generated graphs, one table: the compiler's shape reasoning must
 cost what the graph's size does, not what its depth's power does.
 
-    python tools/compile_bench_deep.py                  every pattern at depths 8, 10, 11, 100
-    python tools/compile_bench_deep.py --depths 8 100 --patterns add_transpose --timeout 60
+    python tools/bench/compile_bench_deep.py                  every pattern at depths 8, 10, 11, 100
+    python tools/bench/compile_bench_deep.py --depths 8 100 --patterns add_transpose --timeout 60
 
 Patterns (packages/compiler/tests/support/deep_graphs.py, shared with the compiler's regression
 test): `add_transpose` y = Add(y, Transpose(y)) on y[a, b]; `slice` y = y[1:-1] on y[a, 4];
@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "packages" / "compiler" / "tests"))
 
 DEPTHS = (8, 10, 11, 100)

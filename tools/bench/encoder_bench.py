@@ -2,9 +2,9 @@
 by one, and replayed from a captured graph) against PyTorch eager and PyTorch's CUDA-graph replay on
 the same weights, and ONNX Runtime's CUDA EP when installed (with and without its CUDA graph).
 
-    python tools/encoder_bench.py --make DIR     where the compiler is: compile the fixed (seq 128)
+    python tools/bench/encoder_bench.py --make DIR     where the compiler is: compile the fixed (seq 128)
                                                  and the dynamic encoder for the cuda backend
-    python tools/encoder_bench.py DIR            on the GPU machine: run, compare, print one table
+    python tools/bench/encoder_bench.py DIR            on the GPU machine: run, compare, print one table
 
 The encoder: 12 layers, hidden 768, 12 heads, FFN 3072, batch 1, standard ONNX ops only (MatMul,
 Add, Slice/Reshape/Transpose for the heads, Softmax with an additive mask from attention_mask,
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
 from gpu_timing import DeviceProgram, time_loop, time_torch_graph  # noqa: E402
 
 LAYERS, HIDDEN, HEADS, FFN, SEQ = 12, 768, 12, 3072, 128

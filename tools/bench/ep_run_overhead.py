@@ -1,10 +1,10 @@
 """Per-Run host time of the EP through ONNX Runtime, next to ORT's own CPU EP on the same model.
 
-    python tools/ep_run_overhead.py [--device cpu|gpu] [--runs N]     (needs the compiler installed)
+    python tools/bench/ep_run_overhead.py [--device cpu|gpu] [--runs N]     (needs the compiler installed)
 
-Models: the 3-node graph of tools/gpu_artifacts.py (Add, Relu, Mul on [1, 64]; the work is
+Models: the 3-node graph of tools/gpu/gpu_artifacts.py (Add, Relu, Mul on [1, 64]; the work is
 negligible, so the time is the per-Run overhead) and a small dynamic attention block
-(tools/models.py, hidden 64, 4 heads) at sequence 7 and 128. Each is run `--runs` times with
+(tools/models/models.py, hidden 64, 4 heads) at sequence 7 and 128. Each is run `--runs` times with
 InferenceSession.run and numpy feeds (the same Python call overhead in every column); the outputs
 are compared with ORT's CPU EP first. `--device gpu` puts the EP on the GPU the runtime drives.
 Prints one table of microseconds per Run (the fastest of 5 rounds).
@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("models", "gpu")]
 import models  # noqa: E402
 from gpu_artifacts import three_node_model  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The LLM kernels alone on a GPU, at Llama-3.1-8B's shapes, against their floors, in one table.
 
-    python tools/llm_kernel_bench.py [--backend cuda] [--only gemv] [--iters 20] [--json FILE]
+    python tools/bench/llm_kernel_bench.py [--backend cuda] [--only gemv] [--iters 20] [--json FILE]
 
 Each case calls one runtime kernel (hipdnn_ep_kernel_*) on device arrays through the runtime's Python
 module, `--iters` times after a warm-up, and takes its device time from the CUDA profiler (CUPTI through

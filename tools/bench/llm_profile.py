@@ -1,9 +1,9 @@
 """Where an LLM's prefill and decode time goes on a GPU: every kernel the process runs (this EP's, ORT's,
 the GEMM library's) recorded by torch.profiler through CUPTI, as tables of the kernels that take the most
 device time, per prefill and per decode step. The kernels alone, against their floors, are
-tools/llm_kernel_bench.py's.
+tools/bench/llm_kernel_bench.py's.
 
-    python tools/llm_profile.py MODEL_FOLDER [--ep hipdnn|cuda] [--option backend=cuda] [-l 128] [-g 16]
+    python tools/bench/llm_profile.py MODEL_FOLDER [--ep hipdnn|cuda] [--option backend=cuda] [-l 128] [-g 16]
 
 The model runs as `hipdnn-ep bench --io binding` runs it (hipdnn_ep.bench): one warm-up repetition, then
 one profiled prefill and `-g` profiled decode steps. Needs torch with CUDA (CUPTI).

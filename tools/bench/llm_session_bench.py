@@ -1,6 +1,6 @@
 """Session creation of LLM-shaped int4 models with hipdnn-ep, against ONNX Runtime's CPU EP, as one table.
 
-For each model (an onnxruntime-genai folder given with --model, or one tools/llm_models.py writes with
+For each model (an onnxruntime-genai folder given with --model, or one tools/models/llm_models.py writes with
 --size), each cell is a fresh process that creates one InferenceSession of the decoder and reports:
 
   ort-cpu   ONNX Runtime's CPU EP alone (the reference: loading the weights is most of its work)
@@ -14,8 +14,8 @@ and at its peak), as a multiple of the model's weight bytes, and the compiler pr
 resident set (it is a separate process, whose memory is returned when it idles out or its host
 exits).
 
-    python tools/llm_session_bench.py --size llama3-8b-8l --size llama3-8b [--repeat 3]
-    python tools/llm_session_bench.py --model FOLDER [--option backend=cuda]
+    python tools/bench/llm_session_bench.py --size llama3-8b-8l --size llama3-8b [--repeat 3]
+    python tools/bench/llm_session_bench.py --model FOLDER [--option backend=cuda]
 
 A second table (--phases) splits a compile of each decoder, in a fresh process, into the compiler's
 stages: imports, load (ONNX checker, shape inference), import to the IR, the pass pipeline, lowering to
@@ -185,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", action="append", default=[], help="an onnxruntime-genai model folder (repeatable)")
-    ap.add_argument("--size", action="append", default=[], help="a tools/llm_models.py size to write (repeatable)")
+    ap.add_argument("--size", action="append", default=[],
+                    help="a tools/models/llm_models.py size to write (repeatable)")
     ap.add_argument("--repeat", type=int, default=3, help="repetitions per cell (default 3)")
     ap.add_argument("--option", action="append", default=[], help="KEY=VALUE EP option (repeatable)")
     ap.add_argument("--work", type=Path, help="folder for the models written for --size (kept)")
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.model and not args.size:
         args.size = ["small"]
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="llm-session-bench-") as tmp:
         root = Path(tmp)

@@ -1,4 +1,4 @@
-"""Session-creation latency of onnxruntime with hipdnn-ep for the demo encoder (tools/models.py),
+"""Session-creation latency of onnxruntime with hipdnn-ep for the demo encoder (tools/models/models.py),
 dynamic [batch, seq] and fixed [2, 128], measured in fresh processes and printed as one table
 (median and min over the repetitions).
 
@@ -18,7 +18,7 @@ imports: the first answer's time less a second one's), capabilities, support and
 each model, as the EP asks them; and the import time (-X importtime, cumulative) of the heaviest
 modules. What a cold session takes beyond these is the EP's and ONNX Runtime's own work.
 
-    python tools/session_latency.py [--repeat N] [--python PY ...]
+    python tools/bench/session_latency.py [--repeat N] [--python PY ...]
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     pythons = args.python or [sys.executable]
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
     import onnx
     from models import attention_model
 

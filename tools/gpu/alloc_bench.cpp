@@ -1,4 +1,4 @@
-// Allocator throughput without any interpreter in the loop (tools/gpu_bench.py builds and calls it):
+// Allocator throughput without any interpreter in the loop (tools/gpu/gpu_bench.py builds and calls it):
 // one allocation pattern, a flat array of (op, slot, bytes) triples with op 0 = allocate into slot,
 // 1 = free slot, 2 = move slot to slot `bytes`, replayed in C++ against
 //   * hipdnn-ep's caching allocator through the runtime's C ABI (hipdnn_ep_malloc / hipdnn_ep_free),

@@ -3,7 +3,7 @@
 The GPU test machine has no MLIR bindings, so the artifacts are compiled ahead of time where
 the compiler is installed and travel with the source tree:
 
-    python tools/gpu_artifacts.py [OUT_DIR]      (default: build/gpu-artifacts)
+    python tools/gpu/gpu_artifacts.py [OUT_DIR]      (default: build/gpu-artifacts)
 
 Each model gets OUT_DIR/<name>/ holding the artifact (program.so with its metadata) and
 feeds.npz: the graph inputs (one set per shape, `<shape>/<input>`) then the weights in
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
 import llm_models  # noqa: E402
 import models  # noqa: E402
 
@@ -86,7 +86,7 @@ def int_division_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-# One-layer Llama-like LLMs (tools/llm_models.py): the fixed-shape decode step with the shared KV
+# One-layer Llama-like LLMs (tools/models/llm_models.py): the fixed-shape decode step with the shared KV
 # buffer (GroupQueryAttention with fused rotary), and the dynamic model with RotaryEmbedding nodes.
 LLM_TINY = llm_models.LlamaSpec(vocab=128, layers=1, max_length=16)
 LLM_DECODE = dataclasses.replace(LLM_TINY, shared_kv=True).fixed("decode", 0)
@@ -124,7 +124,7 @@ def cases() -> dict[str, tuple[onnx.ModelProto, dict[str, dict[str, np.ndarray]]
             for n in (7, 300)}),
         "llm_decode_shared_kv": (llm_model(LLM_DECODE), _feeds_llm(LLM_DECODE, [(1, 5), (1, 9)])),
         "llm_rotary_dynamic": (llm_model(LLM_ROTARY), _feeds_llm(LLM_ROTARY, [(1, 5), (4, 0)])),
-        # One BERT-base-shaped encoder layer (hidden 768, 12 heads, seq 128), for tools/gpu_bench.py.
+        # One BERT-base-shaped encoder layer (hidden 768, 12 heads, seq 128), for tools/gpu/gpu_bench.py.
         "bert_layer_seq128": (models.attention_model(batch=1, seq=128, hidden=768, heads=12),
                               {"b1s128": models.attention_feeds(1, 128, hidden=768, seed=5)}),
     }
@@ -132,7 +132,7 @@ def cases() -> dict[str, tuple[onnx.ModelProto, dict[str, dict[str, np.ndarray]]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", nargs="?", default=str(Path(__file__).resolve().parents[1] / "build/gpu-artifacts"))
+    parser.add_argument("out", nargs="?", default=str(Path(__file__).resolve().parents[2] / "build/gpu-artifacts"))
     parser.add_argument("--backend", default="cuda", choices=("cuda", "hip"))
     args = parser.parse_args(argv)
     import hipdnn_ep_compiler as hc

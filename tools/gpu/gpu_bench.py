@@ -1,20 +1,20 @@
 """First GPU benchmarks of the runtime, side by side in one run, as ratios.
 
-    python tools/gpu_bench.py [--artifacts build/gpu-artifacts] [--backend cuda]
+    python tools/gpu/gpu_bench.py [--artifacts build/gpu-artifacts] [--backend cuda]
 
 1. The caching allocator against cudaMalloc/cudaFree (through cupy) and PyTorch's caching
    allocator on a realistic inference pattern: the activations of a BERT-base-shaped encoder
    (12 layers, hidden 768, float16) allocated and freed in layer order, at a fixed sequence
    128 and at sequences that change from run to run (dynamic shapes). The pattern is replayed
-   from C++ (tools/alloc_bench.cpp, compiled here with g++, against PyTorch's c10 allocator when
+   from C++ (tools/gpu/alloc_bench.cpp, compiled here with g++, against PyTorch's c10 allocator when
    torch is importable), so no figure includes an interpreter call.
    Fragmentation: bytes reserved over peak bytes in use after the pattern.
-2. Per-Run host overhead on a 3-node graph (tools/gpu_artifacts.py's three_node: Add, Relu, Mul
+2. Per-Run host overhead on a 3-node graph (tools/gpu/gpu_artifacts.py's three_node: Add, Relu, Mul
    on [1, 64]): hipdnn_ep_artifact_run called through ctypes with device inputs, the output
    freed each time, with and without graph replay; host time per run without waiting, and per
    run once the device is done;
    PyTorch eager issuing the same three ops as the reference.
-3. One BERT-base-shaped encoder layer (tools/models.py attention_model: hidden 768, 12 heads,
+3. One BERT-base-shaped encoder layer (tools/models/models.py attention_model: hidden 768, 12 heads,
    seq 128, float32, batch 1) as a compiled program with device-resident weights, against the
    same layer in PyTorch eager and as a replayed CUDA graph, on the same weights and inputs
    (their outputs are compared first).
@@ -56,7 +56,7 @@ def activation_pattern(seq: int) -> list[tuple[str, int, int]]:
 
 def encode_ops(seqs: list[int]) -> np.ndarray:
     """The patterns of these sequences, one after the other (each ends with nothing live), as the
-    (op, slot, bytes) int64 triples tools/alloc_bench.cpp replays."""
+    (op, slot, bytes) int64 triples tools/gpu/alloc_bench.cpp replays."""
     code = {"alloc": 0, "free": 1, "alias": 2}
     triples = []
     for seq in seqs:
@@ -75,7 +75,7 @@ def encode_ops(seqs: list[int]) -> np.ndarray:
 
 
 def build_alloc_bench(out: Path) -> tuple[ctypes.CDLL, bool]:
-    """Compiles tools/alloc_bench.cpp (with PyTorch's allocator when torch is importable)."""
+    """Compiles tools/gpu/alloc_bench.cpp (with PyTorch's allocator when torch is importable)."""
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         raise RuntimeError("nvcc is not on PATH (the CUDA toolkit's headers and libcudart are needed)")
@@ -110,7 +110,7 @@ def bench_allocators(backend: str, rows: list, build: Path) -> None:
     try:
         bench, with_torch = build_alloc_bench(build)
     except (RuntimeError, subprocess.CalledProcessError) as e:
-        rows.append(("allocator benchmark", "n/a", "", f"cannot build tools/alloc_bench.cpp: {e}"))
+        rows.append(("allocator benchmark", "n/a", "", f"cannot build tools/gpu/alloc_bench.cpp: {e}"))
         return
     if with_torch:
         import torch
@@ -150,7 +150,7 @@ def bench_allocators(backend: str, rows: list, build: Path) -> None:
 def bench_run_overhead(artifacts: Path, backend: str, rows: list, runs: int = 5000) -> None:
     directory = artifacts / "three_node"
     if not (directory / "program.so").exists():
-        rows.append(("per-Run overhead (3 nodes)", "n/a", "", f"no {directory}; run tools/gpu_artifacts.py"))
+        rows.append(("per-Run overhead (3 nodes)", "n/a", "", f"no {directory}; run tools/gpu/gpu_artifacts.py"))
         return
     feeds = np.load(directory / "feeds.npz")
     arrays = [feeds["w64/x"], feeds["weight/0"], feeds["weight/1"]]
@@ -237,10 +237,10 @@ def bench_bert_layer(artifacts: Path, backend: str, rows: list, runs: int = 200)
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--artifacts", default=str(Path(__file__).resolve().parents[1] / "build/gpu-artifacts"))
+    parser.add_argument("--artifacts", default=str(Path(__file__).resolve().parents[2] / "build/gpu-artifacts"))
     parser.add_argument("--backend", default="cuda")
-    parser.add_argument("--build", default=str(Path(__file__).resolve().parents[1] / "build/alloc-bench"),
-                        help="where tools/alloc_bench.cpp is compiled")
+    parser.add_argument("--build", default=str(Path(__file__).resolve().parents[2] / "build/alloc-bench"),
+                        help="where tools/gpu/alloc_bench.cpp is compiled")
     args = parser.parse_args(argv)
     rows: list[tuple[str, str, str, str]] = []
     bench_allocators(args.backend, rows, Path(args.build))

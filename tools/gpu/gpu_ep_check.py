@@ -1,8 +1,8 @@
 """End-to-end: EPContext models (compiled ahead of time) run by the EP on the GPU through ONNX
 Runtime, compared with ORT's CPU EP on the source models, fixed and dynamic shapes.
 
-    python tools/gpu_ep_check.py --make DIR   where the compiler is: NAME.onnx + NAME_ctx.onnx pairs
-    python tools/gpu_ep_check.py DIR          on the GPU machine: run and compare them
+    python tools/gpu/gpu_ep_check.py --make DIR   where the compiler is: NAME.onnx + NAME_ctx.onnx pairs
+    python tools/gpu/gpu_ep_check.py DIR          on the GPU machine: run and compare them
 
 --make writes the models with IR version 10 (older ORT reads them) and compiles each into an
 EPContext model with the artifact embedded (`hipdnn-ep compile --embed`). The check needs the GPU
@@ -29,7 +29,7 @@ import hipdnn_ep
 import numpy as np
 import onnxruntime as ort
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("models", "gpu")]
 import models  # noqa: E402
 
 SHAPES = {"attention_dynamic": [(1, 1), (2, 7), (1, 128), (3, 33)], "attention_seq128": [(1, 128)],

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # The GPU test entry point (also `nox -s gpu`), for a machine with an NVIDIA GPU, nvcc and a
 # Python that has scikit-build-core, nanobind, numpy, pytest and torch or cupy; it needs no
-# package index, but third_party/ (tools/fetch_third_party.sh: nlohmann/json for the runtime and
+# package index, but third_party/ (tools/release/fetch_third_party.sh: nlohmann/json for the runtime and
 # the EP, ORT's headers for the EP) must travel with the tree. It builds the runtime with the
 # cuda backend, runs the runtime suite with --gpu=cuda (GPU kernels against the CPU backend, fixed and varying shapes, and the compiled
 # artifacts under tools/gpu_artifacts/ when present, graph capture and replay), runs the GPU kernels again under
 # `compute-sanitizer --tool memcheck` (with the artifacts), builds the EP and runs EPContext
-# models on the GPU through ONNX Runtime (tools/gpu_ep_check.py, when its models and the ORT
+# models on the GPU through ONNX Runtime (tools/gpu/gpu_ep_check.py, when its models and the ORT
 # headers travelled with the tree), and prints a summary table.
 #
-#   tools/gpu_test.sh [LOG_DIR]      (default: build/gpu-test)
+#   tools/gpu/gpu_test.sh [LOG_DIR]      (default: build/gpu-test)
 #
 # Environment: PYTHON (default python3), HIPDNN_EP_CUDA_ARCHITECTURES (default 90),
 # GPU_BUILD_DIR (default build/gpu), SANITIZER=0 to skip the memcheck pass.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOGS=$(mkdir -p "${1:-$ROOT/build/gpu-test}" && cd "${1:-$ROOT/build/gpu-test}" && pwd)
 PYTHON=${PYTHON:-python3}
 BUILD=${GPU_BUILD_DIR:-$ROOT/build/gpu}
@@ -68,8 +68,8 @@ if [ "${SANITIZER:-1}" != 0 ]; then
       "${errors:-no summary}; $(summary "$LOGS/memcheck.log") ($(( $(date +%s) - start )) s)"
 fi
 
-# The EP on the GPU: built when the ORT headers travelled with the tree (tools/fetch_third_party.sh),
-# run on the EPContext models of tools/gpu_ep_check.py --make when they did.
+# The EP on the GPU: built when the ORT headers travelled with the tree (tools/release/fetch_third_party.sh),
+# run on the EPContext models of tools/gpu/gpu_ep_check.py --make when they did.
 cd "$ROOT"
 if [ -f "$ROOT/third_party/ort-headers/onnxruntime_ep_c_api.h" ]; then
   start=$(date +%s)
@@ -79,7 +79,7 @@ if [ -f "$ROOT/third_party/ort-headers/onnxruntime_ep_c_api.h" ]; then
        >> "$LOGS/ep_build.log" 2>&1; then
     row "build EP" "ok" "$(( $(date +%s) - start )) s"
     if [ -d "$ROOT/build/gpu-ep" ]; then
-      $PYTHON tools/gpu_ep_check.py build/gpu-ep > "$LOGS/ep_check.log" 2>&1
+      $PYTHON tools/gpu/gpu_ep_check.py build/gpu-ep > "$LOGS/ep_check.log" 2>&1
       rc=$?
       [ $rc -eq 0 ] || status=1
       row "EP on the GPU (EPContext models)" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
@@ -89,14 +89,14 @@ if [ -f "$ROOT/third_party/ort-headers/onnxruntime_ep_c_api.h" ]; then
       row "EP: bad data at the Run's wait" "$(grep -q 'data check FAILED' "$LOGS/ep_check.log" && echo FAIL || echo ok)" \
           "$(grep -c 'data check passed' "$LOGS/ep_check.log") sessions refused a gather index out of range"
     else
-      row "EP on the GPU (EPContext models)" "skip" "no build/gpu-ep (tools/gpu_ep_check.py --make)"
+      row "EP on the GPU (EPContext models)" "skip" "no build/gpu-ep (tools/gpu/gpu_ep_check.py --make)"
     fi
   else
     status=1
     row "build EP" "FAIL" "see ep_build.log"
   fi
 else
-  row "build EP" "skip" "no third_party/ort-headers (tools/fetch_third_party.sh)"
+  row "build EP" "skip" "no third_party/ort-headers (tools/release/fetch_third_party.sh)"
 fi
 
 echo

@@ -1,7 +1,7 @@
 """What the GPU benchmarks share: calling a compiled program through the runtime's C ABI with its
 inputs and weights resident on the device, and timing a loop of calls.
 
-Used by tools/gpu_bench.py and tools/encoder_bench.py. A program is called with ctypes (no
+Used by tools/gpu/gpu_bench.py and tools/bench/encoder_bench.py. A program is called with ctypes (no
 Python-level copies per run); its outputs come back as device blocks the caller frees, and
 `DeviceProgram.run_once` copies them to numpy for the accuracy checks.
 """

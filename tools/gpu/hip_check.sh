@@ -8,12 +8,12 @@
 # link code objects. gpu_blas.hip needs hipBLASLt, which Debian lacks: it is compiled by the
 # real ROCm build only.
 #
-#   tools/hip_check.sh [ARCH...]          (default: gfx1100 gfx1151)
+#   tools/gpu/hip_check.sh [ARCH...]          (default: gfx1100 gfx1151)
 #
 # Environment: HIP_HEADERS (cache folder, default build/hip-headers), CLANG (default clang++-19;
 # installed with apt-get when missing and running as root).
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 RUNTIME=$ROOT/packages/runtime
 ARCHS=("${@:-gfx1100}")
 [ $# -gt 0 ] || ARCHS=(gfx1100 gfx1151)
@@ -39,7 +39,7 @@ if [ ! -f "$HEADERS/usr/include/hip/hip_runtime.h" ]; then
   for deb in "$HEADERS"/debs/*.deb; do dpkg -x "$deb" "$HEADERS"; done
 fi
 
-[ -f "$ROOT/third_party/nlohmann-json/nlohmann/json.hpp" ] || bash "$ROOT/tools/fetch_third_party.sh"
+[ -f "$ROOT/third_party/nlohmann-json/nlohmann/json.hpp" ] || bash "$ROOT/tools/release/fetch_third_party.sh"
 mkdir -p "$WORK"
 PYTHONPATH=$RUNTIME/abi python3 -m hipdnn_ep_abi --manifest "$RUNTIME/abi/manifest.toml" generate --out "$WORK/abi" >/dev/null
 mapfile -t SOURCES < <(cd "$RUNTIME" && ls src/kernels/gpu/*.hip src/gpu/*.hip | grep -v 'gpu_blas\.hip$')

@@ -4,10 +4,10 @@
 One model per EP serves prompts of 7, 128, 64, 128 and 7 tokens, each followed by decode steps that
 feed both the reference's greedy token (random weights give near-flat distributions, so logits are
 compared, not tokens); then a batch of 2. Prints the largest logit difference and exits 1 above the
-tolerance. The folder is one tools/llm_models.py wrote; its MatMulNBits are set to accuracy_level 0
+tolerance. The folder is one tools/models/llm_models.py wrote; its MatMulNBits are set to accuracy_level 0
 first (at level 4 ORT's CPU kernel quantizes activations to int8, which our kernels do not).
 
-    python tools/llm_genai_check.py FOLDER --backend cuda [--tolerance 1e-3] [--steps 6]
+    python tools/gpu/llm_genai_check.py FOLDER --backend cuda [--tolerance 1e-3] [--steps 6]
 
 Needs onnxruntime >= 1.31, onnxruntime-genai, hipdnn-ep and hipdnn-ep-compiler.
 """

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # The 8B-shaped LLM benchmark on a GPU machine without a package index (the H200): installs carried
-# wheels, builds the runtime with the cuda backend, writes the model with tools/llm_models.py (cached),
+# wheels, builds the runtime with the cuda backend, writes the model with tools/models/llm_models.py (cached),
 # then runs `hipdnn-ep bench` on this EP and, when onnxruntime-gpu was carried, on ORT's CUDA EP in the
-# same run, and optionally the kernel profile (tools/llm_profile.py).
+# same run, and optionally the kernel profile (tools/bench/llm_profile.py).
 #
-#   tools/llm_gpu_bench.sh WHEELS OUT [SIZE] [bench flags...]
+#   tools/gpu/llm_gpu_bench.sh WHEELS OUT [SIZE] [bench flags...]
 #
 # WHEELS: a folder of wheels (*.whl, installed with pip --no-deps --target) and tarballs (*.tar.xz,
 #   unpacked there); a file split for transfer as NAME.part-aa, NAME.part-ab, ... is joined first. It
 #   needs the hipdnn-ep and hipdnn-ep-compiler wheels (built anywhere: they are Python-independent) and
 #   torch-mlir (the compiler's MLIR); onnxruntime-gpu is optional (it adds the CUDA EP to the table).
 # OUT: logs and results (bench.txt, bench.json, profile.txt).
-# SIZE: a tools/llm_models.py size (default llama3-8b-8l; llama3-8b is the 32-layer one), written with
+# SIZE: a tools/models/llm_models.py size (default llama3-8b-8l; llama3-8b is the 32-layer one), written with
 #   --shared-kv under build/llm-models/ once. Bench flags default to -l 128 -g 32 -r 3 -w 1.
 # Environment: PYTHON (default python3), PROFILE=1 to also profile kernels, TESTS=1 to also run the
 #   runtime's GPU LLM kernel tests, HIPDNN_EP_CUDA_ARCHITECTURES (default 90), BACKEND (this EP's
@@ -19,14 +19,14 @@
 #
 # Packing here (a machine with a package index), for a device that takes at most ~60 MiB per call:
 #
-#   tools/llm_gpu_bench.sh --pack DIR TORCH_MLIR_WHEEL [ONNXRUNTIME_GPU_WHEEL]
+#   tools/gpu/llm_gpu_bench.sh --pack DIR TORCH_MLIR_WHEEL [ONNXRUNTIME_GPU_WHEEL]
 #
 # builds the hipdnn-ep and hipdnn-ep-compiler wheels, repacks torch-mlir without its torch-mlir-opt
 # binary as a .tar.xz (about 44 MB), splits onnxruntime-gpu into 55 MiB parts, and puts them in
 # folders DIR/c1, DIR/c2, ... of at most 56 MiB each: send each folder in its own call (carry it,
 # copy its files into one folder there, e.g. /tmp/w), then run this script on that folder.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${1:-}" = --pack ]; then
   DIR=$(mkdir -p "$2" && cd "$2" && pwd); TM=$3; ORTGPU=${4:-}
   work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -58,7 +58,7 @@ if [ -f "$MODEL/genai_config.json" ]; then
   true & MODEL_PID=$!
 else
   step "write $SIZE (shared KV buffer) in the background"
-  $PYTHON "$ROOT/tools/llm_models.py" "$MODEL" --size "$SIZE" --shared-kv > "$OUT/model.log" 2>&1 & MODEL_PID=$!
+  $PYTHON "$ROOT/tools/models/llm_models.py" "$MODEL" --size "$SIZE" --shared-kv > "$OUT/model.log" 2>&1 & MODEL_PID=$!
 fi
 
 if ! ls "$SITE"/hipdnn_ep_runtime/*.so >/dev/null 2>&1; then
@@ -102,9 +102,9 @@ status=${PIPESTATUS[0]}
 
 if [ "${PROFILE:-0}" = 1 ]; then
   step "profile"
-  { $PYTHON "$ROOT/tools/llm_kernel_bench.py" --backend "${BACKEND:-cuda}"
-    $PYTHON "$ROOT/tools/llm_profile.py" "$MODEL" --ep hipdnn --option "backend=${BACKEND:-cuda}" -l 128 -g 16
-    [[ " ${EPS[*]} " == *" cuda "* ]] && $PYTHON "$ROOT/tools/llm_profile.py" "$MODEL" --ep cuda -l 128 -g 16
+  { $PYTHON "$ROOT/tools/bench/llm_kernel_bench.py" --backend "${BACKEND:-cuda}"
+    $PYTHON "$ROOT/tools/bench/llm_profile.py" "$MODEL" --ep hipdnn --option "backend=${BACKEND:-cuda}" -l 128 -g 16
+    [[ " ${EPS[*]} " == *" cuda "* ]] && $PYTHON "$ROOT/tools/bench/llm_profile.py" "$MODEL" --ep cuda -l 128 -g 16
   } > "$OUT/profile.txt" 2>&1
   cat "$OUT/profile.txt" | grep -v "^\[" | head -150
 fi

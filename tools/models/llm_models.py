@@ -15,9 +15,9 @@ Only onnx and numpy are needed (no onnxruntime-genai, no tokenizers, no network)
 machine without a package registry. Weights are generated and written one tensor at a time: the
 8B-shaped models (several GB) are streamed to the external data file and never held in memory.
 
-    python tools/llm_models.py OUT --size tiny
-    python tools/llm_models.py OUT --size llama3-8b-8l --fixed decode:128
-    python tools/llm_models.py OUT --size small --block-size 64 --no-zero-points --rotary separate
+    python tools/models/llm_models.py OUT --size tiny
+    python tools/models/llm_models.py OUT --size llama3-8b-8l --fixed decode:128
+    python tools/models/llm_models.py OUT --size small --block-size 64 --no-zero-points --rotary separate
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ tests the compiler refuses, and with which message, on fixed shapes and with eve
 symbolic. The compiler and integration suites assert exactly this list, so a case that starts or stops
 compiling shows up in review instead of hiding as a skip.
 
-    python tools/update_node_refusals.py       (with hipdnn-ep-compiler installed)
+    python tools/models/update_node_refusals.py       (with hipdnn-ep-compiler installed)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from hipdnn_ep_compiler import CompileError, compile_model, supported_ops
 from models import make_dynamic, node_test_cases
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "packages/compiler/tests/data/onnx_node_refusals.json"
 
 

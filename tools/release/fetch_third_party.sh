@@ -13,7 +13,7 @@
 # and unpack only their include folders.  Each folder holds a VERSION stamp
 # (the exact package version it came from).
 #
-# Usage: tools/fetch_third_party.sh [DIR]      (DIR defaults to third_party at
+# Usage: tools/release/fetch_third_party.sh [DIR]      (DIR defaults to third_party at
 # the repository root).  Idempotent: a folder with the expected stamp is kept.
 # Machines without a package registry get the headers by copying DIR with the
 # source tree.
@@ -25,7 +25,7 @@ PACKAGES=(
   "ort-headers|libonnxruntime-dev|1.23.2+dfsg-6.1|onnxruntime|onnxruntime_ep_c_api.h"
   "nlohmann-json|nlohmann-json3-dev|3.12.0.really.3.12.0.really.3.11.3-3|.|nlohmann/json.hpp"
 )
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DIR="${1:-$ROOT/third_party}"
 
 missing=()

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Release a wheel of this repository: check the bump rules, snapshot the ABI, date the changelog, tag.
 
-    python tools/release.py check [runtime|compiler|ep ...]
-    python tools/release.py cut runtime|compiler|ep [--date YYYY-MM-DD] [--no-tag]
+    python tools/release/release.py check [runtime|compiler|ep ...]
+    python tools/release/release.py cut runtime|compiler|ep [--date YYYY-MM-DD] [--no-tag]
 
-    python tools/release.py list [runtime|compiler|ep ...]
+    python tools/release/release.py list [runtime|compiler|ep ...]
 
 Each wheel is versioned and released on its own; a release is the commit whose subject is
 ``Release <package> <version>``, tagged ``<package>-v<version>`` (``runtime-v1.1.0``,
@@ -38,7 +38,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("runtime", "compiler", "ep")
 
 
@@ -200,7 +200,7 @@ def cut(repo: Repo, package: str, date: str, tag: bool = True) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="tools/release.py", description=__doc__,
+    ap = argparse.ArgumentParser(prog="tools/release/release.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--root", type=Path, default=ROOT, help="repository root")
     sub = ap.add_subparsers(dest="cmd", required=True)
