@@ -5,7 +5,8 @@
 """hipdnn-ep automation: every job CI and developers run.
 
 Sessions (``nox -l``): ``abi`` (ABI gates), ``tests`` (every suite on the CPU backend, then the EP
-suite on the oldest supported onnxruntime), ``matrix`` (every combination of released and HEAD
+suite on the oldest supported onnxruntime), ``quick`` (``tests`` without the tests marked slow: the
+sweeps over every ONNX node test), ``matrix`` (every combination of released and HEAD
 wheels, each installed in a fresh environment and run end to end), ``lint``, ``wheels`` (build the three wheels into
 dist/), ``release`` (bump rules; cut a release), ``demo`` (the main job: compile a dynamic- and a
 fixed-shape model and run them on the EP), ``gpu`` (on a GPU machine: the cuda runtime, its GPU
@@ -82,21 +83,33 @@ def _oldest_onnxruntime() -> str:
     return re.search(r'MIN_ONNXRUNTIME_VERSION = "([^"]+)"', text)[1]
 
 
+def _run_suites(session: nox.Session, *pytest_args: str) -> None:
+    """Installs the wheels and runs every suite (the ABI tools', each package's, integration) on the CPU backend."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    _install(session, "runtime", "compiler", "ep")
+    suites = [ABI_DIR, *(ROOT / "packages" / n / "tests" for n in PACKAGES), ROOT / "integration"]
+    for suite in suites:
+        if suite.exists():
+            session.run("pytest", str(suite), *pytest_args, *session.posargs)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Every suite on the CPU backend, then the EP suite on the oldest onnxruntime it supports (1.23).
 
     GPU tests skip unless --gpu is given to pytest. The range of onnxruntime the EP declares is the
     range CI runs."""
-    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
-    _install(session, "runtime", "compiler", "ep")
-    suites = [ABI_DIR, *(ROOT / "packages" / n / "tests" for n in PACKAGES), ROOT / "integration"]
-    for suite in suites:
-        if suite.exists():
-            session.run("pytest", str(suite), *session.posargs)
+    _run_suites(session)
     if not session.posargs:
         session.install(f"onnxruntime~={_oldest_onnxruntime()}")
         session.run("pytest", str(ROOT / "packages/ep/tests"))
+
+
+@nox.session
+def quick(session: nox.Session) -> None:
+    """The suites of `tests` without the tests marked slow (the sweeps over every ONNX node test): the
+    quick check before a commit; `tests` runs everything."""
+    _run_suites(session, "-m", "not slow")
 
 
 def _oldest_python() -> str:

@@ -37,6 +37,7 @@ def _feeds(case):
     return feeds, [tensor_data(e) for e in expected]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_node_case_on_runtime(case, dynamic, compiler, run_artifact, state, tmp_path):

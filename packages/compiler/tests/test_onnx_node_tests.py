@@ -49,6 +49,7 @@ def test_refusal_list_names_only_selected_cases():
     assert set(REFUSALS) <= {c.id for c in CASES}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_onnx_node_case(case, refruntime, tmp_path):
     model = case.model
