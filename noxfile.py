@@ -5,7 +5,8 @@
 """hipdnn-ep automation: every job CI and developers run.
 
 Sessions (``nox -l``): ``abi`` (ABI gates), ``tests`` (every suite on the CPU backend, then the EP
-suite on the oldest supported onnxruntime), ``matrix`` (every combination of released and HEAD
+suite on the oldest supported onnxruntime), ``quick`` (``tests`` without the tests marked slow: the
+sweeps over every ONNX node test), ``matrix`` (every combination of released and HEAD
 wheels, each installed in a fresh environment and run end to end), ``lint``, ``wheels`` (build the three wheels into
 dist/), ``release`` (bump rules; cut a release), ``demo`` (the main job: compile a dynamic- and a
 fixed-shape model and run them on the EP), ``gpu`` (on a GPU machine: the cuda runtime, its GPU
@@ -82,21 +83,33 @@ def _oldest_onnxruntime() -> str:
     return re.search(r'MIN_ONNXRUNTIME_VERSION = "([^"]+)"', text)[1]
 
 
+def _run_suites(session: nox.Session, *pytest_args: str) -> None:
+    """Installs the wheels and runs every suite (the ABI tools', each package's, integration) on the CPU backend."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    _install(session, "runtime", "compiler", "ep")
+    suites = [ABI_DIR, *(ROOT / "packages" / n / "tests" for n in PACKAGES), ROOT / "integration"]
+    for suite in suites:
+        if suite.exists():
+            session.run("pytest", str(suite), *pytest_args, *session.posargs)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Every suite on the CPU backend, then the EP suite on the oldest onnxruntime it supports (1.23).
 
     GPU tests skip unless --gpu is given to pytest. The range of onnxruntime the EP declares is the
     range CI runs."""
-    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
-    _install(session, "runtime", "compiler", "ep")
-    suites = [ABI_DIR, *(ROOT / "packages" / n / "tests" for n in PACKAGES), ROOT / "integration"]
-    for suite in suites:
-        if suite.exists():
-            session.run("pytest", str(suite), *session.posargs)
+    _run_suites(session)
     if not session.posargs:
         session.install(f"onnxruntime~={_oldest_onnxruntime()}")
         session.run("pytest", str(ROOT / "packages/ep/tests"))
+
+
+@nox.session
+def quick(session: nox.Session) -> None:
+    """The suites of `tests` without the tests marked slow (the sweeps over every ONNX node test): the
+    quick check before a commit; `tests` runs everything."""
+    _run_suites(session, "-m", "not slow")
 
 
 def _oldest_python() -> str:
@@ -128,7 +141,7 @@ def wheels(session: nox.Session) -> None:
 @nox.session(default=False, venv_backend="none")
 def release(session: nox.Session) -> None:
     """Bump rules of the three wheels (`-- check`, the default), or release one (`-- cut runtime|compiler|ep`)."""
-    session.run("python3", str(ROOT / "tools/release.py"), *(session.posargs or ["check"]))
+    session.run("python3", str(ROOT / "tools/release/release.py"), *(session.posargs or ["check"]))
 
 
 @nox.session
@@ -138,11 +151,11 @@ def matrix(session: nox.Session) -> None:
     Wheels are built once per content into build/matrix/wheels; the table goes to stdout and
     build/matrix/matrix.md. Options after `--`: `--gpu auto|cuda|none`, `--no-replay`, `--no-example`,
     `--cache DIR`, `--jobs N`, `--pack-offline DIR` (a bundle for a GPU machine with no registry, run there
-    with `python3 integration/matrix.py --offline DIR`; integration/README.md)."""
+    with `python3 integration/matrix --offline DIR`; integration/README.md)."""
     # uv on the session's PATH builds the wheels and makes each cell's venv; cmake and ninja build the
     # downstream example against each runtime wheel
     session.install("packaging", "uv", "cmake>=3.26", "ninja")
-    session.run("python", str(ROOT / "integration/matrix.py"), *session.posargs)
+    session.run("python", str(ROOT / "integration/matrix"), *session.posargs)
 
 
 @nox.session(default=False)
@@ -156,13 +169,13 @@ def demo(session: nox.Session) -> None:
 @nox.session(venv_backend="none", default=False)
 def gpu(session: nox.Session) -> None:
     """On a machine with an NVIDIA GPU: build the cuda runtime, run the GPU suite and memcheck, print a table."""
-    session.run("bash", str(ROOT / "tools/gpu_test.sh"), *session.posargs, external=True)
+    session.run("bash", str(ROOT / "tools/gpu/gpu_test.sh"), *session.posargs, external=True)
 
 
 @nox.session(venv_backend="none", default=False)
 def hip_check(session: nox.Session) -> None:
     """Compile every GPU kernel for gfx1100 and gfx1151 with Debian's clang-19 and HIP headers (no AMD GPU needed)."""
-    session.run("bash", str(ROOT / "tools/hip_check.sh"), *session.posargs, external=True)
+    session.run("bash", str(ROOT / "tools/gpu/hip_check.sh"), *session.posargs, external=True)
 
 
 if __name__ == "__main__":

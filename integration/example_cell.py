@@ -1,5 +1,5 @@
 """The downstream example (examples/custom_kernels) in one matrix environment, run by
-integration/matrix.py with the environment's Python (one hipdnn-ep-runtime installed there).
+integration/matrix with the environment's Python (one hipdnn-ep-runtime installed there).
 
     python example_cell.py BUILD_DIR [--backend cpu|cuda]
 

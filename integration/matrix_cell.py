@@ -1,4 +1,4 @@
-"""One cell of the compatibility matrix, run by integration/matrix.py inside the cell's own virtual
+"""One cell of the compatibility matrix, run by integration/matrix inside the cell's own virtual
 environment (one hipdnn-ep, one hipdnn-ep-compiler, one hipdnn-ep-runtime, onnxruntime).
 
     python matrix_cell.py run  --out DIR [--backend cpu|cuda] [--runtime-library PATH] [--from-context DIR]
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools" / "models"))
 from models import attention_feeds, attention_model, shape_chain_model  # noqa: E402
 
 # The ONNX IR version the models are saved with: one every onnxruntime the EP supports reads (1.23 reads up

@@ -18,10 +18,12 @@ import hipdnn_ep
 import numpy as np
 import onnx
 import onnxruntime as ort
-from models import attention_feeds, attention_model
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "models"))
+from models import attention_feeds, attention_model  # noqa: E402
 
 TOLERANCE = 1e-4
 CASES = [

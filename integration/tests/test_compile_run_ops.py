@@ -3,7 +3,7 @@ ONNX's backend node tests and on the same graphs with every input dimension made
 
 Cases outside the compiler's contract (element types the kernels lack, parameters fed as run-time
 inputs, ...) are listed with their exact refusal in the compiler's onnx_node_refusals.json: those must be
-refused with that message, every other case must compile and match (tools/update_node_refusals.py
+refused with that message, every other case must compile and match (tools/models/update_node_refusals.py
 regenerates the list)."""
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def _feeds(case):
     return feeds, [tensor_data(e) for e in expected]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_node_case_on_runtime(case, dynamic, compiler, run_artifact, state, tmp_path):

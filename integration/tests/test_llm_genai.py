@@ -1,4 +1,4 @@
-"""onnxruntime-genai driving hipdnn-ep: a generated Llama-like folder (tools/llm_models.py) generates
+"""onnxruntime-genai driving hipdnn-ep: a generated Llama-like folder (tools/models/llm_models.py) generates
 on our EP with per-step logits matching ONNX Runtime's CPU EP, across prompts of changing length
 (one session, dynamic shapes) and with batch 2.
 

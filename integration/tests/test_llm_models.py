@@ -1,4 +1,4 @@
-"""tools/llm_models.py: the generated onnxruntime-genai folders load and run on onnxruntime's CPU EP
+"""tools/models/llm_models.py: the generated onnxruntime-genai folders load and run on onnxruntime's CPU EP
 (dynamic and fixed shapes, every export option), the int4 layout round-trips through MatMulNBits,
 big models stream their weights to external data, and onnxruntime-genai generates from a folder
 when it is installed."""

@@ -1,4 +1,4 @@
-"""tools/llm_session_bench.py (a benchmark, run here only as a smoke test on the tiny model): one table with
+"""tools/bench/llm_session_bench.py (a benchmark, run here only as a smoke test on the tiny model): one table with
 ORT's CPU EP, a cold and a warm hipdnn-ep session, and the compiler's stages."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("hipdnn_ep", reason="needs the hipdnn-ep wheel")
 pytest.importorskip("hipdnn_ep_compiler", reason="needs the hipdnn-ep-compiler wheel")
 
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "llm_session_bench.py"
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "bench" / "llm_session_bench.py"
 
 
 def test_session_bench_smoke(tmp_path):

@@ -1,4 +1,4 @@
-"""integration/matrix.py: expected outcomes from wheel metadata, verdicts, releases found without tags."""
+"""integration/matrix: expected outcomes from wheel metadata, verdicts, releases found without tags."""
 
 from __future__ import annotations
 

@@ -327,7 +327,7 @@ def test_gate_loader_accepts_the_unchanged_copy(runtime_from_this_tree, dynamic_
 
 @pytest.mark.parametrize("case", CASES)
 def test_gate_matrix_reports_the_changed_runtime_as_caught(case, runtime_from_this_tree, tmp_path):
-    """The matrix's cell for a runtime changed this way (integration/matrix.py builds it from HEAD's
+    """The matrix's cell for a runtime changed this way (integration/matrix builds it from HEAD's
     wheel and installs it as an ordinary runtime): its end-to-end tests through onnxruntime must not
     pass, and what stops them is a refusal of ours, never an undefined symbol or a crash."""
     pytest.importorskip("hipdnn_ep", reason="needs the hipdnn-ep wheel")

@@ -1,4 +1,4 @@
-"""tools/release.py: the bump rules, the ABI snapshot, the changelog and the tag, on a copy of the
+"""tools/release/release.py: the bump rules, the ABI snapshot, the changelog and the tag, on a copy of the
 files a release reads and writes, in a git repository of its own."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Cases whose graphs need something outside the compiler's contract (parameters su
 shapes or Reduce axes fed as runtime graph inputs, unsupported element types, LayerNorm
 statistics outputs) are listed in data/onnx_node_refusals.json with the exact message: they must be
 refused with it.  Every other case must compile and match the expected outputs.
-(tools/update_node_refusals.py at the repository root regenerates the list.)
+(tools/models/update_node_refusals.py at the repository root regenerates the list.)
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def test_refusal_list_names_only_selected_cases():
     assert set(REFUSALS) <= {c.id for c in CASES}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_onnx_node_case(case, refruntime, tmp_path):
     model = case.model

@@ -6,7 +6,6 @@
 #include <optional>
 #include <utility>
 
-#include "ep_factory.h"
 #include "ep_options.h"
 #include "ep_stream.h"
 #include "json.h"

@@ -11,6 +11,7 @@
 
 #include "compile_cache.h"
 #include "compile_client.h"
+#include "ep_config.h"
 #include "ep_utils.h"
 #include "runtime_api.h"
 #include "runtime_state.h"
@@ -18,30 +19,6 @@
 namespace hipdnn_ep {
 
 class HipdnnEpFactory;
-
-// Everything the EP reads from the session options, parsed and validated once.
-struct EpConfig {
-  int32_t backend = HIPDNN_EP_BACKEND_CPU;
-  std::string backend_name = "cpu";
-  int32_t device_id = 0;
-  std::string compiler_python;
-  std::string cache_dir;
-  bool cache_enable = true;
-  uint64_t cache_max_bytes = uint64_t{1} << 30;  // size bound of the compile cache; 0: none
-  std::string runtime_library;
-  size_t max_states = 4;
-  uint64_t memory_limit = 0;  // bytes per runtime state; 0: no limit
-  bool graph_capture = true;  // GPU backends: replay compiled nodes from captured graphs
-  bool trust_ep_context_code = false;
-  int64_t compile_timeout_s = 600;
-  bool context_enable = false;
-  std::string context_file_path;
-  bool context_embed = false;
-  bool disable_cpu_fallback = false;
-
-  static EpConfig FromSession(const OrtApi& ort, const OrtSessionOptions* so, const std::string& device_backend,
-                              const std::string& device_id);
-};
 
 // One compiled fused node: the artifact and how to feed it.
 class CompiledProgram;
@@ -66,19 +43,7 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
   void ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info);
   std::unique_ptr<CompiledProgram> CompileOne(const OrtGraph* graph, const OrtNode* fused_node,
                                               OrtNode** ep_context_node);
-  // Why `node` cannot be handed to the compiler ("" when it can).
-  std::string Unsupported(const OrtNode* node, const CompilerCapabilities* caps, const std::string& caps_error);
-  // Asks the compiler about each candidate partition (as the subgraph Compile
-  // would write) and drops the nodes it refuses, re-partitioning until every
-  // partition is accepted; each refusal becomes a (node key, message) line.
-  // compiler_error is set when the compiler could not answer at all.
-  void AskCompiler(const OrtGraph* graph, const std::vector<const OrtNode*>& nodes,
-                   const std::vector<std::vector<size_t>>& producers, std::vector<bool>& supported,
-                   std::vector<std::pair<std::string, std::string>>& rejected_lines,
-                   std::string& compiler_error);
-  // The compiler's verdicts on the nodes of each model (cached per subgraph).
-  std::vector<std::vector<NodeVerdict>> SupportVerdicts(const std::vector<struct SubgraphModel>& models,
-                                                        const std::string& target_abi);
+  // The ABI a compile would target; "" when the runtime or the compiler cannot say yet.
   std::string SupportTargetAbi();
   // The runtime library (LoadRuntime), and with it the state pool on the
   // configured device (EnsureRuntime; fails when the device cannot be opened).
@@ -86,8 +51,6 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
   // The compiler's capabilities (kept beside the compile cache when it is on).
   CompilerCapabilities Caps();
   void EnsureRuntime();
-  OrtNode* MakeEpContextNode(const OrtGraph* graph, const std::string& name, const LoadedArtifact& artifact,
-                             const struct SubgraphModel& model);
   std::unique_ptr<CompiledProgram> LoadEpContext(const OrtGraph* graph, const OrtNode* node, const std::string& name);
   // Throws the list of unsupported nodes claimed only to report them.
   void RefuseRejectedNodes(const OrtGraph* graph);

@@ -17,7 +17,6 @@
 
 namespace hipdnn_ep {
 
-constexpr const char* kEpName = "HipdnnEp";
 constexpr const char* kEpVendor = "hipdnn-ep";
 // Keys of each EP device's metadata besides the backend and device id: the
 // name the library was registered under and the library file itself, which

@@ -9,6 +9,10 @@
 
 namespace hipdnn_ep {
 
+// The EP's name: ORT's provider name, the session option prefix (lower-cased) and the
+// `source` of the EPContext nodes it writes.
+constexpr const char* kEpName = "HipdnnEp";
+
 // The three ORT API tables every object of the plugin needs.
 struct ApiPtrs {
   const OrtApi& ort;

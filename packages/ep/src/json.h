@@ -1,5 +1,5 @@
 // JSON for the EP: nlohmann/json (third_party/nlohmann-json, fetched by
-// tools/fetch_third_party.sh) with the limits every document the EP reads
+// tools/release/fetch_third_party.sh) with the limits every document the EP reads
 // must respect, and tolerant accessors for the formats the EP reads.
 //
 // Every JSON document the EP reads can come from someone else: an EPContext

@@ -15,7 +15,7 @@ from conftest import NO_FALLBACK, cpu_session, make_session
 from models import bert_feeds, exported_bert
 
 # Generous for a 2-core CI machine (about 10 s here, shared); the support check and compile of the real
-# BERT-base are measured by tools/compile_bench.py.
+# BERT-base are measured by tools/bench/compile_bench.py.
 COMPILE_SECONDS = 60
 
 

@@ -145,6 +145,7 @@ def _listing(outcomes: dict, names: list[str], mode: str) -> str:
                      for n in names[:40])
 
 
+@pytest.mark.slow
 def test_enough_cases_ran(outcomes, capsys) -> None:
     with capsys.disabled():
         print("\n" + _summary(outcomes))
@@ -155,6 +156,7 @@ def test_enough_cases_ran(outcomes, capsys) -> None:
     assert sum(_status(outcomes, n, "strict") == "pass" for n in names) > whole, "the EP takes a good share whole"
 
 
+@pytest.mark.slow
 def test_strict_claimed_cases_are_right(outcomes) -> None:
     """Fallback off: a case the EP takes computes the expected result; the others are refused at
     session creation by the EP, naming what it cannot run (or ORT itself cannot load them)."""
@@ -165,6 +167,7 @@ def test_strict_claimed_cases_are_right(outcomes) -> None:
     assert not bad, f"{len(bad)} cases:\n" + _listing(outcomes, bad, "strict")
 
 
+@pytest.mark.slow
 def test_fallback_keeps_every_case_the_cpu_ep_passes(outcomes) -> None:
     names = _names(outcomes)
     lost = [n for n in names if _status(outcomes, n, "cpu") == "pass" and _status(outcomes, n, "fallback") != "pass"]

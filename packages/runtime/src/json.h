@@ -1,5 +1,5 @@
 // JSON for the runtime: nlohmann/json (third_party/nlohmann-json, fetched by
-// tools/fetch_third_party.sh, the same library the EP uses) with the bounds a
+// tools/release/fetch_third_party.sh, the same library the EP uses) with the bounds a
 // document from an artifact must respect, and null-safe reads.
 //
 // Artifact metadata comes from a file anyone may hand to

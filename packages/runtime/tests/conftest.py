@@ -22,7 +22,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "cuda/hip require that backend (a missing GPU fails instead of skipping), none skips them")
     parser.addoption(
         "--gpu-artifacts", default=str(Path(__file__).resolve().parents[3] / "build/gpu-artifacts"),
-        help="folder of artifacts compiled by tools/gpu_artifacts.py for test_gpu_artifacts.py "
+        help="folder of artifacts compiled by tools/gpu/gpu_artifacts.py for test_gpu_artifacts.py "
              "(default: build/gpu-artifacts of the checkout; the tests skip when it is absent)")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 from pathlib import Path
 
 import hipdnn_ep_runtime as rt
@@ -199,23 +200,37 @@ def test_failing_program_reports_the_runtime_error(make_artifact: ArtifactFactor
             artifact.run(state, [np.zeros(100_000, np.float32), np.zeros(1, np.float32)])
 
 
-def test_a_state_runs_one_program_at_a_time(make_artifact: ArtifactFactory, state: rt.State) -> None:
-    artifact = rt.Artifact(make_artifact(sleep_us=300_000).directory)
+def test_a_state_runs_one_program_at_a_time(make_artifact: ArtifactFactory, state: rt.State, tmp_path: Path) -> None:
+    """A run on a state that is running a program is refused. The first run is held inside its program
+    (it marks `entered`, then waits for `release`) while the second is tried, so the two overlap however
+    the threads are scheduled; the wait's bound (60 s) only keeps a broken runtime from hanging the suite."""
+    entered, release = tmp_path / "entered", tmp_path / "release"
+    hold = (f'FILE* mark = fopen("{entered}", "w"); if (mark) fclose(mark);\n'
+            f'  for (int i = 0; i < 60000 && access("{release}", F_OK) != 0; ++i) usleep(1000);')
+    artifact = rt.Artifact(make_artifact(extra_call=hold).directory)
     outcomes: list[object] = []
 
     def run() -> None:
         try:
             outcomes.append(artifact.run(state, _inputs()))
-        except rt.InvalidArgumentError as err:
+        except Exception as err:  # reported by the assertion below
             outcomes.append(err)
 
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    refused = [o for o in outcomes if isinstance(o, rt.InvalidArgumentError)]
-    assert len(refused) == 1 and "already running a program" in str(refused[0])
+    first = threading.Thread(target=run)
+    first.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not entered.exists():
+            assert first.is_alive() and time.monotonic() < deadline, f"the first run never entered: {outcomes}"
+            time.sleep(0.001)
+        with pytest.raises(rt.InvalidArgumentError, match="already running a program"):
+            artifact.run(state, _inputs())
+    finally:
+        release.touch()
+        first.join()
+    x, w = _inputs()
+    assert len(outcomes) == 1 and not isinstance(outcomes[0], Exception), outcomes
+    np.testing.assert_array_equal(outcomes[0][0], 2 * x + w[0])  # the held run finished normally
     assert state.memory_stats()["live_allocations"] == 0
 
 

@@ -1,4 +1,4 @@
-"""Compiled artifacts (tools/gpu_artifacts.py, cuda backend) on a GPU state against a cpu state.
+"""Compiled artifacts (tools/gpu/gpu_artifacts.py, cuda backend) on a GPU state against a cpu state.
 
 The artifacts are compiled ahead of time (the compiler needs MLIR bindings the GPU machine may
 lack) into the folder --gpu-artifacts names. Each runs at every shape its feeds.npz holds:
@@ -33,7 +33,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def test_artifact_on_gpu_matches_cpu(artifact_dir: Path | None, gpu_backend: str) -> None:
     if artifact_dir is None:
-        pytest.skip("no artifacts: run tools/gpu_artifacts.py (or pass --gpu-artifacts)")
+        pytest.skip("no artifacts: run tools/gpu/gpu_artifacts.py (or pass --gpu-artifacts)")
     feeds = np.load(artifact_dir / "feeds.npz")
     weights = [feeds[f"weight/{i}"] for i in range(sum(k.startswith("weight/") for k in feeds.files))]
     with rt.Artifact(artifact_dir) as artifact:

@@ -1,6 +1,6 @@
 """Graph capture and replay of compiled programs on a GPU state (graph_cache.h).
 
-The artifacts come from tools/gpu_artifacts.py (--gpu-artifacts). Inputs and weights live in device
+The artifacts come from tools/gpu/gpu_artifacts.py (--gpu-artifacts). Inputs and weights live in device
 memory the test allocates once, as a host such as the EP keeps them, and every run goes through
 hipdnn_ep_artifact_run. A state with graphs on must give what a state with graphs off gives (the
 same kernels: within 1e-6 of the output's scale) and what the cpu backend gives (the tolerance of
@@ -100,7 +100,7 @@ class Runner:
 def _artifact(config: pytest.Config, name: str) -> Path:
     directory = Path(config.getoption("--gpu-artifacts")) / name
     if not (directory / "program.so").exists():
-        pytest.skip(f"no artifact {name}: run tools/gpu_artifacts.py (or pass --gpu-artifacts)")
+        pytest.skip(f"no artifact {name}: run tools/gpu/gpu_artifacts.py (or pass --gpu-artifacts)")
     return directory
 
 
@@ -197,7 +197,7 @@ def _with(inputs: list[np.ndarray], index: int, where: tuple[int, ...] | slice, 
     return changed
 
 
-# Programs whose kernels check data on the device (tools/gpu_artifacts.py), and bad data for each.
+# Programs whose kernels check data on the device (tools/gpu/gpu_artifacts.py), and bad data for each.
 CHECKED: dict[str, Callable[[list[np.ndarray]], list[np.ndarray]]] = {
     "embedding_dynamic": lambda x: _with(x, 0, (0, 3), 50),  # a token id past the 50-row table
     "int_division_dynamic": lambda x: _with(x, 1, (4,), 0),  # a zero divisor

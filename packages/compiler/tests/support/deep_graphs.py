@@ -1,7 +1,7 @@
 """Deep graphs whose shape reasoning grows with depth unless it is bounded: each node's dims are built
 from its input's dims used more than once (Add(y, Transpose(y)) broadcasts y's dims against each
 other; Slice clamps start and end by the dim; exporters' Shape/Gather/Concat/Reshape arithmetic
-reuses a dim per axis).  Shared by the compile-time regression tests and tools/compile_bench_deep.py.
+reuses a dim per axis).  Shared by the compile-time regression tests and tools/bench/compile_bench_deep.py.
 """
 
 from __future__ import annotations

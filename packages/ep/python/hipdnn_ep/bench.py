@@ -82,7 +82,7 @@ class Decoder:
         config_path = folder / "genai_config.json"
         if not config_path.is_file():
             raise SystemExit(f"hipdnn-ep bench: {folder} has no genai_config.json; give an onnxruntime-genai model "
-                             "folder (tools/llm_models.py writes one)")
+                             "folder (tools/models/llm_models.py writes one)")
         config = json.loads(config_path.read_text())
         dec, search = config["model"]["decoder"], config.get("search", {})
         return cls(folder, folder / dec["filename"], dec["num_hidden_layers"], dec["num_key_value_heads"],

@@ -1,6 +1,6 @@
 // CPU implementations of the kernels, one function per kernel; the families
-// live in elementwise.cpp, matmul.cpp, normalization.cpp, reduce.cpp and
-// data_movement.cpp. Arguments are already validated (see backend_table.h).
+// live in elementwise.cpp, matmul.cpp, matmul_nbits.cpp, normalization.cpp,
+// reduce.cpp, data_movement.cpp, rotary.cpp and group_query_attention.cpp. Arguments are already validated (see backend_table.h).
 #ifndef HIPDNN_EP_KERNELS_CPU_CPU_KERNELS_H_
 #define HIPDNN_EP_KERNELS_CPU_CPU_KERNELS_H_
 

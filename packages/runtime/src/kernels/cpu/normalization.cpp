@@ -1,5 +1,5 @@
-// CPU normalization kernels: softmax along one axis and LayerNormalization.
-// Both compute in float whatever the storage dtype.
+// CPU normalization kernels: softmax along one axis, LayerNormalization and RMS normalization
+// (with the skip sum). All compute in float whatever the storage dtype.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -171,6 +171,52 @@ std::vector<float> broadcast_param(const hipdnn_ep_tensor_ref_t& t, const Dims& 
   return values;
 }
 
+// ---------------------------------------------------------------- RMS norm
+
+template <typename T>
+void rms_norm_typed(const hipdnn_ep_kernel_args_t& args, size_t axis, float epsilon) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const Dims normalized(dims.begin() + static_cast<std::ptrdiff_t>(axis), dims.end());
+  const int64_t outer = dims_product(dims, 0, axis);
+  const int64_t size = element_count(normalized);
+  // Parameters broadcast to dense float vectors (Scale, Bias over the
+  // normalized dims; Skip over X).
+  auto dense = [&](int32_t index, const Dims& target) {
+    std::vector<float> values;
+    if (index >= args.n_inputs || !is_present(args.inputs[index])) return values;
+    const hipdnn_ep_tensor_ref_t& t = args.inputs[index];
+    values.assign(static_cast<size_t>(element_count(target)), 0.0f);
+    const std::array<Dims, 2> strides{contiguous_strides(target), broadcast_strides(dims_of(t), target)};
+    const T* src = static_cast<const T*>(t.data);
+    for_each_row<2>(target, strides, [&](const std::array<int64_t, 2>& off, int64_t count, const std::array<int64_t, 2>& st) {
+      for (int64_t i = 0; i < count; ++i) values[off[0] + i * st[0]] = load(src, off[1] + i * st[1]);
+    });
+    return values;
+  };
+  const std::vector<float> scale = dense(1, normalized);
+  const std::vector<float> skip = dense(2, dims);
+  const std::vector<float> bias = dense(3, normalized);
+  const T* x = static_cast<const T*>(in.data);
+  T* y = static_cast<T*>(args.outputs[0].data);
+  T* sum_out = args.n_outputs > 1 ? static_cast<T*>(args.outputs[1].data) : nullptr;
+  std::vector<float> row(static_cast<size_t>(size));
+  for (int64_t o = 0; o < outer; ++o) {
+    const int64_t base = o * size;
+    double squares = 0.0;
+    for (int64_t i = 0; i < size; ++i) {
+      float v = load(x, base + i);
+      if (!skip.empty()) v += skip[base + i];
+      if (!bias.empty()) v += bias[i];
+      row[i] = v;
+      squares += static_cast<double>(v) * v;
+      if (sum_out != nullptr) store(sum_out, base + i, v);
+    }
+    const auto inv_rms = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(size) + epsilon));
+    for (int64_t i = 0; i < size; ++i) store(y, base + i, row[i] * inv_rms * scale[i]);
+  }
+}
+
 }  // namespace
 
 void softmax(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
@@ -221,6 +267,15 @@ void layer_norm(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
       const float inv_std = 1.0f / std::sqrt(squares / static_cast<float>(size) + epsilon);
       for (int64_t i = 0; i < size; ++i) store(y, base + i, (row[i] - mean) * inv_std * scale[i] + bias[i]);
     }
+  });
+}
+
+void rms_norm(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_RMS_NORM_INT_ATTR_AXIS]);
+  const auto epsilon = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RMS_NORM_FLOAT_ATTR_EPSILON]);
+  if (element_count(args.inputs[0]) == 0) return;
+  dispatch_float(args.inputs[0].dtype, "rms_norm", [&](auto tag) {
+    rms_norm_typed<typename decltype(tag)::type>(args, axis, epsilon);
   });
 }
 

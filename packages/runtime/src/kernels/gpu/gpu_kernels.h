@@ -1,7 +1,8 @@
 // GPU implementations of the kernels (cuda and hip backends), one function
 // per kernel, written once in HIP C++. The families live in
-// elementwise.hip, matmul.hip, normalization.hip, reduce.hip and
-// data_movement.hip; table.hip fills the KernelTable. Arguments are already
+// elementwise.hip, matmul.hip, matmul_nbits.hip, normalization.hip,
+// reduce.hip, data_movement.hip, rotary.hip and group_query_attention.hip;
+// table.hip fills the KernelTable. Arguments are already
 // validated (see backend_table.h); data tensors are device memory, parameter
 // tensors (reduce axes, transpose perm, slice starts/steps) host memory.
 // Work is enqueued on the state's current stream.

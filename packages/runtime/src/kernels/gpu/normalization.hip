@@ -1,9 +1,19 @@
-// GPU normalization kernels: softmax along one axis and LayerNormalization,
-// computed in float whatever the storage dtype (as on the CPU backend).
+// GPU normalization kernels: softmax along one axis, LayerNormalization and RMS normalization
+// (with the skip sum), computed in float whatever the storage dtype (as on the CPU backend).
+//
+// rms_norm: each row read once into registers (16-byte vectors where the row length and the pointers
+//   allow), x + skip + bias summed once and written once to the optional sum output, squares summed in
+//   float over the row's threads; a group of threads per row sized to the row (a few rows per block
+//   when rows are short or many, up to kNormMaxThreads threads for one long row). Rows longer than the
+//   registers hold (over 16384 elements, 4096 when not vectorized) take a
+//   general kernel, one block per row, that reads the row twice.
 #include <cmath>
+#include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #include "gpu/gpu_device.h"
+#include "kernels/gpu/device_math.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
 #include "kernels/validate.h"
@@ -90,6 +100,197 @@ const void* dense_param(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t& 
   return (*holder)->data();
 }
 
+// ---------------------------------------------------------------- RMS norm
+
+// The register path: each row is read once and held in registers. A row belongs to a group of
+// `threads` consecutive threads (a power of two up to kNormMaxThreads; a block holds
+// blockDim.x / threads rows); each thread holds kVpt vectors of kVec elements at vector indices
+// lane, lane + threads, ... of the row. A vector is 16 bytes where the row length and every pointer
+// allow it, else one element. x + skip + bias is formed once in float, written once to the sum
+// output, and normalized from the registers.
+constexpr int kNormMaxThreads = 512;  // threads of one row
+constexpr int kNormMaxFloats = 32;    // row elements per thread (no more than 8 vectors)
+constexpr int kNormBlock = 256;       // threads of a block holding several rows
+constexpr int64_t kNormManyRows = 256;  // from this many rows on, threads hold up to 4 vectors
+
+template <typename T, int kVec>
+struct NormVector {
+  static_assert(kVec == 1 || kVec * sizeof(T) == 16, "a vector is one element or 16 bytes");
+  using Raw = std::conditional_t<kVec == 1, T, uint4>;
+  __device__ static Raw read(const T* p, int64_t v) { return reinterpret_cast<const Raw*>(p)[v]; }
+  __device__ static void write(T* p, int64_t v, const Raw& r) { reinterpret_cast<Raw*>(p)[v] = r; }
+  __device__ static void unpack(const Raw& r, float (&f)[kVec]) {
+    const T* e = reinterpret_cast<const T*>(&r);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) f[i] = static_cast<float>(load(e, i));
+  }
+  __device__ static Raw pack(const float (&f)[kVec]) {
+    Raw r;
+    T* e = reinterpret_cast<T*>(&r);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) store(e, i, f[i]);
+    return r;
+  }
+};
+
+// The sum of v over the row's group of `threads` threads; every thread of the group gets it. All
+// threads of the block call it (threads is the same for all of them).
+__device__ __forceinline__ float norm_row_sum(float v, int threads, float* partial) {
+  for (int mask = (threads < 32 ? threads : 32) / 2; mask > 0; mask >>= 1) v += lane_xor(v, mask);
+  if (threads <= 32) return v;
+  // Groups of 32 lanes: the row's threads / 32 consecutive ones through shared memory.
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  const int groups = threads / 32;
+  const int first = static_cast<int>(threadIdx.x / threads) * groups;
+  float total = 0.0f;
+  for (int g = 0; g < groups; ++g) total += partial[first + g];
+  __syncthreads();  // partial is written again for the next rows
+  return total;
+}
+
+template <typename T, int kVec, int kVpt>
+__global__ void __launch_bounds__(kNormMaxThreads)
+    rms_norm_rows_kernel(const T* x, const T* scale, const T* skip, const T* bias, T* y, T* sum_out, int64_t rows,
+                         int64_t size, int threads_log2, float epsilon) {
+  using V = NormVector<T, kVec>;
+  __shared__ float partial[kNormMaxThreads / 32];
+  const int threads = 1 << threads_log2;
+  const int lane = static_cast<int>(threadIdx.x) & (threads - 1);
+  const int64_t rows_per_block = blockDim.x >> threads_log2;
+  const int64_t vectors = size / kVec;
+  for (int64_t r0 = blockIdx.x * rows_per_block; r0 < rows; r0 += gridDim.x * rows_per_block) {
+    const int64_t r = r0 + (threadIdx.x >> threads_log2);
+    const int64_t base = r * vectors;
+    bool ok[kVpt];
+#pragma unroll
+    for (int j = 0; j < kVpt; ++j) ok[j] = r < rows && lane + int64_t{j} * threads < vectors;
+    typename V::Raw raw[kVpt], raw_skip[kVpt];
+#pragma unroll
+    for (int j = 0; j < kVpt; ++j) {
+      if (ok[j]) raw[j] = V::read(x, base + lane + j * threads);
+    }
+    if (skip != nullptr) {
+#pragma unroll
+      for (int j = 0; j < kVpt; ++j) {
+        if (ok[j]) raw_skip[j] = V::read(skip, base + lane + j * threads);
+      }
+    }
+    float v[kVpt][kVec];
+    float squares = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kVpt; ++j) {
+      if (!ok[j]) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[j][e] = 0.0f;
+        continue;
+      }
+      V::unpack(raw[j], v[j]);
+      float add[kVec];
+      if (skip != nullptr) {
+        V::unpack(raw_skip[j], add);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[j][e] += add[e];
+      }
+      if (bias != nullptr) {
+        V::unpack(V::read(bias, lane + j * threads), add);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[j][e] += add[e];
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) squares += v[j][e] * v[j][e];
+      if (sum_out != nullptr) V::write(sum_out, base + lane + j * threads, V::pack(v[j]));
+    }
+    squares = norm_row_sum(squares, threads, partial);
+    const float inv_rms = 1.0f / sqrtf(squares / static_cast<float>(size) + epsilon);
+#pragma unroll
+    for (int j = 0; j < kVpt; ++j) {
+      if (!ok[j]) continue;
+      float s[kVec];
+      V::unpack(V::read(scale, lane + j * threads), s);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) v[j][e] *= inv_rms * s[e];
+      V::write(y, base + lane + j * threads, V::pack(v[j]));
+    }
+  }
+}
+
+// The general path, for rows longer than the register path holds: one block per row, which reads
+// the row twice (squares, then the output).
+template <typename T>
+__global__ void rms_norm_kernel(const T* x, const T* scale, const T* skip, const T* bias, T* y, T* sum_out,
+                                int64_t rows, int64_t size, float epsilon) {
+  __shared__ float shared[kBlock];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t base = r * size;
+    float squares = 0.0f;
+    for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+      float v = load(x, base + i);
+      if (skip != nullptr) v += load(skip, base + i);
+      if (bias != nullptr) v += load(bias, i);
+      squares += v * v;
+      if (sum_out != nullptr) store(sum_out, base + i, v);
+    }
+    squares = block_reduce(squares, [](float a, float b) { return a + b; }, shared);
+    const float inv_rms = 1.0f / sqrtf(squares / static_cast<float>(size) + epsilon);
+    for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+      float v = load(x, base + i);
+      if (skip != nullptr) v += load(skip, base + i);
+      if (bias != nullptr) v += load(bias, i);
+      store(y, base + i, v * inv_rms * static_cast<float>(load(scale, i)));
+    }
+  }
+}
+
+// The register path's shape for rows of `vectors` vectors: threads per row (log2) and vectors per
+// thread; false when a row does not fit in registers.
+bool norm_shape(int64_t rows, int64_t vectors, int max_per_thread, int* threads_log2, int* per_thread) {
+  // Few rows (a decode step): one vector per thread, the most threads, for latency. Many rows:
+  // up to 4 vectors per thread and several rows per block.
+  const int64_t wanted = rows >= kNormManyRows ? 4 : 1;
+  int log2 = 0;
+  while ((int64_t{1} << log2) * wanted < vectors && (1 << log2) < kNormMaxThreads) ++log2;
+  int each = 1;
+  while ((int64_t{1} << log2) * each < vectors) each *= 2;
+  if (each > max_per_thread) return false;
+  *threads_log2 = log2;
+  *per_thread = each;
+  return true;
+}
+
+template <typename T, int kVec>
+void launch_rms_norm_rows(const T* x, const T* scale, const T* skip, const T* bias, T* y, T* sum_out, int64_t rows,
+                          int64_t size, int threads_log2, int per_thread, float epsilon, hipStream_t stream) {
+  const int threads = 1 << threads_log2;
+  const int block = threads > kNormBlock ? threads : kNormBlock;
+  const int64_t blocks = (rows + block / threads - 1) / (block / threads);
+  const auto grid = static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, block, 0, stream>>>(x, scale, skip, bias, y, sum_out, rows, size, threads_log2, epsilon);
+  };
+  switch (per_thread) {
+    case 1: launch(rms_norm_rows_kernel<T, kVec, 1>); break;
+    case 2: launch(rms_norm_rows_kernel<T, kVec, 2>); break;
+    case 4: launch(rms_norm_rows_kernel<T, kVec, 4>); break;
+    default:
+      if constexpr (kVec * 8 <= kNormMaxFloats) launch(rms_norm_rows_kernel<T, kVec, 8>);
+      break;
+  }
+}
+
+// A tensor as a dense one of dims `target`: itself when it already has that many elements, else a
+// broadcast copy in a temporary buffer. Null when absent.
+const void* dense(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args, int32_t index, const Dims& target,
+                  std::unique_ptr<TempBuffer>* holder) {
+  if (index >= args.n_inputs || !is_present(args.inputs[index])) return nullptr;
+  const hipdnn_ep_tensor_ref_t& t = args.inputs[index];
+  if (element_count(t) == element_count(target)) return t.data;
+  const size_t esize = dtype_size(t.dtype);
+  *holder = std::make_unique<TempBuffer>(state, static_cast<uint64_t>(element_count(target)) * esize);
+  strided_copy(state, t.data, 0, broadcast_strides(dims_of(t), target), (*holder)->data(), target, esize);
+  return (*holder)->data();
+}
+
 }  // namespace
 
 void softmax(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
@@ -135,6 +336,49 @@ void layer_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
         static_cast<T*>(args.outputs[0].data), outer, size, epsilon);
   });
   check_launch("layer_norm");
+}
+
+void rms_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_RMS_NORM_INT_ATTR_AXIS]);
+  const auto epsilon = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RMS_NORM_FLOAT_ATTR_EPSILON]);
+  const Dims normalized(dims.begin() + static_cast<std::ptrdiff_t>(axis), dims.end());
+  const int64_t rows = dims_product(dims, 0, axis);
+  const int64_t size = element_count(normalized);
+  if (rows == 0 || size == 0) return;
+  std::unique_ptr<TempBuffer> scale_holder, skip_holder, bias_holder;
+  const void* scale = dense(state, args, 1, normalized, &scale_holder);
+  const void* skip = dense(state, args, 2, dims, &skip_holder);
+  const void* bias = dense(state, args, 3, normalized, &bias_holder);
+  void* sum_out = args.n_outputs > 1 ? args.outputs[1].data : nullptr;
+  void* out = args.outputs[0].data;
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(in.dtype, "rms_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr int kVec = 16 / sizeof(T);
+    const bool vector = size % kVec == 0 && aligned(in.data, 16) && aligned(scale, 16) && aligned(skip, 16) &&
+                        aligned(bias, 16) && aligned(out, 16) && aligned(sum_out, 16);
+    const auto* xt = static_cast<const T*>(in.data);
+    const auto* st = static_cast<const T*>(scale);
+    const auto* kt = static_cast<const T*>(skip);
+    const auto* bt = static_cast<const T*>(bias);
+    auto* yt = static_cast<T*>(out);
+    auto* ot = static_cast<T*>(sum_out);
+    int threads_log2 = 0, per_thread = 0;
+    const int max_per_thread = vector ? (kNormMaxFloats / kVec < 8 ? kNormMaxFloats / kVec : 8) : 8;
+    if (norm_shape(rows, vector ? size / kVec : size, max_per_thread, &threads_log2, &per_thread)) {
+      if (vector) {
+        launch_rms_norm_rows<T, kVec>(xt, st, kt, bt, yt, ot, rows, size, threads_log2, per_thread, epsilon, stream);
+      } else {
+        launch_rms_norm_rows<T, 1>(xt, st, kt, bt, yt, ot, rows, size, threads_log2, per_thread, epsilon, stream);
+      }
+      return;
+    }
+    const auto grid = static_cast<unsigned>(rows < 65535 * 8 ? rows : 65535 * 8);
+    rms_norm_kernel<<<grid, kBlock, 0, stream>>>(xt, st, kt, bt, yt, ot, rows, size, epsilon);
+  });
+  check_launch("rms_norm");
 }
 
 }  // namespace hipdnn_ep::kernels::gpu

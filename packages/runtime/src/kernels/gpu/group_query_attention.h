@@ -1,0 +1,65 @@
+// What the GroupQueryAttention kernels share (group_query_attention.hip and, on CUDA, the tensor-core
+// prefill in group_query_attention_flash.hip): the call's parameters, each batch row's lengths as the
+// device data gives them, and the flash launch.
+#ifndef HIPDNN_EP_KERNELS_GPU_GROUP_QUERY_ATTENTION_H_
+#define HIPDNN_EP_KERNELS_GPU_GROUP_QUERY_ATTENTION_H_
+
+#include <cstdint>
+
+#include "kernels/gpu/gpu_common.h"
+
+namespace hipdnn_ep::kernels::gpu {
+
+struct GqaParams {
+  int64_t batch, seq, heads, kv_heads, head_size, past, present;
+  int64_t token_stride, kv_token_stride;  // elements between tokens of query (or packed QKV) and of key/value
+  int64_t rotary_dim, rotary_positions, rotary_width;
+  int64_t window;
+  float scale, softcap;
+  bool packed, do_rotary, interleaved, copy_past, zero_tail;
+};
+
+// The lengths of batch row b: valid keys and the past positions; false (and recorded when `report`) when bad.
+// A row with bad lengths is skipped: its output and present rows stay as they were.
+struct RowLengths {
+  int64_t valid, past_len;
+  bool first_prompt;
+};
+
+__device__ __forceinline__ bool row_lengths(const GqaParams& g, const int32_t* seqlens, const int32_t* total_ptr,
+                                            int64_t b, DataErrorRecord* errors, bool report, RowLengths* out) {
+  const int64_t total = *total_ptr;
+  if (total < g.seq || total > g.present) {
+    if (report) report_error(errors, kErrorGqaTotalLength, total, g.seq, g.present);
+    return false;
+  }
+  out->first_prompt = g.seq == total;
+  const int64_t seqlen = seqlens[b];
+  out->valid = seqlen + 1;
+  if (out->valid < 1 || out->valid > g.present) {
+    if (report) report_error(errors, kErrorGqaSeqlens, b, seqlen, g.present);
+    return false;
+  }
+  out->past_len = out->first_prompt ? 0 : out->valid - g.seq;
+  if (out->past_len < 0 || out->past_len > g.past) {
+    if (report) report_error(errors, kErrorGqaPastLength, b, seqlen, g.seq, g.past);
+    return false;
+  }
+  return true;
+}
+
+__device__ __forceinline__ int64_t token_position(const RowLengths& r, int64_t s) {
+  return r.first_prompt ? (s < r.valid ? s : 1) : r.past_len + s;
+}
+
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+// Prefill on tensor cores where it applies (float16, head size 64 or 128, 16-byte aligned caches, a
+// GPU of sm_80 or later); false: the caller runs the scalar attention kernel.
+bool launch_gqa_flash(const GqaParams& g, const __half* query, const __half* cos, const __half* sin,
+                      const int32_t* seqlens, const int32_t* total, const __half* present_k, const __half* present_v,
+                      __half* out, hipStream_t stream);
+#endif
+
+}  // namespace hipdnn_ep::kernels::gpu
+
+#endif  // HIPDNN_EP_KERNELS_GPU_GROUP_QUERY_ATTENTION_H_

@@ -1,0 +1,116 @@
+"""What the GPU benchmarks share: calling a compiled program through the runtime's C ABI with its
+inputs and weights resident on the device, and timing a loop of calls.
+
+Used by tools/gpu/gpu_bench.py and tools/bench/encoder_bench.py. A program is called with ctypes (no
+Python-level copies per run); its outputs come back as device blocks the caller frees, and
+`DeviceProgram.run_once` copies them to numpy for the accuracy checks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import hipdnn_ep_runtime as rt
+import numpy as np
+
+DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float16): 10, np.dtype(np.int64): 7, np.dtype(np.int32): 6}
+H2D, D2H = 1, 2
+
+
+class TensorRef(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dims", ctypes.POINTER(ctypes.c_int64)),
+                ("rank", ctypes.c_int32), ("dtype", ctypes.c_int32)]
+
+
+def runtime_lib() -> ctypes.CDLL:
+    """The runtime library with the signatures the benchmarks call."""
+    lib = ctypes.CDLL(rt.library_path())
+    lib.hipdnn_ep_last_error.restype = ctypes.c_char_p
+    lib.hipdnn_ep_artifact_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.hipdnn_ep_artifact_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(TensorRef),
+                                           ctypes.POINTER(TensorRef)]
+    lib.hipdnn_ep_artifact_close.argtypes = [ctypes.c_void_p]
+    lib.hipdnn_ep_free.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.hipdnn_ep_malloc.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p)]
+    return lib
+
+
+def time_loop(fn: Callable[[], object], sync: Callable[[], object], runs: int, warmup: int = 10) -> float:
+    """Seconds per call of fn, averaged over `runs` calls after `warmup`, the device drained at both ends."""
+    for _ in range(warmup):
+        fn()
+    sync()
+    start = time.perf_counter()
+    for _ in range(runs):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / runs
+
+
+def time_torch_graph(fn: Callable[[], object], runs: int) -> float:
+    """Seconds per replay of fn captured into a torch CUDA graph: one warm-up call and the capture on a
+    side stream (as torch asks), then `runs` replays timed with time_loop. Call it under torch.no_grad()
+    when fn computes with tensors that require grad."""
+    import torch
+
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+        with torch.cuda.graph(graph):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    return time_loop(graph.replay, torch.cuda.synchronize, runs)
+
+
+class DeviceProgram:
+    """A compiled artifact on one state, its arrays (graph inputs, then weights) uploaded once."""
+
+    def __init__(self, directory: Path, state: rt.State, arrays: list[np.ndarray]) -> None:
+        self.lib = runtime_lib()
+        self.state = state
+        self.state_ptr = ctypes.c_void_p(state._handle())
+        self.handle = ctypes.c_void_p()
+        if self.lib.hipdnn_ep_artifact_open(str(directory / "program.so").encode(), ctypes.byref(self.handle)) != 0:
+            raise RuntimeError(self.lib.hipdnn_ep_last_error().decode())
+        with rt.Artifact(directory) as artifact:
+            self.n_outputs = len(artifact.metadata["outputs"])
+        self.refs = (TensorRef * len(arrays))()
+        self.out = (TensorRef * self.n_outputs)()
+        self.ptrs, self.keep = [], []
+        for i, a in enumerate(arrays):
+            a = np.array(a, order="C")  # keeps 0-d arrays 0-d (ascontiguousarray makes them 1-d)
+            p = state.malloc(max(a.nbytes, 1))
+            state.memcpy(p, a.ctypes.data, a.nbytes, H2D)
+            d = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+            self.keep.append(d)
+            self.ptrs.append(p)
+            self.refs[i] = TensorRef(p, d, a.ndim, DTYPES[a.dtype])
+
+    def __call__(self) -> None:
+        """One run, its outputs freed (the loop the benchmarks time)."""
+        if self.lib.hipdnn_ep_artifact_run(self.handle, self.state_ptr, self.refs, self.out) != 0:
+            raise RuntimeError(self.lib.hipdnn_ep_last_error().decode())
+        for o in self.out:
+            self.lib.hipdnn_ep_free(self.state_ptr, o.data)
+
+    def run_once(self) -> list[np.ndarray]:
+        """One run with its outputs copied to numpy."""
+        if self.lib.hipdnn_ep_artifact_run(self.handle, self.state_ptr, self.refs, self.out) != 0:
+            raise RuntimeError(self.lib.hipdnn_ep_last_error().decode())
+        results = []
+        for o in self.out:
+            dtype = next(k for k, v in DTYPES.items() if v == o.dtype)
+            host = np.empty(tuple(o.dims[d] for d in range(o.rank)), dtype)
+            self.state.memcpy(host.ctypes.data, o.data, host.nbytes, D2H)
+            self.lib.hipdnn_ep_free(self.state_ptr, o.data)
+            results.append(host)
+        return results
+
+    def close(self) -> None:
+        for p in self.ptrs:
+            self.state.free(p)
+        self.lib.hipdnn_ep_artifact_close(self.handle)
