@@ -2,15 +2,15 @@
 """An LLM written by onnxruntime-genai's own model builder, from a Hugging Face Llama checkpoint with random
 weights (nothing downloaded).
 
-tools/llm_models.py writes graphs shaped like the builder's output with onnx alone; this tool runs the
+tools/models/llm_models.py writes graphs shaped like the builder's output with onnx alone; this tool runs the
 builder itself, so the EP is also measured on what users actually get from it. The checkpoint is written one
 tensor at a time (safetensors shards of at most 2 GB, bfloat16), so an 8B-shaped model never sits in memory
 whole; then `python -m onnxruntime_genai.models.builder -i CHECKPOINT -o OUT -p int4 -e cuda` runs with
 extra options (block size, accuracy level...). The output folder is an onnxruntime-genai model folder, as
-tools/llm_session_bench.py --model and tools/llm_genai_check.py take.
+tools/bench/llm_session_bench.py --model and tools/gpu/llm_genai_check.py take.
 
-    python tools/genai_builder_model.py OUT --size llama3-8b          (32 layers, about 5 GB of int4 weights)
-    python tools/genai_builder_model.py OUT --size small --extra int4_block_size=32
+    python tools/models/genai_builder_model.py OUT --size llama3-8b          (32 layers, about 5 GB of int4 weights)
+    python tools/models/genai_builder_model.py OUT --size small --extra int4_block_size=32
 
 Needs torch, transformers, safetensors, onnxruntime-genai and onnx_ir (what the builder imports).
 """
@@ -112,7 +112,7 @@ def run_builder(checkpoint: Path, output: Path, precision: str, provider: str, e
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("output", type=Path, help="the onnxruntime-genai model folder to write")
-    ap.add_argument("--size", default="tiny", choices=sorted(SIZES), help="a tools/llm_models.py shape")
+    ap.add_argument("--size", default="tiny", choices=sorted(SIZES), help="a tools/models/llm_models.py shape")
     ap.add_argument("--precision", default="int4", choices=["int4", "fp16", "fp32"])
     ap.add_argument("--execution-provider", default="cuda", choices=["cpu", "cuda"],
                     help="the builder's target: cuda writes float16 activations, cpu float32")
