@@ -55,6 +55,18 @@ def test_a_partly_claimed_model_is_counted_and_the_refusal_named(tmp_path):
     assert r.ep_create_s > 0 and r.ref_create_s > 0 and r.ep_run_ms > 0 and r.ref_run_ms > 0
 
 
+def test_a_missing_reference_ep_is_refused_by_name(capsys):
+    import onnxruntime as ort
+
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("this onnxruntime has the CUDA EP")
+    from zoo.__main__ import main
+
+    with pytest.raises(SystemExit, match="compares against ORT's CUDAExecutionProvider, which this onnxruntime "
+                                         "lacks .*install onnxruntime-gpu"):
+        main(["--backend", "cuda", "--models", "bert"])
+
+
 def test_zoo_table_for_the_smallest_exported_models(tmp_path):
     pytest.importorskip("torch", reason="the zoo exports its models with torch (nox -s zoo installs it)")
     pytest.importorskip("transformers", reason="the zoo's text models come from transformers")

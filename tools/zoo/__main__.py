@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rich.console import Console
 
-    from .measure import Result, run_model
+    from .measure import REFERENCE, Result, run_model
     from .report import missing_table, read_json, table, write_json
 
     console = Console()
@@ -46,6 +46,13 @@ def main(argv: list[str] | None = None) -> int:
         results, backend = read_json(args.show)
         console.print(table(results, backend), missing_table(results))
         return 0
+
+    import onnxruntime as ort
+
+    reference = REFERENCE[args.backend]
+    if reference not in ort.get_available_providers():  # ORT would quietly run the reference on its CPU EP
+        raise SystemExit(f"zoo: --backend {args.backend} compares against ORT's {reference}, which this onnxruntime "
+                         f"lacks (it has {', '.join(ort.get_available_providers())}); install onnxruntime-gpu")
     results = []
     for name in args.models:
         with console.status(f"{name}: export and run"):

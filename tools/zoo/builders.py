@@ -31,7 +31,8 @@ def _export(module, args: tuple, names: list[str], dynamic: dict, path: Path) ->
     import torch
 
     module.eval()
-    with warnings.catch_warnings(), torch.no_grad():
+    # not under no_grad: there torch's MultiheadAttention takes a fused fast path the exporter cannot write
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer and deprecation warnings of the exporter
         torch.onnx.export(module, args, str(path), input_names=names, dynamic_axes=dynamic, opset_version=OPSET,
                           dynamo=False)
