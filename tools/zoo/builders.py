@@ -31,6 +31,10 @@ def _export(module, args: tuple, names: list[str], dynamic: dict, path: Path) ->
     import torch
 
     module.eval()
+    with torch.no_grad():  # an all-zero output (torchvision's ViT zero-initializes its head) matches anything
+        for param in module.parameters():
+            if not param.any():
+                param.normal_(0.0, 0.02)
     # not under no_grad: there torch's MultiheadAttention takes a fused fast path the exporter cannot write
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer and deprecation warnings of the exporter
@@ -67,7 +71,7 @@ class _Outputs:
     """Wraps a transformers model so that the export sees plain tensors (no ModelOutput, no cache)."""
 
     @staticmethod
-    def wrap(model, keys: tuple[str, ...]):
+    def wrap(model, names: list[str], keys: tuple[str, ...]):
         import torch
 
         class Wrapped(torch.nn.Module):
@@ -75,8 +79,8 @@ class _Outputs:
                 super().__init__()
                 self.model = model
 
-            def forward(self, *args):
-                out = self.model(*args, return_dict=True)
+            def forward(self, *args):  # by keyword: GPT-2's second positional argument is the cache
+                out = self.model(**dict(zip(names, args, strict=True)), return_dict=True)
                 return tuple(out[k] for k in keys)
 
         return Wrapped()
@@ -98,10 +102,10 @@ def _text(kind: str, seq: int = 16, **config) -> Callable[[Path], dict[str, np.n
         ids = _rng().integers(0, vocab, (1, seq)).astype(np.int64)
         mask = np.ones((1, seq), np.int64)
         mask[0, seq - 3:] = 0  # padding at the end: the mask path is exercised
-        wrapped = _Outputs.wrap(model, ("last_hidden_state",))
-        axes = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
-        _export(wrapped, (torch.from_numpy(ids), torch.from_numpy(mask)), ["input_ids", "attention_mask"], axes,
-                folder / "model.onnx")
+        names = ["input_ids", "attention_mask"]
+        wrapped = _Outputs.wrap(model, names, ("last_hidden_state",))
+        axes = {name: {0: "batch", 1: "seq"} for name in names}
+        _export(wrapped, (torch.from_numpy(ids), torch.from_numpy(mask)), names, axes, folder / "model.onnx")
         return {"input_ids": ids, "attention_mask": mask}
 
     return build
@@ -118,8 +122,8 @@ def _whisper_encoder(folder: Path) -> dict[str, np.ndarray]:
     cfg._attn_implementation = "eager"
     encoder = transformers.WhisperModel(cfg).get_encoder()
     features = _rng().standard_normal((1, 80, 100)).astype(np.float32)  # 2 x max_source_positions frames
-    _export(_Outputs.wrap(encoder, ("last_hidden_state",)), (torch.from_numpy(features),), ["input_features"],
-            {"input_features": {0: "batch"}}, folder / "model.onnx")
+    _export(_Outputs.wrap(encoder, ["input_features"], ("last_hidden_state",)), (torch.from_numpy(features),),
+            ["input_features"], {"input_features": {0: "batch"}}, folder / "model.onnx")
     return {"input_features": features}
 
 
@@ -133,8 +137,8 @@ def _clip_vision(folder: Path) -> dict[str, np.ndarray]:
     cfg._attn_implementation = "eager"
     model = transformers.CLIPVisionModel(cfg)
     pixels = _rng().standard_normal((1, 3, 64, 64)).astype(np.float32)
-    _export(_Outputs.wrap(model, ("last_hidden_state", "pooler_output")), (torch.from_numpy(pixels),),
-            ["pixel_values"], {"pixel_values": {0: "batch"}}, folder / "model.onnx")
+    _export(_Outputs.wrap(model, ["pixel_values"], ("last_hidden_state", "pooler_output")),
+            (torch.from_numpy(pixels),), ["pixel_values"], {"pixel_values": {0: "batch"}}, folder / "model.onnx")
     return {"pixel_values": pixels}
 
 
@@ -206,7 +210,8 @@ ZOO: dict[str, Entry] = {e.name: e for e in [
     Entry("distilbert", _text("DistilBert", dim=128, n_layers=2, n_heads=4, hidden_dim=512, vocab_size=1000),
           SMALL_TEXT),
     Entry("roberta", _text("Roberta", **BERT), SMALL_TEXT),
-    Entry("gpt2", _text("GPT2", n_embd=128, n_layer=2, n_head=4, vocab_size=1000, use_cache=False), SMALL_TEXT),
+    Entry("gpt2", _text("GPT2", n_embd=128, n_layer=2, n_head=4, vocab_size=1000, bos_token_id=0, eos_token_id=0,
+                        use_cache=False), SMALL_TEXT),
     Entry("t5_encoder", _text("T5", d_model=128, d_kv=32, d_ff=512, num_layers=2, num_heads=4, vocab_size=1000),
           SMALL_TEXT),
     Entry("whisper_encoder", _whisper_encoder, "2 layers, d_model 64, 100 frames"),
