@@ -18,7 +18,8 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("hipdnn_ep", reason="needs the hipdnn-ep wheel")
 pytest.importorskip("hipdnn_ep_compiler", reason="needs the hipdnn-ep-compiler wheel")
 
-from zoo.measure import run_model  # noqa: E402
+from zoo.measure import Result, run_model  # noqa: E402
+from zoo.report import missing_ops, read_json, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +54,18 @@ def test_a_partly_claimed_model_is_counted_and_the_refusal_named(tmp_path):
     assert r.reasons["If"], r.reasons  # the EP's own words, from its session log
     assert r.max_abs == 0.0 and r.max_rel == 0.0
     assert r.ep_create_s > 0 and r.ref_create_s > 0 and r.ep_run_ms > 0 and r.ref_run_ms > 0
+
+
+def test_missing_ops_sum_over_models_most_models_first(tmp_path):
+    results = [Result("a", unsupported={"Conv": 5, "Resize": 1}, reasons={"Conv": "no conv"}),
+               Result("b", unsupported={"Conv": 2, "TopK": 9}, reasons={"TopK": "no topk"}),
+               Result("c", claimed=3, total=3)]
+    assert missing_ops(results) == [
+        {"op": "Conv", "nodes": 7, "models": ["a", "b"], "reason": "no conv"},
+        {"op": "TopK", "nodes": 9, "models": ["b"], "reason": "no topk"},
+        {"op": "Resize", "nodes": 1, "models": ["a"], "reason": ""}]
+    write_json(results, "cpu", tmp_path / "r.json")
+    assert read_json(tmp_path / "r.json") == (results, "cpu")
 
 
 def test_a_missing_reference_ep_is_refused_by_name(capsys):
