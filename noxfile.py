@@ -11,8 +11,8 @@ wheels, each installed in a fresh environment and run end to end), ``lint``, ``w
 dist/), ``release`` (bump rules; cut a release), ``demo`` (the main job: compile a dynamic- and a
 fixed-shape model and run them on the EP), ``gpu`` (on a GPU machine: the cuda runtime, its GPU
 suite and compute-sanitizer), ``hip_check`` (the GPU kernels compiled for AMD gfx1100/gfx1151 with
-Debian's clang-19; fetches what it needs with apt). The runtime and the EP are built from source
-once per session into dist/ and installed from there.
+Debian's clang-19; fetches what it needs with apt), ``zoo`` (the model zoo table; installs torch). The
+runtime and the EP are built from source once per session into dist/ and installed from there.
 """
 
 from __future__ import annotations
@@ -164,6 +164,18 @@ def demo(session: nox.Session) -> None:
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"), "rich")
     _install(session, "runtime", "compiler", "ep")
     session.run("python", str(ROOT / "tools/demo.py"), *session.posargs)
+
+
+@nox.session(default=False, venv_backend="virtualenv")
+def zoo(session: nox.Session) -> None:
+    """The model zoo table: public architectures with random weights, exported here, run on the EP and on ORT.
+
+    Options after `--` go to tools/zoo (`--models NAME ...`, `--backend cuda`, `--json FILE`; `--help`).
+    virtualenv, so pip installs torch: a machine may hold a CPU build of it where uv would download another."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"), "rich", "torch", "torchvision",
+                    "transformers")
+    _install(session, "runtime", "compiler", "ep")
+    session.run("python", str(ROOT / "tools/zoo"), *session.posargs)
 
 
 @nox.session(venv_backend="none", default=False)
