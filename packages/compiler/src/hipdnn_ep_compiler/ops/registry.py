@@ -139,6 +139,11 @@ def by_ir_name(op_name: str) -> OpDef | None:
     return _BY_NAME.get(name) if dialect == "onnx" else None
 
 
+def by_ir_names() -> dict[str, OpDef]:
+    """Every import-level IR op name (onnx.<name>) with its entry: refine-shapes' patterns, one per name."""
+    return {e.op_name: e for e in _BY_NAME.values()}
+
+
 def kernel(op_name: str) -> Kernel | None:
     """The kernel description of a kernel-level IR op name (hipdnn.<name>)."""
     return _KERNELS.get(op_name)
