@@ -26,13 +26,16 @@ def _module(text: str = RELU) -> hir.ir.Module:
 
 def test_the_compile_pipeline_is_one_pass_manager():
     text = str(Pipeline(list(PIPELINE), hir.new_context()).pm)
-    # this compiler's passes by name, each pass that leaves shape arithmetic followed by canonicalize and cse,
-    # the hipdnn verifier after each
+    # this compiler's passes by name, each pass that leaves shape arithmetic followed by canonicalize and cse
+    # and then the hipdnn verifier (the other passes verify their own result)
     assert text.startswith("builtin.module(refine-shapes,func.func(canonicalize{")
     names = [e.split("{")[0].split("(")[0] for e in split(text)]
     assert [n for n in names if n in PASSES] == list(PIPELINE)
-    assert names.count("hipdnn-verify") == len(PIPELINE)
-    assert names.count("func.func") == 3  # after refine-shapes, eliminate-dead-ops and plan-memory
+    followed = [n for n in PIPELINE if PASSES[n].follow]
+    assert followed == ["refine-shapes", "eliminate-dead-ops", "plan-memory"]
+    for n in followed:
+        assert names[names.index(n) + 1:names.index(n) + 3] == ["func.func", "hipdnn-verify"]
+    assert names.count("hipdnn-verify") == len(followed)
 
 
 def test_split_keeps_options_and_nested_pipelines_whole():
@@ -71,14 +74,15 @@ def test_the_pipeline_runs_again_after_a_failure():
     assert str(good).count('"hipdnn.unary"') == 2
 
 
-def test_invalid_ir_after_a_pass_names_the_pass(monkeypatch):
-    def breaks(module):
+@pytest.mark.parametrize("name", ["refine-shapes", "check-dtypes"])  # followed by canonicalize, or not
+def test_invalid_ir_after_a_pass_names_the_pass(monkeypatch, name):
+    def breaks(module, abi=None):
         hir.create("hipdnn.no_such_op", [], [], {}, before=hir.ops(module)[-1])
         return module
 
-    monkeypatch.setattr(refine_shapes, "run", breaks)
-    with pytest.raises(RuntimeError, match="internal error: IR fails verification after refine-shapes: .*no_such_op"):
-        run_pipeline(_module())
+    monkeypatch.setattr(PASSES[name].module, "run", breaks)
+    with pytest.raises(RuntimeError, match=f"internal error: IR fails verification after {name}: .*no_such_op"):
+        run_pipeline(_module(), until=name)
 
 
 def _counting(monkeypatch, rule) -> list[str]:

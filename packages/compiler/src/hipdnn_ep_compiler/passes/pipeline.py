@@ -6,8 +6,9 @@ pipeline text, which MLIR parses, options included.  The bindings cannot registe
 under a name MLIR's pipeline parser knows, so a pipeline's text is cut at its top-level commas
 (`split`) and each element is looked up here first: that cut is the only parsing done by hand.
 
-The hipdnn dialect verifier (dialect.py) runs after every element, as a pass of the same manager;
-MLIR's own verifier runs after every pass as well.  A Python exception raised by a pass (a model
+The hipdnn dialect verifier (dialect.py, which runs MLIR's verifier too) runs after every element:
+as a pass of the same manager after an upstream element and after a pass's FOLLOW, at the end of the
+pass itself otherwise.  A Python exception raised by a pass (a model
 the compiler refuses, an invalid IR) stops the pass manager and is re-raised as it was.
 """
 
@@ -74,12 +75,16 @@ class Pipeline:
         self._module: ir.Module | None = None
         self._error: BaseException | None = None
         self.pm = PassManager(ANCHOR, context)
+        # dialect.verify runs MLIR's verifier as well, after every element: once is enough
+        self.pm.enable_verifier(False)
         for element in self.elements:
             p = PASSES.get(element)
             if p is not None:
-                self.pm.add(self._python_pass(p), name=p.name, argument=p.name)
-                if p.follow:
-                    self.pm.add(p.follow)
+                # a pass followed by nothing verifies its own result (a pass of its own costs a little more)
+                self.pm.add(self._python_pass(p, verify=not p.follow), name=p.name, argument=p.name)
+                if not p.follow:
+                    continue
+                self.pm.add(p.follow)
             else:
                 try:
                     self.pm.add(element)
@@ -94,24 +99,27 @@ class Pipeline:
             self._error = exc
             pass_.signal_pass_failure()
 
-    def _python_pass(self, p: PassDef):
+    def _python_pass(self, p: PassDef, verify: bool):
         def run(_op, pass_) -> None:
             def body() -> None:
                 with hir.reading_shapes():
                     p.run(self._module, self._abi)
+                if verify:
+                    self._verify(f"after {p.name}")
             self._guarded(body, pass_)
 
         run.__name__ = p.name
         return run
 
+    def _verify(self, when: str) -> None:
+        try:
+            dialect.verify(self._module)
+        except ValueError as exc:
+            raise self._invalid(when, exc) from None
+
     def _verifier(self, when: str):
         def run(_op, pass_) -> None:
-            def body() -> None:
-                try:
-                    dialect.verify(self._module)
-                except ValueError as exc:
-                    raise self._invalid(when, exc) from None
-            self._guarded(body, pass_)
+            self._guarded(lambda: self._verify(when), pass_)
 
         return run
 
