@@ -114,6 +114,20 @@ def test_refine_shapes_refuses_a_rule_that_leaves_its_op(monkeypatch):
         run_pipeline(_module(), until="refine-shapes")
 
 
+def test_refine_shapes_accepts_a_rule_that_erases_its_op_itself(monkeypatch):
+    """A rule written before the patterns (replacing uses and erasing the op directly) still works."""
+    from hipdnn_ep_compiler.ops.node import emit
+
+    def by_hand(o):
+        new = emit(o, "hipdnn.alias", [o.op.operands[0]], {}, [[2]], [o.op.results[0].type])
+        o.op.results[0].replace_all_uses_with(new.results[0])
+        o.op.erase()
+
+    seen = _counting(monkeypatch, by_hand)
+    module = run_pipeline(_module(), until="refine-shapes")
+    assert seen == ["node 'a'", "node 'b'"] and str(module).count('"hipdnn.alias"') == 2
+
+
 def test_refine_shapes_names_an_op_without_a_rule():
     module = _module(RELU.replace('"onnx.relu"(%0)', '"onnx.no_such_op"(%0)'))
     with pytest.raises(UnsupportedError, match="node 'b': no shape rule for onnx.no_such_op"):

@@ -12,8 +12,8 @@ Two levels, each declared once:
   kernel-level form) and the kernel(s) it becomes.
 
 Everything else is derived from these: the support query and `supported_ops()` (the OpDefs), the
-importer's op names, refine-shapes' dispatch, check-dtypes' rules and the lowering's kernel calls
-(the Kernels), and the check that every kernel agrees with the runtime ABI manifest
+importer's op names, refine-shapes' rewrite patterns (one per IR op), check-dtypes' rules and the
+lowering's kernel calls (the Kernels), and the check that every kernel agrees with the runtime ABI manifest
 (`lowering/runtime_calls.validate`).  Which element types a kernel accepts is read from the
 manifest, never repeated here.
 """
