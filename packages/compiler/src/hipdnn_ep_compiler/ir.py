@@ -190,12 +190,17 @@ def is_shape_op(op: ir.Operation) -> bool:
     return op.name in _SHAPE_OPS or op.name.startswith("arith.")
 
 
+# Upstream passes that fold and share the shape arithmetic and drop what is unused: a pass that leaves
+# index arithmetic behind names them as what its pass manager runs after it (passes/: FOLLOW).
+FOLD = "func.func(canonicalize, cse)"
+
+
 def fold_shapes(module: ir.Module) -> None:
-    """Fold and share the shape arithmetic with upstream canonicalize and cse; drop what is unused."""
+    """Run FOLD on `module` on its own (the pipeline runs it after the passes that name it)."""
     from torch_mlir.passmanager import PassManager
 
     with module.context:
-        PassManager.parse("builtin.module(func.func(canonicalize, cse))").run(module.operation)
+        PassManager.parse(f"builtin.module({FOLD})").run(module.operation)
     memo = _reading.get()
     if memo is not None:  # the ops it read may be gone, their storage reused by new ones
         memo.clear()

@@ -2,14 +2,14 @@
 
   hipdnn-ep-compile opt IN.mlir|IN.onnx|- [--pass-pipeline=P] [--split-input-file] [--abi M.N] [-o OUT]
 
-The pipeline is a comma-separated list of pass names, optionally wrapped as
-`builtin.module(...)`: this compiler's passes (refine-shapes, check-dtypes, eliminate-dead-ops,
-materialize-host-scalars, plan-memory), `lower-to-llvm` (last: prints the LLVM-dialect host
-program), or any upstream MLIR pass, which runs through MLIR's PassManager.  Without a pipeline
-the input is parsed, verified and printed.  An ONNX model as input is imported first, so
-`opt model.onnx` prints the IR the passes start from.  With --split-input-file the input is cut at
-lines `// -----`, each part handled on its own and the outputs joined by the same marker; a part
-that fails prints `// error: <message>` in its place (the exit status is then 1).
+The pipeline is a comma-separated list of passes, optionally wrapped as `builtin.module(...)`, run
+in one MLIR PassManager (passes/pipeline.py): this compiler's passes by name (refine-shapes,
+check-dtypes, eliminate-dead-ops, materialize-host-scalars, plan-memory), any upstream MLIR pass or
+nested pipeline (parsed by MLIR, options included), and `lower-to-llvm` last (prints the LLVM-dialect
+host program).  Without a pipeline the input is parsed, verified and printed.  An ONNX model as input
+is imported first, so `opt model.onnx` prints the IR the passes start from.  With --split-input-file
+the input is cut at lines `// -----`, each part handled on its own and the outputs joined by the
+same marker; a part that fails prints `// error: <message>` in its place (the exit status is then 1).
 """
 
 from __future__ import annotations
@@ -25,53 +25,35 @@ LOWER = "lower-to-llvm"
 
 
 def parse_pipeline(text: str | None) -> list[str]:
-    """Pass names from `a,b` or `builtin.module(a,b)` (nested options in parentheses kept whole)."""
-    if not text:
-        return []
-    text = text.strip()
-    if text.startswith("builtin.module(") and text.endswith(")"):
-        text = text[len("builtin.module("):-1]
-    names, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            names.append(cur.strip())
-            cur = ""
-            continue
-        depth += ch == "(" or ch == "{"
-        depth -= ch == ")" or ch == "}"
-        cur += ch
-    if cur.strip():
-        names.append(cur.strip())
-    return names
+    """The elements of `a,b` or `builtin.module(a,b)` (an element's options and nested pipelines kept whole)."""
+    from .passes.pipeline import split
+
+    return split(text)
 
 
 def run_passes(module, names: list[str], abi=None) -> str:
-    """Run `names` on `module` in order; the printed result."""
+    """Run `names` on `module` in one pass manager; the printed result."""
     from .passes import PASSES
+    from .passes.pipeline import Pipeline, UnknownPassError
 
-    for k, name in enumerate(names):
-        if name == LOWER:
-            if k != len(names) - 1:
-                raise CompileError(f"{LOWER} must be the last pass of the pipeline")
-            from .abi import load_abi
-            from .lowering import lower_to_llvm
+    lower = bool(names) and names[-1] == LOWER
+    passes = names[:-1] if lower else names
+    if LOWER in passes:
+        raise CompileError(f"{LOWER} must be the last pass of the pipeline")
+    try:
+        pipeline = Pipeline(passes, module.context, abi,
+                            invalid=lambda when, exc: CompileError(f"the IR fails verification {when}: {exc}"))
+    except UnknownPassError as exc:
+        known = ", ".join([*PASSES, LOWER])
+        raise CompileError(f"unknown pass '{exc.element}': neither one of this compiler's ({known}) nor an "
+                           "MLIR pass") from None
+    if passes:
+        pipeline.run(module)
+    if lower:
+        from .abi import load_abi
+        from .lowering import lower_to_llvm
 
-            return lower_to_llvm(module, abi or load_abi()).text
-        p = PASSES.get(name)
-        if p is not None:
-            module = p.run(module, abi) if getattr(p, "USES_ABI", False) else p.run(module)
-        else:
-            from torch_mlir.passmanager import PassManager
-
-            with module.context:
-                try:
-                    pm = PassManager.parse(f"builtin.module({name})")
-                except ValueError:
-                    known = ", ".join([*PASSES, LOWER])
-                    raise CompileError(f"unknown pass '{name}': neither one of this compiler's ({known}) nor an "
-                                       "MLIR pass") from None
-                pm.run(module.operation)
-        _verify(module, f"after {name}")
+        return lower_to_llvm(module, abi or load_abi()).text
     return str(module)
 
 

@@ -52,3 +52,22 @@ func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
   "hipdnn.tie_dims"(%2, %t3_3) : (tensor<?xf32>, index) -> ()
   return %2 : tensor<?xf32>
 }
+
+// -----
+
+// A returned program input and a result returned twice get copies (each output is a buffer of its
+// own); the copy of the input keeps the caller's dims array (-2); nothing lives in the pool.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT:   hipdnn.pool
+// CHECK:       [[R:%.+]] = "hipdnn.unary"(%arg0) {{.*}}hipdnn.output_index = 1 : i64, hipdnn.storage = "output"
+// CHECK:       "hipdnn.copy"(%arg0) {hipdnn.dims_slot = [-2], hipdnn.output_index = 0 : i64, hipdnn.storage = "output"}
+// CHECK:       "hipdnn.copy"([[R]]) {{.*}}hipdnn.output_index = 2 : i64, hipdnn.storage = "output"
+// CHECK-NOT:   "hipdnn.copy"
+// CHECK-NOT:   hipdnn.pool
+func.func @main(%arg0: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?xf32>) {
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  %t1_2 = arith.constant 0 : index
+  %t1_3 = tensor.dim %arg0, %t1_2 : tensor<?xf32>
+  "hipdnn.tie_dims"(%0, %t1_3) : (tensor<?xf32>, index) -> ()
+  return %arg0, %0, %0 : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>
+}

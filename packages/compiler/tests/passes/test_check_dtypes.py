@@ -10,12 +10,12 @@ from hipdnn_ep_compiler import compile_model
 from hipdnn_ep_compiler import ir as hir
 from hipdnn_ep_compiler.abi import RuntimeAbi, bundled_manifest_path, load_abi
 from hipdnn_ep_compiler.errors import UnsupportedError
-from hipdnn_ep_compiler.passes import check_dtypes
+from hipdnn_ep_compiler.passes import check_dtypes, run_pass
 
 
 def _run(text):
     module = hir.ir.Module.parse(text, hir.new_context())
-    check_dtypes.run(module)
+    run_pass(module, check_dtypes.NAME)
     return str(module)
 
 
@@ -107,7 +107,7 @@ def _abi_with(edit):
 
 def _run_with(text, abi):
     module = hir.ir.Module.parse(text, hir.new_context())
-    check_dtypes.run(module, abi)
+    run_pass(module, check_dtypes.NAME, abi)
 
 
 def test_rules_come_from_the_manifest():

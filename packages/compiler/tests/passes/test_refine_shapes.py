@@ -8,7 +8,7 @@ from hipdnn_ep_compiler import checks
 from hipdnn_ep_compiler import ir as hir
 from hipdnn_ep_compiler import symbolic as sym
 from hipdnn_ep_compiler.errors import ModelError, UnsupportedError
-from hipdnn_ep_compiler.passes import refine_shapes
+from hipdnn_ep_compiler.passes import refine_shapes, run_pass
 
 SHAPE_CHAIN = '''
 func.func @main(%arg0: tensor<?x?x8xf32>) -> tensor<?x?x?xf32> {
@@ -27,14 +27,14 @@ func.func @main(%arg0: tensor<?x?x8xf32>) -> tensor<?x?x?xf32> {
 
 def _run(text: str) -> str:
     module = hir.ir.Module.parse(text, hir.new_context())
-    refine_shapes.run(module)
+    run_pass(module, refine_shapes.NAME)
     assert module.operation.verify()
     return str(module)
 
 
 def _refined(text: str) -> hir.ir.Module:
     module = hir.ir.Module.parse(text, hir.new_context())
-    refine_shapes.run(module)
+    run_pass(module, refine_shapes.NAME)
     assert module.operation.verify()
     return module
 
@@ -144,7 +144,7 @@ func.func @main(%arg0: tensor<?xf32>) -> tensor<?x4xf32> {
   %1 = "onnx.reshape"(%arg0, %0) {operand_roles = [0 : i64, 1 : i64], "onnx.node" = "node 'r'"} : (tensor<?xf32>, tensor<2xi64>) -> tensor<?x4xf32>
   return %1 : tensor<?x4xf32>
 }''', hir.new_context())
-    refine_shapes.run(module)
+    run_pass(module, refine_shapes.NAME)
     [check] = checks.read(hir.main_func(module))
     assert check.holds({"d0_0": 8})
     assert not check.holds({"d0_0": 6})  # -1 is 6 / 4 = 1 (truncated): 4 elements, not 6
@@ -203,7 +203,7 @@ func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3xf32> {
 
 def _relations(text: str) -> list:
     module = hir.ir.Module.parse(text, hir.new_context())
-    refine_shapes.run(module)
+    run_pass(module, refine_shapes.NAME)
     return checks.read(hir.main_func(module))
 
 

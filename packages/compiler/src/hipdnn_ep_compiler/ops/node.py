@@ -9,7 +9,9 @@ and checks them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
 
 from torch_mlir import ir
 
@@ -33,6 +35,7 @@ class Node:
         self.where = hir.get_str(op, "onnx.node", op.name)
         roles = hir.get_ints(op, "operand_roles", list(range(len(op.operands))))
         self.inputs: dict[int, ir.Value] = {r: op.operands[k] for k, r in enumerate(roles)}
+        self.replaced = False  # set once `replace`/`finish` took the op out of the IR
 
     def input(self, i: int) -> ir.Value | None:
         return self.inputs.get(i)
@@ -86,9 +89,7 @@ def replace(o: Node, op: Kernel | str, operands: list[ir.Value], attrs: dict, di
     with o.op.context:
         types = [ir.Type.parse(t) for t in result_types] if result_types else [r.type for r in o.op.results]
     new = emit(o, op, operands, attrs, dims, types, params)
-    for old_r, new_r in zip(o.op.results, new.results, strict=False):
-        old_r.replace_all_uses_with(new_r)
-    o.op.erase()
+    _retire(o, list(new.results))
     return new
 
 
@@ -114,9 +115,40 @@ def emit(o: Node, op: Kernel | str, operands: list[ir.Value], attrs: dict, dims:
 
 def finish(o: Node, results: list[ir.Value]) -> None:
     """Move the uses of `o`'s results to `results` (in order) and erase `o`."""
-    for old_r, new_r in zip(o.op.results, results, strict=True):
-        old_r.replace_all_uses_with(new_r)
-    o.op.erase()
+    if len(results) != len(o.op.results):
+        raise ValueError(f"{o.where}: {len(results)} replacements for {len(o.op.results)} results")
+    _retire(o, results)
+
+
+# The rewriter of the pattern being applied (refine-shapes): replacing an op through it keeps MLIR's
+# rewrite driver informed of what changed.  Outside a pattern, ops are replaced directly.
+_rewriter: contextvars.ContextVar = contextvars.ContextVar("hipdnn_rewriter", default=None)
+
+
+@contextlib.contextmanager
+def rewriting(rewriter) -> Iterator[None]:
+    """Shape rules called in this block replace their op through `rewriter` (an MLIR PatternRewriter)."""
+    token = _rewriter.set(rewriter)
+    try:
+        yield
+    finally:
+        _rewriter.reset(token)
+
+
+def _retire(o: Node, values: list[ir.Value]) -> None:
+    """Move the uses of `o`'s results to `values` (a kernel op may have more results than `o`) and erase `o`."""
+    old = list(o.op.results)
+    rewriter = _rewriter.get()
+    if rewriter is not None and len(values) >= len(old):
+        rewriter.replace_op(o.op, values[:len(old)])
+    else:
+        for old_r, new_r in zip(old, values, strict=False):
+            old_r.replace_all_uses_with(new_r)
+        if rewriter is not None:
+            rewriter.erase_op(o.op)
+        else:
+            o.op.erase()
+    o.replaced = True
 
 
 def refined_type(t: ir.Type, dims: list[sym.Expr]) -> ir.Type:

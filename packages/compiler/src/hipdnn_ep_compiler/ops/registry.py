@@ -12,8 +12,8 @@ Two levels, each declared once:
   kernel-level form) and the kernel(s) it becomes.
 
 Everything else is derived from these: the support query and `supported_ops()` (the OpDefs), the
-importer's op names, refine-shapes' dispatch, check-dtypes' rules and the lowering's kernel calls
-(the Kernels), and the check that every kernel agrees with the runtime ABI manifest
+importer's op names, refine-shapes' rewrite patterns (one per IR op), check-dtypes' rules and the
+lowering's kernel calls (the Kernels), and the check that every kernel agrees with the runtime ABI manifest
 (`lowering/runtime_calls.validate`).  Which element types a kernel accepts is read from the
 manifest, never repeated here.
 """
@@ -137,6 +137,11 @@ def by_ir_name(op_name: str) -> OpDef | None:
     """The entry for an import-level IR op name (onnx.<name>)."""
     dialect, _, name = op_name.partition(".")
     return _BY_NAME.get(name) if dialect == "onnx" else None
+
+
+def by_ir_names() -> dict[str, OpDef]:
+    """Every import-level IR op name (onnx.<name>) with its entry: refine-shapes' patterns, one per name."""
+    return {e.op_name: e for e in _BY_NAME.values()}
 
 
 def kernel(op_name: str) -> Kernel | None:

@@ -1,36 +1,55 @@
-"""The pass pipeline, in order.  Each pass is one module with NAME and run(module) -> module."""
+"""The compiler's passes, registered once, and the pipeline: one MLIR `PassManager`.
+
+Each pass is one module with NAME and run(module) -> module (run(module, abi) when USES_ABI: it
+reads the target runtime ABI manifest).  `register` makes it a `PassDef`: the pass runs inside MLIR's
+pass manager as a Python-defined pass (`PassManager.add(callable)`), followed by the upstream
+passes it names in FOLLOW (a pass that leaves shape arithmetic behind names `FOLD`: upstream
+canonicalize and cse fold and share it).  Upstream MLIR passes join the same pass manager from their
+pipeline text, which MLIR parses (pipeline.py).
+"""
 
 from __future__ import annotations
 
-from torch_mlir import ir
+from dataclasses import dataclass
+from types import ModuleType
 
-from .. import dialect
-from .. import ir as hir
-from ..abi import RuntimeAbi
+from ..ir import FOLD
 from . import check_dtypes, eliminate_dead_ops, materialize_host_scalars, plan_memory, refine_shapes
 
-PIPELINE = (refine_shapes, check_dtypes, eliminate_dead_ops, materialize_host_scalars, plan_memory)
-PASSES = {p.NAME: p for p in PIPELINE}
+
+@dataclass(frozen=True)
+class PassDef:
+    """One of this compiler's passes as the pass manager runs it."""
+
+    name: str  # its pipeline name (refine-shapes)
+    module: ModuleType  # NAME, run, and optionally USES_ABI and FOLLOW
+    follow: str | None  # upstream pipeline text run right after it, within the same pass manager
+
+    @property
+    def uses_abi(self) -> bool:
+        return getattr(self.module, "USES_ABI", False)
+
+    def run(self, module, abi=None):
+        return self.module.run(module, abi) if self.uses_abi else self.module.run(module)
 
 
-def _verify(module: ir.Module, when: str) -> None:
-    try:
-        dialect.verify(module)
-    except ValueError as exc:
-        raise RuntimeError(f"internal error: IR fails verification {when}: {exc}") from None
+PASSES: dict[str, PassDef] = {}
 
 
-def run_pipeline(module: ir.Module, until: str | None = None, abi: RuntimeAbi | None = None) -> ir.Module:
-    """Run every pass (or up to and including `until`), verifying the IR before the first and after each.
+def register(module: ModuleType) -> PassDef:
+    """Register a pass module under its NAME (once)."""
+    if module.NAME in PASSES:
+        raise ValueError(f"pass {module.NAME} is registered twice")
+    PASSES[module.NAME] = PassDef(module.NAME, module, getattr(module, "FOLLOW", None))
+    return PASSES[module.NAME]
 
-    abi: the runtime ABI manifest compiled against, for passes that read it (USES_ABI);
-    they fall back to the bundled manifest.
-    """
-    _verify(module, f"before {PIPELINE[0].NAME}")
-    for p in PIPELINE:
-        with hir.reading_shapes():
-            module = p.run(module, abi) if getattr(p, "USES_ABI", False) else p.run(module)
-        _verify(module, f"after {p.NAME}")
-        if p.NAME == until:
-            break
-    return module
+
+for _p in (refine_shapes, check_dtypes, eliminate_dead_ops, materialize_host_scalars, plan_memory):
+    register(_p)
+
+# The compile pipeline, in order.
+PIPELINE = ("refine-shapes", "check-dtypes", "eliminate-dead-ops", "materialize-host-scalars", "plan-memory")
+
+from .pipeline import Pipeline, build, run_pass, run_pipeline  # noqa: E402  (it reads PASSES)
+
+__all__ = ["FOLD", "PASSES", "PIPELINE", "PassDef", "Pipeline", "build", "register", "run_pass", "run_pipeline"]

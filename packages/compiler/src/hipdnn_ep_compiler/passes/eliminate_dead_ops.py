@@ -13,6 +13,7 @@ from torch_mlir import ir
 from .. import ir as hir
 
 NAME = "eliminate-dead-ops"
+FOLLOW = hir.FOLD  # canonicalize drops the shape arithmetic the erased ops used
 _TIES = (hir.TIE_DIMS, hir.TIE_PARAM)
 
 
@@ -30,5 +31,4 @@ def run(module: ir.Module) -> ir.Module:
             for u in users:
                 u.erase()
             op.erase()
-    hir.fold_shapes(module)
     return module

@@ -33,6 +33,7 @@ from .. import ir as hir
 from .. import symbolic as sym
 
 NAME = "plan-memory"
+FOLLOW = hir.FOLD  # the offsets and the pool size are arithmetic to fold
 ALIGNMENT = 256
 NO_BUFFER = {"hipdnn.alias", "hipdnn.weight", "func.return"}
 
@@ -117,7 +118,6 @@ def run(module: ir.Module) -> ir.Module:
         hir.set_attr(b.op, attr_name("hipdnn.storage", b.result), "pool")
         hir.place(b.op.results[b.result], offset, before=ret)
     hir.set_pool_size(module, pool_size)
-    hir.fold_shapes(module)
     return module
 
 
