@@ -107,8 +107,16 @@ def _conv(o: Node) -> None:
         raise ModelError(f"{o.where}: group {group} must be >= 1")
     kernel = list(w[2:])
     shape = o.attr_ints("kernel_shape")
-    if shape is not None and list(shape) != [k for k in kernel if isinstance(k, int)]:
-        raise ModelError(f"{o.where}: kernel_shape {list(shape)} differs from W's spatial dims")
+    if shape is not None:
+        if len(shape) != r:
+            raise ModelError(f"{o.where}: kernel_shape {list(shape)} must have one entry per spatial dim ({r})")
+        for i, (k, ks) in enumerate(zip(kernel, shape, strict=True)):
+            if isinstance(k, int) and k != ks:
+                raise ModelError(f"{o.where}: kernel_shape {list(shape)} differs from W's spatial dims")
+            if not isinstance(k, int):  # W fed at run time: it must have the declared kernel shape
+                text = checks.Text(k, ks)
+                o.require("eq", text.values, f"W's spatial dim {i} is {{0}} but kernel_shape says {{1}}")
+                kernel[i] = ks
     text = checks.Text(x[1], sym.mul(w[1], group))
     o.require("eq", text.values, f"X has {{0}} channels but W's dim 1 times group {group} is {{1}}")
     if isinstance(w[0], int) and w[0] % group:
