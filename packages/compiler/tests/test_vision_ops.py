@@ -21,9 +21,9 @@ def w(name, *shape, dtype=np.float32):
     return const(name, (RNG.standard_normal(shape) * 0.5).astype(dtype))
 
 
-def case(op, x_dims, attrs=None, inits=(), ident=None, elem=F, sizes=((2, 9, 8), (1, 5, 7))):
+def case(op, x_dims, attrs=None, inits=(), ident=None, elem=F, sizes=((2, 9, 8), (1, 5, 7)), opset=18):
     """x_dims: the input's dims, "N", "H", "W" dynamic in the dynamic variant; sizes: (N, H, W) runs."""
-    return pytest.param(op, x_dims, attrs or {}, list(inits), elem, sizes, id=ident or op)
+    return pytest.param(op, x_dims, attrs or {}, list(inits), elem, sizes, opset, id=ident or op)
 
 
 X2 = ["N", 4, "H", "W"]
@@ -51,6 +51,11 @@ CASES = [
     case("GlobalAveragePool", X2, elem=H, ident="GlobalAveragePool-f16"),
     case("BatchNormalization", X2, {"epsilon": 1e-3},
          [w("s", 4), w("bb", 4), w("m", 4), const("v", np.linspace(0.5, 2.0, 4, dtype=np.float32))]),
+    case("InstanceNormalization", X2, {"epsilon": 1e-3}, [w("s", 4), w("bb", 4)]),
+    case("InstanceNormalization", ["N", 4, "W"], {}, [w("s", 4), w("bb", 4)], elem=F, ident="InstanceNormalization-1d"),
+    case("GroupNormalization", X2, {"num_groups": 2, "epsilon": 1e-3}, [w("s", 4), w("bb", 4)], opset=21,
+         ident="GroupNormalization-21"),
+    case("GroupNormalization", X2, {"num_groups": 2}, [w("s", 2), w("bb", 2)], ident="GroupNormalization-18"),
     case("HardSigmoid", X2, {"alpha": 0.3, "beta": 0.4}), case("HardSwish", X2), case("LeakyRelu", X2, {"alpha": 0.2}),
     case("Elu", X2, {"alpha": 0.7}), case("Selu", X2), case("Celu", X2, {"alpha": 1.5}), case("Softplus", X2),
     case("Mish", X2, elem=H, ident="Mish-f16"), case("Mish", X2), case("ThresholdedRelu", X2, {"alpha": 0.3}),
@@ -59,14 +64,14 @@ CASES = [
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
-@pytest.mark.parametrize("op,x_dims,attrs,inits,elem,sizes", CASES)
-def test_vision_op_matches_onnxruntime(op, x_dims, attrs, inits, elem, sizes, dynamic, refruntime, tmp_path):
+@pytest.mark.parametrize("op,x_dims,attrs,inits,elem,sizes,opset", CASES)
+def test_vision_op_matches_onnxruntime(op, x_dims, attrs, inits, elem, sizes, opset, dynamic, refruntime, tmp_path):
     names = ["x"] + [t.name for t in inits]
     node = helper.make_node(op, names, ["out"], **attrs)
     runs = sizes if dynamic else sizes[:1]
     first = dict(zip("NHW", sizes[0], strict=True))
     decl = [d if not isinstance(d, str) else (d if dynamic else first[d]) for d in x_dims]
-    model = make_model([node], [("x", elem, decl)], [("out", T.UNDEFINED, None)], inits, opset=18)
+    model = make_model([node], [("x", elem, decl)], [("out", elem, None)], inits, opset=opset)
     info = compile_model(model, tmp_path / "art")
     weights = load_weights(info.metadata, model)
     for n, h, wd in runs:

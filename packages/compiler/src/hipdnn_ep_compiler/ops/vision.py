@@ -1,4 +1,5 @@
-"""The vision ops: Conv, MaxPool/AveragePool and their global forms, BatchNormalization (inference) and
+"""The vision ops: Conv, MaxPool/AveragePool and their global forms, BatchNormalization (inference),
+InstanceNormalization and GroupNormalization (on the layer_norm and batch_norm kernels), and
 the parametric activations (HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Celu, Softplus, Mish,
 ThresholdedRelu) and PRelu.
 
@@ -10,15 +11,16 @@ numerator checked non-negative, so truncating division is floor division. All ke
 
 from __future__ import annotations
 
+import numpy as np
 from torch_mlir import ir
 
 from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
-from .mask import FILL
+from .mask import FILL, _fill_bits
 from .node import Node, broadcast, emit, finish, replace
-from .onnx import BINARY, UNARY
+from .onnx import BINARY, EXPAND, LAYER_NORM, UNARY
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
 CONV = register_kernel(Kernel("conv", "kernel_conv", ("group",), params=(Param("geometry", 3, symbolic=True),),
@@ -234,3 +236,94 @@ def _prelu(o: Node) -> None:
 
 
 register(OpDef("PRelu", "prelu", _prelu, (UNARY, BINARY)))
+
+# ---------------------------------------------------------------- InstanceNormalization, GroupNormalization
+# Both normalize groups of contiguous elements (per image and channel, or per image and channel
+# group): layer_norm over the trailing dims of a view [N, groups, rest] with a scale of one 1, then
+# batch_norm with mean 0 and variance 1 (epsilon 0) applies the per-channel scale and bias.
+
+
+def _fill(o: Node, value: float, dims: list[sym.Expr]) -> ir.Value:
+    dtype = o.result_dtype()
+    with o.op.context:
+        t = ir.Type.parse(hir.tensor_type_str(dtype, dims))
+    bits = _fill_bits(np.array([value], np.float32), dtype)
+    return emit(o, FILL, [], {"bits": bits}, [dims], [t]).results[0]
+
+
+def _channel_affine(o: Node, y: ir.Value, dims: list[sym.Expr], scale: ir.Value, bias: ir.Value) -> ir.Value:
+    c = [dims[1]]
+    zeros, ones = _fill(o, 0.0, c), _fill(o, 1.0, c)
+    return emit(o, BATCH_NORM, [y, scale, bias, zeros, ones], {"epsilon": 0.0}, [dims],
+                [o.op.results[0].type]).results[0]
+
+
+def _grouped_norm(o: Node, groups: sym.Expr, epsilon: float) -> ir.Value:
+    x = o.dims(0)
+    t = o.op.results[0].type
+    view = [x[0], groups, sym.div(sym.product(x[1:]), groups)]
+    text = checks.Text(sym.product(x[2:]))
+    o.require("le", [1, text.values[0]], "the input has {0} spatial elements; normalization needs at least 1")
+    v = emit(o, "hipdnn.alias", [o.input(0)], {}, [view], [t]).results[0]
+    n = emit(o, LAYER_NORM, [v, _fill(o, 1.0, [1])], {"axis": 2, "epsilon": epsilon}, [view], [t]).results[0]
+    return emit(o, "hipdnn.alias", [n], {}, [x], [t]).results[0]
+
+
+def _channel_vector(o: Node, i: int, what: str, channels: sym.Expr) -> None:
+    d = o.dims(i)
+    if len(d) != 1:
+        raise ModelError(f"{o.where}: {what} has rank {len(d)}; it must be 1-D")
+    text = checks.Text(d[0], channels)
+    o.require("eq", text.values, f"{what} has {{0}} entries but X has {{1}} channels")
+
+
+def _instance_norm(o: Node) -> None:
+    x = o.dims(0)
+    if len(x) < 3:
+        raise ModelError(f"{o.where}: X has rank {len(x)}; InstanceNormalization needs at least 3")
+    for i, what in ((1, "scale"), (2, "B")):
+        _channel_vector(o, i, what, x[1])
+    y = _grouped_norm(o, x[1], o.attr_float("epsilon", 1e-5))
+    finish(o, [_channel_affine(o, y, x, o.input(1), o.input(2))])
+
+
+register(OpDef("InstanceNormalization", "instance_norm", _instance_norm, (LAYER_NORM, BATCH_NORM, FILL)))
+
+
+def _group_norm(o: Node) -> None:
+    x = o.dims(0)
+    if len(x) < 3:
+        raise ModelError(f"{o.where}: X has rank {len(x)}; GroupNormalization needs at least 3")
+    groups = o.attr_int("num_groups")
+    if groups is None or groups < 1:
+        raise ModelError(f"{o.where}: num_groups must be given and >= 1")
+    text = checks.Text(sym.mul(sym.div(x[1], groups), groups), x[1])
+    o.require("eq", text.values, f"X has {{1}} channels, not divisible by num_groups {groups}")
+    if hir.element_dtype(o.input(1)) != o.result_dtype():
+        o.fail("GroupNormalization with a scale of another element type than X is not supported")
+    sd = o.dims(1)
+    if len(sd) != 1:
+        raise ModelError(f"{o.where}: scale has rank {len(sd)}; it must be 1-D")
+    scale, bias = o.input(1), o.input(2)
+    # opset 18 takes scale and bias per group, opset 21 per channel (the same when groups == channels)
+    if sd[0] == groups and not (isinstance(x[1], int) and x[1] == groups):
+        scale, bias = (_per_channel(o, i, groups, x[1]) for i in (1, 2))
+    else:
+        for i, what in ((1, "scale"), (2, "bias")):
+            _channel_vector(o, i, what, x[1])
+    y = _grouped_norm(o, groups, o.attr_float("epsilon", 1e-5))
+    finish(o, [_channel_affine(o, y, x, scale, bias)])
+
+
+def _per_channel(o: Node, i: int, groups: int, channels: sym.Expr) -> ir.Value:
+    """A per-group vector [G] repeated for each channel of its group: [G] -> [G, 1] -> [G, C/G] -> [C]."""
+    d = o.dims(i)
+    if d != [groups]:
+        raise ModelError(f"{o.where}: input {i} has dims {d}; per-group parameters must be [{groups}]")
+    t = o.input(i).type
+    col = emit(o, "hipdnn.alias", [o.input(i)], {}, [[groups, 1]], [t]).results[0]
+    wide = emit(o, EXPAND, [col], {}, [[groups, sym.div(channels, groups)]], [t]).results[0]
+    return emit(o, "hipdnn.alias", [wide], {}, [[channels]], [t]).results[0]
+
+
+register(OpDef("GroupNormalization", "group_norm", _group_norm, (LAYER_NORM, BATCH_NORM, FILL, EXPAND)))
