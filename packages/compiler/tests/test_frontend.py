@@ -165,10 +165,10 @@ def test_a_model_wrong_without_its_value_info_is_still_refused():
 
 def test_unsupported_op_names_node_and_op(tmp_path):
     model = make_model([helper.make_node("Relu", ["x"], ["r"], name="first"),
-                        helper.make_node("Conv", ["r", "w"], ["out"], name="my_conv")],
+                        helper.make_node("MaxRoiPool", ["r", "rois"], ["out"], name="my_pool", pooled_shape=[2, 2])],
                        [("x", T.FLOAT, [1, 1, 4, 4])], [("out", T.FLOAT, None)],
-                       [const("w", np.ones((1, 1, 3, 3), np.float32))])
-    with pytest.raises(UnsupportedError, match=r"node 'my_conv' \(Conv\).*Conv of domain ai.onnx"):
+                       [const("rois", np.array([[0, 0, 0, 3, 3]], np.float32))])
+    with pytest.raises(UnsupportedError, match=r"node 'my_pool' \(MaxRoiPool\).*MaxRoiPool of domain ai.onnx"):
         compile_model(model, tmp_path / "a")
 
 

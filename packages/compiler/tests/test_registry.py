@@ -65,13 +65,13 @@ def test_registering_an_op_twice_is_refused(scratch_registry):
 def test_validate_names_entries_that_disagree_with_the_manifest(scratch_registry):
     abi = load_abi()
     assert runtime_calls.validate(abi) == []
-    scratch_registry.register(OpDef("Softplus", "softplus", _double, (UNARY,), enum_key="SOFTPLUS"))
+    scratch_registry.register(OpDef("NoSuchUnary", "no_such_unary", _double, (UNARY,), enum_key="NO_SUCH_UNARY"))
     scratch_registry.register_kernel(Kernel("bad_reduce", "kernel_reduce", ("op",), op_enum="reduce_op",
                                             params=(Param("axes", 2),)))
     assert runtime_calls.validate(abi) == [
         "hipdnn.bad_reduce: parameter axes is kernel input 2, but the lowering appends it after the 1 operands "
         "as input 1",
-        "Softplus: enum hipdnn_ep_unary_op has no value SOFTPLUS",
+        "NoSuchUnary: enum hipdnn_ep_unary_op has no value NO_SUCH_UNARY",
     ]
 
 

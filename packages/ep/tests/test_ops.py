@@ -129,6 +129,27 @@ GROUPS: dict[str, Group] = {
         {"lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32), "divisor": _c([[3, -2, 5, 1]] * 3),
          "zero": _c(0), "one": _c(1), "split": _c([1, 3]), "repeats": _c([1, 2, 1]),
          "gather_idx": _c([[[3, -1], [0, 1], [2, 2]]])}),
+    # the vision family
+    "vision": Group(
+        [("img", T.FLOAT, ["N", 4, 7, 6])],
+        [Op("Conv", "Conv", ["img", "cw", "cb"], {"pads": [1, 1, 1, 1], "strides": [2, 1]}),
+         Op("Conv-depthwise-same", "Conv", ["img", "dw"], {"group": 4, "auto_pad": "SAME_UPPER"}),
+         Op("MaxPool", "MaxPool", ["img"], {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1}),
+         Op("AveragePool", "AveragePool", ["img"], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1],
+                                                    "count_include_pad": 1}),
+         Op("GlobalAveragePool", "GlobalAveragePool", ["img"]), Op("GlobalMaxPool", "GlobalMaxPool", ["img"]),
+         Op("BatchNormalization", "BatchNormalization", ["img", "g4", "b4", "m4", "v4"]),
+         Op("InstanceNormalization", "InstanceNormalization", ["img", "g4", "b4"]),
+         Op("GroupNormalization", "GroupNormalization", ["img", "g2", "b2"], {"num_groups": 2}),
+         *(Op(op, op, ["img"]) for op in ("HardSigmoid", "HardSwish", "LeakyRelu", "Elu", "Selu", "Celu", "Softplus",
+                                          "Mish", "ThresholdedRelu")),
+         Op("PRelu", "PRelu", ["img", "slope"])],
+        {"cw": np.linspace(-1, 1, 6 * 4 * 9, dtype=np.float32).reshape(6, 4, 3, 3),
+         "cb": np.arange(6, dtype=np.float32), "dw": np.linspace(-1, 1, 8 * 4, dtype=np.float32).reshape(8, 1, 2, 2),
+         "g4": np.linspace(0.5, 1.5, 4, dtype=np.float32), "b4": np.arange(4, dtype=np.float32),
+         "m4": np.linspace(-0.5, 0.5, 4, dtype=np.float32), "v4": np.linspace(0.5, 2.0, 4, dtype=np.float32),
+         "g2": np.array([0.5, 2.0], np.float32), "b2": np.array([1.0, -1.0], np.float32),
+         "slope": np.array([0.1, -0.2, 0.3, 2.0], np.float32).reshape(4, 1, 1)}),
     # onnxruntime-genai's LLM ops; GroupQueryAttention fed by the builder's attention-mask plumbing
     "llm": Group(
         [("x", T.FLOAT, ["N", 3, 16]), ("skip", T.FLOAT, ["N", 3, 16]), ("a", T.FLOAT, ["N", 3, 32]),

@@ -71,7 +71,9 @@ def test_manifest_lists_the_kernels_tested_here():
     tested = {"binary", "unary", "cast", "where", "matmul", "gemm", "softmax", "layer_norm", "reduce",
               "transpose", "concat", "slice", "gather", "expand", "range", "fill", "gather_elements", "cumsum", "trilu",
               # the LLM kernels: test_llm_kernels.py
-              "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention"}
+              "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention",
+              # the vision kernels: test_vision_kernels.py
+              "conv", "pool", "batch_norm", "activation"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
 
 
@@ -779,27 +781,27 @@ def call_raw(state, kernel, inputs, outputs, ints=(), floats=()):
 # A well-formed call of each kernel, to break one way at a time.
 def good_call(kernel):
     f = np.ones((2, 3), F32)
-    o = np.empty((2, 3), F32)
+    o = np.zeros((2, 3), F32)
     return {
         "binary": ([f, f], [o], [BINARY["ADD"]], []),
         "unary": ([f], [o], [UNARY["RELU"]], []),
         "cast": ([f], [o], [], []),
         "where": ([np.ones((2, 3), BOOL), f, f], [o], [], []),
-        "matmul": ([f, np.ones((3, 2), F32)], [np.empty((2, 2), F32)], [], []),
-        "gemm": ([f, np.ones((3, 2), F32)], [np.empty((2, 2), F32)], [0, 0], [1.0, 1.0]),
+        "matmul": ([f, np.ones((3, 2), F32)], [np.zeros((2, 2), F32)], [], []),
+        "gemm": ([f, np.ones((3, 2), F32)], [np.zeros((2, 2), F32)], [0, 0], [1.0, 1.0]),
         "softmax": ([f], [o], [1], []),
         "layer_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),
-        "reduce": ([f, np.array([1], I64)], [np.empty(2, F32)], [REDUCE["SUM"]], []),
-        "transpose": ([f, np.array([1, 0], I64)], [np.empty((3, 2), F32)], [], []),
-        "concat": ([f, f], [np.empty((4, 3), F32)], [0], []),
+        "reduce": ([f, np.array([1], I64)], [np.zeros(2, F32)], [REDUCE["SUM"]], []),
+        "transpose": ([f, np.array([1, 0], I64)], [np.zeros((3, 2), F32)], [], []),
+        "concat": ([f, f], [np.zeros((4, 3), F32)], [0], []),
         "slice": ([f, np.array([0, 0], I64), np.array([1, 1], I64)], [o], [], []),
-        "gather": ([f, np.array([1], I64)], [np.empty((1, 3), F32)], [0], []),
+        "gather": ([f, np.array([1], I64)], [np.zeros((1, 3), F32)], [0], []),
         "expand": ([np.ones((1, 3), F32)], [o], [], []),
         "range": ([np.array([0, 1], I64)], [np.zeros(3, I64)], [], []),
         "fill": ([], [o], [0], []),
         "cumsum": ([f], [o], [1, 0, 0], []),
         "trilu": ([f, np.array([0], I64)], [o], [1], []),
-        "gather_elements": ([f, np.zeros((2, 2), I64)], [np.empty((2, 2), F32)], [1], []),
+        "gather_elements": ([f, np.zeros((2, 2), I64)], [np.zeros((2, 2), F32)], [1], []),
         "matmul_nbits": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
                           np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),
         "rms_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),
@@ -810,6 +812,13 @@ def good_call(kernel):
                                    np.ones(1, I32)],
                                   [np.zeros((1, 1, 8), F32), np.zeros((1, 1, 1, 8), F32), np.zeros((1, 1, 1, 8), F32)],
                                   [1, 1, -1, 0, 0], [0.0, 0.0]),
+        # the vision kernels
+        "conv": ([np.ones((1, 2, 3, 3), F32), np.ones((2, 2, 1, 1), F32), np.ones(2, F32),
+                  np.array([1, 1, 0, 0, 1, 1], I64)], [np.zeros((1, 2, 3, 3), F32)], [1], []),
+        "pool": ([np.ones((1, 2, 3, 3), F32), np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1], I64)],
+                 [np.zeros((1, 2, 3, 3), F32)], [0, 0], []),
+        "batch_norm": ([np.ones((1, 2, 3), F32)] + [np.ones(2, F32)] * 4, [np.zeros((1, 2, 3), F32)], [], [1e-5]),
+        "activation": ([f], [o], [0], [0.5, 0.5]),
     }[kernel]
 
 

@@ -399,6 +399,84 @@ class RefRuntime:
             return [out.reshape(bsz, seq, heads * d), pk, pv]
         return self._kernel_outputs(v, run)
 
+    # ------------------------------------------------------------ vision kernels
+    @staticmethod
+    def _windows(x, out_spatial, kernel, strides, pads, dilations, fill):
+        """x [N, C, *S] padded with `fill`, as [N, C, *out, *kernel] views of each output's window taps."""
+        r = len(out_spatial)
+        hi = [max(0, (o - 1) * s + (k - 1) * d + 1 - n - p)
+              for o, s, k, d, n, p in zip(out_spatial, strides, kernel, dilations, x.shape[2:], pads, strict=True)]
+        xp = np.pad(x, [(0, 0), (0, 0)] + [(p, h) for p, h in zip(pads, hi, strict=True)], constant_values=fill)
+        taps = np.empty(x.shape[:2] + tuple(out_spatial) + tuple(kernel), x.dtype)
+        for o in np.ndindex(*out_spatial):
+            for k in np.ndindex(*kernel):
+                idx = tuple(oi * s + ki * d for oi, s, ki, d in zip(o, strides, k, dilations, strict=True))
+                taps[(slice(None), slice(None)) + o + k] = xp[(slice(None), slice(None)) + idx]
+        return taps, r
+
+    def fn_kernel_conv(self, v):
+        def run(i, o, ints, f):
+            x, wt, b = (a.astype(np.float64) for a in i[:3])
+            r = x.ndim - 2
+            geo = [int(g) for g in i[3]]
+            strides, pads, dilations = geo[:r], geo[r:2 * r], geo[2 * r:]
+            taps, _ = self._windows(x, o.shape[2:], wt.shape[2:], strides, pads, dilations, 0.0)
+            group = ints[0]
+            cg, mg = x.shape[1] // group, wt.shape[0] // group
+            outs = []
+            for g in range(group):
+                t = taps[:, g * cg:(g + 1) * cg]  # [N, cg, *out, *k]
+                wg = wt[g * mg:(g + 1) * mg]      # [mg, cg, *k]
+                t = np.moveaxis(t, 1, 1 + r)      # [N, *out, cg, *k]
+                outs.append(np.tensordot(t, wg, axes=(list(range(1 + r, 2 + 2 * r)), list(range(1, 2 + r)))))
+            y = np.concatenate(outs, axis=-1) + b  # [N, *out, M]
+            return np.moveaxis(y, -1, 1)
+        return self._kernel(v, run)
+
+    def fn_kernel_pool(self, v):
+        def run(i, o, ints, f):
+            x = i[0].astype(np.float64)
+            r = x.ndim - 2
+            geo = [int(g) for g in i[1]]
+            kernel, strides, pads, ends, dilations = (geo[k * r:(k + 1) * r] for k in range(5))
+            taps, _ = self._windows(x, o.shape[2:], kernel, strides, pads, dilations, np.nan)
+            axes = tuple(range(2 + r, 2 + 2 * r))
+            if self._op("hipdnn_ep_pool_op", ints[0]) == "MAX":
+                return np.nanmax(taps, axis=axes)
+            if not ints[1]:
+                return np.nanmean(taps, axis=axes)
+            # count_include_pad: taps inside X and its pads count, ceil_mode's extra ones do not
+            ones = np.ones((1, 1) + x.shape[2:])
+            inside, _ = self._windows(np.pad(ones, [(0, 0), (0, 0)] + list(zip(pads, ends, strict=True)),
+                                             constant_values=1.0), o.shape[2:], kernel, strides,
+                                      [0] * r, dilations, 0.0)
+            return np.nansum(taps, axis=axes) / inside.sum(axis=axes)
+        return self._kernel(v, run)
+
+    def fn_kernel_batch_norm(self, v):
+        def run(i, o, ints, f):
+            x, scale, b, mean, var = (a.astype(np.float64) for a in i)
+            shape = (1, -1) + (1,) * (x.ndim - 2)
+            return (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + f[0]) * scale.reshape(shape) \
+                + b.reshape(shape)
+        return self._kernel(v, run)
+
+    def fn_kernel_activation(self, v):
+        def run(i, o, ints, f):
+            x = i[0].astype(np.float64)
+            a, b = f
+            sp = np.logaddexp(0.0, x)
+            return {"HARD_SIGMOID": lambda: np.clip(a * x + b, 0, 1),
+                    "HARD_SWISH": lambda: x * np.clip(x / 6 + 0.5, 0, 1),
+                    "LEAKY_RELU": lambda: np.where(x < 0, a * x, x),
+                    "ELU": lambda: np.where(x < 0, a * np.expm1(x), x),
+                    "SELU": lambda: b * np.where(x <= 0, a * np.expm1(x), x),
+                    "CELU": lambda: np.maximum(0, x) + np.minimum(0, a * np.expm1(x / a)),
+                    "SOFTPLUS": lambda: sp,
+                    "MISH": lambda: x * np.tanh(sp),
+                    "THRESHOLDED_RELU": lambda: np.where(x > a, x, 0.0)}[self._op("hipdnn_ep_activation_op", ints[0])]()
+        return self._kernel(v, run)
+
     # ------------------------------------------------------------ running artifacts
     def run(self, program: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """Run an artifact's program with host arrays (graph inputs then weights)."""

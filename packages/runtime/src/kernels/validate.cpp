@@ -776,4 +776,116 @@ void validate_group_query_attention(const hipdnn_ep_kernel_args_t* args) {
   expect_dims(call.out(2), "present_value", pk_out);
 }
 
+// ---------------------------------------------------------------- vision kernels (conv, pool, batch_norm, activation)
+
+namespace {
+
+// X [N, C, spatial...] with 1 to 3 spatial dims.
+Dims spatial_input(const hipdnn_ep_tensor_ref_t& x, const char* what) {
+  const Dims d = dims_of(x);
+  if (d.size() < 3 || d.size() > 5) {
+    fail_invalid(std::string("input 0 has dims ") + format_dims(d) + "; " + what + " needs [N, C, spatial...] with 1 to 3 spatial dims");
+  }
+  return d;
+}
+
+// The output spatial size a window geometry gives: floor((in + pads - dilated kernel) / stride) + 1,
+// or a larger one (ceil_mode) no window of which starts past the input and its start pad.
+void check_window_output(const std::string& where, int64_t in, int64_t out, int64_t kernel, int64_t stride,
+                         int64_t pad_begin, int64_t pad_end, int64_t dilation) {
+  if (kernel < 1 || stride < 1 || dilation < 1 || pad_begin < 0 || pad_end < 0) {
+    fail_invalid(where + ": kernel " + std::to_string(kernel) + ", stride " + std::to_string(stride) + ", dilation " +
+                 std::to_string(dilation) + " must be >= 1 and pads " + std::to_string(pad_begin) + ", " +
+                 std::to_string(pad_end) + " >= 0");
+  }
+  const int64_t span = (kernel - 1) * dilation + 1;
+  if (out < 0 || (out > 0 && (out - 1) * stride >= in + pad_begin + pad_end + stride)) {
+    fail_invalid(where + ": output size " + std::to_string(out) + " does not fit input size " + std::to_string(in) +
+                 " with kernel span " + std::to_string(span) + " and stride " + std::to_string(stride));
+  }
+}
+
+}  // namespace
+
+void validate_conv(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_CONV_N_INT_ATTRS, HIPDNN_EP_KERNEL_CONV_N_FLOAT_ATTRS, 4, 4, 1);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::conv, "conv", dtype);
+  const Dims x = spatial_input(call.in(0), "conv");
+  const size_t r = x.size() - 2;
+  const Dims w = dims_of(call.in(1));
+  const int64_t group = call.int_attr(HIPDNN_EP_KERNEL_CONV_INT_ATTR_GROUP);
+  call.expect_dtype(call.in(1), input_name(1), dtype);
+  call.expect_dtype(call.in(2), input_name(2), dtype);
+  if (w.size() != x.size()) fail_invalid("W has dims " + format_dims(w) + "; it must have X's rank " + std::to_string(x.size()));
+  if (group < 1 || x[1] % group != 0 || w[0] % group != 0 || w[1] * group != x[1]) {
+    fail_invalid("group " + std::to_string(group) + " does not fit X channels " + std::to_string(x[1]) + " and W dims " +
+                 format_dims(w) + " (X channels = W dim 1 * group, W dim 0 divisible by group)");
+  }
+  if (dims_of(call.in(2)) != Dims{w[0]}) fail_invalid("B has dims " + format_dims(dims_of(call.in(2))) + ", expected [" + std::to_string(w[0]) + "]");
+  const Dims geo = int64_vector(call.in(3), "input 3 (geometry)", dt::conv_input_3);
+  if (geo.size() != 3 * r) fail_invalid("input 3 (geometry) has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(3 * r));
+  const Dims y = dims_of(call.out(0));
+  if (y.size() != x.size() || y[0] != x[0] || y[1] != w[0]) {
+    fail_invalid("output 0 has dims " + format_dims(y) + ", expected [" + std::to_string(x[0]) + ", " + std::to_string(w[0]) + ", ...]");
+  }
+  for (size_t d = 0; d < r; ++d) {  // positions outside X read 0: any output size is safe to compute
+    if (geo[d] < 1 || geo[r + d] < 0 || geo[2 * r + d] < 1 || w[2 + d] < 1) {
+      fail_invalid("spatial dim " + std::to_string(d) + ": kernel " + std::to_string(w[2 + d]) + ", stride " +
+                   std::to_string(geo[d]) + ", dilation " + std::to_string(geo[2 * r + d]) + " must be >= 1 and pad " +
+                   std::to_string(geo[r + d]) + " >= 0");
+    }
+  }
+  call.expect_dtype(call.out(0), output_name(0), dtype);
+}
+
+void validate_pool(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_POOL_N_INT_ATTRS, HIPDNN_EP_KERNEL_POOL_N_FLOAT_ATTRS, 2, 2, 1);
+  const int32_t dtype = call.in(0).dtype;
+  const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_POOL_INT_ATTR_OP);
+  if (op != HIPDNN_EP_POOL_OP_MAX && op != HIPDNN_EP_POOL_OP_AVERAGE) fail_invalid("unknown pool op " + std::to_string(op));
+  require_dtype(dt::pool(op), "pool", dtype);
+  const Dims x = spatial_input(call.in(0), "pool");
+  const size_t r = x.size() - 2;
+  const Dims geo = int64_vector(call.in(1), "input 1 (window)", dt::pool_input_1);
+  if (geo.size() != 5 * r) fail_invalid("input 1 (window) has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(5 * r));
+  const Dims y = dims_of(call.out(0));
+  if (y.size() != x.size() || y[0] != x[0] || y[1] != x[1]) {
+    fail_invalid("output 0 has dims " + format_dims(y) + ", expected [" + std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", ...]");
+  }
+  for (size_t d = 0; d < r; ++d) {
+    check_window_output("spatial dim " + std::to_string(d), x[2 + d], y[2 + d], geo[d], geo[r + d], geo[2 * r + d],
+                        geo[3 * r + d], geo[4 * r + d]);
+  }
+  call.expect_dtype(call.out(0), output_name(0), dtype);
+}
+
+void validate_batch_norm(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_BATCH_NORM_N_INT_ATTRS, HIPDNN_EP_KERNEL_BATCH_NORM_N_FLOAT_ATTRS, 5, 5, 1);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::batch_norm, "batch_norm", dtype);
+  const Dims x = dims_of(call.in(0));
+  if (x.size() < 2) fail_invalid("input 0 has rank " + std::to_string(x.size()) + "; batch_norm needs at least 2");
+  const double epsilon = call.float_attr(HIPDNN_EP_KERNEL_BATCH_NORM_FLOAT_ATTR_EPSILON);
+  if (!(epsilon >= 0.0) || std::isinf(epsilon)) fail_invalid("epsilon " + std::to_string(epsilon) + " must be finite and >= 0");
+  for (int32_t i = 1; i < 5; ++i) {
+    call.expect_dtype(call.in(i), input_name(i), dtype);
+    expect_dims(call.in(i), input_name(i), Dims{x[1]});
+  }
+  call.expect_out(dtype, x);
+}
+
+void validate_activation(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_ACTIVATION_N_INT_ATTRS, HIPDNN_EP_KERNEL_ACTIVATION_N_FLOAT_ATTRS, 1, 1, 1);
+  const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_ACTIVATION_INT_ATTR_OP);
+  if (op < HIPDNN_EP_ACTIVATION_OP_HARD_SIGMOID || op > HIPDNN_EP_ACTIVATION_OP_THRESHOLDED_RELU) {
+    fail_invalid("unknown activation op " + std::to_string(op));
+  }
+  require_dtype(dt::activation(op), "activation", call.in(0).dtype);
+  call.expect_out(call.in(0).dtype, dims_of(call.in(0)));
+}
+
+// ---------------------------------------------------------------- end of the vision kernels
+
+
 }  // namespace hipdnn_ep::kernels

@@ -29,7 +29,8 @@ SMALL_INT_CONSTANT = 1024  # int32/int64 tensors up to this many elements are em
 # Normalization ops whose extra outputs (statistics) are dropped when unused and refused when used,
 # except the outputs listed in _EXTRA_OUTPUTS (SkipSimplifiedLayerNormalization's input + skip sum).
 _STATS_OUTPUTS = {"LayerNormalization": "Mean/InvStdDev", "SimplifiedLayerNormalization": "InvStdDev",
-                  "SkipSimplifiedLayerNormalization": "mean/inv_std_var"}
+                  "SkipSimplifiedLayerNormalization": "mean/inv_std_var", "MaxPool": "Indices",
+                  "BatchNormalization": "running_mean/running_var"}
 _EXTRA_OUTPUTS = {"SkipSimplifiedLayerNormalization": (3,)}
 
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gemm_core.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/tensor_util.h"
 #include "kernels/validate.h"
@@ -173,6 +174,12 @@ void write_output(const hipdnn_ep_tensor_ref_t& out, int64_t offset, int64_t cou
 }
 
 }  // namespace
+
+void gemm_accumulate(int64_t m, int64_t n, int64_t k, const void* a_data, int32_t a_dtype, int64_t a_offset,
+                     int64_t lda, const float* b, int64_t ldb, float* acc) {
+  accumulate_product(m, n, k, MatrixView{a_data, a_dtype, a_offset, lda, 1},
+                     MatrixView{b, HIPDNN_EP_DTYPE_FLOAT32, 0, ldb, 1}, acc);
+}
 
 void matmul(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& a = args.inputs[0];

@@ -1,0 +1,127 @@
+// CPU convolution (ONNX Conv, 1 to 3 spatial dims, groups, strides, pads, dilations) as im2col + GEMM:
+// per image and group, the input patches become a [C/group * kernel volume, output positions] float
+// matrix that the MatMul core (gemm_core.h) multiplies by the group's weights [M/group, same]. A
+// 1x1 convolution with stride 1 and no pads over float32 multiplies X itself. Accumulates in float.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gemm_core.h"
+#include "kernels/tensor_util.h"
+#include "kernels/validate.h"
+
+namespace hipdnn_ep::kernels::cpu {
+namespace {
+
+// One convolution's geometry with the spatial dims padded to three (missing ones of size 1).
+struct ConvGeometry {
+  int64_t batch, channels, maps, group;
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0}, dilation{1, 1, 1};
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
+};
+
+ConvGeometry geometry_of(const hipdnn_ep_kernel_args_t& args) {
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims w = dims_of(args.inputs[1]);
+  const Dims y = dims_of(args.outputs[0]);
+  const auto* geo = static_cast<const int64_t*>(args.inputs[3].data);
+  const size_t r = x.size() - 2;
+  ConvGeometry g{x[0], x[1], w[0], args.int_attrs[HIPDNN_EP_KERNEL_CONV_INT_ATTR_GROUP]};
+  const size_t first = 3 - r;  // right-align: a 1-D conv is [1, 1, W]
+  for (size_t d = 0; d < r; ++d) {
+    g.in[first + d] = x[2 + d];
+    g.out[first + d] = y[2 + d];
+    g.kernel[first + d] = w[2 + d];
+    g.stride[first + d] = geo[d];
+    g.pad[first + d] = geo[r + d];
+    g.dilation[first + d] = geo[2 * r + d];
+  }
+  return g;
+}
+
+// col[(c * kernel_size + kk) * out_size + o] = x(c, input position of output o under kernel offset kk), 0 outside.
+template <typename T>
+void im2col(const T* x, int64_t channels, const ConvGeometry& g, float* col) {
+  const int64_t out_size = g.out_size();
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* xc = x + c * g.in_size();
+    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          float* row = col + (((c * g.kernel[0] + kd) * g.kernel[1] + kh) * g.kernel[2] + kw) * out_size;
+          for (int64_t od = 0; od < g.out[0]; ++od) {
+            const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilation[0];
+            for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+              const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilation[1];
+              float* dst = row + (od * g.out[1] + oh) * g.out[2];
+              if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                std::fill(dst, dst + g.out[2], 0.0f);
+                continue;
+              }
+              const T* src = xc + (id * g.in[1] + ih) * g.in[2];
+              for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+                const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dilation[2];
+                dst[ow] = iw >= 0 && iw < g.in[2] ? load(src, iw) : 0.0f;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+bool is_pointwise(const ConvGeometry& g) {
+  for (int d = 0; d < 3; ++d) {
+    if (g.kernel[d] != 1 || g.stride[d] != 1 || g.pad[d] != 0 || g.in[d] != g.out[d]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void conv(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& xt = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& wt = args.inputs[1];
+  const ConvGeometry g = geometry_of(args);
+  const int64_t out_size = g.out_size();
+  if (g.batch == 0 || g.maps == 0 || out_size == 0) return;
+  const int64_t cg = g.channels / g.group;  // input channels per group
+  const int64_t mg = g.maps / g.group;      // output maps per group
+  const int64_t k = cg * g.kernel_size();
+  const bool direct = is_pointwise(g) && xt.dtype == HIPDNN_EP_DTYPE_FLOAT32;
+  std::vector<float> col(direct ? 0 : static_cast<size_t>(k * out_size));
+  std::vector<float> acc(static_cast<size_t>(mg * out_size));
+  dispatch_float(xt.dtype, "conv", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = static_cast<const T*>(xt.data);
+    const T* bias = static_cast<const T*>(args.inputs[2].data);
+    T* y = static_cast<T*>(args.outputs[0].data);
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t grp = 0; grp < g.group; ++grp) {
+        const T* xg = x + (n * g.channels + grp * cg) * g.in_size();
+        const float* b = nullptr;
+        if constexpr (std::is_same_v<T, float>) {
+          if (direct) b = xg;
+        }
+        if (b == nullptr) {
+          im2col(xg, cg, g, col.data());
+          b = col.data();
+        }
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        gemm_accumulate(mg, out_size, k, wt.data, wt.dtype, grp * mg * k, k, b, out_size, acc.data());
+        T* yg = y + (n * g.maps + grp * mg) * out_size;
+        for (int64_t m = 0; m < mg; ++m) {
+          const float bm = load(bias, grp * mg + m);
+          for (int64_t o = 0; o < out_size; ++o) store(yg, m * out_size + o, acc[m * out_size + o] + bm);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace hipdnn_ep::kernels::cpu

@@ -1,0 +1,167 @@
+// CPU kernels of the vision family besides convolution: pooling (max, average, and the global
+// forms the compiler passes as a window over the whole input), inference-mode batch
+// normalization and the parametric activations. All compute in float whatever the storage dtype.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/tensor_util.h"
+#include "kernels/validate.h"
+
+namespace hipdnn_ep::kernels::cpu {
+namespace {
+
+// A pooling window's geometry, the spatial dims padded to three (missing ones of size 1).
+struct PoolGeometry {
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0},
+      pad_end{0, 0, 0}, dilation{1, 1, 1};
+};
+
+PoolGeometry pool_geometry(const hipdnn_ep_kernel_args_t& args) {
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims y = dims_of(args.outputs[0]);
+  const auto* geo = static_cast<const int64_t*>(args.inputs[1].data);
+  const size_t r = x.size() - 2;
+  const size_t first = 3 - r;
+  PoolGeometry g;
+  for (size_t d = 0; d < r; ++d) {
+    g.in[first + d] = x[2 + d];
+    g.out[first + d] = y[2 + d];
+    g.kernel[first + d] = geo[d];
+    g.stride[first + d] = geo[r + d];
+    g.pad[first + d] = geo[2 * r + d];
+    g.pad_end[first + d] = geo[3 * r + d];
+    g.dilation[first + d] = geo[4 * r + d];
+  }
+  return g;
+}
+
+}  // namespace
+
+void pool(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& xt = args.inputs[0];
+  const PoolGeometry g = pool_geometry(args);
+  const bool is_max = args.int_attrs[HIPDNN_EP_KERNEL_POOL_INT_ATTR_OP] == HIPDNN_EP_POOL_OP_MAX;
+  const bool include_pad = args.int_attrs[HIPDNN_EP_KERNEL_POOL_INT_ATTR_COUNT_INCLUDE_PAD] != 0;
+  const Dims x = dims_of(xt);
+  const int64_t planes = x[0] * x[1];
+  const int64_t in_size = g.in[0] * g.in[1] * g.in[2];
+  const int64_t out_size = g.out[0] * g.out[1] * g.out[2];
+  dispatch_float(xt.dtype, "pool", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = static_cast<const T*>(xt.data);
+    T* yp = static_cast<T*>(args.outputs[0].data);
+    for (int64_t p = 0; p < planes; ++p) {
+      const T* src = xp + p * in_size;
+      for (int64_t o = 0; o < out_size; ++o) {
+        const std::array<int64_t, 3> pos{o / (g.out[1] * g.out[2]), (o / g.out[2]) % g.out[1], o % g.out[2]};
+        float best = -std::numeric_limits<float>::infinity();
+        float sum = 0.0f;
+        int64_t inside = 0;  // taps inside X
+        int64_t padded = 1;  // taps inside X and its pads (count_include_pad's divisor)
+        std::array<std::array<int64_t, 2>, 3> range{};  // per dim: first tap, one past the last, inside X
+        for (int d = 0; d < 3; ++d) {
+          const int64_t start = pos[d] * g.stride[d] - g.pad[d];
+          int64_t in_pads = 0;
+          int64_t lo = g.kernel[d], hi = 0;
+          for (int64_t t = 0; t < g.kernel[d]; ++t) {
+            const int64_t i = start + t * g.dilation[d];
+            if (i < g.in[d] + g.pad_end[d]) ++in_pads;
+            if (i >= 0 && i < g.in[d]) {
+              lo = std::min(lo, t);
+              hi = t + 1;
+            }
+          }
+          padded *= in_pads;
+          range[d] = {lo, hi};
+        }
+        for (int64_t a = range[0][0]; a < range[0][1]; ++a) {
+          const int64_t i0 = pos[0] * g.stride[0] - g.pad[0] + a * g.dilation[0];
+          for (int64_t b = range[1][0]; b < range[1][1]; ++b) {
+            const int64_t i1 = pos[1] * g.stride[1] - g.pad[1] + b * g.dilation[1];
+            for (int64_t c = range[2][0]; c < range[2][1]; ++c) {
+              const int64_t i2 = pos[2] * g.stride[2] - g.pad[2] + c * g.dilation[2];
+              const float v = load(src, (i0 * g.in[1] + i1) * g.in[2] + i2);
+              best = v > best || std::isnan(v) ? v : best;
+              sum += v;
+              ++inside;
+            }
+          }
+        }
+        float value = best;
+        if (!is_max) {
+          const int64_t divisor = include_pad ? padded : inside;
+          value = divisor > 0 ? sum / static_cast<float>(divisor) : std::numeric_limits<float>::quiet_NaN();
+        }
+        store(yp + p * out_size, o, value);
+      }
+    }
+  });
+}
+
+void batch_norm(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& xt = args.inputs[0];
+  const Dims x = dims_of(xt);
+  const int64_t channels = x[1];
+  const int64_t inner = dims_product(x, 2, x.size());
+  const int64_t outer = x[0];
+  const auto epsilon = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_BATCH_NORM_FLOAT_ATTR_EPSILON]);
+  dispatch_float(xt.dtype, "batch_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = static_cast<const T*>(xt.data);
+    const auto* scale = static_cast<const T*>(args.inputs[1].data);
+    const auto* bias = static_cast<const T*>(args.inputs[2].data);
+    const auto* mean = static_cast<const T*>(args.inputs[3].data);
+    const auto* var = static_cast<const T*>(args.inputs[4].data);
+    T* yp = static_cast<T*>(args.outputs[0].data);
+    for (int64_t c = 0; c < channels; ++c) {
+      const float inv = load(scale, c) / std::sqrt(load(var, c) + epsilon);
+      const float shift = load(bias, c) - load(mean, c) * inv;
+      for (int64_t n = 0; n < outer; ++n) {
+        const int64_t base = (n * channels + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) store(yp, base + i, load(xp, base + i) * inv + shift);
+      }
+    }
+  });
+}
+
+namespace {
+
+float softplus(float x) {
+  // log(1 + exp(x)) without overflow for large x
+  return x > 0.0f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
+float activate(int64_t op, float x, float alpha, float beta) {
+  switch (op) {
+    case HIPDNN_EP_ACTIVATION_OP_HARD_SIGMOID: return std::max(0.0f, std::min(1.0f, alpha * x + beta));
+    case HIPDNN_EP_ACTIVATION_OP_HARD_SWISH: return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
+    case HIPDNN_EP_ACTIVATION_OP_LEAKY_RELU: return x < 0.0f ? alpha * x : x;
+    case HIPDNN_EP_ACTIVATION_OP_ELU: return x < 0.0f ? alpha * std::expm1(x) : x;
+    case HIPDNN_EP_ACTIVATION_OP_SELU: return beta * (x <= 0.0f ? alpha * std::expm1(x) : x);
+    case HIPDNN_EP_ACTIVATION_OP_CELU: return std::max(0.0f, x) + std::min(0.0f, alpha * std::expm1(x / alpha));
+    case HIPDNN_EP_ACTIVATION_OP_SOFTPLUS: return softplus(x);
+    case HIPDNN_EP_ACTIVATION_OP_MISH: return x * std::tanh(softplus(x));
+    default: return x > alpha ? x : 0.0f;  // THRESHOLDED_RELU (validated)
+  }
+}
+
+}  // namespace
+
+void activation(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& xt = args.inputs[0];
+  const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_ACTIVATION_INT_ATTR_OP];
+  const auto alpha = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_ACTIVATION_FLOAT_ATTR_ALPHA]);
+  const auto beta = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_ACTIVATION_FLOAT_ATTR_BETA]);
+  const int64_t n = element_count(xt);
+  dispatch_float(xt.dtype, "activation", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = static_cast<const T*>(xt.data);
+    T* yp = static_cast<T*>(args.outputs[0].data);
+    for (int64_t i = 0; i < n; ++i) store(yp, i, activate(op, load(xp, i), alpha, beta));
+  });
+}
+
+}  // namespace hipdnn_ep::kernels::cpu

@@ -1,0 +1,171 @@
+// GPU kernels of the vision family besides convolution: pooling (one thread per output element),
+// inference-mode batch normalization and the parametric activations (grid-stride elementwise).
+// All compute in float whatever the storage dtype, with the CPU backend's formulas.
+#include <cmath>
+
+#include "gpu/gpu_device.h"
+#include "kernels/gpu/gpu_common.h"
+#include "kernels/gpu/gpu_kernels.h"
+#include "kernels/validate.h"
+
+namespace hipdnn_ep::kernels::gpu {
+namespace {
+
+// A pooling window's geometry, the spatial dims padded to three (missing ones of size 1).
+struct PoolParams {
+  int64_t in[3], out[3], kernel[3], stride[3], pad[3], pad_end[3], dilation[3];
+};
+
+template <typename T>
+__global__ void pool_kernel(const T* x, T* y, PoolParams g, int64_t planes, bool is_max, bool include_pad) {
+  const int64_t in_size = g.in[0] * g.in[1] * g.in[2];
+  const int64_t out_size = g.out[0] * g.out[1] * g.out[2];
+  HIPDNN_EP_GRID_STRIDE(e, planes * out_size) {
+    const int64_t plane = e / out_size;
+    const int64_t o = e % out_size;
+    const int64_t pos[3] = {o / (g.out[1] * g.out[2]), (o / g.out[2]) % g.out[1], o % g.out[2]};
+    int64_t lo[3], hi[3];
+    int64_t padded = 1;  // taps inside X and its pads (count_include_pad's divisor)
+    for (int d = 0; d < 3; ++d) {
+      const int64_t start = pos[d] * g.stride[d] - g.pad[d];
+      int64_t in_pads = 0;
+      lo[d] = g.kernel[d];
+      hi[d] = 0;
+      for (int64_t t = 0; t < g.kernel[d]; ++t) {
+        const int64_t i = start + t * g.dilation[d];
+        if (i < g.in[d] + g.pad_end[d]) ++in_pads;
+        if (i >= 0 && i < g.in[d]) {
+          lo[d] = t < lo[d] ? t : lo[d];
+          hi[d] = t + 1;
+        }
+      }
+      padded *= in_pads;
+    }
+    const T* src = x + plane * in_size;
+    float best = -INFINITY;
+    float sum = 0.0f;
+    int64_t inside = 0;
+    for (int64_t a = lo[0]; a < hi[0]; ++a) {
+      const int64_t i0 = pos[0] * g.stride[0] - g.pad[0] + a * g.dilation[0];
+      for (int64_t b = lo[1]; b < hi[1]; ++b) {
+        const int64_t i1 = pos[1] * g.stride[1] - g.pad[1] + b * g.dilation[1];
+        for (int64_t c = lo[2]; c < hi[2]; ++c) {
+          const int64_t i2 = pos[2] * g.stride[2] - g.pad[2] + c * g.dilation[2];
+          const float v = load(src, (i0 * g.in[1] + i1) * g.in[2] + i2);
+          best = v > best || isnan(v) ? v : best;
+          sum += v;
+          ++inside;
+        }
+      }
+    }
+    float value = best;
+    if (!is_max) {
+      const int64_t divisor = include_pad ? padded : inside;
+      value = divisor > 0 ? sum / static_cast<float>(divisor) : NAN;
+    }
+    store(y, e, value);
+  }
+}
+
+template <typename T>
+__global__ void batch_norm_kernel(const T* x, const T* scale, const T* bias, const T* mean, const T* var, T* y,
+                                  int64_t n, int64_t channels, int64_t inner, float epsilon) {
+  HIPDNN_EP_GRID_STRIDE(i, n) {
+    const int64_t c = (i / inner) % channels;
+    const float inv = load(scale, c) / sqrtf(load(var, c) + epsilon);
+    const float shift = load(bias, c) - load(mean, c) * inv;
+    store(y, i, load(x, i) * inv + shift);
+  }
+}
+
+__device__ __forceinline__ float softplus(float x) {
+  return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
+
+__device__ __forceinline__ float activate(int64_t op, float x, float alpha, float beta) {
+  switch (op) {
+    case HIPDNN_EP_ACTIVATION_OP_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, alpha * x + beta));
+    case HIPDNN_EP_ACTIVATION_OP_HARD_SWISH: return x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f));
+    case HIPDNN_EP_ACTIVATION_OP_LEAKY_RELU: return x < 0.0f ? alpha * x : x;
+    case HIPDNN_EP_ACTIVATION_OP_ELU: return x < 0.0f ? alpha * expm1f(x) : x;
+    case HIPDNN_EP_ACTIVATION_OP_SELU: return beta * (x <= 0.0f ? alpha * expm1f(x) : x);
+    case HIPDNN_EP_ACTIVATION_OP_CELU: return fmaxf(0.0f, x) + fminf(0.0f, alpha * expm1f(x / alpha));
+    case HIPDNN_EP_ACTIVATION_OP_SOFTPLUS: return softplus(x);
+    case HIPDNN_EP_ACTIVATION_OP_MISH: return x * tanhf(softplus(x));
+    default: return x > alpha ? x : 0.0f;  // THRESHOLDED_RELU (validated)
+  }
+}
+
+template <typename T>
+__global__ void activation_kernel(const T* x, T* y, int64_t n, int64_t op, float alpha, float beta) {
+  HIPDNN_EP_GRID_STRIDE(i, n) { store(y, i, activate(op, load(x, i), alpha, beta)); }
+}
+
+}  // namespace
+
+void pool(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims y = dims_of(args.outputs[0]);
+  const auto* geo = static_cast<const int64_t*>(args.inputs[1].data);  // host memory
+  const size_t r = x.size() - 2;
+  PoolParams g{};
+  for (int d = 0; d < 3; ++d) {
+    g.in[d] = g.out[d] = g.kernel[d] = g.stride[d] = g.dilation[d] = 1;
+    g.pad[d] = g.pad_end[d] = 0;
+  }
+  const size_t first = 3 - r;
+  for (size_t d = 0; d < r; ++d) {
+    g.in[first + d] = x[2 + d];
+    g.out[first + d] = y[2 + d];
+    g.kernel[first + d] = geo[d];
+    g.stride[first + d] = geo[r + d];
+    g.pad[first + d] = geo[2 * r + d];
+    g.pad_end[first + d] = geo[3 * r + d];
+    g.dilation[first + d] = geo[4 * r + d];
+  }
+  const int64_t n = element_count(y);
+  if (n == 0) return;
+  const bool is_max = args.int_attrs[HIPDNN_EP_KERNEL_POOL_INT_ATTR_OP] == HIPDNN_EP_POOL_OP_MAX;
+  const bool include_pad = args.int_attrs[HIPDNN_EP_KERNEL_POOL_INT_ATTR_COUNT_INCLUDE_PAD] != 0;
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "pool", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    pool_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(args.inputs[0].data),
+                                                   static_cast<T*>(args.outputs[0].data), g, x[0] * x[1], is_max,
+                                                   include_pad);
+  });
+  check_launch("pool");
+}
+
+void batch_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const Dims x = dims_of(args.inputs[0]);
+  const int64_t n = element_count(x);
+  if (n == 0) return;
+  const auto epsilon = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_BATCH_NORM_FLOAT_ATTR_EPSILON]);
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "batch_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const auto in = [&](int i) { return static_cast<const T*>(args.inputs[i].data); };
+    batch_norm_kernel<<<grid_for(n), kBlock, 0, stream>>>(in(0), in(1), in(2), in(3), in(4),
+                                                         static_cast<T*>(args.outputs[0].data), n, x[1],
+                                                         dims_product(x, 2, x.size()), epsilon);
+  });
+  check_launch("batch_norm");
+}
+
+void activation(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const int64_t n = element_count(args.inputs[0]);
+  if (n == 0) return;
+  const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_ACTIVATION_INT_ATTR_OP];
+  const auto alpha = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_ACTIVATION_FLOAT_ATTR_ALPHA]);
+  const auto beta = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_ACTIVATION_FLOAT_ATTR_BETA]);
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "activation", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    activation_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(args.inputs[0].data),
+                                                         static_cast<T*>(args.outputs[0].data), n, op, alpha, beta);
+  });
+  check_launch("activation");
+}
+
+}  // namespace hipdnn_ep::kernels::gpu

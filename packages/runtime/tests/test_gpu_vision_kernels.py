@@ -1,0 +1,100 @@
+"""The GPU vision kernels (conv, pool, batch_norm, activation) against the CPU backend.
+Tolerances (GPU vs CPU): conv accumulates in float in another order (tiles of 16 along K against
+the CPU's panels): float32 1e-4 / 1e-4 and relative Frobenius error under 1e-6, float16 2e-3 /
+2e-3; pool max, batch_norm and the activations: float32 1e-5 / 1e-6 (device libm), float16 one
+half ulp; pool average: float32 1e-6 / 1e-6. Skipped without a GPU backend (see test_gpu_kernels.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import rand
+
+np = pytest.importorskip("numpy")
+rt = pytest.importorskip("hipdnn_ep_runtime")
+_core = rt._core
+
+pytestmark = pytest.mark.gpu
+
+ENUMS = {e["name"]: e["values"] for e in rt.abi_manifest()["enums"]}
+POOL = ENUMS["hipdnn_ep_pool_op"]
+ACT = ENUMS["hipdnn_ep_activation_op"]
+F32, F16, I64 = np.float32, np.float16, np.int64
+HOST_INPUTS = {"conv": {3}, "pool": {1}}  # the geometry arrays are read on the host
+
+
+def compare(cpu, gpu, dev, kernel, inputs, out_shape, ints=(), floats=(), tol=(1e-5, 1e-6)):
+    inputs = [np.array(x, order="C") for x in inputs]
+    garbage = np.full(out_shape, 77, dtype=inputs[0].dtype)
+    expected = garbage.copy()
+    name = "hipdnn_ep_kernel_" + kernel
+    ints, floats = list(ints), [float(f) for f in floats]
+    _core.call_kernel(cpu, name, inputs, [expected], ints, floats)
+    host = HOST_INPUTS.get(kernel, set())
+    out = dev.to_device(garbage)
+    _core.call_kernel(gpu, name, [x if i in host else dev.to_device(x) for i, x in enumerate(inputs)], [out], ints,
+                      floats)
+    actual = dev.to_host(out)
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=tol[0], atol=tol[1],
+                               err_msg=f"{kernel} {ints}")
+    return actual, expected
+
+
+CONVS = [  # x shape, w shape, group, strides, pads, dilations, out spatial
+    ((2, 3, 7, 6), (4, 3, 3, 3), 1, (1, 1), (1, 1), (1, 1), (7, 6)),
+    ((1, 4, 9, 8), (6, 2, 3, 2), 2, (2, 1), (0, 1), (1, 2), (4, 7)),
+    ((2, 32, 15, 15), (32, 1, 3, 3), 32, (2, 2), (1, 1), (1, 1), (8, 8)),  # depthwise
+    ((1, 96, 14, 14), (130, 96, 1, 1), 1, (1, 1), (0, 0), (1, 1), (14, 14)),  # maps and positions past one tile
+    ((3, 64, 56, 56), (64, 64, 3, 3), 1, (1, 1), (1, 1), (1, 1), (56, 56)),  # a ResNet layer: K = 576
+    ((2, 3, 11), (2, 3, 4), 1, (3,), (2,), (1,), (4,)),
+    ((1, 2, 4, 3, 5), (3, 2, 2, 3, 2), 1, (1, 2, 1), (1, 1, 0), (1, 1, 2), (5, 2, 3)),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", CONVS, ids=[f"{len(c[0]) - 2}d-g{c[2]}-{i}" for i, c in enumerate(CONVS)])
+def test_conv(cpu, gpu, dev, case, dtype):
+    xs, ws, group, strides, pads, dilations, out = case
+    x, w, b = rand(xs, dtype, 1, -1, 1), rand(ws, dtype, 2, -0.2, 0.2), rand((ws[0],), dtype, 3)
+    geo = np.array([*strides, *pads, *dilations], I64)
+    tol = (2e-3, 2e-3) if dtype == F16 else (1e-4, 1e-4)
+    actual, expected = compare(cpu, gpu, dev, "conv", [x, w, b, geo], (xs[0], ws[0], *out), ints=[group], tol=tol)
+    err = np.linalg.norm(actual.astype(np.float64) - expected) / np.linalg.norm(expected.astype(np.float64))
+    assert err < (1e-3 if dtype == F16 else 1e-6)
+
+
+POOLS = [  # x shape, kernel, strides, pads, pads at the end, dilations, out spatial
+    ((2, 3, 7, 6), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), (4, 3)),
+    ((1, 2, 8, 7), (2, 3), (2, 2), (0, 0), (0, 0), (2, 1), (4, 3)),
+    ((1, 2, 9), (4,), (3,), (2,), (1,), (1,), (3,)),
+    ((1, 1, 3, 4, 5), (2, 2, 3), (1, 2, 2), (0, 1, 1), (1, 0, 1), (1, 1, 1), (3, 2, 3)),
+    ((4, 64, 7, 7), (7, 7), (1, 1), (0, 0), (0, 0), (1, 1), (1, 1)),  # global
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("mode", ["MAX", "AVERAGE", "AVERAGE-include-pad"])
+@pytest.mark.parametrize("case", POOLS, ids=[f"{len(c[0]) - 2}d-{i}" for i, c in enumerate(POOLS)])
+def test_pool(cpu, gpu, dev, case, mode, dtype):
+    xs, kernel, strides, pads, ends, dilations, out = case
+    geo = np.array([*kernel, *strides, *pads, *ends, *dilations], I64)
+    tol = (1e-3, 1e-3) if dtype == F16 else (1e-6, 1e-6)
+    compare(cpu, gpu, dev, "pool", [rand(xs, dtype, 4), geo], (*xs[:2], *out),
+            ints=[POOL[mode.split("-")[0]], int(mode.endswith("include-pad"))], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_batch_norm(cpu, gpu, dev, dtype):
+    x = rand((3, 17, 9, 11), dtype, 5)
+    params = [rand((17,), dtype, s) for s in (6, 7, 8)] + [rand((17,), dtype, 9, 0.5, 2.0)]
+    tol = (1e-3, 1e-3) if dtype == F16 else (1e-5, 1e-6)
+    compare(cpu, gpu, dev, "batch_norm", [x, *params], x.shape, floats=[1e-3], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("op", sorted(ACT))
+def test_activation(cpu, gpu, dev, op, dtype):
+    x = np.concatenate([rand((4099,), dtype, 10, -8, 8), np.array([0, -0.0, 30, -30, 100], dtype)])
+    tol = (1e-3, 1e-3) if dtype == F16 else (1e-5, 1e-6)
+    compare(cpu, gpu, dev, "activation", [x], x.shape, ints=[ACT[op]], floats=[0.7, 1.3], tol=tol)

@@ -1,0 +1,173 @@
+"""The CPU vision kernels (conv, pool, batch_norm, activation) against direct numpy loops, and
+their argument checks. Outputs start as garbage the kernel must overwrite."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from conftest import rand
+
+np = pytest.importorskip("numpy")
+rt = pytest.importorskip("hipdnn_ep_runtime")
+_core = rt._core
+
+ENUMS = {e["name"]: e["values"] for e in rt.abi_manifest()["enums"]}
+POOL = ENUMS["hipdnn_ep_pool_op"]
+ACT = ENUMS["hipdnn_ep_activation_op"]
+F32, F16, I64 = np.float32, np.float16, np.int64
+
+
+@pytest.fixture(scope="module")
+def state():
+    s = rt.State(backend="cpu")
+    yield s
+    s.close()
+
+
+def run(state, kernel, inputs, out_shape, ints=(), floats=()):
+    inputs = [np.array(x, order="C") for x in inputs]
+    out = np.full(out_shape, 77, dtype=inputs[0].dtype)
+    _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, [out], list(ints), [float(f) for f in floats])
+    return out
+
+
+def close(actual, expected, dtype):
+    tol = 3e-3 if dtype == F16 else 2e-5
+    np.testing.assert_allclose(actual.astype(np.float64), expected, rtol=tol, atol=tol)
+
+
+def conv_reference(x, w, b, group, strides, pads, dilations, out_spatial):
+    """Y[n, m, o] = b[m] + sum over c of the group, kernel offsets k: x[n, c, o * s - p + k * d] (0 outside)."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    cg, mg = c // group, m // group
+    y = np.zeros((n, m, *out_spatial))
+    for mm in range(m):
+        g = mm // mg
+        for o in itertools.product(*(range(s) for s in out_spatial)):
+            acc = np.full(n, float(b[mm]))
+            for cc in range(cg):
+                for k in itertools.product(*(range(s) for s in w.shape[2:])):
+                    pos = [oi * s - p + ki * d for oi, s, p, ki, d in zip(o, strides, pads, k, dilations, strict=True)]
+                    if all(0 <= q < size for q, size in zip(pos, x.shape[2:], strict=True)):
+                        acc += x[(slice(None), g * cg + cc, *pos)] * w[(mm, cc, *k)]
+            y[(slice(None), mm, *o)] = acc
+    return y
+
+
+CONVS = [  # x shape, w shape, group, strides, pads, dilations, out spatial
+    ((2, 3, 7, 6), (4, 3, 3, 3), 1, (1, 1), (1, 1), (1, 1), (7, 6)),
+    ((1, 4, 9, 8), (6, 2, 3, 2), 2, (2, 1), (0, 1), (1, 2), (4, 7)),
+    ((2, 4, 5, 5), (4, 1, 3, 3), 4, (2, 2), (1, 1), (1, 1), (3, 3)),  # depthwise
+    ((1, 8, 4, 4), (5, 8, 1, 1), 1, (1, 1), (0, 0), (1, 1), (4, 4)),  # pointwise: X is multiplied directly
+    ((2, 3, 11), (2, 3, 4), 1, (3,), (2,), (1,), (4,)),
+    ((1, 2, 4, 3, 5), (3, 2, 2, 3, 2), 1, (1, 2, 1), (1, 1, 0), (1, 1, 2), (5, 2, 3)),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", CONVS, ids=[f"{len(c[0]) - 2}d-g{c[2]}-{i}" for i, c in enumerate(CONVS)])
+def test_conv_matches_a_direct_loop(state, case, dtype):
+    xs, ws, group, strides, pads, dilations, out = case
+    x, w, b = rand(xs, dtype, 1), rand(ws, dtype, 2, -1, 1), rand((ws[0],), dtype, 3)
+    geo = np.array([*strides, *pads, *dilations], I64)
+    y = run(state, "conv", [x, w, b, geo], (xs[0], ws[0], *out), ints=[group])
+    close(y, conv_reference(x, w, b, group, strides, pads, dilations, out), dtype)
+
+
+def test_conv_refuses_a_group_that_does_not_fit(state):
+    x, w, b = np.ones((1, 4, 3, 3), F32), np.ones((4, 3, 1, 1), F32), np.zeros(4, F32)
+    with pytest.raises(rt.InvalidArgumentError, match="group 1 does not fit X channels 4"):
+        run(state, "conv", [x, w, b, np.array([1, 1, 0, 0, 1, 1], I64)], (1, 4, 3, 3), ints=[1])
+
+
+def test_conv_refuses_a_short_geometry(state):
+    x, w, b = np.ones((1, 1, 3, 3), F32), np.ones((1, 1, 1, 1), F32), np.zeros(1, F32)
+    with pytest.raises(rt.InvalidArgumentError, match=r"input 3 \(geometry\) has 3 entries, expected 6"):
+        run(state, "conv", [x, w, b, np.array([1, 0, 1], I64)], (1, 1, 3, 3), ints=[1])
+
+
+def pool_reference(x, is_max, include_pad, kernel, strides, pads, ends, dilations, out_spatial):
+    x = x.astype(np.float64)
+    y = np.zeros(x.shape[:2] + tuple(out_spatial))
+    for o in itertools.product(*(range(s) for s in out_spatial)):
+        vals, padded = [], 0
+        for k in itertools.product(*(range(s) for s in kernel)):
+            pos = [oi * s - p + ki * d for oi, s, p, ki, d in zip(o, strides, pads, k, dilations, strict=True)]
+            if all(q < size + e for q, size, e in zip(pos, x.shape[2:], ends, strict=True)):
+                padded += 1
+            if all(0 <= q < size for q, size in zip(pos, x.shape[2:], strict=True)):
+                vals.append(x[(slice(None), slice(None), *pos)])
+        v = np.stack(vals)
+        y[(slice(None), slice(None), *o)] = v.max(0) if is_max else v.sum(0) / (padded if include_pad else len(vals))
+    return y
+
+
+POOLS = [  # x shape, kernel, strides, pads, pads at the end, dilations, out spatial
+    ((2, 3, 7, 6), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), (4, 3)),
+    ((1, 2, 8, 7), (2, 3), (2, 2), (0, 0), (0, 0), (2, 1), (4, 3)),  # ceil_mode: the last window is partial
+    ((1, 2, 9), (4,), (3,), (2,), (1,), (1,), (3,)),
+    ((1, 1, 3, 4, 5), (2, 2, 3), (1, 2, 2), (0, 1, 1), (1, 0, 1), (1, 1, 1), (3, 2, 3)),
+    ((2, 5, 4, 6), (4, 6), (1, 1), (0, 0), (0, 0), (1, 1), (1, 1)),  # global
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("mode", ["MAX", "AVERAGE", "AVERAGE-include-pad"])
+@pytest.mark.parametrize("case", POOLS, ids=[f"{len(c[0]) - 2}d-{i}" for i, c in enumerate(POOLS)])
+def test_pool_matches_a_direct_loop(state, case, mode, dtype):
+    xs, kernel, strides, pads, ends, dilations, out = case
+    x = rand(xs, dtype, 4)
+    include = int(mode.endswith("include-pad"))
+    geo = np.array([*kernel, *strides, *pads, *ends, *dilations], I64)
+    y = run(state, "pool", [x, geo], (*xs[:2], *out), ints=[POOL[mode.split("-")[0]], include])
+    close(y, pool_reference(x, mode == "MAX", include, kernel, strides, pads, ends, dilations, out), dtype)
+
+
+def test_pool_refuses_an_unknown_op(state):
+    geo = np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1], I64)
+    with pytest.raises(rt.InvalidArgumentError, match="unknown pool op 9"):
+        run(state, "pool", [np.ones((1, 1, 2, 2), F32), geo], (1, 1, 2, 2), ints=[9, 0])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_batch_norm(state, dtype):
+    x = rand((2, 3, 4, 5), dtype, 5)
+    scale, bias, mean = (rand((3,), dtype, s) for s in (6, 7, 8))
+    var = rand((3,), dtype, 9, 0.5, 2.0)
+    y = run(state, "batch_norm", [x, scale, bias, mean, var], x.shape, floats=[1e-3])
+    sh = (1, 3, 1, 1)
+    f = [a.astype(np.float64).reshape(sh) for a in (scale, bias, mean, var)]
+    close(y, (x - f[2]) / np.sqrt(f[3] + 1e-3) * f[0] + f[1], dtype)
+
+
+def test_batch_norm_refuses_a_wrong_channel_count(state):
+    x = np.ones((1, 3, 2), F32)
+    with pytest.raises(rt.InvalidArgumentError, match=r"input 2 has dims \[4\], expected \[3\]"):
+        run(state, "batch_norm", [x, np.ones(3, F32), np.ones(4, F32), np.ones(3, F32), np.ones(3, F32)], x.shape,
+            floats=[1e-5])
+
+
+def _activation(op, x, a, b):
+    sp = np.logaddexp(0.0, x)
+    return {"HARD_SIGMOID": np.clip(a * x + b, 0, 1), "HARD_SWISH": x * np.clip(x / 6 + 0.5, 0, 1),
+            "LEAKY_RELU": np.where(x < 0, a * x, x), "ELU": np.where(x < 0, a * np.expm1(x), x),
+            "SELU": b * np.where(x <= 0, a * np.expm1(x), x),
+            "CELU": np.maximum(0, x) + np.minimum(0, a * np.expm1(x / a)), "SOFTPLUS": sp,
+            "MISH": x * np.tanh(sp), "THRESHOLDED_RELU": np.where(x > a, x, 0.0)}[op]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("op", sorted(ACT))
+def test_activation(state, op, dtype):
+    x = np.concatenate([rand((64,), dtype, 10, -8, 8), np.array([0, -0.0, 30, -30, 100], dtype)])
+    a, b = 0.7, 1.3
+    y = run(state, "activation", [x], x.shape, ints=[ACT[op]], floats=[a, b])
+    close(y, _activation(op, x.astype(np.float64), a, b), dtype)
+
+
+def test_activation_refuses_an_unknown_op(state):
+    with pytest.raises(rt.InvalidArgumentError, match="unknown activation op 99"):
+        run(state, "activation", [np.ones(3, F32)], (3,), ints=[99], floats=[0, 0])
