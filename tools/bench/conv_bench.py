@@ -1,7 +1,7 @@
 """Times ResNet-sized convolutions on the runtime's CPU backend (the conv kernel called directly)
 against onnxruntime's CPU EP running the same Conv node, on the same machine and thread count.
 
-    python tools/conv_bench.py [--threads N] [--repeat R]
+    python tools/bench/conv_bench.py [--threads N] [--repeat R]
 
 Each row: the layer, its GFLOP, the median time of R runs on each side and the max difference.
 """
