@@ -1,6 +1,7 @@
-"""The op registry (registry.py) and the ops registered in it (onnx.py, llm.py, mask.py)."""
+"""The op registry (registry.py) and the ops registered in it (onnx.py, llm.py, mask.py, contrib.py)."""
 
 from . import llm, mask, onnx  # noqa: F401  (register the ops)
+from . import contrib  # noqa: F401  (com.microsoft transformer ops)
 from .registry import Kernel, OpDef, Param, by_ir_name, entries, kernel, kernels, lookup, supported_ops
 
 __all__ = ["Kernel", "OpDef", "Param", "by_ir_name", "entries", "kernel", "kernels", "lookup", "supported_ops"]

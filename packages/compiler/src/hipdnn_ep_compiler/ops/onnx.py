@@ -83,17 +83,6 @@ def _gelu(o: Node) -> None:
 register(OpDef("Gelu", "gelu", _gelu, (UNARY,), domains=("ai.onnx", "com.microsoft")))
 
 
-def _fast_gelu(o: Node) -> None:
-    # com.microsoft FastGelu is Gelu's tanh approximation of (X + bias); the bias form, which
-    # onnxruntime's transformer optimizer fuses in, would need a second kernel call.
-    if o.input(1) is not None:
-        o.fail("FastGelu with a bias input is not supported (the bias-free form is)")
-    replace(o, UNARY, [o.input(0)], {"op": "GELU_TANH"}, [o.dims(0)])
-
-
-register(OpDef("FastGelu", "fast_gelu", _fast_gelu, (UNARY,), domains=("com.microsoft",)))
-
-
 def _matmul(o: Node) -> None:
     a, b = o.dims(0), o.dims(1)
     if not a or not b:
