@@ -83,8 +83,8 @@ def _gelu(o: Node) -> None:
 register(OpDef("Gelu", "gelu", _gelu, (UNARY,), domains=("ai.onnx", "com.microsoft")))
 
 
-def _matmul(o: Node) -> None:
-    a, b = o.dims(0), o.dims(1)
+def _matmul_dims(o: Node, a: list[sym.Expr], b: list[sym.Expr]) -> list[sym.Expr]:
+    """ONNX MatMul's result dims (numpy's matmul rules)."""
     if not a or not b:
         raise ModelError(f"{o.where}: MatMul operands must have rank >= 1")
     a2 = [1] + a if len(a) == 1 else a
@@ -95,7 +95,11 @@ def _matmul(o: Node) -> None:
         out.pop(-2)
     if len(b) == 1:
         out.pop(-1)
-    replace(o, MATMUL, [o.input(0), o.input(1)], {}, [out])
+    return out
+
+
+def _matmul(o: Node) -> None:
+    replace(o, MATMUL, [o.input(0), o.input(1)], {}, [_matmul_dims(o, o.dims(0), o.dims(1))])
 
 
 register(OpDef("MatMul", "matmul", _matmul, (MATMUL,)))
