@@ -216,3 +216,40 @@ def test_multi_head_attention_refuses_packed_qkv(tmp_path):
     model = model_of([node], [("q", T.FLOAT, [1, 2, 2, 3, 4])], [("y", T.FLOAT, None)])
     with pytest.raises(UnsupportedError, match=r"mha.*packed QKV is not"):
         compile_model(model, tmp_path / "art")
+
+
+def test_multi_head_attention_unidirectional(refruntime, tmp_path):
+    rng = np.random.default_rng(8)
+    node = helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["y"], domain=MS, num_heads=2, unidirectional=1)
+    d = ["batch", "seq", 8]
+    model = model_of([node], [("q", T.FLOAT, d), ("k", T.FLOAT, d), ("v", T.FLOAT, d)], [("y", T.FLOAT, d)])
+    feeds = [{n: rand(rng, b, s, 8) for n in "qkv"} for b, s in ((2, 4), (1, 1))]
+    run_both(model, feeds, refruntime, tmp_path, tol=1e-4)
+
+
+def test_multi_head_attention_unidirectional_cross_lengths_are_refused(refruntime, tmp_path):
+    node = helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["y"], domain=MS, name="mha", num_heads=2,
+                            unidirectional=1)
+    model = model_of([node], [("q", T.FLOAT, [1, 3, 8]), ("k", T.FLOAT, [1, 5, 8]), ("v", T.FLOAT, [1, 5, 8])],
+                     [("y", T.FLOAT, None)])
+    with pytest.raises(UnsupportedError, match=r"mha.*unidirectional with a key length \(5\) other than the query's "
+                                               r"sequence length \(3\) is not supported"):
+        compile_model(model, tmp_path / "art")
+    # dynamic lengths: checked when the program runs
+    model = model_of([node], [("q", T.FLOAT, [1, "s", 8]), ("k", T.FLOAT, [1, "l", 8]), ("v", T.FLOAT, [1, "l", 8])],
+                     [("y", T.FLOAT, None)])
+    info = compile_model(model, tmp_path / "art2")
+    x = np.zeros((1, 3, 8), np.float32)
+    with pytest.raises(RuntimeError, match="status 1"):
+        refruntime.run(info.program, [x, np.zeros((1, 5, 8), np.float32), np.zeros((1, 5, 8), np.float32)])
+    assert any(c["where"] == "node 'mha' (com.microsoft::MultiHeadAttention)" and
+               c["text"].startswith("unidirectional attention needs the key length {0} to equal")
+               for c in info.metadata["checks"])
+
+
+def test_attention_refuses_a_4d_mask(tmp_path):
+    node = helper.make_node("Attention", ["x", "w", "", "m"], ["y"], domain=MS, name="attn", num_heads=2)
+    model = model_of([node], [("x", T.FLOAT, [1, 2, 4]), ("m", T.INT32, [1, 1, 2, 2])], [("y", T.FLOAT, None)],
+                     [const("w", np.ones((4, 12), np.float32))])
+    with pytest.raises(UnsupportedError, match=r"attn.*a mask \(input 3\) of rank 4 is not supported"):
+        compile_model(model, tmp_path / "art")

@@ -147,7 +147,7 @@ def test_quantize_scale_of_the_wrong_shape_is_refused(tmp_path):
     node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q", axis=1, output_dtype=T.INT8)
     model = model_of([node], [("x", T.FLOAT, [2, 3])], [("y", T.INT8, [2, 3])],
                      [const("s", np.ones(4, np.float32))])
-    with pytest.raises(ModelError, match=r"'q' \(QuantizeLinear\): the scale has shape \[4\]; per axis 1 of the input \[2, 3\] it must be "
-                                         r"\[3\]"):
+    with pytest.raises(ModelError, match=r"'q' \(QuantizeLinear\): the scale has shape \[4\]; per axis 1 of the "
+                                         r"input \[2, 3\] it must be \[3\]"):
         compile_model(model, tmp_path / "art")
 

@@ -42,7 +42,8 @@ def test_quantize_linear(cpu, gpu, dev, xtype, qtype, layout):
     scale = rng.uniform(0.05, 0.2, s_shape).astype(xtype)
     zp = rng.integers(0, 20, s_shape).astype(qtype)
     for z in (zp, None):
-        (y,), (want,) = run_both(cpu, gpu, dev, "quantize_linear", [x, scale, z], [(x_shape, qtype)], ints=[axis, block])
+        (y,), (want,) = run_both(cpu, gpu, dev, "quantize_linear", [x, scale, z], [(x_shape, qtype)],
+                                 ints=[axis, block])
         np.testing.assert_array_equal(y, want)
 
 

@@ -1,8 +1,6 @@
 """The op registry (registry.py) and the ops registered in it (onnx.py, llm.py, mask.py, contrib.py, quant.py)."""
 
-from . import llm, mask, onnx  # noqa: F401  (register the ops)
-from . import contrib  # noqa: F401  (com.microsoft transformer ops)
-from . import quant  # noqa: F401  (quantization ops)
+from . import contrib, llm, mask, onnx, quant  # noqa: F401  (register the ops)
 from .registry import Kernel, OpDef, Param, by_ir_name, entries, kernel, kernels, lookup, supported_ops
 
 __all__ = ["Kernel", "OpDef", "Param", "by_ir_name", "entries", "kernel", "kernels", "lookup", "supported_ops"]

@@ -459,9 +459,19 @@ def _multi_head_attention(o: Node) -> None:
         kv_ = b.binary("ADD", kv_, b.slice_last(bias, q[2], k[2]))
         vv = b.binary("ADD", vv, b.slice_last(bias, 2 * q[2], v[2]))
     qv, kv_, vv = (qv[0], q), (kv_[0], k), (vv[0], v)
+    unidirectional = bool(o.attr_int("unidirectional", 0))
+    if unidirectional and k[1] != q[1]:
+        # onnxruntime's CPU EP agrees with no causal alignment we know of when they differ: refused when
+        # static, else the program checks that they are equal
+        if isinstance(k[1], int) and isinstance(q[1], int):
+            o.fail(f"unidirectional with a key length ({k[1]}) other than the query's sequence length ({q[1]}) is "
+                   "not supported")
+        t = checks.Text(k[1], q[1])
+        o.require("eq", t.values, "unidirectional attention needs the key length {0} to equal the query's sequence "
+                                  "length {1} (other lengths are not supported)")
     keep = _key_mask(o, b, 4, q[0], q[1], k[1])
     ab = _attention_bias(o, b, 5, q[0], heads, q[1], k[1])
-    out = _attend(o, b, qv, kv_, vv, heads, _scale(o, q[2] // heads), keep, ab, bool(o.attr_int("unidirectional", 0)))
+    out = _attend(o, b, qv, kv_, vv, heads, _scale(o, q[2] // heads), keep, ab, unidirectional)
     finish(o, [out])
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from torch_mlir import ir
 
+from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
@@ -61,14 +62,34 @@ def _scale_attrs(o: Node, x: list[sym.Expr], scale: list[sym.Expr]) -> dict:
     return {"axis": axis, "block_size": block}
 
 
+def _same_dims(o: Node, got: list[sym.Expr], want: list[sym.Expr], text: str) -> None:
+    """got equals want: refused now where both dims are static, else checked by the program."""
+    if len(got) != len(want) or any(isinstance(g, int) and isinstance(w, int) and g != w
+                                    for g, w in zip(got, want, strict=True)):
+        raise ModelError(f"{o.where}: {text.format(show(got), show(want))}")
+    for g, w in zip(got, want, strict=True):
+        if g != w:
+            t = checks.Text(g, w)
+            o.require("eq", t.values, text.format(t.dims(got), t.dims(want)))
+
+
 def _zero_point(o: Node, scale: list[sym.Expr]) -> list:
     zp = o.input(2)
     if zp is None:
         return []
-    if o.dims(2) != scale and not (sym.product(o.dims(2)) == 1 and sym.product(scale) == 1):
-        raise ModelError(f"{o.where}: the zero point has shape {show(o.dims(2))}; it must be the scale's "
-                         f"{show(scale)}")
+    if not (sym.product(o.dims(2)) == 1 and sym.product(scale) == 1):
+        _same_dims(o, o.dims(2), scale, "the zero point has shape {0}; it must be the scale's {1}")
     return [zp]
+
+
+def _one_value(o: Node, i: int, what: str) -> None:
+    """Input i holds one value: rank <= 1, its dim 1 (checked by the program where it is symbolic)."""
+    d = o.dims(i)
+    if len(d) > 1 or (d and isinstance(d[0], int) and d[0] != 1):
+        o.fail(f"{what} of shape {show(d)} is not supported (one value; b_scale may be per column)")
+    if d and d[0] != 1:
+        t = checks.Text(d[0], 1)
+        o.require("eq", t.values, f"{what} has {{0}} values; it must hold one")
 
 
 def _quantize(o: Node) -> None:
@@ -157,18 +178,31 @@ register(OpDef("MatMulInteger", "matmul_integer", _matmul_integer, (MATMUL_INTEG
 def _qlinear_matmul(o: Node) -> None:
     # inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point
     for i, what in ((1, "a_scale"), (6, "y_scale"), (7, "y_zero_point")):
-        if sym.product(o.dims(i)) != 1:
-            o.fail(f"{what} of shape {show(o.dims(i))} is not supported (one value; b_scale may be per column)")
-    if hir.element_dtype(o.input(1)) != FLOAT32:
-        o.fail("scales other than FLOAT32 are not supported")
+        _one_value(o, i, what)
     acc, out = _integer_product(o, 0, 3, 2, 5)
     f32 = emit(o, CAST, [acc], {"to": FLOAT32}, [out], [_type(o, FLOAT32, out)]).results[0]
+
+    bs = o.dims(4)
+    n = out[-1] if len(o.dims(3)) > 1 else 1
+    if len(bs) > 1 or (bs and not isinstance(bs[0], int) and bs[0] != n):
+        o.fail(f"b_scale of shape {show(bs)} is not supported (one value, or [N] = [{sym.to_str(n)}] per column, "
+               "with a static length)")
+    per_column = sym.product(bs) != 1
+    if per_column:
+        _same_dims(o, bs, [n], "b_scale has shape {0}; per column it must be {1}")
+
+    def scale(i: int, dims: list[sym.Expr]) -> ir.Value:
+        """Input i as FLOAT32 of dims (float16 scales are widened: ORT computes the multiplier in float)."""
+        v = o.input(i)
+        if hir.element_dtype(v) != FLOAT32:
+            v = emit(o, CAST, [v], {"to": FLOAT32}, [o.dims(i)], [_type(o, FLOAT32, o.dims(i))]).results[0]
+        return emit(o, "hipdnn.alias", [v], {}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+
     # multiplier = a_scale * b_scale / y_scale, as onnxruntime's requantization
-    ds = broadcast(o, o.dims(1), o.dims(4))
-    ab = emit(o, BINARY, [o.input(1), o.input(4)], {"op": "MUL"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
-    ds2 = broadcast(o, ds, o.dims(6))
-    mult = emit(o, BINARY, [ab, o.input(6)], {"op": "DIV"}, [ds2], [_type(o, FLOAT32, ds2)]).results[0]
-    real_dims = broadcast(o, out, ds2)
+    ds = [n] if per_column else []
+    ab = emit(o, BINARY, [scale(1, []), scale(4, ds)], {"op": "MUL"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+    mult = emit(o, BINARY, [ab, scale(6, [])], {"op": "DIV"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+    real_dims = out
     real = emit(o, BINARY, [f32, mult], {"op": "MUL"}, [real_dims], [_type(o, FLOAT32, real_dims)]).results[0]
     one = emit(o, FILL, [], {"bits": _fill_bits(np.array([1.0]), FLOAT32)}, [[]],
                [_type(o, FLOAT32, [])]).results[0]
