@@ -151,3 +151,12 @@ def test_quantize_scale_of_the_wrong_shape_is_refused(tmp_path):
                                          r"input \[2, 3\] it must be \[3\]"):
         compile_model(model, tmp_path / "art")
 
+
+
+def test_dequantize_to_a_type_other_than_the_scales_is_refused(tmp_path):
+    # opset 24's output_dtype
+    node = helper.make_node("DequantizeLinear", ["x", "s"], ["y"], name="dq", output_dtype=T.FLOAT16)
+    model = model_of([node], [("x", T.UINT8, [4])], [("y", T.FLOAT16, [4])], [const("s", np.array(0.1, np.float32))],
+                     opset=24)
+    with pytest.raises(UnsupportedError, match=r"'dq'.*an output of element type 10 other than the scale's \(1\)"):
+        compile_model(model, tmp_path / "art")

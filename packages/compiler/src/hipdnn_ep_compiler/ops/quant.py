@@ -17,7 +17,7 @@ from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
 from .mask import FILL, _fill_bits
-from .node import Node, broadcast, emit, finish, norm_axis, replace, show
+from .node import Node, emit, finish, norm_axis, replace, show
 from .onnx import BINARY, CAST, _matmul_dims
 from .registry import Kernel, OpDef, register, register_kernel
 
@@ -114,6 +114,9 @@ def _dequantize(o: Node) -> None:
     xdt = hir.element_dtype(o.input(0))
     if xdt not in (INT8, UINT8, INT32):
         o.fail(f"dequantizing element type {xdt} is not supported (INT8, UINT8 and INT32 are)")
+    if o.result_dtype() != hir.element_dtype(o.input(1)):
+        o.fail(f"an output of element type {o.result_dtype()} other than the scale's "
+               f"({hir.element_dtype(o.input(1))}) is not supported")
     attrs = _scale_attrs(o, x, scale)
     zp = _zero_point(o, scale)
     if zp and len(o.dims(2)) != len(scale):
