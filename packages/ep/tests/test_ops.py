@@ -37,6 +37,7 @@ class Op:
     domain: str = ""
     out_type: int = T.FLOAT
     extra_outputs: list[str] = field(default_factory=list)  # more outputs (graph outputs, not compared)
+    extra_types: list[int] = field(default_factory=list)  # their element types (default: out_type)
 
 
 @dataclass
@@ -165,7 +166,7 @@ GROUPS: dict[str, Group] = {
          Op("mask32", "Cast", ["mask"], {"to": T.INT32}, out_type=T.INT32),
          Op("EmbedLayerNormalization", "EmbedLayerNormalization",
             ["mask32", "mask32", "word", "pos", "seg", "gamma", "beta", "mask32"], {"epsilon": 1e-5}, domain=MS,
-            extra_outputs=["mask_index"]),
+            extra_outputs=["mask_index"], extra_types=[T.INT32]),
          Op("Attention", "Attention", ["x", "wqkv", "bqkv", "mask32"], {"num_heads": 2}, domain=MS),
          Op("MultiHeadAttention", "MultiHeadAttention", ["x", "skip", "skip", "bqkv", "mask32"], {"num_heads": 2},
             domain=MS)],
@@ -182,7 +183,7 @@ GROUPS: dict[str, Group] = {
         [Op("QuantizeLinear", "QuantizeLinear", ["x", "qs", "qz"], out_type=T.UINT8),
          Op("DequantizeLinear", "DequantizeLinear", ["QuantizeLinear", "qs", "qz"]),
          Op("DynamicQuantizeLinear", "DynamicQuantizeLinear", ["x"], out_type=T.UINT8,
-            extra_outputs=["dql_scale", "dql_zp"]),
+            extra_outputs=["dql_scale", "dql_zp"], extra_types=[T.FLOAT, T.UINT8]),
          Op("MatMulInteger", "MatMulInteger", ["DynamicQuantizeLinear", "wq", "dql_zp", "wz"], out_type=T.INT32),
          Op("QLinearMatMul", "QLinearMatMul", ["QuantizeLinear", "qs", "qz", "wq", "ws", "wz", "ys", "yz"],
             out_type=T.UINT8)],
@@ -207,8 +208,10 @@ def build_model(group: Group, path: Path, dynamic: bool, float16: bool = False) 
                                                                    for d in dims]) for n, t, dims in group.inputs]
     nodes = [helper.make_node(op.op_type, op.inputs, [op.ident, *op.extra_outputs], name=f"node-{op.ident}",
                               domain=op.domain, **op.attrs) for op in group.ops]
-    outputs = [helper.make_tensor_value_info(name, _retype(op.out_type, float16), None)
-               for op in group.ops for name in (op.ident, *op.extra_outputs)]
+    outputs = [helper.make_tensor_value_info(name, _retype(t, float16), None)
+               for op in group.ops
+               for name, t in zip((op.ident, *op.extra_outputs),
+                                  (op.out_type, *op.extra_types, *[op.out_type] * len(op.extra_outputs)), strict=False)]
     inits = [numpy_helper.from_array(v.astype(np.float16) if float16 and v.dtype == np.float32 else v, n)
              for n, v in group.constants.items()]
     opsets = [helper.make_opsetid("", OPSET)]
