@@ -37,6 +37,7 @@ class Op:
     domain: str = ""
     out_type: int = T.FLOAT
     extra_outputs: list[str] = field(default_factory=list)  # more outputs (graph outputs, not compared)
+    extra_types: list[int] = field(default_factory=list)  # their element types (default: out_type)
 
 
 @dataclass
@@ -175,6 +176,41 @@ GROUPS: dict[str, Group] = {
          "pos": _c([2]), "one": _c([1]), "one_scalar": _c(1),
          "cos": np.cos(np.arange(32)[:, None] / 10.0 ** np.arange(8)[None]).astype(np.float32),
          "sin": np.sin(np.arange(32)[:, None] / 10.0 ** np.arange(8)[None]).astype(np.float32)}),
+    # onnxruntime's transformer optimizer output (com.microsoft); ids and masks from the all-ones 'mask'
+    "contrib": Group(
+        [("x", T.FLOAT, ["N", 3, 16]), ("skip", T.FLOAT, ["N", 3, 16]), ("mask", T.INT64, ["N", 3])],
+        [Op("BiasGelu", "BiasGelu", ["x", "b16"], domain=MS),
+         Op("FastGelu-bias", "FastGelu", ["x", "b16"], domain=MS),
+         Op("QuickGelu", "QuickGelu", ["x"], {"alpha": 1.5}, domain=MS),
+         Op("SkipLayerNormalization", "SkipLayerNormalization", ["x", "skip", "gamma", "beta", "b16"],
+            {"epsilon": 1e-5}, domain=MS),
+         Op("mask32", "Cast", ["mask"], {"to": T.INT32}, out_type=T.INT32),
+         Op("EmbedLayerNormalization", "EmbedLayerNormalization",
+            ["mask32", "mask32", "word", "pos", "seg", "gamma", "beta", "mask32"], {"epsilon": 1e-5}, domain=MS,
+            extra_outputs=["mask_index"], extra_types=[T.INT32]),
+         Op("Attention", "Attention", ["x", "wqkv", "bqkv", "mask32"], {"num_heads": 2}, domain=MS),
+         Op("MultiHeadAttention", "MultiHeadAttention", ["x", "skip", "skip", "bqkv", "mask32"], {"num_heads": 2},
+            domain=MS)],
+        {"b16": np.linspace(-1, 1, 16, dtype=np.float32), "gamma": np.linspace(0.5, 1.5, 16, dtype=np.float32),
+         "beta": np.linspace(-0.2, 0.2, 16, dtype=np.float32),
+         "word": np.sin(np.arange(4 * 16, dtype=np.float32)).reshape(4, 16),
+         "pos": np.cos(np.arange(8 * 16, dtype=np.float32)).reshape(8, 16),
+         "seg": np.linspace(-1, 1, 32, dtype=np.float32).reshape(2, 16),
+         "wqkv": (np.sin(np.arange(16 * 48, dtype=np.float32)) * 0.3).reshape(16, 48),
+         "bqkv": np.linspace(-0.5, 0.5, 48, dtype=np.float32)}),
+    # quantization: QDQ, dynamic quantization, integer products
+    "quant": Group(
+        [("x", T.FLOAT, ["N", 3, 4])],
+        [Op("QuantizeLinear", "QuantizeLinear", ["x", "qs", "qz"], out_type=T.UINT8),
+         Op("DequantizeLinear", "DequantizeLinear", ["QuantizeLinear", "qs", "qz"]),
+         Op("DynamicQuantizeLinear", "DynamicQuantizeLinear", ["x"], out_type=T.UINT8,
+            extra_outputs=["dql_scale", "dql_zp"], extra_types=[T.FLOAT, T.UINT8]),
+         Op("MatMulInteger", "MatMulInteger", ["DynamicQuantizeLinear", "wq", "dql_zp", "wz"], out_type=T.INT32),
+         Op("QLinearMatMul", "QLinearMatMul", ["QuantizeLinear", "qs", "qz", "wq", "ws", "wz", "ys", "yz"],
+            out_type=T.UINT8)],
+        {"qs": np.array(0.05, np.float32), "qz": np.array(128, np.uint8),
+         "wq": (np.arange(20).reshape(4, 5) * 29 % 255 - 127).astype(np.int8), "wz": np.array(0, np.int8),
+         "ws": np.array(0.02, np.float32), "ys": np.array(0.1, np.float32), "yz": np.array(100, np.uint8)}),
 }
 
 # float16 versions of a few math operators, checked against the float32 CPU result of the same inputs.
@@ -193,8 +229,10 @@ def build_model(group: Group, path: Path, dynamic: bool, float16: bool = False) 
                                                                    for d in dims]) for n, t, dims in group.inputs]
     nodes = [helper.make_node(op.op_type, op.inputs, [op.ident, *op.extra_outputs], name=f"node-{op.ident}",
                               domain=op.domain, **op.attrs) for op in group.ops]
-    outputs = [helper.make_tensor_value_info(name, _retype(op.out_type, float16), None)
-               for op in group.ops for name in (op.ident, *op.extra_outputs)]
+    outputs = [helper.make_tensor_value_info(name, _retype(t, float16), None)
+               for op in group.ops
+               for name, t in zip((op.ident, *op.extra_outputs),
+                                  (op.out_type, *op.extra_types, *[op.out_type] * len(op.extra_outputs)), strict=False)]
     inits = [numpy_helper.from_array(v.astype(np.float16) if float16 and v.dtype == np.float32 else v, n)
              for n, v in group.constants.items()]
     opsets = [helper.make_opsetid("", OPSET)]
@@ -313,7 +351,8 @@ def test_op_on_the_ep_matches_the_cpu_ep(runner: GroupRunner, group: str, op: Op
 
 
 def test_every_supported_op_is_covered() -> None:
-    covered = {(op.domain or "ai.onnx", op.op_type) for g in GROUPS.values() for op in g.ops}
+    # BiasAdd: onnxruntime has it on its CUDA EP only (compiler tests check it against its definition)
+    covered = {(op.domain or "ai.onnx", op.op_type) for g in GROUPS.values() for op in g.ops} | {(MS, "BiasAdd")}
     supported = {(d, op) for d, ops in hipdnn_ep_compiler.supported_ops().items() for op in ops}
     assert supported - covered == set(), "add the new operators to a group"
     assert covered - supported == set()

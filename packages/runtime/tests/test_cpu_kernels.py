@@ -73,7 +73,9 @@ def test_manifest_lists_the_kernels_tested_here():
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention",
               # the vision kernels: test_vision_kernels.py
-              "conv", "pool", "batch_norm", "activation"}
+              "conv", "pool", "batch_norm", "activation",
+              # the quantization kernels: test_quant_kernels.py
+              "quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "matmul_integer"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
 
 
@@ -819,6 +821,12 @@ def good_call(kernel):
                  [np.zeros((1, 2, 3, 3), F32)], [0, 0], []),
         "batch_norm": ([np.ones((1, 2, 3), F32)] + [np.ones(2, F32)] * 4, [np.zeros((1, 2, 3), F32)], [], [1e-5]),
         "activation": ([f], [o], [0], [0.5, 0.5]),
+        # the quantization kernels
+        "quantize_linear": ([f, np.ones(3, F32)], [np.empty((2, 3), np.int8)], [1, 0], []),
+        "dequantize_linear": ([np.ones((2, 3), np.uint8), np.ones(3, F32)], [o], [1, 0], []),
+        "dynamic_quantize_linear": ([f], [np.empty((2, 3), np.uint8), np.empty((), F32), np.empty((), np.uint8)],
+                                    [], []),
+        "matmul_integer": ([np.ones((2, 3), np.uint8), np.ones((3, 2), np.int8)], [np.empty((2, 2), I32)], [], []),
     }[kernel]
 
 
@@ -965,7 +973,8 @@ def _retyped(inputs, outputs, index, dtype):
     code = _dtype_code(inputs[index])
     ones = [a.astype(dtype) if (i == index or (index == 0 and _dtype_code(a) == code)) else a
             for i, a in enumerate(inputs)]
-    outs = [o.astype(dtype) if index == 0 and _dtype_code(o) == code else o for o in outputs]
+    with np.errstate(over="ignore", invalid="ignore"):  # outputs from np.empty hold garbage that may not fit
+        outs = [o.astype(dtype) if index == 0 and _dtype_code(o) == code else o for o in outputs]
     return ones, outs
 
 
@@ -1002,6 +1011,8 @@ def test_kernels_accept_exactly_the_manifest_dtypes(state, kernel, op, index, dt
         outputs = [o.astype(BOOL) for o in outputs]
     if kernel == "range":  # input 0 is the (start, delta) parameter; the output keeps its INT64
         outputs = [o.astype(I64) for o in outputs]
+    if kernel == "dequantize_linear" and index == 1:  # the output has the scale's dtype
+        outputs = [o.astype(NUMPY_OF[dtype]) for o in outputs]
     if accepted:
         call_raw(state, kernel, inputs, outputs, ints, floats)
         return

@@ -50,6 +50,28 @@ MatmulShape matmul_shape(const Dims& a, const Dims& b);
 // noop_with_empty_axes = 0).
 std::vector<bool> reduced_dims(const hipdnn_ep_tensor_ref_t& axes, size_t rank);
 
+// ---- quantization family (quantize_linear, dequantize_linear)
+// Where each element of X finds its scale and zero point: X is [outer, len, inner] around its dim `axis`;
+// per tensor every element uses entry 0, per axis entry (i / inner) % len, blocked the entry
+// (o * blocks + l / block) * inner + r of a scale of X's shape with dim axis = blocks.
+struct QuantLayout {
+  enum Mode : int32_t { kPerTensor = 0, kPerAxis = 1, kBlocked = 2 };
+  int32_t mode = kPerTensor;
+  int64_t len = 1;
+  int64_t inner = 1;
+  int64_t blocks = 1;
+  int64_t block = 1;
+  int64_t scale_index(int64_t i) const {
+    if (mode == kPerTensor) return 0;
+    const int64_t l = (i / inner) % len;
+    if (mode == kPerAxis) return l;
+    return ((i / inner / len) * blocks + l / block) * inner + i % inner;
+  }
+};
+// The layout of a scale of dims `scale` for an X of dims `x` (axis may be negative); INVALID_ARGUMENT
+// when the scale fits none of the three layouts.
+QuantLayout quant_layout(const Dims& x, const Dims& scale, int64_t axis, int64_t block_size);
+
 }  // namespace hipdnn_ep::kernels
 
 #endif  // HIPDNN_EP_KERNELS_VALIDATE_H_

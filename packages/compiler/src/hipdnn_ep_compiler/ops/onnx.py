@@ -83,19 +83,8 @@ def _gelu(o: Node) -> None:
 register(OpDef("Gelu", "gelu", _gelu, (UNARY,), domains=("ai.onnx", "com.microsoft")))
 
 
-def _fast_gelu(o: Node) -> None:
-    # com.microsoft FastGelu is Gelu's tanh approximation of (X + bias); the bias form, which
-    # onnxruntime's transformer optimizer fuses in, would need a second kernel call.
-    if o.input(1) is not None:
-        o.fail("FastGelu with a bias input is not supported (the bias-free form is)")
-    replace(o, UNARY, [o.input(0)], {"op": "GELU_TANH"}, [o.dims(0)])
-
-
-register(OpDef("FastGelu", "fast_gelu", _fast_gelu, (UNARY,), domains=("com.microsoft",)))
-
-
-def _matmul(o: Node) -> None:
-    a, b = o.dims(0), o.dims(1)
+def _matmul_dims(o: Node, a: list[sym.Expr], b: list[sym.Expr]) -> list[sym.Expr]:
+    """ONNX MatMul's result dims (numpy's matmul rules)."""
     if not a or not b:
         raise ModelError(f"{o.where}: MatMul operands must have rank >= 1")
     a2 = [1] + a if len(a) == 1 else a
@@ -106,7 +95,11 @@ def _matmul(o: Node) -> None:
         out.pop(-2)
     if len(b) == 1:
         out.pop(-1)
-    replace(o, MATMUL, [o.input(0), o.input(1)], {}, [out])
+    return out
+
+
+def _matmul(o: Node) -> None:
+    replace(o, MATMUL, [o.input(0), o.input(1)], {}, [_matmul_dims(o, o.dims(0), o.dims(1))])
 
 
 register(OpDef("MatMul", "matmul", _matmul, (MATMUL,)))

@@ -1,0 +1,221 @@
+"""Quantization ops: QuantizeLinear and DequantizeLinear (per tensor, per axis, blocked; INT8 and UINT8,
+and INT32 for DequantizeLinear), DynamicQuantizeLinear, MatMulInteger and QLinearMatMul, the ops of
+onnxruntime's `quantize_dynamic` and QDQ models.
+
+The first four have kernels of their own (ABI 1.3); QLinearMatMul is composed, as onnxruntime's CPU EP
+computes it: the int32 product of matmul_integer, times the float multiplier a_scale * b_scale / y_scale,
+rounded (ties to even) and saturated by quantize_linear with scale 1 and y's zero point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from torch_mlir import ir
+
+from .. import checks
+from .. import ir as hir
+from .. import symbolic as sym
+from ..errors import ModelError
+from .mask import FILL, _fill_bits
+from .node import Node, emit, finish, norm_axis, replace, show
+from .onnx import BINARY, CAST, _matmul_dims
+from .registry import Kernel, OpDef, register, register_kernel
+
+FLOAT32, UINT8, INT8, INT32, FLOAT16 = 1, 2, 3, 6, 10
+QUANT_TYPES = {INT8: "INT8", UINT8: "UINT8"}
+
+QUANTIZE = register_kernel(Kernel("quantize_linear", "kernel_quantize_linear", ("axis", "block_size"), arity=(2, 3),
+                                  same_type=(0, 1), labels={2: "the zero point"}))
+DEQUANTIZE = register_kernel(Kernel("dequantize_linear", "kernel_dequantize_linear", ("axis", "block_size"),
+                                    arity=(2, 3), same_type=(0, 2), labels={1: "the scale"}))
+DYNAMIC_QUANTIZE = register_kernel(Kernel("dynamic_quantize_linear", "kernel_dynamic_quantize_linear",
+                                          results=(3, 3)))
+MATMUL_INTEGER = register_kernel(Kernel("matmul_integer", "kernel_matmul_integer", arity=(2, 4), same_type=(0, 2),
+                                        labels={1: "B", 3: "b_zero_point"}))
+
+
+def _type(o: Node, dtype: int, dims: list[sym.Expr]) -> ir.Type:
+    with o.op.context:
+        return ir.Type.parse(hir.tensor_type_str(dtype, dims))
+
+
+def _scale_attrs(o: Node, x: list[sym.Expr], scale: list[sym.Expr]) -> dict:
+    """axis and block_size for the kernel, with the scale's shape checked against X's (the kernel checks
+    again at run time, where dims are dynamic)."""
+    block = o.attr_int("block_size", 0)
+    if block < 0:
+        raise ModelError(f"{o.where}: block_size {block} must be >= 0")
+    if block == 0 and sym.product(scale) == 1 and len(scale) <= 1:
+        return {"axis": 0, "block_size": 0}  # per tensor
+    axis = norm_axis(o, o.attr_int("axis", 1), len(x))
+    if block == 0:
+        if len(scale) != 1 or (isinstance(scale[0], int) and isinstance(x[axis], int) and scale[0] != x[axis]):
+            raise ModelError(f"{o.where}: the scale has shape {show(scale)}; per axis {axis} of the input "
+                             f"{show(x)} it must be [{sym.to_str(x[axis])}] (or hold one value)")
+    else:
+        want = list(x)
+        want[axis] = sym.ceildiv(x[axis], block)
+        if len(scale) != len(x) or any(isinstance(g, int) and isinstance(w, int) and g != w
+                                       for g, w in zip(scale, want, strict=True)):
+            raise ModelError(f"{o.where}: the scale has shape {show(scale)}; blocks of {block} along axis {axis} of "
+                             f"the input {show(x)} need {show(want)}")
+    return {"axis": axis, "block_size": block}
+
+
+def _same_dims(o: Node, got: list[sym.Expr], want: list[sym.Expr], text: str) -> None:
+    """got equals want: refused now where both dims are static, else checked by the program."""
+    if len(got) != len(want) or any(isinstance(g, int) and isinstance(w, int) and g != w
+                                    for g, w in zip(got, want, strict=True)):
+        raise ModelError(f"{o.where}: {text.format(show(got), show(want))}")
+    for g, w in zip(got, want, strict=True):
+        if g != w:
+            t = checks.Text(g, w)
+            o.require("eq", t.values, text.format(t.dims(got), t.dims(want)))
+
+
+def _zero_point(o: Node, scale: list[sym.Expr]) -> list:
+    zp = o.input(2)
+    if zp is None:
+        return []
+    if not (sym.product(o.dims(2)) == 1 and sym.product(scale) == 1):
+        _same_dims(o, o.dims(2), scale, "the zero point has shape {0}; it must be the scale's {1}")
+    return [zp]
+
+
+def _one_value(o: Node, i: int, what: str) -> None:
+    """Input i holds one value: rank <= 1, its dim 1 (checked by the program where it is symbolic)."""
+    d = o.dims(i)
+    if len(d) > 1 or (d and isinstance(d[0], int) and d[0] != 1):
+        o.fail(f"{what} of shape {show(d)} is not supported (one value; b_scale may be per column)")
+    if d and d[0] != 1:
+        t = checks.Text(d[0], 1)
+        o.require("eq", t.values, f"{what} has {{0}} values; it must hold one")
+
+
+def _quantize(o: Node) -> None:
+    out = o.result_dtype()
+    if out not in QUANT_TYPES:
+        o.fail(f"quantizing to element type {out} is not supported (INT8 and UINT8 are)")
+    if o.input(2) is not None and hir.element_dtype(o.input(2)) != out:
+        raise ModelError(f"{o.where}: the zero point's element type differs from the output's")
+    x, scale = o.dims(0), o.dims(1)
+    attrs = _scale_attrs(o, x, scale)
+    zp = _zero_point(o, scale)
+    if zp and len(o.dims(2)) != len(scale):  # a [1] zero point with a scalar scale
+        zp = [emit(o, "hipdnn.alias", zp, {}, [scale], [_type(o, out, scale)]).results[0]]
+    replace(o, QUANTIZE, [o.input(0), o.input(1)] + zp, attrs, [x])
+
+
+register(OpDef("QuantizeLinear", "quantize_linear", _quantize, (QUANTIZE,)))
+
+
+def _dequantize(o: Node) -> None:
+    x, scale = o.dims(0), o.dims(1)
+    xdt = hir.element_dtype(o.input(0))
+    if xdt not in (INT8, UINT8, INT32):
+        o.fail(f"dequantizing element type {xdt} is not supported (INT8, UINT8 and INT32 are)")
+    if o.result_dtype() != hir.element_dtype(o.input(1)):
+        o.fail(f"an output of element type {o.result_dtype()} other than the scale's "
+               f"({hir.element_dtype(o.input(1))}) is not supported")
+    attrs = _scale_attrs(o, x, scale)
+    zp = _zero_point(o, scale)
+    if zp and len(o.dims(2)) != len(scale):
+        zp = [emit(o, "hipdnn.alias", zp, {}, [scale], [_type(o, xdt, scale)]).results[0]]
+    replace(o, DEQUANTIZE, [o.input(0), o.input(1)] + zp, attrs, [x])
+
+
+register(OpDef("DequantizeLinear", "dequantize_linear", _dequantize, (DEQUANTIZE,)))
+
+
+def _dynamic_quantize(o: Node) -> None:
+    x = o.dims(0)
+    if hir.element_dtype(o.input(0)) != FLOAT32:
+        o.fail("DynamicQuantizeLinear of an input other than FLOAT32 is not supported")
+    roles = hir.get_ints(o.op, "result_roles", list(range(len(o.op.results))))
+    types = [_type(o, UINT8, x), _type(o, FLOAT32, []), _type(o, UINT8, [])]
+    new = emit(o, DYNAMIC_QUANTIZE, [o.input(0)], {}, [x, [], []], types)
+    finish(o, [new.results[r] for r in roles])
+
+
+register(OpDef("DynamicQuantizeLinear", "dynamic_quantize_linear", _dynamic_quantize, (DYNAMIC_QUANTIZE,)))
+
+
+def _matmul_integer_zero_point(o: Node, i: int, per: sym.Expr, what: str) -> None:
+    if o.input(i) is None:
+        return
+    d = o.dims(i)
+    n = sym.product(d)
+    if len(d) > 1 or (isinstance(n, int) and n != 1 and isinstance(per, int) and n != per):
+        raise ModelError(f"{o.where}: {what} has shape {show(d)}; it must hold one value or {sym.to_str(per)}")
+
+
+def _integer_product(o: Node, a: int, b: int, za: int, zb: int) -> tuple[ir.Value, list[sym.Expr]]:
+    """matmul_integer of the node's inputs a and b with zero points za and zb (positions, maybe absent)."""
+    da, db = o.dims(a), o.dims(b)
+    out = _matmul_dims(o, da, db)
+    m = da[-2] if len(da) > 1 else 1
+    n = db[-1] if len(db) > 1 else 1
+    _matmul_integer_zero_point(o, za, m, "a_zero_point")
+    _matmul_integer_zero_point(o, zb, n, "b_zero_point")
+    for i, what in ((a, "A"), (b, "B")):
+        if hir.element_dtype(o.input(i)) not in QUANT_TYPES:
+            o.fail(f"{what} of element type {hir.element_dtype(o.input(i))} is not supported (INT8 and UINT8 are)")
+    operands = [o.input(a), o.input(b)]
+    slots = [0, 1]
+    for i, slot in ((za, 2), (zb, 3)):
+        if o.input(i) is not None:
+            operands.append(o.input(i))
+            slots.append(slot)
+    new = emit(o, MATMUL_INTEGER, operands, {"hipdnn.slots": slots}, [out], [_type(o, INT32, out)])
+    return new.results[0], out
+
+
+def _matmul_integer(o: Node) -> None:
+    y, _ = _integer_product(o, 0, 1, 2, 3)
+    finish(o, [y])
+
+
+register(OpDef("MatMulInteger", "matmul_integer", _matmul_integer, (MATMUL_INTEGER,)))
+
+
+def _qlinear_matmul(o: Node) -> None:
+    # inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point
+    for i, what in ((1, "a_scale"), (6, "y_scale"), (7, "y_zero_point")):
+        _one_value(o, i, what)
+    acc, out = _integer_product(o, 0, 3, 2, 5)
+    f32 = emit(o, CAST, [acc], {"to": FLOAT32}, [out], [_type(o, FLOAT32, out)]).results[0]
+
+    bs = o.dims(4)
+    n = out[-1] if len(o.dims(3)) > 1 else 1
+    if len(bs) > 1 or (bs and not isinstance(bs[0], int) and bs[0] != n):
+        o.fail(f"b_scale of shape {show(bs)} is not supported (one value, or [N] = [{sym.to_str(n)}] per column, "
+               "with a static length)")
+    per_column = sym.product(bs) != 1
+    if per_column:
+        _same_dims(o, bs, [n], "b_scale has shape {0}; per column it must be {1}")
+
+    def scale(i: int, dims: list[sym.Expr]) -> ir.Value:
+        """Input i as FLOAT32 of dims (float16 scales are widened: ORT computes the multiplier in float)."""
+        v = o.input(i)
+        if hir.element_dtype(v) != FLOAT32:
+            v = emit(o, CAST, [v], {"to": FLOAT32}, [o.dims(i)], [_type(o, FLOAT32, o.dims(i))]).results[0]
+        return emit(o, "hipdnn.alias", [v], {}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+
+    # multiplier = a_scale * b_scale / y_scale, as onnxruntime's requantization
+    ds = [n] if per_column else []
+    ab = emit(o, BINARY, [scale(1, []), scale(4, ds)], {"op": "MUL"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+    mult = emit(o, BINARY, [ab, scale(6, [])], {"op": "DIV"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+    real_dims = out
+    real = emit(o, BINARY, [f32, mult], {"op": "MUL"}, [real_dims], [_type(o, FLOAT32, real_dims)]).results[0]
+    one = emit(o, FILL, [], {"bits": _fill_bits(np.array([1.0]), FLOAT32)}, [[]],
+               [_type(o, FLOAT32, [])]).results[0]
+    ydt = o.result_dtype()
+    if ydt != hir.element_dtype(o.input(7)) or ydt not in QUANT_TYPES:
+        raise ModelError(f"{o.where}: y_zero_point's element type must be the output's (INT8 or UINT8)")
+    zp = emit(o, "hipdnn.alias", [o.input(7)], {}, [[]], [_type(o, ydt, [])]).results[0]
+    y = emit(o, QUANTIZE, [real, one, zp], {"axis": 0, "block_size": 0}, [real_dims],
+             [_type(o, ydt, real_dims)]).results[0]
+    finish(o, [y])
+
+
+register(OpDef("QLinearMatMul", "qlinear_matmul", _qlinear_matmul, (MATMUL_INTEGER, CAST, BINARY, FILL, QUANTIZE)))

@@ -1,0 +1,166 @@
+// CPU quantization kernels: quantize_linear, dequantize_linear, dynamic_quantize_linear and
+// matmul_integer. Rounding is to nearest, ties to even (std::nearbyint in the default rounding
+// mode), as ONNX and onnxruntime; the quantized value saturates to the output type's range.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/tensor_util.h"
+#include "kernels/validate.h"
+
+namespace hipdnn_ep::kernels::cpu {
+namespace {
+
+template <typename Fn>
+decltype(auto) dispatch_int8(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
+    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
+template <typename Q>
+Q saturate(float v) {
+  constexpr float lo = std::numeric_limits<Q>::min();
+  constexpr float hi = std::numeric_limits<Q>::max();
+  if (std::isnan(v)) return Q{0};
+  return static_cast<Q>(std::min(std::max(v, lo), hi));
+}
+
+QuantLayout layout_of(const hipdnn_ep_kernel_args_t& args) {
+  return quant_layout(dims_of(args.inputs[0]), dims_of(args.inputs[1]), args.int_attrs[0], args.int_attrs[1]);
+}
+
+bool has_zero_point(const hipdnn_ep_kernel_args_t& args) {
+  return args.n_inputs > 2 && is_present(args.inputs[2]);
+}
+
+}  // namespace
+
+void quantize_linear(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const QuantLayout l = layout_of(args);
+  const int64_t n = element_count(args.inputs[0]);
+  const bool zp = has_zero_point(args);
+  dispatch_float(args.inputs[0].dtype, "quantize_linear", [&](auto xtag) {
+    using T = typename decltype(xtag)::type;
+    const T* x = static_cast<const T*>(args.inputs[0].data);
+    const T* scale = static_cast<const T*>(args.inputs[1].data);
+    dispatch_int8(args.outputs[0].dtype, "quantize_linear", [&](auto qtag) {
+      using Q = typename decltype(qtag)::type;
+      const Q* z = zp ? static_cast<const Q*>(args.inputs[2].data) : nullptr;
+      Q* y = static_cast<Q*>(args.outputs[0].data);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t s = l.scale_index(i);
+        const float q = std::nearbyint(static_cast<float>(load(x, i)) / static_cast<float>(load(scale, s)));
+        y[i] = saturate<Q>(q + (z ? static_cast<float>(z[s]) : 0.0f));
+      }
+    });
+  });
+}
+
+void dequantize_linear(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const QuantLayout l = layout_of(args);
+  const int64_t n = element_count(args.inputs[0]);
+  const bool zp = has_zero_point(args);
+  dispatch_any(args.inputs[0].dtype, "dequantize_linear", [&](auto qtag) {
+    using Q = typename decltype(qtag)::type;
+    if constexpr (std::is_same_v<Q, int8_t> || std::is_same_v<Q, uint8_t> || std::is_same_v<Q, int32_t>) {
+      const Q* x = static_cast<const Q*>(args.inputs[0].data);
+      const Q* z = zp ? static_cast<const Q*>(args.inputs[2].data) : nullptr;
+      dispatch_float(args.inputs[1].dtype, "dequantize_linear", [&](auto stag) {
+        using T = typename decltype(stag)::type;
+        const T* scale = static_cast<const T*>(args.inputs[1].data);
+        T* y = static_cast<T*>(args.outputs[0].data);
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t s = l.scale_index(i);
+          // int32 minus int32 zero point in int64: no overflow
+          const auto d = static_cast<int64_t>(x[i]) - (z ? static_cast<int64_t>(z[s]) : 0);
+          store(y, i, static_cast<float>(d) * static_cast<float>(load(scale, s)));
+        }
+      });
+    } else {
+      fail(HIPDNN_EP_STATUS_UNSUPPORTED, "dequantize_linear does not support dtype " + dtype_name(args.inputs[0].dtype));
+    }
+  });
+}
+
+void dynamic_quantize_linear(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const float* x = static_cast<const float*>(args.inputs[0].data);
+  const int64_t n = element_count(args.inputs[0]);
+  float lo = 0.0f;
+  float hi = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  const float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  const uint8_t zero_point = saturate<uint8_t>(std::nearbyint(-lo / scale));
+  auto* y = static_cast<uint8_t*>(args.outputs[0].data);
+  for (int64_t i = 0; i < n; ++i) y[i] = saturate<uint8_t>(std::nearbyint(x[i] / scale) + zero_point);
+  *static_cast<float*>(args.outputs[1].data) = scale;
+  *static_cast<uint8_t*>(args.outputs[2].data) = zero_point;
+}
+
+void matmul_integer(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const MatmulShape s = matmul_shape(dims_of(args.inputs[0]), dims_of(args.inputs[1]));
+  const int64_t batches = element_count(s.batch);
+  const Dims a_strides = broadcast_strides(s.a_batch, s.batch);
+  const Dims b_strides = broadcast_strides(s.b_batch, s.batch);
+  const Dims out_strides = contiguous_strides(s.batch);
+  auto zero_points = [&](int32_t i, int64_t count) {
+    std::vector<int32_t> z(static_cast<size_t>(count), 0);
+    if (args.n_inputs > i && is_present(args.inputs[i])) {
+      const int64_t given = element_count(args.inputs[i]);
+      dispatch_int8(args.inputs[i].dtype, "matmul_integer", [&](auto tag) {
+        const auto* p = static_cast<const typename decltype(tag)::type*>(args.inputs[i].data);
+        for (int64_t j = 0; j < count; ++j) z[j] = p[given == 1 ? 0 : j];
+      });
+    }
+    return z;
+  };
+  const std::vector<int32_t> za = zero_points(2, s.m);
+  const std::vector<int32_t> zb = zero_points(3, s.n);
+  // operands widened to int32 with their zero points subtracted: one row of A, one matrix of B
+  auto widen = [&](int32_t i, int64_t offset, int64_t count, std::vector<int32_t>& out) {
+    dispatch_int8(args.inputs[i].dtype, "matmul_integer", [&](auto tag) {
+      const auto* p = static_cast<const typename decltype(tag)::type*>(args.inputs[i].data) + offset;
+      for (int64_t j = 0; j < count; ++j) out[j] = p[j];
+    });
+  };
+  std::vector<int32_t> b(static_cast<size_t>(s.k * s.n));
+  std::vector<int32_t> a(static_cast<size_t>(s.k));
+  std::vector<uint32_t> acc(static_cast<size_t>(s.n));
+  auto* y = static_cast<int32_t*>(args.outputs[0].data);
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    int64_t a_off = 0;
+    int64_t b_off = 0;
+    for (size_t d = 0; d < s.batch.size(); ++d) {
+      const int64_t idx = (batch / out_strides[d]) % s.batch[d];
+      a_off += idx * a_strides[d];
+      b_off += idx * b_strides[d];
+    }
+    widen(1, b_off * s.k * s.n, s.k * s.n, b);
+    for (int64_t kk = 0; kk < s.k; ++kk) {
+      for (int64_t j = 0; j < s.n; ++j) b[kk * s.n + j] -= zb[j];
+    }
+    for (int64_t i = 0; i < s.m; ++i) {
+      widen(0, (a_off * s.m + i) * s.k, s.k, a);
+      std::fill(acc.begin(), acc.end(), 0u);
+      for (int64_t kk = 0; kk < s.k; ++kk) {
+        const auto av = static_cast<uint32_t>(a[kk] - za[i]);
+        const int32_t* brow = &b[kk * s.n];
+        for (int64_t j = 0; j < s.n; ++j) acc[j] += av * static_cast<uint32_t>(brow[j]);  // wraps like int32
+      }
+      for (int64_t j = 0; j < s.n; ++j) y[(batch * s.m + i) * s.n + j] = static_cast<int32_t>(acc[j]);
+    }
+  }
+}
+
+}  // namespace hipdnn_ep::kernels::cpu

@@ -1,0 +1,94 @@
+"""The quantization kernels on the GPU (cuda/hip backends) against the CPU backend's (itself checked
+against numpy in test_quant_kernels.py). Every output is exact: the same float division, round half
+to even and saturation on both sides, integer products accumulated in wrapping int32; dequantize is
+one float multiplication (float16 outputs round once).
+
+Run with ``pytest --gpu=auto`` (skipped without a GPU backend or a GPU), ``--gpu=cuda`` to require one.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_quant_kernels import LAYOUTS
+
+np = pytest.importorskip("numpy")
+rt = pytest.importorskip("hipdnn_ep_runtime")
+_core = rt._core
+
+pytestmark = pytest.mark.gpu
+
+F32, F16, U8, I8, I32 = np.float32, np.float16, np.uint8, np.int8, np.int32
+
+
+def run_both(cpu, gpu, dev, kernel, inputs, outputs, ints=()):
+    """Runs the kernel on both states; returns (gpu outputs, cpu outputs) as numpy arrays."""
+    inputs = [None if x is None else np.array(x, order="C") for x in inputs]
+    name = "hipdnn_ep_kernel_" + kernel
+    expected = [np.full(shape, 77, dtype=dtype) for shape, dtype in outputs]
+    _core.call_kernel(cpu, name, inputs, expected, list(ints), [])
+    dev_outputs = [dev.to_device(np.full(shape, 77, dtype=dtype)) for shape, dtype in outputs]
+    _core.call_kernel(gpu, name, [None if x is None else dev.to_device(x) for x in inputs], dev_outputs, list(ints), [])
+    return [dev.to_host(o) for o in dev_outputs], expected
+
+
+@pytest.mark.parametrize("xtype", [F32, F16])
+@pytest.mark.parametrize("qtype", [I8, U8])
+@pytest.mark.parametrize("layout", LAYOUTS + [((64, 300, 33), (300,), 1, 0), ((64, 300, 33), (64, 10, 33), 1, 32)],
+                         ids=str)
+def test_quantize_linear(cpu, gpu, dev, xtype, qtype, layout):
+    x_shape, s_shape, axis, block = layout
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(x_shape) * 30).astype(xtype)
+    scale = rng.uniform(0.05, 0.2, s_shape).astype(xtype)
+    zp = rng.integers(0, 20, s_shape).astype(qtype)
+    for z in (zp, None):
+        (y,), (want,) = run_both(cpu, gpu, dev, "quantize_linear", [x, scale, z], [(x_shape, qtype)],
+                                 ints=[axis, block])
+        np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("qtype", [I8, U8, I32])
+@pytest.mark.parametrize("stype", [F32, F16])
+@pytest.mark.parametrize("layout", LAYOUTS + [((64, 300, 33), (64, 10, 33), 1, 32)], ids=str)
+def test_dequantize_linear(cpu, gpu, dev, qtype, stype, layout):
+    x_shape, s_shape, axis, block = layout
+    rng = np.random.default_rng(12)
+    info = np.iinfo(qtype)
+    x = rng.integers(max(info.min, -300), min(info.max, 300), x_shape).astype(qtype)
+    scale = rng.uniform(0.05, 0.2, s_shape).astype(stype)
+    zp = rng.integers(0, 50, s_shape).astype(qtype)
+    (y,), (want,) = run_both(cpu, gpu, dev, "dequantize_linear", [x, scale, zp], [(x_shape, stype)],
+                             ints=[axis, block])
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("shape", [(5, 33), (1,), (1000, 257), (0, 3)], ids=str)
+@pytest.mark.parametrize("kind", ["mixed", "positive", "negative", "zeros"])
+def test_dynamic_quantize_linear(cpu, gpu, dev, shape, kind):
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal(shape).astype(F32) * 4
+    x = {"mixed": x, "positive": np.abs(x), "negative": -np.abs(x), "zeros": np.zeros_like(x)}[kind]
+    got, want = run_both(cpu, gpu, dev, "dynamic_quantize_linear", [x], [(shape, U8), ((), F32), ((), U8)])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("atype,btype", [(U8, I8), (U8, U8), (I8, I8)])
+@pytest.mark.parametrize("shapes", [((3, 16), (16, 5)), ((2, 33, 768), (768, 96)), ((2, 1, 4, 8), (3, 8, 6)),
+                                    ((16,), (16, 5)), ((2, 4, 16), (16,))], ids=str)
+@pytest.mark.parametrize("zero_points", ["none", "scalar", "vectors"])
+def test_matmul_integer(cpu, gpu, dev, atype, btype, shapes, zero_points):
+    a_shape, b_shape = shapes
+    rng = np.random.default_rng(14)
+    a = rng.integers(np.iinfo(atype).min, np.iinfo(atype).max, a_shape, endpoint=True).astype(atype)
+    b = rng.integers(np.iinfo(btype).min, np.iinfo(btype).max, b_shape, endpoint=True).astype(btype)
+    m = a_shape[-2] if len(a_shape) > 1 else 1
+    n = b_shape[-1] if len(b_shape) > 1 else 1
+    za = zb = None
+    if zero_points == "scalar":
+        za, zb = np.array(5, atype), np.array(3, btype)
+    elif zero_points == "vectors":
+        za, zb = rng.integers(0, 9, (m,)).astype(atype), rng.integers(0, 9, (n,)).astype(btype)
+    out_shape = np.matmul(np.zeros(a_shape, F32), np.zeros(b_shape, F32)).shape
+    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_integer", [a, b, za, zb], [(out_shape, I32)])
+    np.testing.assert_array_equal(y, want)
