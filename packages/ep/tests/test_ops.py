@@ -129,6 +129,28 @@ GROUPS: dict[str, Group] = {
         {"lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32), "divisor": _c([[3, -2, 5, 1]] * 3),
          "zero": _c(0), "one": _c(1), "split": _c([1, 3]), "repeats": _c([1, 2, 1]),
          "gather_idx": _c([[[3, -1], [0, 1], [2, 2]]])}),
+    # the general ops: the other reductions, ArgMax/ArgMin, ScatterND, Pad, trigonometric and rounding
+    "general": Group(
+        [X, ("p", T.FLOAT, ["N", 3, 4]), ("i", T.INT64, ["N", 3, 4]), ("u", T.FLOAT, [2, 4]),
+         ("w", T.FLOAT, [3])],
+        [*(Op(op, op, ["x", "axis1"], {"keepdims": 1})
+           for op in ("ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceSumSquare")),
+         Op("ReduceLogSum", "ReduceLogSum", ["p", "axis_last"], {"keepdims": 0}),
+         Op("ReduceMin-int", "ReduceMin", ["i", "axis_last"], {"keepdims": 0}, out_type=T.INT64),
+         Op("ArgMax", "ArgMax", ["x"], {"axis": 1}, out_type=T.INT64),
+         Op("ArgMin", "ArgMin", ["i"], {"axis": -1, "keepdims": 0, "select_last_index": 1}, out_type=T.INT64),
+         Op("ScatterND", "ScatterND", ["x", "scatter_idx", "u"]),
+         Op("ScatterND-add", "ScatterND", ["x", "scatter_idx_rep", "w"], {"reduction": "add"}),
+         Op("ScatterND-max", "ScatterND", ["x", "scatter_idx_rep", "w"], {"reduction": "max"}),
+         Op("Pad", "Pad", ["x", "pads", "pad_value", "pad_axes"]),
+         *(Op(f"Pad-{m}", "Pad", ["x", "pads_all"], {"mode": m}) for m in ("reflect", "edge", "wrap")),
+         *(Op(op, op, ["x"]) for op in ("Sin", "Cos", "Tan", "Atan", "Sinh", "Cosh", "Asinh", "Round", "Softsign")),
+         Op("t", "Tanh", ["x"]), *(Op(op, op, ["t"]) for op in ("Asin", "Acos", "Atanh")),
+         Op("p1", "Add", ["p", "one_f"]), Op("Acosh", "Acosh", ["p1"])],
+        {"axis1": _c([1]), "axis_last": _c([-1]), "scatter_idx": _c([[0, 1], [-1, 2]]),
+         "scatter_idx_rep": _c([[0, 1, 1], [0, 1, 1], [-1, 2, 3]]), "pads": _c([1, -1, 2, 3]),
+         "pad_value": np.array(1.5, np.float32), "pad_axes": _c([0, -1]), "pads_all": _c([0, 1, 2, 0, 2, 1]),
+         "one_f": np.array(1.0, np.float32)}),
     # onnxruntime-genai's LLM ops; GroupQueryAttention fed by the builder's attention-mask plumbing
     "llm": Group(
         [("x", T.FLOAT, ["N", 3, 16]), ("skip", T.FLOAT, ["N", 3, 16]), ("a", T.FLOAT, ["N", 3, 32]),
