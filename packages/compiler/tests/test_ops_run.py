@@ -76,6 +76,10 @@ CASES = [
     # the general ops
     *[case(op, X34) for op in ("Sin", "Cos", "Tan", "Atan", "Sinh", "Cosh", "Asinh", "Softsign")],
     case("Round", [("x", F, ["N", 3, 4])], ident="Round"),
+    case("Sum", [("x", F, ["N", 3, 4]), ("y", F, [3, 1]), ("z", F, [4])], ident="Sum-3"),
+    case("Mean", [("x", F, ["N", 3, 4]), ("y", F, [3, 1]), ("z", F, [4])], ident="Mean-3"),
+    case("Mean", [("x", H, ["N", 3, 4]), ("y", H, [4])], ident="Mean-f16"),
+    case("Sum", [("x", F, ["N", 3, 4])], ident="Sum-1"),
     # (Asin, Acos, Acosh, Atanh: their domains are narrower than these feeds; the node tests cover them)
     *[case(op, X34, {"keepdims": k}, inits=[const("axes", np.array([1, -1], np.int64))], opset=18,
            ident=f"{op}-keepdims{k}")

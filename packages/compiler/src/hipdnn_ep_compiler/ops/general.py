@@ -16,8 +16,8 @@ from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
-from .mask import FILL, _fill_bits
-from .node import Node, emit, norm_axis, replace
+from .mask import FILL, _chain, _fill_bits
+from .node import Node, emit, finish, norm_axis, replace
 from .onnx import BINARY, REDUCE, UNARY, _reduce, _unary
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
@@ -33,6 +33,29 @@ for _op_type, _key in (("Sin", "SIN"), ("Cos", "COS"), ("Tan", "TAN"), ("Asin", 
                       ("Atan", "ATAN"), ("Sinh", "SINH"), ("Cosh", "COSH"), ("Asinh", "ASINH"), ("Acosh", "ACOSH"),
                       ("Atanh", "ATANH"), ("Round", "ROUND"), ("Softsign", "SOFTSIGN")):
     register(OpDef(_op_type, _key.lower(), _unary, (UNARY,), enum_key=_key))
+
+# ---------------------------------------------------------------- Sum and Mean of N inputs on the binary kernel
+
+
+def _sum_mean(o: Node) -> None:
+    ins = [o.inputs[k] for k in sorted(o.inputs)]
+    if not ins:
+        raise ModelError(f"{o.where}: {o.entry.op_type} needs at least one input")
+    if len(ins) == 1:
+        replace(o, "hipdnn.alias", ins, {}, [o.dims(0)])
+        return
+    acc, dims = _chain(o, "ADD", ins, [hir.dims_of(v) for v in ins])
+    if o.kind == "mean":
+        dtype = o.result_dtype()
+        with o.op.context:
+            t = ir.Type.parse(hir.tensor_type_str(dtype, []))
+        n = emit(o, FILL, [], {"bits": _fill_bits(np.array([len(ins)]), dtype)}, [[]], [t]).results[0]
+        acc = emit(o, BINARY, [acc, n], {"op": "DIV"}, [dims], [o.op.results[0].type]).results[0]
+    finish(o, [acc])
+
+
+register(OpDef("Sum", "sum", _sum_mean, (BINARY,)))
+register(OpDef("Mean", "mean", _sum_mean, (BINARY, FILL)))
 
 # ---------------------------------------------------------------- reductions on the reduce kernel
 
