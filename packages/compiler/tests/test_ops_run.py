@@ -150,6 +150,33 @@ ONE = np.ones(1, np.int64)
 
 
 @pytest.mark.parametrize("reduction", [None, "add", "mul", "max", "min"])
+def test_scatter_elements_matches_onnxruntime(reduction, refruntime, tmp_path):
+    """ScatterElements along axis 1 with repeated and negative indices (applied in order with a reduction)."""
+    idx = np.array([[1, -1, 1, 0]] * 2 if reduction else [[1, -1, 0, 2]] * 2, np.int64)
+    attrs = {"reduction": reduction} if reduction else {}
+    node = helper.make_node("ScatterElements", ["x", "idx", "u"], ["out"], axis=-1, **attrs)
+    model = make_model([node], [("x", F, ["N", 3, 4]), ("u", F, ["N", 2, 4])], [("out", F, None)],
+                       [const("idx", np.broadcast_to(idx, (2, 2, 4)).copy())], opset=18)
+    info = compile_model(model, tmp_path / "art")
+    rng = np.random.default_rng(0)
+    feeds = {"x": rng.standard_normal((2, 3, 4)).astype(np.float32),
+             "u": rng.standard_normal((2, 2, 4)).astype(np.float32)}
+    got = refruntime.run(info.program, [feeds["x"], feeds["u"]] + load_weights(info.metadata, model))
+    np.testing.assert_allclose(got[0], ort_run(model, feeds)[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("batch_dims", [0, 1])
+def test_gather_nd_matches_onnxruntime(batch_dims, refruntime, tmp_path):
+    idx = np.array([[[1, -1], [0, 2]], [[-2, 1], [1, 0]]], np.int64)[..., : 2 - batch_dims]
+    node = helper.make_node("GatherND", ["x", "idx"], ["out"], batch_dims=batch_dims)
+    model = make_model([node], [("x", F, [2, 3, 4])], [("out", F, None)], [const("idx", idx)], opset=13)
+    info = compile_model(model, tmp_path / "art")
+    feeds = {"x": np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)}
+    got = refruntime.run(info.program, [feeds["x"]] + load_weights(info.metadata, model))
+    np.testing.assert_array_equal(got[0], ort_run(model, feeds)[0])
+
+
+@pytest.mark.parametrize("reduction", [None, "add", "mul", "max", "min"])
 def test_scatter_nd_matches_onnxruntime(reduction, refruntime, tmp_path):
     """ScatterND with repeated index tuples (applied in order with a reduction) and negative indices."""
     idx = np.array([[0, 1, 1], [0, 1, 1], [-1, 2, -1]] if reduction else [[0, 1, 1], [-1, 2, -1]], np.int64)

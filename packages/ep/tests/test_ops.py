@@ -147,11 +147,16 @@ GROUPS: dict[str, Group] = {
          *(Op(op, op, ["x"]) for op in ("Sin", "Cos", "Tan", "Atan", "Sinh", "Cosh", "Asinh", "Round", "Softsign")),
          Op("t", "Tanh", ["x"]), *(Op(op, op, ["t"]) for op in ("Asin", "Acos", "Atanh")),
          Op("p1", "Add", ["p", "one_f"]), Op("Acosh", "Acosh", ["p1"]),
-         Op("Sum", "Sum", ["x", "w"]), Op("Mean", "Mean", ["x", "p", "w"])],
+         Op("Sum", "Sum", ["x", "p"]), Op("Mean", "Mean", ["x", "p", "x"]),
+         Op("GatherND", "GatherND", ["x", "gather_nd_idx"]),
+         Op("x0", "ReduceMax", ["x", "axis0"], {"keepdims": 1}),
+         Op("ScatterElements", "ScatterElements", ["x", "scatter_el_idx", "x0"], {"axis": -1}),
+         Op("ScatterElements-add", "ScatterElements", ["x", "scatter_el_rep", "x0"], {"axis": 1, "reduction": "add"})],
         {"axis1": _c([1]), "axis_last": _c([-1]), "scatter_idx": _c([[0, 1], [-1, 2]]),
          "scatter_idx_rep": _c([[0, 1, 1], [0, 1, 1], [-1, 2, 3]]), "pads": _c([1, -1, 2, 3]),
          "pad_value": np.array(1.5, np.float32), "pad_axes": _c([0, -1]), "pads_all": _c([0, 1, 2, 0, 2, 1]),
-         "one_f": np.array(1.0, np.float32)}),
+         "one_f": np.array(1.0, np.float32), "gather_nd_idx": _c([[0, 2], [-1, 1]]), "axis0": _c([0]),
+         "scatter_el_idx": _c([[[3, 2, 1, 0]] * 3]), "scatter_el_rep": _c([[[0, 2, 0, 1], [0, 0, 0, 1], [2, 2, 2, 2]]])}),
     # onnxruntime-genai's LLM ops; GroupQueryAttention fed by the builder's attention-mask plumbing
     "llm": Group(
         [("x", T.FLOAT, ["N", 3, 16]), ("skip", T.FLOAT, ["N", 3, 16]), ("a", T.FLOAT, ["N", 3, 32]),

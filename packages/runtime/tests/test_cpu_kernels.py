@@ -70,7 +70,7 @@ def assert_close(actual, expected, dtype):
 def test_manifest_lists_the_kernels_tested_here():
     tested = {"binary", "unary", "cast", "where", "matmul", "gemm", "softmax", "layer_norm", "reduce",
               "transpose", "concat", "slice", "gather", "expand", "range", "fill", "gather_elements", "cumsum", "trilu",
-              "arg_reduce", "scatter_nd", "pad",
+              "arg_reduce", "scatter_nd", "pad", "gather_nd", "scatter_elements",
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
@@ -872,6 +872,76 @@ def test_scatter_nd_checks_every_index_before_writing(state):
         call_raw(state, "scatter_nd", [np.zeros((2, 3), F32), np.array([[0]], I64), np.ones((1, 2), F32)], [out], [0])
 
 
+def _gather_nd_ref(data, idx, b):
+    batches = int(np.prod(data.shape[:b], dtype=np.int64))
+    flat = data.reshape((batches,) + data.shape[b:])
+    k = idx.shape[-1]
+    tuples = idx.reshape(batches, -1, k)
+    out = [flat[n][tuple(t)] for n in range(batches) for t in tuples[n]]
+    return np.array(out, data.dtype).reshape(idx.shape[:-1] + data.shape[b + k:])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("b,k", [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (2, 1)])
+def test_gather_nd(state, dtype, b, k):
+    data = rand((2, 3, 4), dtype)
+    r = rng(b * 3 + k)
+    idx = np.stack([r.integers(-data.shape[b + d], data.shape[b + d], size=data.shape[:b] + (5,))
+                    for d in range(k)], axis=-1).astype(I64)
+    want = _gather_nd_ref(data, idx, b)
+    out = run(state, "gather_nd", [data, idx], want.shape, ints=[b])
+    np.testing.assert_array_equal(out, want)
+
+
+def test_gather_nd_checks_every_index(state):
+    with pytest.raises(InvalidArgumentError, match="index 4 of index tuple 1 is out of range for axis 1 of size 4"):
+        run(state, "gather_nd", [np.ones((2, 4), F32), np.array([[0, 0], [1, 4]], I64)], (2,), ints=[0])
+    with pytest.raises(InvalidArgumentError, match="differ in batch dim 0"):
+        run(state, "gather_nd", [np.ones((2, 4), F32), np.zeros((3, 1), I64)], (3,), ints=[1])
+
+
+def _scatter_elements_ref(data, idx, upd, axis, reduction):
+    out = data.copy()
+    combine = [lambda a, b: b, np.add, np.multiply, np.maximum, np.minimum][reduction]
+    for pos in np.ndindex(*idx.shape):
+        at = list(pos)
+        at[axis] = int(idx[pos]) % data.shape[axis]
+        out[tuple(at)] = combine(out[tuple(at)], upd[pos])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("index_dtype", [I32, I64])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("reduction", [0, 1, 2, 3, 4])
+def test_scatter_elements(state, dtype, index_dtype, axis, reduction):
+    data = np.round(rand((3, 4, 5), dtype, low=-4, high=4)).astype(dtype)
+    shape = [2, 3, 4]
+    shape[axis] = 3
+    r = rng(axis)
+    if reduction == 0:  # no repeats along the axis: without a reduction their order is the model's business
+        idx = np.moveaxis(np.broadcast_to(np.arange(3)[:, None, None], [3] + [s for d, s in enumerate(shape)
+                                                                               if d != axis]), 0, axis)
+        idx = np.where(r.random(idx.shape) < 0.5, idx - data.shape[axis], idx)
+    else:
+        idx = r.integers(-data.shape[axis], data.shape[axis], size=shape)
+    idx = np.ascontiguousarray(idx).astype(index_dtype)
+    upd = np.round(rand(tuple(shape), dtype, low=-3, high=3, seed=4)).astype(dtype)
+    out = run(state, "scatter_elements", [data, idx, upd], data.shape, ints=[axis, reduction])
+    np.testing.assert_array_equal(out, _scatter_elements_ref(data, idx, upd, axis, reduction))
+
+
+def test_scatter_elements_checks_every_index_before_writing(state):
+    out = np.full((2, 3), 5.0, F32)
+    with pytest.raises(InvalidArgumentError, match="index 3 at position 1 is out of range for axis 1 of size 3"):
+        call_raw(state, "scatter_elements", [np.zeros((2, 3), F32), np.array([[0, 3]], I64), np.ones((1, 2), F32)],
+                 [out], [1, 0])
+    assert np.all(out == 5.0)
+    with pytest.raises(InvalidArgumentError, match="updates dims"):
+        call_raw(state, "scatter_elements", [np.zeros((2, 3), F32), np.array([[0, 1]], I64), np.ones((1, 3), F32)],
+                 [out], [1, 0])
+
+
 PAD_MODES = {0: "constant", 1: "reflect", 2: "edge", 3: "wrap"}
 
 
@@ -970,33 +1040,36 @@ def call_raw(state, kernel, inputs, outputs, ints=(), floats=()):
     _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, outputs, list(ints), list(floats))
 
 
-# A well-formed call of each kernel, to break one way at a time.
+# A well-formed call of each kernel, to break one way at a time (outputs zeroed: _retyped casts them, and
+# casting np.empty's garbage warns, which the suite's filterwarnings makes an error).
 def good_call(kernel):
     f = np.ones((2, 3), F32)
-    o = np.empty((2, 3), F32)
+    o = np.zeros((2, 3), F32)
     return {
         "binary": ([f, f], [o], [BINARY["ADD"]], []),
         "unary": ([f], [o], [UNARY["RELU"]], []),
         "cast": ([f], [o], [], []),
         "where": ([np.ones((2, 3), BOOL), f, f], [o], [], []),
-        "matmul": ([f, np.ones((3, 2), F32)], [np.empty((2, 2), F32)], [], []),
-        "gemm": ([f, np.ones((3, 2), F32)], [np.empty((2, 2), F32)], [0, 0], [1.0, 1.0]),
+        "matmul": ([f, np.ones((3, 2), F32)], [np.zeros((2, 2), F32)], [], []),
+        "gemm": ([f, np.ones((3, 2), F32)], [np.zeros((2, 2), F32)], [0, 0], [1.0, 1.0]),
         "softmax": ([f], [o], [1], []),
         "layer_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),
-        "reduce": ([f, np.array([1], I64)], [np.empty(2, F32)], [REDUCE["SUM"]], []),
-        "transpose": ([f, np.array([1, 0], I64)], [np.empty((3, 2), F32)], [], []),
-        "concat": ([f, f], [np.empty((4, 3), F32)], [0], []),
+        "reduce": ([f, np.array([1], I64)], [np.zeros(2, F32)], [REDUCE["SUM"]], []),
+        "transpose": ([f, np.array([1, 0], I64)], [np.zeros((3, 2), F32)], [], []),
+        "concat": ([f, f], [np.zeros((4, 3), F32)], [0], []),
         "slice": ([f, np.array([0, 0], I64), np.array([1, 1], I64)], [o], [], []),
-        "gather": ([f, np.array([1], I64)], [np.empty((1, 3), F32)], [0], []),
+        "gather": ([f, np.array([1], I64)], [np.zeros((1, 3), F32)], [0], []),
         "expand": ([np.ones((1, 3), F32)], [o], [], []),
         "range": ([np.array([0, 1], I64)], [np.zeros(3, I64)], [], []),
         "fill": ([], [o], [0], []),
         "cumsum": ([f], [o], [1, 0, 0], []),
         "trilu": ([f, np.array([0], I64)], [o], [1], []),
-        "gather_elements": ([f, np.zeros((2, 2), I64)], [np.empty((2, 2), F32)], [1], []),
-        "arg_reduce": ([f], [np.empty(2, I64)], [1, 0, 0], []),
+        "gather_elements": ([f, np.zeros((2, 2), I64)], [np.zeros((2, 2), F32)], [1], []),
+        "arg_reduce": ([f], [np.zeros(2, I64)], [1, 0, 0], []),
         "scatter_nd": ([f, np.zeros((1, 1), I64), np.ones((1, 3), F32)], [o], [0], []),
-        "pad": ([f, np.zeros(1, F32), np.array([0, 1, 0, 0], I64)], [np.empty((2, 4), F32)], [0], []),
+        "pad": ([f, np.zeros(1, F32), np.array([0, 1, 0, 0], I64)], [np.zeros((2, 4), F32)], [0], []),
+        "gather_nd": ([f, np.zeros((1, 1), I64)], [np.zeros((1, 3), F32)], [0], []),
+        "scatter_elements": ([f, np.zeros((2, 2), I64), np.ones((2, 2), F32)], [o], [1, 0], []),
         "matmul_nbits": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
                           np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),
         "rms_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),

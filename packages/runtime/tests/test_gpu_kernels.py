@@ -342,6 +342,53 @@ def test_scatter_nd_index_out_of_range_names_it(gpu, dev):
 
 
 @pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("b", [0, 1])
+def test_gather_nd(cpu, gpu, dev, dtype, b):
+    data = rand((4, 30, 6, 5), dtype, 1)
+    for k in range(1, 4 - b):
+        r = np.random.default_rng(k)
+        idx = np.stack([r.integers(-data.shape[b + d], data.shape[b + d], size=data.shape[:b] + (7, 3))
+                        for d in range(k)], axis=-1).astype(I64)
+        out = idx.shape[:-1] + data.shape[b + k:]
+        compare(cpu, gpu, dev, "gather_nd", [data, idx], out, ints=[b])
+
+
+def test_gather_nd_index_out_of_range_names_it(gpu, dev):
+    out = dev.to_device(np.zeros(2, F32))
+    with pytest.raises(rt.InvalidArgumentError, match="hipdnn_ep_kernel_gather_nd: index 4 of index tuple 1"):
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_gather_nd",
+                          [dev.to_device(np.ones((2, 4), F32)), dev.to_device(np.array([[0, 0], [1, 4]], I64))],
+                          [out], [0], [])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("reduction", [0, 1, 2, 3, 4])
+def test_scatter_elements(cpu, gpu, dev, dtype, reduction):
+    data = np.round(rand((5, 40, 6), dtype, 1, -4, 4)).astype(dtype)
+    for axis in range(3):
+        shape = [4, 30, 5]
+        r = np.random.default_rng(axis)
+        if reduction == 0:  # distinct targets per line: the order of repeats is the model's business
+            perm = np.argsort(r.random([s if d == axis else shape[d] for d, s in enumerate(data.shape)]), axis=axis)
+            idx = np.take(perm, np.arange(shape[axis]), axis=axis)
+            idx = idx[tuple(slice(0, n) for n in shape)]
+        else:
+            idx = r.integers(-data.shape[axis], data.shape[axis], size=shape)
+        idx = np.ascontiguousarray(idx).astype(I64)
+        upd = np.round(rand(idx.shape, dtype, 7, -2, 2)).astype(dtype)
+        tol = EXACT if reduction in (0, 3, 4) or not np.issubdtype(dtype, np.floating) else (1e-6, 1e-6)
+        compare(cpu, gpu, dev, "scatter_elements", [data, idx, upd], data.shape, ints=[axis, reduction], tol=tol)
+
+
+def test_scatter_elements_index_out_of_range_names_it(gpu, dev):
+    out = dev.to_device(np.zeros((2, 3), F32))
+    with pytest.raises(rt.InvalidArgumentError, match="hipdnn_ep_kernel_scatter_elements: index 3 at position 1"):
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_scatter_elements",
+                          [dev.to_device(np.zeros((2, 3), F32)), dev.to_device(np.array([[0, 3]], I64)),
+                           dev.to_device(np.ones((1, 2), F32))], [out], [1, 0], [])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
 @pytest.mark.parametrize("mode", [0, 1, 2, 3])
 def test_pad(cpu, gpu, dev, dtype, mode):
     x = rand((3, 5, 7), dtype, 1)

@@ -295,6 +295,36 @@ class RefRuntime:
             return data
         return self._kernel(v, run)
 
+    def fn_kernel_gather_nd(self, v):
+        def run(i, o, ints, f):
+            data, idx, b = i[0], i[1].astype(np.int64), ints[0]
+            k = idx.shape[-1]
+            batches = int(np.prod(data.shape[:b], dtype=np.int64))
+            flat_data = data.reshape((batches,) + data.shape[b:])
+            tuples = idx.reshape(batches, -1, k)
+            out = []
+            for n in range(batches):
+                for t in tuples[n]:
+                    if any(not -flat_data.shape[1 + d] <= c < flat_data.shape[1 + d] for d, c in enumerate(t)):
+                        raise IndexError(f"index tuple {list(t)} is out of range")
+                    out.append(flat_data[n][tuple(int(c) for c in t)])
+            return np.array(out, dtype=data.dtype)
+        return self._kernel(v, run)
+
+    def fn_kernel_scatter_elements(self, v):
+        def run(i, o, ints, f):
+            data, idx, upd = i[0].copy(), i[1].astype(np.int64), i[2]
+            axis, reduction = ints
+            combine = [lambda a, b: b, np.add, np.multiply, np.maximum, np.minimum][reduction]
+            if np.any((idx < -data.shape[axis]) | (idx >= data.shape[axis])):
+                raise IndexError("an index is out of range")
+            for pos in np.ndindex(*idx.shape):
+                at = list(pos)
+                at[axis] = int(idx[pos]) % data.shape[axis]
+                data[tuple(at)] = combine(data[tuple(at)], upd[pos])
+            return data
+        return self._kernel(v, run)
+
     def fn_kernel_pad(self, v):
         def run(i, o, ints, f):
             x, value, pads = i[0], i[1].reshape(-1)[0], [int(p) for p in i[2]]

@@ -23,6 +23,8 @@ static_assert(dt::gather_input_1 == (dt::bit(HIPDNN_EP_DTYPE_INT32) | dt::bit(HI
 static_assert(dt::gather_elements_input_1 == dt::gather_input_1, "gather_elements reads indices as INT32 or INT64");
 static_assert(dt::trilu_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "trilu's k is read as INT64");
 static_assert(dt::scatter_nd_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "scatter_nd reads indices as INT64");
+static_assert(dt::gather_nd_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "gather_nd reads indices as INT64");
+static_assert(dt::scatter_elements_input_1 == dt::gather_input_1, "scatter_elements reads indices as INT32 or INT64");
 static_assert(dt::pad_input_2 == dt::bit(HIPDNN_EP_DTYPE_INT64), "pad reads its pads as INT64");
 static_assert(dt::reduce_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "reduce axes are read as INT64");
 static_assert(dt::transpose_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "transpose perm is read as INT64");
@@ -624,6 +626,64 @@ void validate_scatter_nd(const hipdnn_ep_kernel_args_t* args) {
   if (dims_of(call.in(2)) != updates) {
     fail_invalid("updates dims " + format_dims(dims_of(call.in(2))) + " differ from " + format_dims(updates) +
                  " (indices dims but the last, then data dims from " + std::to_string(k) + ")");
+  }
+  call.expect_out(dtype, data);
+}
+
+void validate_gather_nd(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_GATHER_ND_N_INT_ATTRS, HIPDNN_EP_KERNEL_GATHER_ND_N_FLOAT_ATTRS, 2, 2, 1);
+  require_dtype(dt::gather_nd, "gather_nd", call.in(0).dtype);
+  require_input_dtype(call.in(1), "input 1 (indices)", dt::gather_nd_input_1);
+  const Dims data = dims_of(call.in(0));
+  const Dims indices = dims_of(call.in(1));
+  const int64_t b = call.int_attr(HIPDNN_EP_KERNEL_GATHER_ND_INT_ATTR_BATCH_DIMS);
+  if (indices.empty()) fail_invalid("indices have rank 0; GatherND needs at least 1");
+  if (b < 0 || b >= static_cast<int64_t>(std::min(data.size(), indices.size()))) {
+    fail_invalid("batch_dims " + std::to_string(b) + " must be below the ranks of data and indices");
+  }
+  for (int64_t d = 0; d < b; ++d) {
+    if (data[d] != indices[d]) {
+      fail_invalid("indices dims " + format_dims(indices) + " and data dims " + format_dims(data) +
+                   " differ in batch dim " + std::to_string(d));
+    }
+  }
+  const int64_t k = indices.back();
+  if (k < 1 || b + k > static_cast<int64_t>(data.size())) {
+    fail_invalid("indices' last dim is " + std::to_string(k) + "; it must be in [1, data rank - batch_dims]");
+  }
+  Dims out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), data.begin() + b + k, data.end());
+  call.expect_out(call.in(0).dtype, out);
+}
+
+void validate_scatter_elements(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_N_INT_ATTRS, HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_N_FLOAT_ATTRS,
+                  3, 3, 1);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::scatter_elements, "scatter_elements", dtype);
+  const Dims data = dims_of(call.in(0));
+  const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_INT_ATTR_AXIS, data.size());
+  const int64_t reduction = call.int_attr(HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_INT_ATTR_REDUCTION);
+  if (reduction < 0 || reduction > 4) fail_invalid("unknown scatter_elements reduction " + std::to_string(reduction));
+  if (reduction != 0 && dtype == HIPDNN_EP_DTYPE_BOOL) {
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, "scatter_elements reduction " + std::to_string(reduction) +
+                                           " does not take BOOL");
+  }
+  require_input_dtype(call.in(1), "input 1 (indices)", dt::scatter_elements_input_1);
+  call.expect_dtype(call.in(2), "input 2 (updates)", dtype);
+  const Dims indices = dims_of(call.in(1));
+  if (indices.size() != data.size()) {
+    fail_invalid("indices dims " + format_dims(indices) + " and data dims " + format_dims(data) + " differ in rank");
+  }
+  for (size_t d = 0; d < data.size(); ++d) {
+    if (static_cast<int64_t>(d) != axis && indices[d] > data[d]) {
+      fail_invalid("indices dims " + format_dims(indices) + " exceed data dims " + format_dims(data) + " at axis " +
+                   std::to_string(d));
+    }
+  }
+  if (dims_of(call.in(2)) != indices) {
+    fail_invalid("updates dims " + format_dims(dims_of(call.in(2))) + " differ from indices dims " +
+                 format_dims(indices));
   }
   call.expect_out(dtype, data);
 }

@@ -1,10 +1,10 @@
-"""The general ONNX ops: the reductions beyond Sum/Mean/Max, ArgMax/ArgMin, ScatterND, Pad, and the
-trigonometric, hyperbolic and rounding unary ops.
+"""The general ONNX ops: the reductions beyond Sum/Mean/Max, ArgMax/ArgMin, ScatterND, ScatterElements,
+GatherND, Pad, Sum and Mean of N inputs, and the trigonometric, hyperbolic and rounding unary ops.
 
 The reductions are values of the reduce kernel's enum and the unary ops values of the unary kernel's
-(ABI 1.3); ArgMax/ArgMin (arg_reduce), ScatterND (scatter_nd) and Pad (pad) have kernels of their own
-(ABI 1.3).  ScatterND's indices are data: the kernels check every index (on the GPU backends as a
-data error).
+(ABI 1.3); ArgMax/ArgMin (arg_reduce), ScatterND (scatter_nd), ScatterElements (scatter_elements),
+GatherND (gather_nd) and Pad (pad) have kernels of their own (ABI 1.3).  Their indices are data: the
+kernels check every index (on the GPU backends as a data error).
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ from .registry import Kernel, OpDef, Param, register, register_kernel
 ARG_REDUCE = register_kernel(Kernel("arg_reduce", "kernel_arg_reduce", ("axis", "select_last_index", "is_min")))
 SCATTER_ND = register_kernel(Kernel("scatter_nd", "kernel_scatter_nd", ("reduction",), same_type=(0, 2),
                                     labels={1: "indices"}, arity=(3, 3)))
+GATHER_ND = register_kernel(Kernel("gather_nd", "kernel_gather_nd", ("batch_dims",), labels={1: "indices"},
+                                   arity=(2, 2)))
+SCATTER_ELEMENTS = register_kernel(Kernel("scatter_elements", "kernel_scatter_elements", ("axis", "reduction"),
+                                          same_type=(0, 2), labels={1: "indices"}, arity=(3, 3)))
 PAD = register_kernel(Kernel("pad", "kernel_pad", ("mode",), params=(Param("pads", 2, symbolic=True),),
                              same_type=(0, 1), arity=(2, 2)))
 
@@ -135,6 +139,56 @@ def _scatter_nd(o: Node) -> None:
 
 
 register(OpDef("ScatterND", "scatter_nd", _scatter_nd, (SCATTER_ND,)))
+
+# ---------------------------------------------------------------- ScatterElements, GatherND
+
+
+def _scatter_elements(o: Node) -> None:
+    d, di, du = o.dims(0), o.dims(1), o.dims(2)
+    reduction = hir.get_str(o.op, "onnx.reduction", "none")
+    if reduction not in _SCATTER_REDUCTIONS:
+        raise ModelError(f"{o.where}: reduction is '{reduction}'; it must be one of {', '.join(_SCATTER_REDUCTIONS)}")
+    if len(d) != len(di) or len(du) != len(di):
+        raise ModelError(f"{o.where}: data, indices and updates have ranks {len(d)}, {len(di)} and {len(du)}; "
+                         "they must be equal")
+    axis = norm_axis(o, o.attr_int("axis", 0), len(d))
+    for k, (a, b) in enumerate(zip(di, du, strict=True)):
+        if a != b:
+            text = checks.Text(b, a)
+            o.require("eq", text.values, f"updates dim {k} is {{0}} but the indices' is {{1}}; they must be equal")
+    for k, (a, b) in enumerate(zip(di, d, strict=True)):
+        if k != axis and a != b:
+            text = checks.Text(a, b)
+            o.require("le", text.values, f"indices dim {k} is {{0}} but data's is {{1}}; it must not be larger")
+    replace(o, SCATTER_ELEMENTS, [o.input(0), o.input(1), o.input(2)],
+            {"axis": axis, "reduction": _SCATTER_REDUCTIONS[reduction]}, [d])
+
+
+register(OpDef("ScatterElements", "scatter_elements", _scatter_elements, (SCATTER_ELEMENTS,)))
+
+
+def _gather_nd(o: Node) -> None:
+    d, di = o.dims(0), o.dims(1)
+    b = o.attr_int("batch_dims", 0)
+    if not di:
+        raise ModelError(f"{o.where}: indices are a scalar; GatherND needs indices of rank >= 1")
+    if not 0 <= b < min(len(d), len(di)):
+        raise ModelError(f"{o.where}: batch_dims is {b}; it must be >= 0 and below the ranks of data ({len(d)}) "
+                         f"and indices ({len(di)})")
+    k = di[-1]
+    if not isinstance(k, int):
+        o.fail("the indices' last dim (the index tuple's length) must be static")
+    if not 1 <= k <= len(d) - b:
+        raise ModelError(f"{o.where}: the indices' last dim is {k}; it must be in [1, data rank - batch_dims = "
+                         f"{len(d) - b}]")
+    for i in range(b):
+        if di[i] != d[i]:
+            text = checks.Text(di[i], d[i])
+            o.require("eq", text.values, f"indices batch dim {i} is {{0}} but data's is {{1}}; they must be equal")
+    replace(o, GATHER_ND, [o.input(0), o.input(1)], {"batch_dims": b}, [di[:-1] + d[b + k:]])
+
+
+register(OpDef("GatherND", "gather_nd", _gather_nd, (GATHER_ND,)))
 
 # ---------------------------------------------------------------- Pad
 

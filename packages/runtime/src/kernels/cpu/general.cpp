@@ -1,7 +1,10 @@
-// CPU kernels of the general ONNX ops: ArgMax/ArgMin (arg_reduce), ScatterND and Pad.
+// CPU kernels of the general ONNX ops: ArgMax/ArgMin (arg_reduce), ScatterND, ScatterElements,
+// GatherND and Pad.
 //
-// ScatterND reads its indices from the model's data: every index is checked before anything is
-// written, and one out of range is INVALID_ARGUMENT naming it (the output is left as it was).
+// The scatter and gather kernels read their indices from the model's data: every index is checked
+// before anything is written, and one out of range is INVALID_ARGUMENT naming it (the output is
+// left as it was).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -133,6 +136,111 @@ void scatter_nd(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
       }
     }
   });
+}
+
+void gather_nd(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& data = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& indices = args.inputs[1];
+  const auto b = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_GATHER_ND_INT_ATTR_BATCH_DIMS]);
+  const Dims dims = dims_of(data);
+  const Dims idims = dims_of(indices);
+  const auto k = static_cast<size_t>(idims.back());
+  const int64_t n = dims_product(idims, 0, idims.size() - 1);  // index tuples
+  const int64_t per_batch = n == 0 ? 0 : n / std::max<int64_t>(dims_product(idims, 0, b), 1);
+  const int64_t slice = dims_product(dims, b + k, dims.size());
+  const int64_t batch_stride = dims_product(dims, b, dims.size());
+  const Dims strides = contiguous_strides(dims);
+  const auto* idx = static_cast<const int64_t*>(indices.data);
+  std::vector<int64_t> offsets(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off = (i / per_batch) * batch_stride;
+    for (size_t d = 0; d < k; ++d) {
+      const int64_t size = dims[b + d];
+      int64_t c = idx[i * static_cast<int64_t>(k) + static_cast<int64_t>(d)];
+      if (c < -size || c >= size) {
+        fail_invalid("index " + std::to_string(c) + " of index tuple " + std::to_string(i) + " is out of range for axis " +
+                     std::to_string(b + d) + " of size " + std::to_string(size));
+      }
+      if (c < 0) c += size;
+      off += c * strides[b + d];
+    }
+    offsets[static_cast<size_t>(i)] = off;
+  }
+  const size_t size = dtype_size(data.dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(static_cast<char*>(args.outputs[0].data) + i * slice * static_cast<int64_t>(size),
+                static_cast<const char*>(data.data) + offsets[i] * static_cast<int64_t>(size),
+                static_cast<size_t>(slice) * size);
+  }
+}
+
+namespace {
+
+template <typename Index>
+void scatter_elements_typed(const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& data = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& indices = args.inputs[1];
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_INT_ATTR_AXIS]);
+  const int64_t reduction = args.int_attrs[HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_INT_ATTR_REDUCTION];
+  const Dims dims = dims_of(data);
+  const Dims shape = dims_of(indices);
+  const int64_t n = element_count(indices);
+  const auto* idx = static_cast<const Index*>(indices.data);
+  const int64_t axis_len = dims[axis];
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t i = idx[j];
+    if (i < -axis_len || i >= axis_len) {
+      fail_invalid("index " + std::to_string(i) + " at position " + std::to_string(j) + " is out of range for axis " +
+                   std::to_string(axis) + " of size " + std::to_string(axis_len));
+    }
+  }
+  const size_t bytes = static_cast<size_t>(element_count(data)) * dtype_size(data.dtype);
+  if (bytes != 0 && out.data != data.data) std::memcpy(out.data, data.data, bytes);
+  const Dims strides = contiguous_strides(dims);
+  std::vector<int64_t> pos(shape.size(), 0);  // the indices' coordinate, in row-major order
+  auto target = [&](int64_t j) {
+    int64_t off = 0;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int64_t c = pos[d];
+      if (d == axis) c = idx[j] < 0 ? idx[j] + axis_len : idx[j];
+      off += c * strides[d];
+    }
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++pos[d] < shape[d]) break;
+      pos[d] = 0;
+    }
+    return off;
+  };
+  if (reduction == 0) {
+    dispatch_by_size(dtype_size(data.dtype), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* u = static_cast<const T*>(args.inputs[2].data);
+      T* y = static_cast<T*>(out.data);
+      for (int64_t j = 0; j < n; ++j) y[target(j)] = u[j];
+    });
+    return;
+  }
+  dispatch_numeric(data.dtype, "scatter_elements", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = typename ComputeType<T>::type;
+    const T* u = static_cast<const T*>(args.inputs[2].data);
+    T* y = static_cast<T*>(out.data);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t at = target(j);
+      store(y, at, scatter_combine<C>(reduction, load(y, at), load(u, j)));
+    }
+  });
+}
+
+}  // namespace
+
+void scatter_elements(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  if (args.inputs[1].dtype == HIPDNN_EP_DTYPE_INT32) {
+    scatter_elements_typed<int32_t>(args);
+  } else {
+    scatter_elements_typed<int64_t>(args);
+  }
 }
 
 namespace {

@@ -1,10 +1,12 @@
-// GPU kernels of the general ONNX ops: ArgMax/ArgMin (arg_reduce), ScatterND and Pad, matching
+// GPU kernels of the general ONNX ops: ArgMax/ArgMin (arg_reduce), ScatterND, ScatterElements,
+// GatherND and Pad, matching
 // the CPU backend (cpu/general.cpp) element for element.
 //
-// ScatterND's indices are the model's data: an index out of range is never used; it is recorded
+// The scatter and gather indices are the model's data: an index out of range is never used; it is recorded
 // as a data error (gpu_common.h), reported at the run's wait with the CPU backend's message.
 // With a reduction, updates that hit one element are applied in index order (one thread per
 // slice element walks the index tuples), so the result is the CPU backend's.
+#include <algorithm>
 #include <type_traits>
 
 #include "gpu/gpu_device.h"
@@ -104,6 +106,80 @@ __global__ void scatter_nd_reduce_kernel(T* y, const int64_t* idx, const T* u, T
       const int64_t off = tuple_offset(idx, i, s, errors);
       if (off < 0) continue;
       store(y, off + e, scatter_combine(reduction, load(y, off + e), load(u, i * slice + e)));
+    }
+  }
+}
+
+// GatherND: one thread per output element; tuple i's leading dims come from the index (after
+// the batch dims, whose offset is the tuple's batch); a bad index writes zero and is recorded.
+template <typename T>
+__global__ void gather_nd_kernel(const T* x, const int64_t* idx, T* y, TupleSpace s, int64_t count, int64_t slice,
+                                 int64_t per_batch, int64_t batch_stride, int64_t first_axis, DataErrorRecord* errors) {
+  HIPDNN_EP_GRID_STRIDE(e, count) {
+    const int64_t i = e / slice;
+    int64_t off = (i / per_batch) * batch_stride;
+    bool bad = false;
+    for (int d = 0; d < s.k; ++d) {
+      int64_t c = idx[i * s.k + d];
+      if (c < -s.dims[d] || c >= s.dims[d]) {
+        report_error(errors, kErrorGatherNdIndex, c, i, first_axis + d, s.dims[d]);
+        bad = true;
+        break;
+      }
+      if (c < 0) c += s.dims[d];
+      off += c * s.strides[d];
+    }
+    y[e] = bad ? T{} : x[off + e % slice];
+  }
+}
+
+// ScatterElements: the target offset of index position j (l: the indices' layout over [index, data
+// offset without the axis]), or -1 (recorded) for an index out of range.
+template <typename Index>
+__device__ __forceinline__ int64_t element_target(const Index* idx, int64_t j, const Layout<2>& l, int64_t axis,
+                                                  int64_t axis_len, int64_t axis_stride, DataErrorRecord* errors) {
+  int64_t off[2];
+  offsets_at(l, j, off);
+  int64_t c = static_cast<int64_t>(idx[off[0]]);
+  if (c < -axis_len || c >= axis_len) {
+    report_error(errors, kErrorScatterElementsIndex, c, off[0], axis, axis_len);
+    return -1;
+  }
+  if (c < 0) c += axis_len;
+  return off[1] + c * axis_stride;
+}
+
+template <typename T, typename Index>
+__global__ void scatter_elements_kernel(T* y, const Index* idx, const T* u, Layout<2> l, int64_t n, int64_t axis,
+                                        int64_t axis_len, int64_t axis_stride, DataErrorRecord* errors) {
+  HIPDNN_EP_GRID_STRIDE(j, n) {
+    int64_t off[2];
+    offsets_at(l, j, off);
+    const int64_t at = element_target(idx, j, l, axis, axis_len, axis_stride, errors);
+    if (at >= 0) y[at] = u[off[0]];
+  }
+}
+
+// With a reduction: one thread per line along the axis (only positions of one line can hit the same
+// element), in index order, as the CPU backend's row-major walk.
+template <typename T, typename Index>
+__global__ void scatter_elements_reduce_kernel(T* y, const Index* idx, const T* u, Layout<2> lines_layout,
+                                               int64_t lines, int64_t line_len, int64_t index_axis_stride,
+                                               int64_t axis, int64_t axis_len, int64_t axis_stride, int64_t reduction,
+                                               DataErrorRecord* errors) {
+  HIPDNN_EP_GRID_STRIDE(line, lines) {
+    int64_t base[2];
+    offsets_at(lines_layout, line, base);
+    for (int64_t a = 0; a < line_len; ++a) {
+      const int64_t at_index = base[0] + a * index_axis_stride;
+      int64_t c = static_cast<int64_t>(idx[at_index]);
+      if (c < -axis_len || c >= axis_len) {
+        report_error(errors, kErrorScatterElementsIndex, c, at_index, axis, axis_len);
+        continue;
+      }
+      if (c < 0) c += axis_len;
+      const int64_t at = base[1] + c * axis_stride;
+      store(y, at, scatter_combine(reduction, load(y, at), load(u, at_index)));
     }
   }
 }
@@ -223,6 +299,97 @@ void scatter_nd(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
     });
   }
   check_launch("scatter_nd");
+}
+
+void gather_nd(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& data = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& indices = args.inputs[1];
+  const auto b = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_GATHER_ND_INT_ATTR_BATCH_DIMS]);
+  const Dims dims = dims_of(data);
+  const Dims idims = dims_of(indices);
+  const auto k = static_cast<size_t>(idims.back());
+  if (k > static_cast<size_t>(kMaxRank)) {
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, "gather_nd: index tuples of " + std::to_string(k) + " entries; the GPU kernel "
+                                       "takes at most " + std::to_string(kMaxRank));
+  }
+  const int64_t n = dims_product(idims, 0, idims.size() - 1);
+  const int64_t slice = dims_product(dims, b + k, dims.size());
+  const int64_t count = n * slice;
+  if (count == 0) return;
+  const int64_t per_batch = n / std::max<int64_t>(dims_product(idims, 0, b), 1);
+  TupleSpace s;
+  s.k = static_cast<int>(k);
+  const Dims strides = contiguous_strides(dims);
+  for (size_t d = 0; d < k; ++d) {
+    s.dims[d] = dims[b + d];
+    s.strides[d] = strides[b + d];
+  }
+  DataErrorRecord* errors = gpu_device(state).data_errors();
+  const hipStream_t stream = current_stream(state);
+  dispatch_by_size(dtype_size(data.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gather_nd_kernel<<<grid_for(count), kBlock, 0, stream>>>(
+        static_cast<const T*>(data.data), static_cast<const int64_t*>(indices.data), static_cast<T*>(args.outputs[0].data),
+        s, count, slice, per_batch, dims_product(dims, b, dims.size()), static_cast<int64_t>(b), errors);
+  });
+  check_launch("gather_nd");
+}
+
+namespace {
+
+template <typename Index>
+void scatter_elements_typed(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& data = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& indices = args.inputs[1];
+  const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_INT_ATTR_AXIS]);
+  const int64_t reduction = args.int_attrs[HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_INT_ATTR_REDUCTION];
+  const Dims dims = dims_of(data);
+  const Dims shape = dims_of(indices);
+  copy_device(state, out.data, data.data, static_cast<size_t>(element_count(data)) * dtype_size(data.dtype),
+              "scatter_elements: copying data");
+  const int64_t n = element_count(shape);
+  if (n == 0) return;
+  const Dims data_strides = contiguous_strides(dims);
+  const Dims index_strides = contiguous_strides(shape);
+  Dims skip_axis = data_strides;
+  skip_axis[axis] = 0;  // the axis coordinate comes from the index
+  DataErrorRecord* errors = gpu_device(state).data_errors();
+  const hipStream_t stream = current_stream(state);
+  const int64_t axis_len = dims[axis];
+  const auto axis_attr = static_cast<int64_t>(axis);
+  const auto* idx = static_cast<const Index*>(indices.data);
+  if (reduction == 0) {
+    const Layout<2> l = make_layout<2>(shape, {index_strides, skip_axis});
+    dispatch_by_size(dtype_size(data.dtype), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      scatter_elements_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+          static_cast<T*>(out.data), idx, static_cast<const T*>(args.inputs[2].data), l, n, axis_attr, axis_len,
+          data_strides[axis], errors);
+    });
+  } else {
+    Dims line_shape = shape;
+    line_shape[axis] = 1;  // one thread per line along the axis
+    const Layout<2> lines_layout = make_layout<2>(line_shape, {index_strides, skip_axis});
+    const int64_t lines = element_count(line_shape);
+    dispatch_numeric_gpu(data.dtype, "scatter_elements", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      scatter_elements_reduce_kernel<<<grid_for(lines), kBlock, 0, stream>>>(
+          static_cast<T*>(out.data), idx, static_cast<const T*>(args.inputs[2].data), lines_layout, lines,
+          shape[axis], index_strides[axis], axis_attr, axis_len, data_strides[axis], reduction, errors);
+    });
+  }
+  check_launch("scatter_elements");
+}
+
+}  // namespace
+
+void scatter_elements(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  if (args.inputs[1].dtype == HIPDNN_EP_DTYPE_INT32) {
+    scatter_elements_typed<int32_t>(state, args);
+  } else {
+    scatter_elements_typed<int64_t>(state, args);
+  }
 }
 
 void pad(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {

@@ -126,6 +126,8 @@ enum : unsigned long long {
   kErrorGqaPastLength = 7,      // batch row, seqlens_k, sequence length, past length
   kErrorGatherElementsIndex = 8,  // index, position, axis, axis size (gather_elements)
   kErrorScatterNdIndex = 9,       // index, index tuple, axis, axis size (scatter_nd)
+  kErrorGatherNdIndex = 10,       // index, index tuple, axis, axis size (gather_nd)
+  kErrorScatterElementsIndex = 11,  // index, position, axis, axis size (scatter_elements)
 };
 
 // Records a failure unless one is recorded already (the first one wins).
