@@ -156,7 +156,8 @@ GROUPS: dict[str, Group] = {
          "scatter_idx_rep": _c([[0, 1, 1], [0, 1, 1], [-1, 2, 3]]), "pads": _c([1, -1, 2, 3]),
          "pad_value": np.array(1.5, np.float32), "pad_axes": _c([0, -1]), "pads_all": _c([0, 1, 2, 0, 2, 1]),
          "one_f": np.array(1.0, np.float32), "gather_nd_idx": _c([[0, 2], [-1, 1]]), "axis0": _c([0]),
-         "scatter_el_idx": _c([[[3, 2, 1, 0]] * 3]), "scatter_el_rep": _c([[[0, 2, 0, 1], [0, 0, 0, 1], [2, 2, 2, 2]]])}),
+         "scatter_el_idx": _c([[[3, 2, 1, 0]] * 3]),
+         "scatter_el_rep": _c([[[0, 2, 0, 1], [0, 0, 0, 1], [2, 2, 2, 2]]])}),
     # onnxruntime-genai's LLM ops; GroupQueryAttention fed by the builder's attention-mask plumbing
     "llm": Group(
         [("x", T.FLOAT, ["N", 3, 16]), ("skip", T.FLOAT, ["N", 3, 16]), ("a", T.FLOAT, ["N", 3, 32]),
