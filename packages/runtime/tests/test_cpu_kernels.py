@@ -70,6 +70,7 @@ def assert_close(actual, expected, dtype):
 def test_manifest_lists_the_kernels_tested_here():
     tested = {"binary", "unary", "cast", "where", "matmul", "gemm", "softmax", "layer_norm", "reduce",
               "transpose", "concat", "slice", "gather", "expand", "range", "fill", "gather_elements", "cumsum", "trilu",
+              "arg_reduce", "scatter_nd", "pad", "gather_nd", "scatter_elements",
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention",
               # the vision kernels: test_vision_kernels.py
@@ -171,6 +172,30 @@ def test_unary(state, dtype, op, shape):
     expected = UNARY_REF[op](x.astype(np.float64)).astype(dtype)
     out = run(state, "unary", [x], shape, ints=[UNARY[op]])
     assert_close(out, expected, dtype)
+
+
+# The general unary ops, each on an input range inside its domain (low, high).
+GENERAL_UNARY = {
+    "SIN": (np.sin, -6, 6), "COS": (np.cos, -6, 6), "TAN": (np.tan, -1.4, 1.4), "ASIN": (np.arcsin, -1, 1),
+    "ACOS": (np.arccos, -1, 1), "ATAN": (np.arctan, -6, 6), "SINH": (np.sinh, -5, 5), "COSH": (np.cosh, -5, 5),
+    "ASINH": (np.arcsinh, -6, 6), "ACOSH": (np.arccosh, 1, 6), "ATANH": (np.arctanh, -0.99, 0.99),
+    "ROUND": (np.round, -6, 6), "SOFTSIGN": (lambda x: x / (1 + np.abs(x)), -6, 6),
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("op", sorted(GENERAL_UNARY))
+def test_unary_general(state, dtype, op):
+    ref, low, high = GENERAL_UNARY[op]
+    x = rand((3, 7), dtype, low=low, high=high)
+    out = run(state, "unary", [x], x.shape, ints=[UNARY[op]])
+    assert_close(out, ref(x.astype(np.float64)).astype(dtype), dtype)
+
+
+def test_unary_round_halves_to_even(state):
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.4999, 2.5001], F32)
+    out = run(state, "unary", [x], x.shape, ints=[UNARY["ROUND"]])
+    np.testing.assert_array_equal(out, [-2, -2, -0, 0, 2, 2, 2, 3])
 
 
 def test_unary_sigmoid_is_stable_at_extremes(state):
@@ -667,7 +692,16 @@ def test_layer_norm(state, dtype, shape, axis, scale_shape, with_bias):
 
 # ---------------------------------------------------------------- reduce
 
-REDUCE_REF = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max}
+def _log_sum_exp(x, axis=None, keepdims=False):
+    m = np.max(x, axis=axis, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+REDUCE_REF = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min, "PROD": np.prod,
+              "L1": lambda x, **k: np.sum(np.abs(x), **k), "L2": lambda x, **k: np.sqrt(np.sum(x * x, **k)),
+              "LOG_SUM": lambda x, **k: np.log(np.sum(x, **k)), "LOG_SUM_EXP": _log_sum_exp,
+              "SUM_SQUARE": lambda x, **k: np.sum(x * x, **k)}
 
 
 @pytest.mark.parametrize("dtype", [F32, F16])
@@ -677,6 +711,8 @@ REDUCE_REF = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max}
                                         ((2, 3, 4), []), ((5,), [0]), ((2, 1, 3), [1])], ids=str)
 def test_reduce(state, dtype, op, keepdims, shape, axes):
     x = rand(shape, dtype)
+    if op == "LOG_SUM":
+        x = np.abs(x) + dtype(0.5)
     ref_axes = tuple(axes) if axes else None
     expected = REDUCE_REF[op](x.astype(np.float64), axis=ref_axes, keepdims=keepdims)
     out = run(state, "reduce", [x, np.array(axes, I64)], np.shape(expected), ints=[REDUCE[op]])
@@ -685,7 +721,7 @@ def test_reduce(state, dtype, op, keepdims, shape, axes):
 
 
 @pytest.mark.parametrize("dtype", [I32, I64])
-@pytest.mark.parametrize("op", ["SUM", "MAX"])
+@pytest.mark.parametrize("op", ["SUM", "MAX", "MIN", "L1", "SUM_SQUARE"])
 def test_reduce_integers(state, dtype, op):
     x = rand((3, 5, 2), dtype, low=-1000, high=1000)
     expected = REDUCE_REF[op](x, axis=(1,), keepdims=False).astype(dtype)
@@ -710,10 +746,238 @@ def test_reduce_over_empty_dims(state):
     np.testing.assert_array_equal(out, [np.iinfo(I64).min] * 2)
 
 
+def test_reduce_general_ops_over_empty_dims(state):
+    x = np.zeros((2, 0), F32)
+    axes = np.array([1], I64)
+    want = {"MIN": np.inf, "PROD": 1.0, "L1": 0.0, "L2": 0.0, "SUM_SQUARE": 0.0, "LOG_SUM": -np.inf,
+            "LOG_SUM_EXP": -np.inf}
+    for op, value in want.items():
+        np.testing.assert_array_equal(run(state, "reduce", [x, axes], (2,), ints=[REDUCE[op]]), [value] * 2)
+    out = run(state, "reduce", [np.zeros((0, 2), I32), np.array([0], I64)], (2,), ints=[REDUCE["MIN"]])
+    np.testing.assert_array_equal(out, [np.iinfo(I32).max] * 2)
+
+
+def test_reduce_log_sum_exp_is_stable_for_large_inputs(state):
+    x = np.array([[1000.0, 1000.0], [-np.inf, -np.inf]], F32)
+    out = run(state, "reduce", [x, np.array([1], I64)], (2,), ints=[REDUCE["LOG_SUM_EXP"]])
+    np.testing.assert_allclose(out[0], 1000.0 + math.log(2), rtol=1e-6)
+    assert np.isneginf(out[1])
+
+
+def test_reduce_integer_prod_wraps(state):
+    x = np.array([[2**40, 2**30, 3]], I64)
+    out = run(state, "reduce", [x, np.array([1], I64)], (1,), ints=[REDUCE["PROD"]])
+    assert out[0] == np.int64((2**70 * 3) % 2**64 - 2**64 if (2**70 * 3) % 2**64 >= 2**63 else (2**70 * 3) % 2**64)
+
+
+def test_reduce_float_only_ops_refuse_integers(state):
+    with pytest.raises(rt.HipdnnEpError, match="LOG_SUM_EXP"):
+        run(state, "reduce", [np.ones((2, 2), I64), np.array([1], I64)], (2,), ints=[REDUCE["LOG_SUM_EXP"]])
+
+
+def test_reduce_min_propagates_nan(state):
+    x = np.array([[1, np.nan, 3], [1, 2, 3]], F32)
+    out = run(state, "reduce", [x, np.array([1], I64)], (2,), ints=[REDUCE["MIN"]])
+    assert np.isnan(out[0]) and out[1] == 1
+
+
 def test_reduce_max_propagates_nan(state):
     x = np.array([[1, np.nan, 3], [1, 2, 3]], F32)
     out = run(state, "reduce", [x, np.array([1], I64)], (2,), ints=[REDUCE["MAX"]])
     assert np.isnan(out[0]) and out[1] == 3
+
+
+# ---------------------------------------------------------------- ArgMax/ArgMin, ScatterND, Pad
+
+def _arg_ref(x, axis, is_min, last):
+    f = np.argmin if is_min else np.argmax
+    if not last:
+        return f(x, axis=axis)
+    flipped = np.flip(x, axis=axis)
+    return x.shape[axis] - 1 - f(flipped, axis=axis)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("is_min", [0, 1])
+@pytest.mark.parametrize("last", [0, 1])
+def test_arg_reduce(state, dtype, axis, is_min, last):
+    x = rand((3, 4, 5), dtype, low=-3, high=3).astype(dtype)  # small integers: ties
+    x = np.round(x).astype(dtype)
+    want = _arg_ref(x, axis, is_min, last)
+    out = run(state, "arg_reduce", [x], want.shape, out_dtype=I64, ints=[axis, last, is_min])
+    np.testing.assert_array_equal(out, want)
+    kept = run(state, "arg_reduce", [x], np.expand_dims(want, axis).shape, out_dtype=I64, ints=[axis, last, is_min])
+    np.testing.assert_array_equal(kept, np.expand_dims(want, axis))
+
+
+def test_arg_reduce_nan_is_the_extreme(state):
+    x = np.array([[1, np.nan, 3, np.nan]], F32)
+    for is_min in (0, 1):
+        assert run(state, "arg_reduce", [x], (1,), out_dtype=I64, ints=[1, 0, is_min])[0] == 1
+        assert run(state, "arg_reduce", [x], (1,), out_dtype=I64, ints=[1, 1, is_min])[0] == 3
+
+
+def test_arg_reduce_refuses_an_empty_axis(state):
+    with pytest.raises(InvalidArgumentError, match="is empty"):
+        run(state, "arg_reduce", [np.zeros((2, 0), F32)], (2,), out_dtype=I64, ints=[1, 0, 0])
+
+
+def _scatter_nd_ref(data, idx, upd, reduction):
+    out = data.copy()
+    k = idx.shape[-1]
+    flat_idx = idx.reshape(-1, k)
+    flat_upd = upd.reshape((flat_idx.shape[0],) + data.shape[k:])
+    for i, t in enumerate(flat_idx):
+        t = tuple(int(c) + data.shape[d] if c < 0 else int(c) for d, c in enumerate(t))
+        if reduction == 0:
+            out[t] = flat_upd[i]
+        elif reduction == 1:
+            out[t] = out[t] + flat_upd[i]
+        elif reduction == 2:
+            out[t] = out[t] * flat_upd[i]
+        elif reduction == 3:
+            out[t] = np.maximum(out[t], flat_upd[i])
+        else:
+            out[t] = np.minimum(out[t], flat_upd[i])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("reduction", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_scatter_nd(state, dtype, reduction, k):
+    data = np.round(rand((3, 4, 5), dtype, low=-4, high=4)).astype(dtype)
+    idx = np.array([[-1, 2, 0], [0, 1, 4], [0, 1, 4], [2, -4, 3]], I64)[:, :k]  # repeats: reductions in order
+    if reduction == 0:
+        idx = idx[[0, 1, 3]]
+    upd = np.round(rand((idx.shape[0],) + data.shape[k:], dtype, low=-4, high=4, seed=3)).astype(dtype)
+    out = run(state, "scatter_nd", [data, idx, upd], data.shape, ints=[reduction])
+    np.testing.assert_array_equal(out, _scatter_nd_ref(data, idx, upd, reduction))
+
+
+def test_scatter_nd_bool_replaces(state):
+    data = np.zeros((2, 3), BOOL)
+    out = run(state, "scatter_nd", [data, np.array([[1, 2]], I64), np.array([True])], data.shape, ints=[0])
+    np.testing.assert_array_equal(out, [[False] * 3, [False, False, True]])
+    with pytest.raises(rt.HipdnnEpError, match="does not take BOOL"):
+        run(state, "scatter_nd", [data, np.array([[1, 2]], I64), np.array([True])], data.shape, ints=[1])
+
+
+def test_scatter_nd_checks_every_index_before_writing(state):
+    out = np.full((2, 3), 5.0, F32)
+    upd = np.ones((2,), F32)
+    with pytest.raises(InvalidArgumentError, match="index 3 of index tuple 1 is out of range for axis 1 of size 3"):
+        call_raw(state, "scatter_nd", [np.zeros((2, 3), F32), np.array([[0, 0], [1, 3]], I64), upd], [out], [0])
+    assert np.all(out == 5.0)
+    with pytest.raises(InvalidArgumentError, match="index -3 of index tuple 0"):
+        call_raw(state, "scatter_nd", [np.zeros((2, 3), F32), np.array([[-3]], I64), np.ones((1, 3), F32)], [out], [1])
+    with pytest.raises(InvalidArgumentError, match="updates dims"):
+        call_raw(state, "scatter_nd", [np.zeros((2, 3), F32), np.array([[0]], I64), np.ones((1, 2), F32)], [out], [0])
+
+
+def _gather_nd_ref(data, idx, b):
+    batches = int(np.prod(data.shape[:b], dtype=np.int64))
+    flat = data.reshape((batches,) + data.shape[b:])
+    k = idx.shape[-1]
+    tuples = idx.reshape(batches, -1, k)
+    out = [flat[n][tuple(t)] for n in range(batches) for t in tuples[n]]
+    return np.array(out, data.dtype).reshape(idx.shape[:-1] + data.shape[b + k:])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("b,k", [(0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (2, 1)])
+def test_gather_nd(state, dtype, b, k):
+    data = rand((2, 3, 4), dtype)
+    r = rng(b * 3 + k)
+    idx = np.stack([r.integers(-data.shape[b + d], data.shape[b + d], size=data.shape[:b] + (5,))
+                    for d in range(k)], axis=-1).astype(I64)
+    want = _gather_nd_ref(data, idx, b)
+    out = run(state, "gather_nd", [data, idx], want.shape, ints=[b])
+    np.testing.assert_array_equal(out, want)
+
+
+def test_gather_nd_checks_every_index(state):
+    with pytest.raises(InvalidArgumentError, match="index 4 of index tuple 1 is out of range for axis 1 of size 4"):
+        run(state, "gather_nd", [np.ones((2, 4), F32), np.array([[0, 0], [1, 4]], I64)], (2,), ints=[0])
+    with pytest.raises(InvalidArgumentError, match="differ in batch dim 0"):
+        run(state, "gather_nd", [np.ones((2, 4), F32), np.zeros((3, 1), I64)], (3,), ints=[1])
+
+
+def _scatter_elements_ref(data, idx, upd, axis, reduction):
+    out = data.copy()
+    combine = [lambda a, b: b, np.add, np.multiply, np.maximum, np.minimum][reduction]
+    for pos in np.ndindex(*idx.shape):
+        at = list(pos)
+        at[axis] = int(idx[pos]) % data.shape[axis]
+        out[tuple(at)] = combine(out[tuple(at)], upd[pos])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("index_dtype", [I32, I64])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("reduction", [0, 1, 2, 3, 4])
+def test_scatter_elements(state, dtype, index_dtype, axis, reduction):
+    data = np.round(rand((3, 4, 5), dtype, low=-4, high=4)).astype(dtype)
+    shape = [2, 3, 4]
+    shape[axis] = 3
+    r = rng(axis)
+    if reduction == 0:  # no repeats along the axis: without a reduction their order is the model's business
+        idx = np.moveaxis(np.broadcast_to(np.arange(3)[:, None, None], [3] + [s for d, s in enumerate(shape)
+                                                                               if d != axis]), 0, axis)
+        idx = np.where(r.random(idx.shape) < 0.5, idx - data.shape[axis], idx)
+    else:
+        idx = r.integers(-data.shape[axis], data.shape[axis], size=shape)
+    idx = np.ascontiguousarray(idx).astype(index_dtype)
+    upd = np.round(rand(tuple(shape), dtype, low=-3, high=3, seed=4)).astype(dtype)
+    out = run(state, "scatter_elements", [data, idx, upd], data.shape, ints=[axis, reduction])
+    np.testing.assert_array_equal(out, _scatter_elements_ref(data, idx, upd, axis, reduction))
+
+
+def test_scatter_elements_checks_every_index_before_writing(state):
+    out = np.full((2, 3), 5.0, F32)
+    with pytest.raises(InvalidArgumentError, match="index 3 at position 1 is out of range for axis 1 of size 3"):
+        call_raw(state, "scatter_elements", [np.zeros((2, 3), F32), np.array([[0, 3]], I64), np.ones((1, 2), F32)],
+                 [out], [1, 0])
+    assert np.all(out == 5.0)
+    with pytest.raises(InvalidArgumentError, match="updates dims"):
+        call_raw(state, "scatter_elements", [np.zeros((2, 3), F32), np.array([[0, 1]], I64), np.ones((1, 3), F32)],
+                 [out], [1, 0])
+
+
+PAD_MODES = {0: "constant", 1: "reflect", 2: "edge", 3: "wrap"}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("mode", sorted(PAD_MODES))
+@pytest.mark.parametrize("pads", [[0, 1, 2, 1, 0, 3], [1, 0, 0, 0, 2, 1], [0, 0, 0, 0, 0, 0]], ids=str)
+def test_pad(state, dtype, mode, pads):
+    x = rand((2, 3, 4), dtype)
+    value = np.array(rand((), dtype, seed=5))
+    width = [(pads[d], pads[d + 3]) for d in range(3)]
+    kw = {"constant_values": value} if mode == 0 else {}
+    want = np.pad(x, width, mode=PAD_MODES[mode], **kw)
+    out = run(state, "pad", [x, value.reshape(1), np.array(pads, I64)], want.shape, ints=[mode])
+    np.testing.assert_array_equal(out, want)
+
+
+def test_pad_wraps_more_than_the_axis_and_crops(state):
+    x = np.arange(6, dtype=F32).reshape(2, 3)
+    out = run(state, "pad", [x, np.zeros(1, F32), np.array([0, 4, 0, 3], I64)], (2, 10), ints=[3])
+    np.testing.assert_array_equal(out, np.pad(x, [(0, 0), (4, 3)], mode="wrap"))
+    out = run(state, "pad", [x, np.full(1, 9, F32), np.array([-1, 1, 0, -2], I64)], (1, 2), ints=[0])
+    np.testing.assert_array_equal(out, [[9, 3]])
+
+
+def test_pad_refuses_bad_pads(state):
+    x = np.ones((2, 3), F32)
+    with pytest.raises(InvalidArgumentError, match="must be below the axis size"):
+        run(state, "pad", [x, np.zeros(1, F32), np.array([0, 3, 0, 0], I64)], (2, 6), ints=[1])
+    with pytest.raises(InvalidArgumentError, match="pads has 2 entries"):
+        run(state, "pad", [x, np.zeros(1, F32), np.array([0, 3], I64)], (2, 6), ints=[0])
+    with pytest.raises(InvalidArgumentError, match="need elements to copy"):
+        run(state, "pad", [np.ones((2, 0), F32), np.zeros(1, F32), np.array([0, 1, 0, 0], I64)], (2, 1), ints=[2])
 
 
 # ---------------------------------------------------------------- data movement
@@ -780,7 +1044,8 @@ def call_raw(state, kernel, inputs, outputs, ints=(), floats=()):
     _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, outputs, list(ints), list(floats))
 
 
-# A well-formed call of each kernel, to break one way at a time.
+# A well-formed call of each kernel, to break one way at a time (outputs zeroed: _retyped casts them, and
+# casting np.empty's garbage warns, which the suite's filterwarnings makes an error).
 def good_call(kernel):
     f = np.ones((2, 3), F32)
     o = np.zeros((2, 3), F32)
@@ -804,6 +1069,11 @@ def good_call(kernel):
         "cumsum": ([f], [o], [1, 0, 0], []),
         "trilu": ([f, np.array([0], I64)], [o], [1], []),
         "gather_elements": ([f, np.zeros((2, 2), I64)], [np.zeros((2, 2), F32)], [1], []),
+        "arg_reduce": ([f], [np.zeros(2, I64)], [1, 0, 0], []),
+        "scatter_nd": ([f, np.zeros((1, 1), I64), np.ones((1, 3), F32)], [o], [0], []),
+        "pad": ([f, np.zeros(1, F32), np.array([0, 1, 0, 0], I64)], [np.zeros((2, 4), F32)], [0], []),
+        "gather_nd": ([f, np.zeros((1, 1), I64)], [np.zeros((1, 3), F32)], [0], []),
+        "scatter_elements": ([f, np.zeros((2, 2), I64), np.ones((2, 2), F32)], [o], [1, 0], []),
         "matmul_nbits": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
                           np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),
         "rms_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),
@@ -914,8 +1184,8 @@ ERROR_CASES = {
     "layer_norm_scale": ("layer_norm", [X, np.ones(2, F32)], [Y], [1], [1e-5], InvalidArgumentError,
                          r"Scale dims \[2\] do not broadcast to the normalized dims \[3\]"),
     "layer_norm_epsilon": ("layer_norm", [X, np.ones(3, F32)], [Y], [1], [-1.0], InvalidArgumentError, "epsilon"),
-    "reduce_unknown_op": ("reduce", [X, np.array([1], I64)], [np.empty(2, F32)], [7], [], InvalidArgumentError,
-                          "unknown reduce op 7"),
+    "reduce_unknown_op": ("reduce", [X, np.array([1], I64)], [np.empty(2, F32)], [10], [], InvalidArgumentError,
+                          "unknown reduce op 10"),
     "reduce_axis_range": ("reduce", [X, np.array([2], I64)], [np.empty(2, F32)], [0], [], InvalidArgumentError,
                           "axis 2 is out of range"),
     "reduce_axis_twice": ("reduce", [X, np.array([1, 1], I64)], [np.empty(2, F32)], [0], [], InvalidArgumentError,

@@ -40,7 +40,7 @@ REDUCE = ENUMS["hipdnn_ep_reduce_op"]
 F32, F16, I32, I64, BOOL = np.float32, np.float16, np.int32, np.int64, np.bool_
 FLOATS = [F32, F16]
 # Inputs each kernel reads on the host (parameter tensors); the rest are device data.
-HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}, "range": {0}, "trilu": {1}}
+HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}, "range": {0}, "trilu": {1}, "pad": {2}}
 EXACT = (0.0, 0.0)
 
 
@@ -116,7 +116,7 @@ def test_integer_division_by_zero_is_an_error(gpu, dev):
 @pytest.mark.parametrize("op", [op for op in UNARY if op not in ("NOT", "IS_NAN")])  # BOOL: below
 def test_unary(cpu, gpu, dev, op, dtype):
     low = 0.01 if op in ("LOG", "SQRT") else -4.0
-    exact = op in ("RELU", "NEG", "ABS", "FLOOR", "CEIL", "SIGN")
+    exact = op in ("RELU", "NEG", "ABS", "FLOOR", "CEIL", "SIGN", "ROUND")
     tol = EXACT if exact else (2e-6, 1e-6) if dtype == F32 else (1e-3, 1e-3)
     for k, shape in enumerate([(1,), (17, 3), (4096 + 5,), (0, 2)]):
         compare(cpu, gpu, dev, "unary", [rand(shape, dtype, k, low, 4.0)], shape, ints=[UNARY[op]], tol=tol)
@@ -286,16 +286,18 @@ def test_layer_norm(cpu, gpu, dev, dtype):
 @pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
 @pytest.mark.parametrize("op", list(REDUCE))
 def test_reduce(cpu, gpu, dev, op, dtype):
-    if op == "MEAN" and not np.issubdtype(dtype, np.floating):
-        pytest.skip("reduce mean takes float types")
-    exact = op == "MAX" or not np.issubdtype(dtype, np.floating)
+    if op in ("MEAN", "L2", "LOG_SUM", "LOG_SUM_EXP") and not np.issubdtype(dtype, np.floating):
+        pytest.skip(f"reduce {op} takes float types")
+    exact = op in ("MAX", "MIN") or not np.issubdtype(dtype, np.floating)
     tol = EXACT if exact else (1e-6, 1e-6) if dtype == F32 else (1e-3, 1e-3)
+    # PROD of floats near 1 (no overflow whose order differs), LOG_SUM of positive values
+    low, high = (0.8, 1.2) if op == "PROD" and not exact else (0.1, 3) if op == "LOG_SUM" else (-3, 3)
     shape = (3, 4, 5, 6)
     for k, axes in enumerate([[0], [3], [1, 2], [0, 3], [], [3, 0, 1, 2]]):
-        x = rand(shape, dtype, k, -3, 3)
+        x = rand(shape, dtype, k, low, high)
         kept = [1 if (d in axes or not axes) else n for d, n in enumerate(shape)]
         compare(cpu, gpu, dev, "reduce", [x, i64(axes)], tuple(kept), ints=[REDUCE[op]], tol=tol)
-    big = rand((2, 70000), dtype, 9, -3, 3)
+    big = rand((2, 70000), dtype, 9, low, high) if op != "PROD" or exact else rand((2, 70000), dtype, 9, 0.999, 1.001)
     compare(cpu, gpu, dev, "reduce", [big, i64([1])], (2,), ints=[REDUCE[op]],
             tol=tol if exact else (1e-6, 1e-6) if dtype == F32 else (2e-3, 0.5))
 
@@ -303,6 +305,97 @@ def test_reduce(cpu, gpu, dev, op, dtype):
 def test_reduce_empty_set(cpu, gpu, dev):
     for op in REDUCE:
         compare(cpu, gpu, dev, "reduce", [np.zeros((3, 0), F32), i64([1])], (3,), ints=[REDUCE[op]])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+def test_arg_reduce(cpu, gpu, dev, dtype):
+    x = np.round(rand((5, 300, 7), dtype, 1, -3, 3)).astype(dtype)  # ties
+    x.flat[::97] = np.nan if np.issubdtype(dtype, np.floating) else x.flat[::97]
+    for axis, last, is_min in itertools.product(range(3), (0, 1), (0, 1)):
+        out = tuple(1 if d == axis else n for d, n in enumerate(x.shape))
+        compare(cpu, gpu, dev, "arg_reduce", [x], out, I64, ints=[axis, last, is_min])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("reduction", [0, 1, 2, 3, 4])
+def test_scatter_nd(cpu, gpu, dev, dtype, reduction):
+    data = np.round(rand((6, 40, 9), dtype, 1, -4, 4)).astype(dtype)
+    for k in (1, 2, 3):
+        n = 50
+        idx = np.stack([np.random.default_rng(k + d).integers(-data.shape[d], data.shape[d], size=n)
+                        for d in range(k)], axis=-1).astype(I64)
+        if reduction == 0:  # repeated tuples are order-dependent without a reduction: keep them unique
+            _, first = np.unique(np.mod(idx, data.shape[:k]), axis=0, return_index=True)
+            idx = idx[np.sort(first)]
+        upd = np.round(rand((len(idx),) + data.shape[k:], dtype, 7, -2, 2)).astype(dtype)
+        tol = EXACT if reduction in (0, 3, 4) or not np.issubdtype(dtype, np.floating) else (1e-6, 1e-6)
+        compare(cpu, gpu, dev, "scatter_nd", [data, idx, upd], data.shape, ints=[reduction], tol=tol)
+
+
+def test_scatter_nd_index_out_of_range_names_it(gpu, dev):
+    out = dev.to_device(np.zeros((2, 3), F32))
+    with pytest.raises(rt.InvalidArgumentError, match="hipdnn_ep_kernel_scatter_nd: index 3 of index tuple 1 is out "
+                                                     "of range for axis 1 of size 3"):
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_scatter_nd",
+                          [dev.to_device(np.zeros((2, 3), F32)), dev.to_device(np.array([[0, 0], [1, 3]], I64)),
+                           dev.to_device(np.ones(2, F32))], [out], [0], [])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("b", [0, 1])
+def test_gather_nd(cpu, gpu, dev, dtype, b):
+    data = rand((4, 30, 6, 5), dtype, 1)
+    for k in range(1, 4 - b):
+        r = np.random.default_rng(k)
+        idx = np.stack([r.integers(-data.shape[b + d], data.shape[b + d], size=data.shape[:b] + (7, 3))
+                        for d in range(k)], axis=-1).astype(I64)
+        out = idx.shape[:-1] + data.shape[b + k:]
+        compare(cpu, gpu, dev, "gather_nd", [data, idx], out, ints=[b])
+
+
+def test_gather_nd_index_out_of_range_names_it(gpu, dev):
+    out = dev.to_device(np.zeros(2, F32))
+    with pytest.raises(rt.InvalidArgumentError, match="hipdnn_ep_kernel_gather_nd: index 4 of index tuple 1"):
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_gather_nd",
+                          [dev.to_device(np.ones((2, 4), F32)), dev.to_device(np.array([[0, 0], [1, 4]], I64))],
+                          [out], [0], [])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("reduction", [0, 1, 2, 3, 4])
+def test_scatter_elements(cpu, gpu, dev, dtype, reduction):
+    data = np.round(rand((5, 40, 6), dtype, 1, -4, 4)).astype(dtype)
+    for axis in range(3):
+        shape = [4, 30, 5]
+        r = np.random.default_rng(axis)
+        if reduction == 0:  # distinct targets per line: the order of repeats is the model's business
+            perm = np.argsort(r.random([s if d == axis else shape[d] for d, s in enumerate(data.shape)]), axis=axis)
+            idx = np.take(perm, np.arange(shape[axis]), axis=axis)
+            idx = idx[tuple(slice(0, n) for n in shape)]
+        else:
+            idx = r.integers(-data.shape[axis], data.shape[axis], size=shape)
+        idx = np.ascontiguousarray(idx).astype(I64)
+        upd = np.round(rand(idx.shape, dtype, 7, -2, 2)).astype(dtype)
+        tol = EXACT if reduction in (0, 3, 4) or not np.issubdtype(dtype, np.floating) else (1e-6, 1e-6)
+        compare(cpu, gpu, dev, "scatter_elements", [data, idx, upd], data.shape, ints=[axis, reduction], tol=tol)
+
+
+def test_scatter_elements_index_out_of_range_names_it(gpu, dev):
+    out = dev.to_device(np.zeros((2, 3), F32))
+    with pytest.raises(rt.InvalidArgumentError, match="hipdnn_ep_kernel_scatter_elements: index 3 at position 1"):
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_scatter_elements",
+                          [dev.to_device(np.zeros((2, 3), F32)), dev.to_device(np.array([[0, 3]], I64)),
+                           dev.to_device(np.ones((1, 2), F32))], [out], [1, 0], [])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I64, BOOL])
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_pad(cpu, gpu, dev, dtype, mode):
+    x = rand((3, 5, 7), dtype, 1)
+    value = rand((1,), dtype, 2)
+    for pads in ([0, 1, 2, 1, 0, 3], [2, 0, 6, 1, 4, 0], [-1, 0, -2, 0, 1, 1] if mode == 0 else [0, 0, 0, 0, 0, 0]):
+        out = tuple(n + pads[d] + pads[d + 3] for d, n in enumerate(x.shape))
+        compare(cpu, gpu, dev, "pad", [x, value, i64(pads)], out, ints=[mode])
 
 
 # ---------------------------------------------------------------- data movement

@@ -189,7 +189,10 @@ class RefRuntime:
                "GELU_ERF": lambda x: 0.5 * x * (1 + verf(x / np.sqrt(2))),
                "GELU_TANH": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
                "ABS": np.abs, "FLOOR": np.floor, "CEIL": np.ceil, "NOT": np.logical_not, "IS_NAN": np.isnan,
-               "SIGN": np.sign, "RECIPROCAL": np.reciprocal}
+               "SIGN": np.sign, "RECIPROCAL": np.reciprocal, "SIN": np.sin, "COS": np.cos, "TAN": np.tan,
+               "ASIN": np.arcsin, "ACOS": np.arccos, "ATAN": np.arctan, "SINH": np.sinh, "COSH": np.cosh,
+               "ASINH": np.arcsinh, "ACOSH": np.arccosh, "ATANH": np.arctanh, "ROUND": np.round,
+               "SOFTSIGN": lambda x: x / (1 + np.abs(x))}
         def run(i, o, ints, f):
             op = self._op("hipdnn_ep_unary_op", ints[0])
             x = i[0] if i[0].dtype == np.bool_ or np.issubdtype(i[0].dtype, np.integer) else i[0].astype(np.float64)
@@ -231,8 +234,14 @@ class RefRuntime:
 
     def fn_kernel_reduce(self, v):
         def run(i, o, ints, f):
-            fn = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max}[self._op("hipdnn_ep_reduce_op", ints[0])]
-            return fn(i[0], axis=tuple(int(a) for a in i[1]), keepdims=True)
+            fn = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min, "PROD": np.prod,
+                  "L1": lambda x, **k: np.sum(np.abs(x), **k), "L2": lambda x, **k: np.sqrt(np.sum(x * x, **k)),
+                  "LOG_SUM": lambda x, **k: np.log(np.sum(x, **k)),
+                  "LOG_SUM_EXP": lambda x, **k: np.log(np.sum(np.exp(x), **k)),
+                  "SUM_SQUARE": lambda x, **k: np.sum(x * x, **k)}[self._op("hipdnn_ep_reduce_op", ints[0])]
+            x = i[0] if np.issubdtype(i[0].dtype, np.integer) else i[0].astype(np.float64)
+            axes = tuple(int(a) for a in i[1]) or None  # no axes: every axis
+            return fn(x, axis=axes, keepdims=True)
         return self._kernel(v, run)
 
     def fn_kernel_transpose(self, v):
@@ -260,6 +269,73 @@ class RefRuntime:
             # indices may be smaller than the data outside axis: they index that corner of it
             window = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(idx.shape))
             return np.take_along_axis(i[0][window], np.where(idx < 0, idx + i[0].shape[axis], idx), axis=axis)
+        return self._kernel(v, run)
+
+    def fn_kernel_arg_reduce(self, v):
+        def run(i, o, ints, f):
+            axis, last, is_min = ints
+            fn = np.argmin if is_min else np.argmax
+            if not last:
+                return fn(i[0], axis=axis)
+            return i[0].shape[axis] - 1 - fn(np.flip(i[0], axis), axis=axis)
+        return self._kernel(v, run)
+
+    def fn_kernel_scatter_nd(self, v):
+        def run(i, o, ints, f):
+            data, idx, upd = i[0].copy(), i[1].astype(np.int64), i[2]
+            k = idx.shape[-1]
+            tuples = idx.reshape(-1, k)
+            upd = upd.reshape((len(tuples),) + data.shape[k:])
+            combine = [lambda a, b: b, np.add, np.multiply, np.maximum, np.minimum][ints[0]]
+            for n, t in enumerate(tuples):
+                if any(not -data.shape[d] <= c < data.shape[d] for d, c in enumerate(t)):
+                    raise IndexError(f"index tuple {n} = {list(t)} is out of range")
+                at = tuple(int(c) % data.shape[d] for d, c in enumerate(t))
+                data[at] = combine(data[at], upd[n])
+            return data
+        return self._kernel(v, run)
+
+    def fn_kernel_gather_nd(self, v):
+        def run(i, o, ints, f):
+            data, idx, b = i[0], i[1].astype(np.int64), ints[0]
+            k = idx.shape[-1]
+            batches = int(np.prod(data.shape[:b], dtype=np.int64))
+            flat_data = data.reshape((batches,) + data.shape[b:])
+            tuples = idx.reshape(batches, -1, k)
+            out = []
+            for n in range(batches):
+                for t in tuples[n]:
+                    if any(not -flat_data.shape[1 + d] <= c < flat_data.shape[1 + d] for d, c in enumerate(t)):
+                        raise IndexError(f"index tuple {list(t)} is out of range")
+                    out.append(flat_data[n][tuple(int(c) for c in t)])
+            return np.array(out, dtype=data.dtype)
+        return self._kernel(v, run)
+
+    def fn_kernel_scatter_elements(self, v):
+        def run(i, o, ints, f):
+            data, idx, upd = i[0].copy(), i[1].astype(np.int64), i[2]
+            axis, reduction = ints
+            combine = [lambda a, b: b, np.add, np.multiply, np.maximum, np.minimum][reduction]
+            if np.any((idx < -data.shape[axis]) | (idx >= data.shape[axis])):
+                raise IndexError("an index is out of range")
+            for pos in np.ndindex(*idx.shape):
+                at = list(pos)
+                at[axis] = int(idx[pos]) % data.shape[axis]
+                data[tuple(at)] = combine(data[tuple(at)], upd[pos])
+            return data
+        return self._kernel(v, run)
+
+    def fn_kernel_pad(self, v):
+        def run(i, o, ints, f):
+            x, value, pads = i[0], i[1].reshape(-1)[0], [int(p) for p in i[2]]
+            rank = x.ndim
+            # crop first (negative pads), then pad
+            crop = tuple(slice(max(-pads[d], 0), x.shape[d] - max(-pads[rank + d], 0)) for d in range(rank))
+            x = x[crop]
+            width = [(max(pads[d], 0), max(pads[rank + d], 0)) for d in range(rank)]
+            mode = ["constant", "reflect", "edge", "wrap"][ints[0]]
+            kw = {"constant_values": value} if mode == "constant" else {}
+            return np.pad(x, width, mode=mode, **kw)
         return self._kernel(v, run)
 
     def fn_kernel_cumsum(self, v):

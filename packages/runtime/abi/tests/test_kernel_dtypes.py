@@ -103,10 +103,14 @@ def test_an_op_key_needs_an_op_enum(manifest_text):
 def test_listing_every_op_needs_no_default(manifest_text):
     reduce_rules = ('dtypes.default = ["FLOAT32", "FLOAT16", "INT32", "INT64"]\ndtypes.MEAN = ["FLOAT32", "FLOAT16"]')
     assert reduce_rules in manifest_text
-    full = ('dtypes.SUM = ["FLOAT32"]\ndtypes.MEAN = ["FLOAT32", "FLOAT16"]\ndtypes.MAX = ["INT64"]')
+    # every op listed (L2, LOG_SUM and LOG_SUM_EXP already are): no default needed
+    full = ('dtypes.SUM = ["FLOAT32"]\ndtypes.MEAN = ["FLOAT32", "FLOAT16"]\ndtypes.MAX = ["INT64"]\n'
+            'dtypes.MIN = ["INT32"]\ndtypes.PROD = ["INT32"]\ndtypes.L1 = ["INT32"]\ndtypes.SUM_SQUARE = ["INT32"]')
     m = parse(manifest_text.replace(reduce_rules, full))
+    floats = ("FLOAT32", "FLOAT16")
     assert m.input0_dtypes(m.function("hipdnn_ep_kernel_reduce")) == {
-        "SUM": ("FLOAT32",), "MEAN": ("FLOAT32", "FLOAT16"), "MAX": ("INT64",)}
+        "SUM": ("FLOAT32",), "MEAN": floats, "MAX": ("INT64",), "MIN": ("INT32",), "PROD": ("INT32",),
+        "L1": ("INT32",), "L2": floats, "LOG_SUM": floats, "LOG_SUM_EXP": floats, "SUM_SQUARE": ("INT32",)}
 
 
 def _next_minor(manifest_text: str) -> int:
@@ -117,7 +121,7 @@ def test_dtype_and_enum_value_since_reach_the_json(manifest_text):
     nxt = _next_minor(manifest_text)
     text = set_minor(manifest_text.replace('dtypes.POW = ["FLOAT32", "FLOAT16"]',
                                            f'dtypes.POW = ["FLOAT32", "FLOAT16", ["FLOAT64", {nxt}]]'), nxt)
-    text = text.replace('["MEAN", 1], ["MAX", 2]]', f'["MEAN", 1], ["MAX", 2], ["MIN", 3, {nxt}]]')
+    text = text.replace('["SUM_SQUARE", 9, 3],\n]', f'["SUM_SQUARE", 9, 3], ["CUBE", 10, {nxt}],\n]')
     m = parse(text)
     binary = m.function("hipdnn_ep_kernel_binary")
     assert m.input0_since(binary, "POW", "FLOAT64") == nxt
@@ -128,7 +132,8 @@ def test_dtype_and_enum_value_since_reach_the_json(manifest_text):
     assert fn["dtypes"]["POW"] == ["FLOAT32", "FLOAT16", "FLOAT64"]
     assert fn["dtype_since"] == {"POW": {"FLOAT64": nxt}}
     enum = next(e for e in data["enums"] if e["name"] == "hipdnn_ep_reduce_op")
-    assert enum["value_since"] == {"MIN": nxt}
+    assert enum["value_since"] == {"MIN": 3, "PROD": 3, "L1": 3, "L2": 3, "LOG_SUM": 3, "LOG_SUM_EXP": 3,
+                                   "SUM_SQUARE": 3, "CUBE": nxt}
 
 
 @pytest.mark.parametrize(("entry", "match"), [('["FLOAT64", NEXT + 1]', "outside 1 .* to NEXT"),

@@ -22,6 +22,10 @@ static_assert(dt::gather_input_1 == (dt::bit(HIPDNN_EP_DTYPE_INT32) | dt::bit(HI
               "gather reads indices as INT32 or INT64");
 static_assert(dt::gather_elements_input_1 == dt::gather_input_1, "gather_elements reads indices as INT32 or INT64");
 static_assert(dt::trilu_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "trilu's k is read as INT64");
+static_assert(dt::scatter_nd_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "scatter_nd reads indices as INT64");
+static_assert(dt::gather_nd_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "gather_nd reads indices as INT64");
+static_assert(dt::scatter_elements_input_1 == dt::gather_input_1, "scatter_elements reads indices as INT32 or INT64");
+static_assert(dt::pad_input_2 == dt::bit(HIPDNN_EP_DTYPE_INT64), "pad reads its pads as INT64");
 static_assert(dt::reduce_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "reduce axes are read as INT64");
 static_assert(dt::transpose_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64), "transpose perm is read as INT64");
 static_assert(dt::slice_input_1 == dt::bit(HIPDNN_EP_DTYPE_INT64) && dt::slice_input_2 == dt::bit(HIPDNN_EP_DTYPE_INT64),
@@ -184,6 +188,19 @@ std::string unary_op_name(int64_t op) {
     case HIPDNN_EP_UNARY_OP_IS_NAN: return "IS_NAN";
     case HIPDNN_EP_UNARY_OP_SIGN: return "SIGN";
     case HIPDNN_EP_UNARY_OP_RECIPROCAL: return "RECIPROCAL";
+    case HIPDNN_EP_UNARY_OP_SIN: return "SIN";
+    case HIPDNN_EP_UNARY_OP_COS: return "COS";
+    case HIPDNN_EP_UNARY_OP_TAN: return "TAN";
+    case HIPDNN_EP_UNARY_OP_ASIN: return "ASIN";
+    case HIPDNN_EP_UNARY_OP_ACOS: return "ACOS";
+    case HIPDNN_EP_UNARY_OP_ATAN: return "ATAN";
+    case HIPDNN_EP_UNARY_OP_SINH: return "SINH";
+    case HIPDNN_EP_UNARY_OP_COSH: return "COSH";
+    case HIPDNN_EP_UNARY_OP_ASINH: return "ASINH";
+    case HIPDNN_EP_UNARY_OP_ACOSH: return "ACOSH";
+    case HIPDNN_EP_UNARY_OP_ATANH: return "ATANH";
+    case HIPDNN_EP_UNARY_OP_ROUND: return "ROUND";
+    case HIPDNN_EP_UNARY_OP_SOFTSIGN: return "SOFTSIGN";
     default: return std::to_string(op);
   }
 }
@@ -193,6 +210,13 @@ std::string reduce_op_name(int64_t op) {
     case HIPDNN_EP_REDUCE_OP_SUM: return "SUM";
     case HIPDNN_EP_REDUCE_OP_MEAN: return "MEAN";
     case HIPDNN_EP_REDUCE_OP_MAX: return "MAX";
+    case HIPDNN_EP_REDUCE_OP_MIN: return "MIN";
+    case HIPDNN_EP_REDUCE_OP_PROD: return "PROD";
+    case HIPDNN_EP_REDUCE_OP_L1: return "L1";
+    case HIPDNN_EP_REDUCE_OP_L2: return "L2";
+    case HIPDNN_EP_REDUCE_OP_LOG_SUM: return "LOG_SUM";
+    case HIPDNN_EP_REDUCE_OP_LOG_SUM_EXP: return "LOG_SUM_EXP";
+    case HIPDNN_EP_REDUCE_OP_SUM_SQUARE: return "SUM_SQUARE";
     default: return std::to_string(op);
   }
 }
@@ -248,7 +272,7 @@ void validate_binary(const hipdnn_ep_kernel_args_t* args) {
 void validate_unary(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_UNARY_N_INT_ATTRS, HIPDNN_EP_KERNEL_UNARY_N_FLOAT_ATTRS, 1, 1, 1);
   const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_UNARY_INT_ATTR_OP);
-  if (op < HIPDNN_EP_UNARY_OP_RELU || op > HIPDNN_EP_UNARY_OP_RECIPROCAL) {
+  if (op < HIPDNN_EP_UNARY_OP_RELU || op > HIPDNN_EP_UNARY_OP_SOFTSIGN) {
     fail_invalid("unknown unary op " + std::to_string(op));
   }
   const int32_t dtype = call.in(0).dtype;
@@ -388,7 +412,7 @@ std::vector<bool> reduced_dims(const hipdnn_ep_tensor_ref_t& axes, size_t rank) 
 void validate_reduce(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_REDUCE_N_INT_ATTRS, HIPDNN_EP_KERNEL_REDUCE_N_FLOAT_ATTRS, 2, 2, 1);
   const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_REDUCE_INT_ATTR_OP);
-  if (op < HIPDNN_EP_REDUCE_OP_SUM || op > HIPDNN_EP_REDUCE_OP_MAX) fail_invalid("unknown reduce op " + std::to_string(op));
+  if (op < HIPDNN_EP_REDUCE_OP_SUM || op > HIPDNN_EP_REDUCE_OP_SUM_SQUARE) fail_invalid("unknown reduce op " + std::to_string(op));
   const int32_t dtype = call.in(0).dtype;
   require_dtype(dt::reduce(op), "reduce op " + reduce_op_name(op), dtype);
   const Dims x = dims_of(call.in(0));
@@ -557,6 +581,146 @@ void validate_trilu(const hipdnn_ep_kernel_args_t* args) {
 
 void validate_fill(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_FILL_N_INT_ATTRS, HIPDNN_EP_KERNEL_FILL_N_FLOAT_ATTRS, 0, 0, 1);
+}
+
+// ---------------------------------------------------------------- general ops (ArgMax/ArgMin, ScatterND, Pad)
+
+void validate_arg_reduce(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_ARG_REDUCE_N_INT_ATTRS, HIPDNN_EP_KERNEL_ARG_REDUCE_N_FLOAT_ATTRS, 1, 1, 1);
+  require_dtype(dt::arg_reduce, "arg_reduce", call.in(0).dtype);
+  const Dims x = dims_of(call.in(0));
+  const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_ARG_REDUCE_INT_ATTR_AXIS, x.size());
+  Dims dropped = x;
+  dropped.erase(dropped.begin() + axis);
+  if (x[axis] == 0 && dims_product(dropped, 0, dropped.size()) != 0) {
+    fail_invalid("axis " + std::to_string(axis) + " of input dims " + format_dims(x) +
+                 " is empty: ArgMax/ArgMin of no elements has no index");
+  }
+  Dims kept = x;
+  kept[axis] = 1;
+  const Dims out = dims_of(call.out(0));
+  call.expect_out(HIPDNN_EP_DTYPE_INT64, out.size() == x.size() ? kept : dropped);
+}
+
+void validate_scatter_nd(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_SCATTER_ND_N_INT_ATTRS, HIPDNN_EP_KERNEL_SCATTER_ND_N_FLOAT_ATTRS, 3, 3, 1);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::scatter_nd, "scatter_nd", dtype);
+  const int64_t reduction = call.int_attr(HIPDNN_EP_KERNEL_SCATTER_ND_INT_ATTR_REDUCTION);
+  if (reduction < 0 || reduction > 4) fail_invalid("unknown scatter_nd reduction " + std::to_string(reduction));
+  if (reduction != 0 && dtype == HIPDNN_EP_DTYPE_BOOL) {
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, "scatter_nd reduction " + std::to_string(reduction) + " does not take BOOL");
+  }
+  require_input_dtype(call.in(1), "input 1 (indices)", dt::scatter_nd_input_1);
+  call.expect_dtype(call.in(2), "input 2 (updates)", dtype);
+  const Dims data = dims_of(call.in(0));
+  const Dims indices = dims_of(call.in(1));
+  if (indices.empty()) fail_invalid("indices have rank 0; ScatterND needs at least 1");
+  const int64_t k = indices.back();
+  if (k < 1 || k > static_cast<int64_t>(data.size())) {
+    fail_invalid("indices' last dim is " + std::to_string(k) + "; it must be in [1, data rank " +
+                 std::to_string(data.size()) + "]");
+  }
+  Dims updates(indices.begin(), indices.end() - 1);
+  updates.insert(updates.end(), data.begin() + k, data.end());
+  if (dims_of(call.in(2)) != updates) {
+    fail_invalid("updates dims " + format_dims(dims_of(call.in(2))) + " differ from " + format_dims(updates) +
+                 " (indices dims but the last, then data dims from " + std::to_string(k) + ")");
+  }
+  call.expect_out(dtype, data);
+}
+
+void validate_gather_nd(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_GATHER_ND_N_INT_ATTRS, HIPDNN_EP_KERNEL_GATHER_ND_N_FLOAT_ATTRS, 2, 2, 1);
+  require_dtype(dt::gather_nd, "gather_nd", call.in(0).dtype);
+  require_input_dtype(call.in(1), "input 1 (indices)", dt::gather_nd_input_1);
+  const Dims data = dims_of(call.in(0));
+  const Dims indices = dims_of(call.in(1));
+  const int64_t b = call.int_attr(HIPDNN_EP_KERNEL_GATHER_ND_INT_ATTR_BATCH_DIMS);
+  if (indices.empty()) fail_invalid("indices have rank 0; GatherND needs at least 1");
+  if (b < 0 || b >= static_cast<int64_t>(std::min(data.size(), indices.size()))) {
+    fail_invalid("batch_dims " + std::to_string(b) + " must be below the ranks of data and indices");
+  }
+  for (int64_t d = 0; d < b; ++d) {
+    if (data[d] != indices[d]) {
+      fail_invalid("indices dims " + format_dims(indices) + " and data dims " + format_dims(data) +
+                   " differ in batch dim " + std::to_string(d));
+    }
+  }
+  const int64_t k = indices.back();
+  if (k < 1 || b + k > static_cast<int64_t>(data.size())) {
+    fail_invalid("indices' last dim is " + std::to_string(k) + "; it must be in [1, data rank - batch_dims]");
+  }
+  Dims out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), data.begin() + b + k, data.end());
+  call.expect_out(call.in(0).dtype, out);
+}
+
+void validate_scatter_elements(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_N_INT_ATTRS, HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_N_FLOAT_ATTRS,
+                  3, 3, 1);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::scatter_elements, "scatter_elements", dtype);
+  const Dims data = dims_of(call.in(0));
+  const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_INT_ATTR_AXIS, data.size());
+  const int64_t reduction = call.int_attr(HIPDNN_EP_KERNEL_SCATTER_ELEMENTS_INT_ATTR_REDUCTION);
+  if (reduction < 0 || reduction > 4) fail_invalid("unknown scatter_elements reduction " + std::to_string(reduction));
+  if (reduction != 0 && dtype == HIPDNN_EP_DTYPE_BOOL) {
+    fail(HIPDNN_EP_STATUS_UNSUPPORTED, "scatter_elements reduction " + std::to_string(reduction) +
+                                           " does not take BOOL");
+  }
+  require_input_dtype(call.in(1), "input 1 (indices)", dt::scatter_elements_input_1);
+  call.expect_dtype(call.in(2), "input 2 (updates)", dtype);
+  const Dims indices = dims_of(call.in(1));
+  if (indices.size() != data.size()) {
+    fail_invalid("indices dims " + format_dims(indices) + " and data dims " + format_dims(data) + " differ in rank");
+  }
+  for (size_t d = 0; d < data.size(); ++d) {
+    if (static_cast<int64_t>(d) != axis && indices[d] > data[d]) {
+      fail_invalid("indices dims " + format_dims(indices) + " exceed data dims " + format_dims(data) + " at axis " +
+                   std::to_string(d));
+    }
+  }
+  if (dims_of(call.in(2)) != indices) {
+    fail_invalid("updates dims " + format_dims(dims_of(call.in(2))) + " differ from indices dims " +
+                 format_dims(indices));
+  }
+  call.expect_out(dtype, data);
+}
+
+void validate_pad(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_PAD_N_INT_ATTRS, HIPDNN_EP_KERNEL_PAD_N_FLOAT_ATTRS, 3, 3, 1);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::pad, "pad", dtype);
+  call.expect_dtype(call.in(1), "input 1 (constant value)", dtype);
+  if (element_count(call.in(1)) != 1) {
+    fail_invalid("input 1 (constant value) has " + std::to_string(element_count(call.in(1))) + " elements, expected 1");
+  }
+  const int64_t mode = call.int_attr(HIPDNN_EP_KERNEL_PAD_INT_ATTR_MODE);
+  if (mode < 0 || mode > 3) fail_invalid("unknown pad mode " + std::to_string(mode));
+  const Dims x = dims_of(call.in(0));
+  const Dims pads = int64_vector(call.in(2), "input 2 (pads)", dt::pad_input_2);
+  if (pads.size() != 2 * x.size()) {
+    fail_invalid("pads has " + std::to_string(pads.size()) + " entries for input rank " + std::to_string(x.size()) +
+                 ", expected " + std::to_string(2 * x.size()));
+  }
+  Dims out(x.size());
+  for (size_t d = 0; d < x.size(); ++d) {
+    const int64_t begin = pads[d], end = pads[d + x.size()];
+    out[d] = x[d] + begin + end;
+    if (out[d] < 0) {
+      fail_invalid("pads " + format_dims(pads) + " crop axis " + std::to_string(d) + " of size " + std::to_string(x[d]) +
+                   " below 0");
+    }
+    if (mode != 0 && (begin > 0 || end > 0) && x[d] == 0) {
+      fail_invalid("axis " + std::to_string(d) + " is empty; reflect, edge and wrap padding need elements to copy");
+    }
+    if (mode == 1 && (begin >= x[d] || end >= x[d]) && (begin > 0 || end > 0)) {
+      fail_invalid("reflect pads " + format_dims(pads) + " on axis " + std::to_string(d) + " of size " +
+                   std::to_string(x[d]) + " must be below the axis size");
+    }
+  }
+  call.expect_out(dtype, out);
 }
 
 // ---------------------------------------------------------------- LLM kernels

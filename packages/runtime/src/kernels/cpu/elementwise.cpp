@@ -235,6 +235,20 @@ void unary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_t
       case HIPDNN_EP_UNARY_OP_SIGN:
         return map_unary<T>(in, out, [](float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == 0.0f ? 0.0f : x; });
       case HIPDNN_EP_UNARY_OP_RECIPROCAL: return map_unary<T>(in, out, [](float x) { return 1.0f / x; });
+      case HIPDNN_EP_UNARY_OP_SIN: return map_unary<T>(in, out, [](float x) { return std::sin(x); });
+      case HIPDNN_EP_UNARY_OP_COS: return map_unary<T>(in, out, [](float x) { return std::cos(x); });
+      case HIPDNN_EP_UNARY_OP_TAN: return map_unary<T>(in, out, [](float x) { return std::tan(x); });
+      case HIPDNN_EP_UNARY_OP_ASIN: return map_unary<T>(in, out, [](float x) { return std::asin(x); });
+      case HIPDNN_EP_UNARY_OP_ACOS: return map_unary<T>(in, out, [](float x) { return std::acos(x); });
+      case HIPDNN_EP_UNARY_OP_ATAN: return map_unary<T>(in, out, [](float x) { return std::atan(x); });
+      case HIPDNN_EP_UNARY_OP_SINH: return map_unary<T>(in, out, [](float x) { return std::sinh(x); });
+      case HIPDNN_EP_UNARY_OP_COSH: return map_unary<T>(in, out, [](float x) { return std::cosh(x); });
+      case HIPDNN_EP_UNARY_OP_ASINH: return map_unary<T>(in, out, [](float x) { return std::asinh(x); });
+      case HIPDNN_EP_UNARY_OP_ACOSH: return map_unary<T>(in, out, [](float x) { return std::acosh(x); });
+      case HIPDNN_EP_UNARY_OP_ATANH: return map_unary<T>(in, out, [](float x) { return std::atanh(x); });
+      // halves to even, as ONNX Round (the default rounding mode)
+      case HIPDNN_EP_UNARY_OP_ROUND: return map_unary<T>(in, out, [](float x) { return std::nearbyint(x); });
+      case HIPDNN_EP_UNARY_OP_SOFTSIGN: return map_unary<T>(in, out, [](float x) { return x / (1.0f + std::fabs(x)); });
       default: break;
     }
   }

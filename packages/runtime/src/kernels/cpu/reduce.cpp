@@ -1,10 +1,11 @@
-// CPU reduction kernel: sum, mean and max over a set of axes.
+// CPU reduction kernel: every ONNX reduction (hipdnn_ep_reduce_op) over a set of axes.
 //
 // The input is walked once in memory order; each element is folded into the
 // accumulator of its output position (the output viewed with stride 0 on the
 // reduced axes). Floats accumulate in double, integers in wrapping 64-bit.
 // Over an empty set, sum is 0, mean is NaN (0 / 0) and max is -inf for
-// floats or the dtype's minimum for integers (as ONNX ReduceMax specifies).
+// floats or the dtype's minimum for integers (as ONNX ReduceMax specifies); min is
+// +inf or the maximum, prod 1, L1/L2/sum-square 0, log-sum and log-sum-exp -inf.
 #include <array>
 #include <cmath>
 #include <limits>
@@ -17,6 +18,48 @@
 
 namespace hipdnn_ep::kernels::cpu {
 namespace {
+
+// The accumulator's start value for op (the result over an empty set, before finish()).
+template <typename Acc, typename C>
+Acc reduce_init(int64_t op) {
+  constexpr bool kFloat = std::is_floating_point_v<C>;
+  switch (op) {
+    case HIPDNN_EP_REDUCE_OP_MAX:
+      if constexpr (kFloat) return -std::numeric_limits<double>::infinity();
+      else return static_cast<Acc>(std::numeric_limits<C>::min());
+    case HIPDNN_EP_REDUCE_OP_MIN:
+      if constexpr (kFloat) return std::numeric_limits<double>::infinity();
+      else return static_cast<Acc>(std::numeric_limits<C>::max());
+    case HIPDNN_EP_REDUCE_OP_PROD: return Acc{1};
+    default: return Acc{0};
+  }
+}
+
+// Folds v into a; integers wrap (Acc is unsigned), floats NaN-propagate in MAX and MIN.
+template <typename Acc, typename C>
+void reduce_fold(int64_t op, Acc& a, C v, double shift) {
+  constexpr bool kFloat = std::is_floating_point_v<C>;
+  switch (op) {
+    case HIPDNN_EP_REDUCE_OP_MAX:
+    case HIPDNN_EP_REDUCE_OP_MIN: {
+      const bool is_max = op == HIPDNN_EP_REDUCE_OP_MAX;
+      if constexpr (kFloat) {
+        if (std::isnan(v) || (is_max ? v > a : v < a)) a = v;  // NaN, once seen, stays
+      } else {
+        if (is_max ? v > static_cast<C>(a) : v < static_cast<C>(a)) a = static_cast<Acc>(v);
+      }
+      return;
+    }
+    case HIPDNN_EP_REDUCE_OP_PROD: a = static_cast<Acc>(a * static_cast<Acc>(v)); return;
+    case HIPDNN_EP_REDUCE_OP_L1: a += v < C{0} ? Acc{0} - static_cast<Acc>(v) : static_cast<Acc>(v); return;
+    case HIPDNN_EP_REDUCE_OP_L2:
+    case HIPDNN_EP_REDUCE_OP_SUM_SQUARE: a += static_cast<Acc>(v) * static_cast<Acc>(v); return;
+    case HIPDNN_EP_REDUCE_OP_LOG_SUM_EXP:
+      if constexpr (kFloat) a += std::exp(static_cast<double>(v) - shift);
+      return;
+    default: a += static_cast<Acc>(v); return;  // SUM, MEAN, LOG_SUM
+  }
+}
 
 template <typename T>
 void reduce_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const std::vector<bool>& reduced,
@@ -34,13 +77,6 @@ void reduce_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const std::vecto
     }
   }
   const int64_t out_count = element_count(kept);
-  const bool is_max = op == HIPDNN_EP_REDUCE_OP_MAX;
-  Acc init{0};
-  if (is_max) {
-    if constexpr (kFloat) init = -std::numeric_limits<double>::infinity();
-    else init = static_cast<Acc>(std::numeric_limits<C>::min());
-  }
-  std::vector<Acc> acc(static_cast<size_t>(out_count), init);
   // Output strides over the input's shape: 0 along reduced axes.
   Dims out_strides = contiguous_strides(kept);
   for (size_t d = 0; d < dims.size(); ++d) {
@@ -48,23 +84,37 @@ void reduce_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const std::vecto
   }
   const std::array<Dims, 2> strides{contiguous_strides(dims), out_strides};
   const T* x = static_cast<const T*>(in.data);
-  for_each_row<2>(dims, strides, [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
-    for (int64_t i = 0; i < n; ++i) {
-      Acc& a = acc[off[1] + i * st[1]];
-      const C v = load(x, off[0] + i * st[0]);
-      if (!is_max) {
-        a += static_cast<Acc>(v);  // unsigned addition wraps for integers
-      } else if constexpr (kFloat) {
-        if (v > a || std::isnan(v)) a = v;  // NaN, once seen, stays
-      } else {
-        if (v > static_cast<C>(a)) a = static_cast<Acc>(v);
+  auto pass = [&](int64_t pass_op, std::vector<Acc>& acc, const std::vector<Acc>* shift) {
+    for_each_row<2>(dims, strides, [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t j = off[1] + i * st[1];
+        const double s = shift ? static_cast<double>((*shift)[j]) : 0.0;
+        reduce_fold<Acc, C>(pass_op, acc[j], load(x, off[0] + i * st[0]), s);
       }
-    }
-  });
+    });
+  };
+  std::vector<Acc> acc(static_cast<size_t>(out_count), reduce_init<Acc, C>(op));
+  // LogSumExp: the maximum first, then sum(exp(x - max)) (no overflow for large x).
+  std::vector<Acc> max;
+  if (op == HIPDNN_EP_REDUCE_OP_LOG_SUM_EXP) {
+    max.assign(static_cast<size_t>(out_count), reduce_init<Acc, C>(HIPDNN_EP_REDUCE_OP_MAX));
+    pass(HIPDNN_EP_REDUCE_OP_MAX, max, nullptr);
+  }
+  pass(op, acc, max.empty() ? nullptr : &max);
   T* y = static_cast<T*>(out.data);
   for (int64_t j = 0; j < out_count; ++j) {
     if constexpr (kFloat) {
-      const double value = op == HIPDNN_EP_REDUCE_OP_MEAN ? acc[j] / static_cast<double>(reduced_count) : acc[j];
+      double value = acc[j];
+      switch (op) {
+        case HIPDNN_EP_REDUCE_OP_MEAN: value /= static_cast<double>(reduced_count); break;
+        case HIPDNN_EP_REDUCE_OP_L2: value = std::sqrt(value); break;
+        case HIPDNN_EP_REDUCE_OP_LOG_SUM: value = std::log(value); break;
+        case HIPDNN_EP_REDUCE_OP_LOG_SUM_EXP:
+          // an infinite or NaN maximum is the result (and -inf over an empty set)
+          value = std::isfinite(max[j]) ? std::log(value) + max[j] : max[j];
+          break;
+        default: break;
+      }
       store(y, j, static_cast<C>(value));
     } else {
       store(y, j, static_cast<C>(acc[j]));  // modulo 2^bits, like the sum itself

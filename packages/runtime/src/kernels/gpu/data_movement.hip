@@ -126,6 +126,14 @@ std::string data_error_message(const DataErrorRecord& record) {
       return std::string(record.code == kErrorGatherIndex ? "hipdnn_ep_kernel_gather" : "hipdnn_ep_kernel_gather_elements") +
              ": index " + str(v[0]) + " at position " + str(v[1]) + " is out of range for axis " +
              str(v[2]) + " of size " + str(v[3]);
+    case kErrorScatterNdIndex:
+    case kErrorGatherNdIndex:
+      return std::string(record.code == kErrorScatterNdIndex ? "hipdnn_ep_kernel_scatter_nd" : "hipdnn_ep_kernel_gather_nd") +
+             ": index " + str(v[0]) + " of index tuple " + str(v[1]) + " is out of range for axis " + str(v[2]) +
+             " of size " + str(v[3]);
+    case kErrorScatterElementsIndex:
+      return "hipdnn_ep_kernel_scatter_elements: index " + str(v[0]) + " at position " + str(v[1]) +
+             " is out of range for axis " + str(v[2]) + " of size " + str(v[3]);
     case kErrorRotaryPosition:
     case kErrorGqaRotaryPosition:
       return std::string(record.code == kErrorRotaryPosition ? "hipdnn_ep_kernel_rotary_embedding"

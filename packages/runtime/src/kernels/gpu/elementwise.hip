@@ -194,6 +194,19 @@ struct UnaryOp {
       else if constexpr (Op == HIPDNN_EP_UNARY_OP_CEIL) return ceilf(x);
       else if constexpr (Op == HIPDNN_EP_UNARY_OP_SIGN) return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == 0.0f ? 0.0f : x;
       else if constexpr (Op == HIPDNN_EP_UNARY_OP_RECIPROCAL) return 1.0f / x;
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_SIN) return sinf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_COS) return cosf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_TAN) return tanf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ASIN) return asinf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ACOS) return acosf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ATAN) return atanf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_SINH) return sinhf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_COSH) return coshf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ASINH) return asinhf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ACOSH) return acoshf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ATANH) return atanhf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ROUND) return rintf(x);  // halves to even
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_SOFTSIGN) return x / (1.0f + fabsf(x));
       else return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));  // GELU_TANH
     }
   }
@@ -243,6 +256,19 @@ void unary_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_re
       HIPDNN_EP_UNARY_CASE(CEIL)
       HIPDNN_EP_UNARY_CASE(SIGN)
       HIPDNN_EP_UNARY_CASE(RECIPROCAL)
+      HIPDNN_EP_UNARY_CASE(SIN)
+      HIPDNN_EP_UNARY_CASE(COS)
+      HIPDNN_EP_UNARY_CASE(TAN)
+      HIPDNN_EP_UNARY_CASE(ASIN)
+      HIPDNN_EP_UNARY_CASE(ACOS)
+      HIPDNN_EP_UNARY_CASE(ATAN)
+      HIPDNN_EP_UNARY_CASE(SINH)
+      HIPDNN_EP_UNARY_CASE(COSH)
+      HIPDNN_EP_UNARY_CASE(ASINH)
+      HIPDNN_EP_UNARY_CASE(ACOSH)
+      HIPDNN_EP_UNARY_CASE(ATANH)
+      HIPDNN_EP_UNARY_CASE(ROUND)
+      HIPDNN_EP_UNARY_CASE(SOFTSIGN)
 #undef HIPDNN_EP_UNARY_CASE
       default: break;
     }

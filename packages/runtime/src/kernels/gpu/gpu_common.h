@@ -125,6 +125,9 @@ enum : unsigned long long {
   kErrorGqaSeqlens = 6,         // batch row, seqlens_k, present length
   kErrorGqaPastLength = 7,      // batch row, seqlens_k, sequence length, past length
   kErrorGatherElementsIndex = 8,  // index, position, axis, axis size (gather_elements)
+  kErrorScatterNdIndex = 9,       // index, index tuple, axis, axis size (scatter_nd)
+  kErrorGatherNdIndex = 10,       // index, index tuple, axis, axis size (gather_nd)
+  kErrorScatterElementsIndex = 11,  // index, position, axis, axis size (scatter_elements)
 };
 
 // Records a failure unless one is recorded already (the first one wins).

@@ -1,9 +1,10 @@
-// GPU reduction kernel: sum, mean and max over a set of axes.
+// GPU reduction kernel: every ONNX reduction (hipdnn_ep_reduce_op) over a set of axes.
 //
 // One block per output element: its threads stride over the reduced
 // positions, then combine in shared memory. Floats accumulate in double,
 // integers in wrapping 64-bit, as on the CPU backend; over an empty set sum
-// is 0, mean NaN and max -inf (floats) or the dtype's minimum (integers).
+// is 0, mean NaN and max -inf (floats) or the dtype's minimum (integers), min +inf or the maximum,
+// prod 1, log-sum and log-sum-exp -inf.
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -16,48 +17,105 @@
 namespace hipdnn_ep::kernels::gpu {
 namespace {
 
-template <typename Acc, bool kFloat, bool kMax>
+// How partial results combine: the extremes, products, or sums (every other op, after a map).
+enum class Fold { kMax, kMin, kProd, kSum };
+
+template <int64_t Op>
+constexpr Fold fold_of() {
+  return Op == HIPDNN_EP_REDUCE_OP_MAX ? Fold::kMax
+         : Op == HIPDNN_EP_REDUCE_OP_MIN ? Fold::kMin
+         : Op == HIPDNN_EP_REDUCE_OP_PROD ? Fold::kProd
+                                          : Fold::kSum;
+}
+
+template <typename Acc, bool kFloat, Fold F>
 struct Combine {
   __device__ __forceinline__ Acc operator()(Acc a, Acc b) const {
-    if constexpr (!kMax) {
+    if constexpr (F == Fold::kSum) {
       return a + b;  // unsigned addition wraps for integers
-    } else if constexpr (kFloat) {
-      if (isnan(a) || isnan(b)) return NAN;  // NaN, once seen, stays
-      return a > b ? a : b;
+    } else if constexpr (F == Fold::kProd) {
+      return a * b;  // unsigned multiplication wraps for integers
     } else {
-      return a > b ? a : b;  // Acc is the signed value here
+      if constexpr (kFloat) {
+        if (isnan(a) || isnan(b)) return NAN;  // NaN, once seen, stays
+      }
+      if constexpr (F == Fold::kMax) return a > b ? a : b;  // Acc is the signed value for integers
+      else return a < b ? a : b;
     }
   }
 };
+
+// One element's contribution (L1: |x|, L2 and SUM_SQUARE: x * x, LOG_SUM_EXP: exp(x - shift)).
+template <int64_t Op, typename Acc, typename C>
+__device__ __forceinline__ Acc reduce_map(C v, double shift) {
+  if constexpr (Op == HIPDNN_EP_REDUCE_OP_L1) {
+    return v < C{0} ? Acc{0} - static_cast<Acc>(v) : static_cast<Acc>(v);
+  } else if constexpr (Op == HIPDNN_EP_REDUCE_OP_L2 || Op == HIPDNN_EP_REDUCE_OP_SUM_SQUARE) {
+    return static_cast<Acc>(v) * static_cast<Acc>(v);
+  } else if constexpr (Op == HIPDNN_EP_REDUCE_OP_LOG_SUM_EXP) {
+    return exp(static_cast<double>(v) - shift);
+  } else {
+    return static_cast<Acc>(v);
+  }
+}
+
+template <typename Acc, typename C, Fold F>
+__device__ __forceinline__ Acc fold_init() {
+  constexpr bool kFloat = std::is_floating_point_v<C>;
+  if constexpr (F == Fold::kMax) {
+    if constexpr (kFloat) return -INFINITY;
+    else return static_cast<Acc>(std::is_same_v<C, int32_t> ? INT32_MIN : INT64_MIN);
+  } else if constexpr (F == Fold::kMin) {
+    if constexpr (kFloat) return INFINITY;
+    else return static_cast<Acc>(std::is_same_v<C, int32_t> ? INT32_MAX : INT64_MAX);
+  } else if constexpr (F == Fold::kProd) {
+    return Acc{1};
+  } else {
+    return Acc{0};
+  }
+}
 
 template <typename T, int64_t Op>
 __global__ void reduce_kernel(const T* x, T* y, Layout<1> kept, Layout<1> reduced, int64_t out_count,
                               int64_t reduced_count) {
   using C = typename Compute<T>::type;
   constexpr bool kFloat = std::is_floating_point_v<C>;
-  constexpr bool kMax = Op == HIPDNN_EP_REDUCE_OP_MAX;
-  // Max of integers compares signed values; sums wrap in unsigned 64-bit.
-  using Acc = std::conditional_t<kFloat, double, std::conditional_t<kMax, int64_t, uint64_t>>;
+  constexpr Fold F = fold_of<Op>();
+  constexpr bool kExtreme = F == Fold::kMax || F == Fold::kMin;
+  // Extremes of integers compare signed values; sums and products wrap in unsigned 64-bit.
+  using Acc = std::conditional_t<kFloat, double, std::conditional_t<kExtreme, int64_t, uint64_t>>;
   __shared__ Acc shared[kBlock];
-  Acc init{0};
-  if constexpr (kMax) {
-    if constexpr (kFloat) init = -INFINITY;
-    else init = static_cast<Acc>(std::is_same_v<C, int32_t> ? INT32_MIN : INT64_MIN);
-  }
-  const Combine<Acc, kFloat, kMax> combine;
+  const Combine<Acc, kFloat, F> combine;
   for (int64_t j = blockIdx.x; j < out_count; j += gridDim.x) {
     int64_t base[1];
     offsets_at(kept, j, base);
-    Acc acc = init;
+    // LogSumExp: the maximum first, then sum(exp(x - max)) (no overflow for large x).
+    double shift = 0.0;
+    if constexpr (Op == HIPDNN_EP_REDUCE_OP_LOG_SUM_EXP) {
+      const Combine<double, true, Fold::kMax> max_of;
+      double m = -INFINITY;
+      for (int64_t r = threadIdx.x; r < reduced_count; r += blockDim.x) {
+        int64_t off[1];
+        offsets_at(reduced, r, off);
+        m = max_of(m, static_cast<double>(load(x, base[0] + off[0])));
+      }
+      shift = block_reduce(m, max_of, reinterpret_cast<double*>(shared));
+    }
+    Acc acc = fold_init<Acc, C, F>();
     for (int64_t r = threadIdx.x; r < reduced_count; r += blockDim.x) {
       int64_t off[1];
       offsets_at(reduced, r, off);
-      acc = combine(acc, static_cast<Acc>(load(x, base[0] + off[0])));
+      acc = combine(acc, reduce_map<Op, Acc>(load(x, base[0] + off[0]), shift));
     }
     acc = block_reduce(acc, combine, shared);
     if (threadIdx.x == 0) {
       if constexpr (kFloat) {
-        const double value = Op == HIPDNN_EP_REDUCE_OP_MEAN ? acc / static_cast<double>(reduced_count) : acc;
+        double value = acc;
+        if constexpr (Op == HIPDNN_EP_REDUCE_OP_MEAN) value /= static_cast<double>(reduced_count);
+        else if constexpr (Op == HIPDNN_EP_REDUCE_OP_L2) value = sqrt(value);
+        else if constexpr (Op == HIPDNN_EP_REDUCE_OP_LOG_SUM) value = log(value);
+        // an infinite or NaN maximum is the result (and -inf over an empty set)
+        else if constexpr (Op == HIPDNN_EP_REDUCE_OP_LOG_SUM_EXP) value = isfinite(shift) ? log(value) + shift : shift;
         store(y, j, static_cast<C>(value));
       } else {
         store(y, j, static_cast<C>(acc));  // modulo 2^bits, like the sum itself
@@ -69,6 +127,7 @@ __global__ void reduce_kernel(const T* x, T* y, Layout<1> kept, Layout<1> reduce
 template <typename T>
 void reduce_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_ref_t& in,
                   const std::vector<bool>& is_reduced, const hipdnn_ep_tensor_ref_t& out) {
+  using C = typename Compute<T>::type;
   const Dims dims = dims_of(in);
   Dims kept_dims = dims, reduced_dims_only = dims;
   int64_t reduced_count = 1;
@@ -93,17 +152,33 @@ void reduce_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_r
   const T* x = static_cast<const T*>(in.data);
   T* y = static_cast<T*>(out.data);
   switch (op) {
-    case HIPDNN_EP_REDUCE_OP_SUM:
-      reduce_kernel<T, HIPDNN_EP_REDUCE_OP_SUM><<<grid, threads, 0, stream>>>(x, y, kept, reduced, out_count,
-                                                                              reduced_count);
-      break;
-    case HIPDNN_EP_REDUCE_OP_MEAN:
-      reduce_kernel<T, HIPDNN_EP_REDUCE_OP_MEAN><<<grid, threads, 0, stream>>>(x, y, kept, reduced, out_count,
-                                                                               reduced_count);
-      break;
+#define HIPDNN_EP_REDUCE_CASE(name)                                                                           \
+  case HIPDNN_EP_REDUCE_OP_##name:                                                                            \
+    reduce_kernel<T, HIPDNN_EP_REDUCE_OP_##name><<<grid, threads, 0, stream>>>(x, y, kept, reduced, out_count, \
+                                                                               reduced_count);               \
+    break;
+    HIPDNN_EP_REDUCE_CASE(SUM)
+    HIPDNN_EP_REDUCE_CASE(MEAN)
+    HIPDNN_EP_REDUCE_CASE(MAX)
+    HIPDNN_EP_REDUCE_CASE(MIN)
+    HIPDNN_EP_REDUCE_CASE(PROD)
+    HIPDNN_EP_REDUCE_CASE(L1)
+    HIPDNN_EP_REDUCE_CASE(SUM_SQUARE)
+#undef HIPDNN_EP_REDUCE_CASE
     default:
-      reduce_kernel<T, HIPDNN_EP_REDUCE_OP_MAX><<<grid, threads, 0, stream>>>(x, y, kept, reduced, out_count,
-                                                                              reduced_count);
+      // the float-only ops (the manifest's dtypes tables; validation checked them)
+      if constexpr (std::is_floating_point_v<C>) {
+        if (op == HIPDNN_EP_REDUCE_OP_L2) {
+          reduce_kernel<T, HIPDNN_EP_REDUCE_OP_L2><<<grid, threads, 0, stream>>>(x, y, kept, reduced, out_count,
+                                                                                 reduced_count);
+        } else if (op == HIPDNN_EP_REDUCE_OP_LOG_SUM) {
+          reduce_kernel<T, HIPDNN_EP_REDUCE_OP_LOG_SUM><<<grid, threads, 0, stream>>>(x, y, kept, reduced, out_count,
+                                                                                      reduced_count);
+        } else {
+          reduce_kernel<T, HIPDNN_EP_REDUCE_OP_LOG_SUM_EXP><<<grid, threads, 0, stream>>>(x, y, kept, reduced,
+                                                                                          out_count, reduced_count);
+        }
+      }
       break;
   }
   check_launch("reduce");
