@@ -172,10 +172,14 @@ std::vector<std::vector<size_t>> NodeProducers(const OrtApi& ort, const std::vec
   for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = i;
   std::vector<std::vector<size_t>> producers(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
-    size_t n = 0;
+    size_t n = 0, implicit = 0;
     ThrowIfError(ort, ort.Node_GetNumInputs(nodes[i], &n));
-    std::vector<const OrtValueInfo*> ins(n);
+    // A control-flow node's subgraphs read outer values as implicit inputs: they are edges too, or a
+    // group could be formed around such a node (If reads A, B reads If) and ORT refuses the fusion.
+    ThrowIfError(ort, ort.Node_GetNumImplicitInputs(nodes[i], &implicit));
+    std::vector<const OrtValueInfo*> ins(n + implicit);
     if (n) ThrowIfError(ort, ort.Node_GetInputs(nodes[i], ins.data(), n));
+    if (implicit) ThrowIfError(ort, ort.Node_GetImplicitInputs(nodes[i], ins.data() + n, implicit));
     for (const OrtValueInfo* vi : ins) {
       if (vi == nullptr) continue;
       const OrtNode* producer = nullptr;

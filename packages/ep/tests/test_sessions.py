@@ -152,6 +152,29 @@ def test_a_path_through_an_unsupported_node_is_not_fused_around(tmp_path: Path, 
     assert env.compiled_ops() == [["Relu"], ["Add"]]
 
 
+def test_a_path_through_a_control_flow_body_is_not_fused_around(tmp_path: Path, ep_devices, env: Env) -> None:
+    """Relu -> If (whose branches read the Relu's output from the outer graph) -> Relu: the If's implicit
+    input is an edge. Grouping the two Relus made a cycle through the If; ORT refused the fusion and the EP
+    then claimed nothing in the graph, silently with fallback on."""
+    def branch(name: str, op: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node(op, ["r"], [name + "_out"])], name, [],
+                                 [helper.make_tensor_value_info(name + "_out", TensorProto.FLOAT, [2, 3])])
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="first"),
+             helper.make_node("If", ["cond"], ["i"], name="if", then_branch=branch("then", "Neg"),
+                              else_branch=branch("else", "Identity")),
+             helper.make_node("Relu", ["i"], ["z"], name="second")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+              helper.make_tensor_value_info("cond", TensorProto.BOOL, [])]
+    outputs = [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])]
+    model = save(helper.make_graph(nodes, "implicit", inputs, outputs), tmp_path / "if.onnx")
+    sess = make_session(model, ep_devices, env.options)
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    for cond in (True, False):
+        feeds = {"x": x, "cond": np.array(cond)}
+        np.testing.assert_array_equal(sess.run(None, feeds)[0], cpu_session(model).run(None, feeds)[0])
+    assert env.compiled_ops() == [["Relu"], ["Relu"]]
+
+
 def test_disabled_fallback_lists_each_unsupported_node(tmp_path: Path, ep_devices, env: Env) -> None:
     model = elementwise(tmp_path / "m.onnx", ["n", 4], middle="Hardmax")
     expected = rf"(?s)fallback is disabled.*node 'hardmax' \(Hardmax\): operator Hardmax is not supported by {COMPILER}"
