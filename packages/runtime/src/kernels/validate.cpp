@@ -966,50 +966,6 @@ void check_window_output(const std::string& where, int64_t in, int64_t out, int6
   if (out < 0 || (out > 0 && (out - 1) * stride >= in + pad_begin + pad_end + stride)) {
     fail_invalid(where + ": output size " + std::to_string(out) + " does not fit input size " + std::to_string(in) +
                  " with kernel span " + std::to_string(span) + " and stride " + std::to_string(stride));
-// ---------------------------------------------------------------- quantization family
-
-QuantLayout quant_layout(const Dims& x, const Dims& scale, int64_t axis, int64_t block_size) {
-  QuantLayout l;
-  if (block_size < 0) fail_invalid("block_size is " + std::to_string(block_size) + ", expected >= 0");
-  if (block_size == 0 && element_count(scale) == 1 && scale.size() <= 1) return l;
-  const auto rank = static_cast<int64_t>(x.size());
-  if (axis < -rank || axis >= rank) {
-    fail_invalid("axis " + std::to_string(axis) + " is out of range for X of dims " + format_dims(x));
-  }
-  const auto a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
-  l.len = x[a];
-  l.inner = dims_product(x, a + 1, x.size());
-  if (block_size == 0) {
-    if (scale != Dims{x[a]}) {
-      fail_invalid("scale has dims " + format_dims(scale) + "; per axis " + std::to_string(a) + " of X " +
-                   format_dims(x) + " it must be [" + std::to_string(x[a]) + "] (or hold one value)");
-    }
-    l.mode = QuantLayout::kPerAxis;
-    return l;
-  }
-  Dims want = x;
-  want[a] = (x[a] + block_size - 1) / block_size;
-  if (scale != want) {
-    fail_invalid("scale has dims " + format_dims(scale) + "; blocks of " + std::to_string(block_size) +
-                 " along axis " + std::to_string(a) + " of X " + format_dims(x) + " need " + format_dims(want));
-  }
-  l.mode = QuantLayout::kBlocked;
-  l.block = block_size;
-  l.blocks = want[a];
-  return l;
-}
-
-namespace {
-
-bool is_int8(int32_t dtype) { return dtype == HIPDNN_EP_DTYPE_INT8 || dtype == HIPDNN_EP_DTYPE_UINT8; }
-
-// Scale and zero point (when given) of a quantize or dequantize call: checked against X's dims.
-void check_scale_and_zero_point(const Call& call, int32_t zero_point_dtype) {
-  const Dims scale = dims_of(call.in(1));
-  quant_layout(dims_of(call.in(0)), scale, call.int_attr(0), call.int_attr(1));
-  if (call.has_input(2)) {
-    call.expect_dtype(call.in(2), "input 2 (zero_point)", zero_point_dtype);
-    expect_dims(call.in(2), "input 2 (zero_point)", scale);
   }
 }
 
@@ -1096,6 +1052,55 @@ void validate_activation(const hipdnn_ep_kernel_args_t* args) {
 // ---------------------------------------------------------------- end of the vision kernels
 
 
+// ---------------------------------------------------------------- quantization family
+
+QuantLayout quant_layout(const Dims& x, const Dims& scale, int64_t axis, int64_t block_size) {
+  QuantLayout l;
+  if (block_size < 0) fail_invalid("block_size is " + std::to_string(block_size) + ", expected >= 0");
+  if (block_size == 0 && element_count(scale) == 1 && scale.size() <= 1) return l;
+  const auto rank = static_cast<int64_t>(x.size());
+  if (axis < -rank || axis >= rank) {
+    fail_invalid("axis " + std::to_string(axis) + " is out of range for X of dims " + format_dims(x));
+  }
+  const auto a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+  l.len = x[a];
+  l.inner = dims_product(x, a + 1, x.size());
+  if (block_size == 0) {
+    if (scale != Dims{x[a]}) {
+      fail_invalid("scale has dims " + format_dims(scale) + "; per axis " + std::to_string(a) + " of X " +
+                   format_dims(x) + " it must be [" + std::to_string(x[a]) + "] (or hold one value)");
+    }
+    l.mode = QuantLayout::kPerAxis;
+    return l;
+  }
+  Dims want = x;
+  want[a] = (x[a] + block_size - 1) / block_size;
+  if (scale != want) {
+    fail_invalid("scale has dims " + format_dims(scale) + "; blocks of " + std::to_string(block_size) +
+                 " along axis " + std::to_string(a) + " of X " + format_dims(x) + " need " + format_dims(want));
+  }
+  l.mode = QuantLayout::kBlocked;
+  l.block = block_size;
+  l.blocks = want[a];
+  return l;
+}
+
+namespace {
+
+bool is_int8(int32_t dtype) { return dtype == HIPDNN_EP_DTYPE_INT8 || dtype == HIPDNN_EP_DTYPE_UINT8; }
+
+// Scale and zero point (when given) of a quantize or dequantize call: checked against X's dims.
+void check_scale_and_zero_point(const Call& call, int32_t zero_point_dtype) {
+  const Dims scale = dims_of(call.in(1));
+  quant_layout(dims_of(call.in(0)), scale, call.int_attr(0), call.int_attr(1));
+  if (call.has_input(2)) {
+    call.expect_dtype(call.in(2), "input 2 (zero_point)", zero_point_dtype);
+    expect_dims(call.in(2), "input 2 (zero_point)", scale);
+  }
+}
+
+}  // namespace
+
 void validate_quantize_linear(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_QUANTIZE_LINEAR_N_INT_ATTRS, HIPDNN_EP_KERNEL_QUANTIZE_LINEAR_N_FLOAT_ATTRS,
                   2, 3, 1, 2);
@@ -1146,5 +1151,6 @@ void validate_matmul_integer(const hipdnn_ep_kernel_args_t* args) {
   }
   call.expect_out(HIPDNN_EP_DTYPE_INT32, s.out);
 }
+
 
 }  // namespace hipdnn_ep::kernels
