@@ -28,7 +28,7 @@ nox.options.sessions = ["lint", "abi", "tests", "matrix"]
 ROOT = Path(__file__).resolve().parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 DIST = ROOT / "dist"
-ABI_DIR = ROOT / "packages/runtime/abi"
+ABI_DIR = ROOT / "packages/abi"
 COMPILER_ABI_JSON = ROOT / "packages/compiler/src/hipdnn_ep_compiler/abi/runtime_abi_v1.json"
 PACKAGES = {"runtime": "hipdnn-ep-runtime", "compiler": "hipdnn-ep-compiler", "ep": "hipdnn-ep"}
 

@@ -71,8 +71,9 @@ import release  # noqa: E402
 
 NAMES = {"runtime": "hipdnn-ep-runtime", "compiler": "hipdnn-ep-compiler", "ep": "hipdnn-ep"}
 # What each wheel is built from: its content key is the git tree of these paths.
-BUILT_FROM = {"runtime": ["packages/runtime", "tools/fetch_third_party.sh"], "compiler": ["packages/compiler"],
-              "ep": ["packages/ep", "packages/runtime/abi", "tools/fetch_third_party.sh"]}
+BUILT_FROM = {"runtime": ["packages/runtime", "packages/abi", "tools/fetch_third_party.sh"],
+              "compiler": ["packages/compiler"],
+              "ep": ["packages/ep", "packages/abi", "tools/fetch_third_party.sh"]}
 TEST_DEPS = ["onnxruntime>=1.23", "onnx>=1.16", "numpy>=1.26"]
 CELL = Path(__file__).resolve().parent / "matrix_cell.py"
 EXAMPLE = ROOT / "examples/custom_kernels"
@@ -231,7 +232,7 @@ POOL_PARAMS_NARROWED = 'params = ["hipdnn_ep_state_t* state", "void** out_base"]
 
 
 def _manifest_json(text: str) -> bytes:
-    sys.path.insert(0, str(ROOT / "packages/runtime/abi"))
+    sys.path.insert(0, str(ROOT / "packages/abi"))
     try:
         from hipdnn_ep_abi import generate, parse
     finally:
@@ -272,7 +273,7 @@ def _edit_library(data: bytes, case: str) -> bytes:
             return
         data[at:at + len(old)] = new.ljust(len(old), b" ")
 
-    text = (ROOT / "packages/runtime/abi/manifest.toml").read_text()
+    text = (ROOT / "packages/abi/manifest.toml").read_text()
     if case == "removed":
         name = b"\0" + SCRATCH.encode() + b"\0"
         replace(name, name[:-2] + b"X\0")  # the dynamic symbol renamed away: no longer exported

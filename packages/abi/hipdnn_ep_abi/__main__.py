@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("pyproject", type=Path)
     sub.add_parser("release", help="snapshot the manifest as released/MAJOR.MINOR.toml")
     pp = sub.add_parser("check-pins", help="the wheels' versions and requirements follow the manifest")
-    pp.add_argument("--root", type=Path, default=DEFAULT_MANIFEST.parents[3], help="repository root")
+    pp.add_argument("--root", type=Path, default=DEFAULT_MANIFEST.parents[2], help="repository root")
     pp.add_argument("--fix", action="store_true",
                     help="record a new compiler version's bundled manifest and rewrite the pins, then check")
     args = ap.parse_args(argv)

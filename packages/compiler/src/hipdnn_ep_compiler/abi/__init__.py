@@ -1,4 +1,4 @@
-"""Access to the runtime ABI manifest (the JSON generated from packages/runtime/abi/manifest.toml)."""
+"""Access to the runtime ABI manifest (the JSON generated from packages/abi/manifest.toml)."""
 
 from .manifest import AbiFunction, RuntimeAbi, bundled_manifest_path, load_abi
 
