@@ -247,3 +247,181 @@ def readme_with_table(readme: str, c: Contract) -> str:
     if begin < 0 or end < begin:
         raise ValueError(f"the README lacks the markers {TABLE_BEGIN!r} ... {TABLE_END!r}")
     return readme[:begin] + TABLE_BEGIN + "\n" + markdown_table(c) + readme[end:]
+
+
+# ---------------------------------------------------------------- C++ reader (nlohmann/json)
+
+CPP_HEADER = "hipdnn_ep/metadata_schema.h"
+
+
+def _camel(path: str) -> str:
+    return "".join(part.capitalize() for part in re.split(r"[._]|\[\]", path) if part) or "Metadata"
+
+
+def _cpp_type(type_: str, path: str) -> str:
+    if type_.endswith("?"):
+        return f"std::optional<{_cpp_type(type_[:-1], path)}>"
+    if type_.startswith("list<"):
+        return f"std::vector<{_cpp_type(type_[5:-1], path + '[]')}>"
+    return {"int": "int64_t", "string": "std::string", "bool": "bool", "size": "Size", "any": "Json",
+            "object": _camel(path)}[type_]
+
+
+def cpp_header(c: Contract, source: str = "metadata.toml") -> str:
+    """Typed structs of the metadata and their readers on nlohmann/json, for the runtime and the EP.
+
+    A reader refuses a declared field of another type, and a required one that is missing, naming the
+    field (`inputs[2].dims[0]`); members the schema does not declare are ignored (a newer minor's)."""
+    objects = [""] + [f.path + ("[]" if f.type.startswith("list<object") else "")
+                      for f in c.fields if f.type in ("object", "list<object>")]
+    members: dict[str, list[Field]] = {o: [] for o in objects}
+    for f in c.fields:
+        parent = f.path.rsplit(".", 1)[0] if "." in f.path else ""
+        members[parent].append(f)
+    # children before parents: a struct's members are complete types where it is declared
+    order = sorted(objects, key=lambda o: -o.count(".") - o.count("[]") - (0 if o == "" else 1))
+    out = [f"// {PY_BANNER.format(source=source)}\n"
+           f"// The {c.name} schema {c.major}.{c.minor}: typed structs and their readers (needs nlohmann/json).\n"
+           "#ifndef HIPDNN_EP_METADATA_SCHEMA_H\n#define HIPDNN_EP_METADATA_SCHEMA_H\n\n"
+           "#include <cmath>\n#include <cstdint>\n#include <optional>\n#include <string>\n#include <vector>\n\n"
+           "#include <nlohmann/json.hpp>\n\nnamespace hipdnn_ep::metadata {\n\n"
+           f"constexpr int kMajor = {c.major};\nconstexpr int kMinor = {c.minor};\n\n"
+           "using Json = nlohmann::json;\n\n"
+           "// A size: an int when static, else the expression of a size known at run time.\n"
+           "struct Size {\n  bool is_int = false;\n  int64_t value = 0;\n  std::string text;\n};\n\n"]
+    for o in order:
+        name = "Metadata" if o == "" else _camel(o)
+        out.append(f"struct {name} {{\n")
+        for f in members[o]:
+            t = _cpp_type(f.type, f.path)
+            out.append(f"  {t if f.required else f'std::optional<{t}>'} {f.path.rsplit('.', 1)[-1]};"
+                       f"  // {f.doc}\n")
+        out.append("};\n\n")
+    out.append(_CPP_READERS_HEAD)
+    for o in order:
+        name = "Metadata" if o == "" else _camel(o)
+        out.append(f"inline bool Read(const Json& v, {name}* out, const std::string& where, std::string* error);\n")
+    out.append("\n")
+    for o in order:
+        name = "Metadata" if o == "" else _camel(o)
+        out.append(f"inline bool Read(const Json& v, {name}* out, const std::string& where, std::string* error) {{\n"
+                   "  if (!v.is_object()) return detail::Fail(where, \"object\", error);\n")
+        for f in members[o]:
+            key = f.path.rsplit(".", 1)[-1]
+            fn = "Required" if f.required else "Optional"
+            out.append(f"  if (!detail::{fn}(v, \"{key}\", &out->{key}, where, error)) return false;\n")
+        out.append("  return true;\n}\n\n")
+    out.append("// Reads a whole metadata object; on failure returns false and sets *error (naming the field).\n"
+               "inline bool Read(const Json& v, Metadata* out, std::string* error) {\n"
+               "  return Read(v, out, \"\", error);\n}\n"
+               "\n}  // namespace hipdnn_ep::metadata\n\n#endif  // HIPDNN_EP_METADATA_SCHEMA_H\n")
+    return "".join(out)
+
+
+_CPP_READERS_HEAD = r'''namespace detail {
+
+inline std::string Join(const std::string& where, const std::string& key) {
+  return where.empty() ? key : where + "." + key;
+}
+
+inline bool Fail(const std::string& where, const char* expected, std::string* error) {
+  *error = "field '" + where + "': expected " + expected;
+  return false;
+}
+
+}  // namespace detail
+
+inline bool Read(const Json& v, int64_t* out, const std::string& where, std::string* error) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)) {
+    *out = static_cast<int64_t>(v.get<uint64_t>());
+  } else if (v.is_number_integer() && !v.is_number_unsigned()) {
+    *out = v.get<int64_t>();
+  } else if (v.is_number_float() && std::isfinite(v.get<double>()) && std::floor(v.get<double>()) == v.get<double>() &&
+             v.get<double>() >= -9223372036854775808.0 && v.get<double>() < 9223372036854775808.0) {
+    *out = static_cast<int64_t>(v.get<double>());  // a reader may have held an integer as a double
+  } else {
+    return detail::Fail(where, "an integer", error);
+  }
+  return true;
+}
+
+inline bool Read(const Json& v, std::string* out, const std::string& where, std::string* error) {
+  if (!v.is_string()) return detail::Fail(where, "a string", error);
+  *out = v.get_ref<const std::string&>();
+  return true;
+}
+
+inline bool Read(const Json& v, bool* out, const std::string& where, std::string* error) {
+  if (!v.is_boolean()) return detail::Fail(where, "a boolean", error);
+  *out = v.get<bool>();
+  return true;
+}
+
+inline bool Read(const Json& v, Size* out, const std::string& where, std::string* error) {
+  if (v.is_string()) {
+    *out = Size{false, 0, v.get_ref<const std::string&>()};
+    return true;
+  }
+  int64_t n = 0;
+  if (!Read(v, &n, where, error)) return detail::Fail(where, "a size (an integer or an expression)", error);
+  *out = Size{true, n, std::to_string(n)};
+  return true;
+}
+
+inline bool Read(const Json& v, Json* out, const std::string&, std::string*) {
+  *out = v;
+  return true;
+}
+
+template <class T>
+bool Read(const Json& v, std::optional<T>* out, const std::string& where, std::string* error);  // T or null
+
+template <class T>
+bool Read(const Json& v, std::vector<T>* out, const std::string& where, std::string* error) {
+  if (!v.is_array()) return detail::Fail(where, "a list", error);
+  out->clear();
+  out->reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    out->emplace_back();
+    if (!Read(v[i], &out->back(), where + "[" + std::to_string(i) + "]", error)) return false;
+  }
+  return true;
+}
+
+template <class T>
+bool Read(const Json& v, std::optional<T>* out, const std::string& where, std::string* error) {
+  if (v.is_null()) {
+    out->reset();
+    return true;
+  }
+  out->emplace();
+  return Read(v, &**out, where, error);
+}
+
+namespace detail {
+
+template <class T>
+bool Required(const Json& object, const char* key, T* out, const std::string& where, std::string* error) {
+  auto it = object.find(key);
+  if (it == object.end()) {
+    *error = "field '" + Join(where, key) + "': missing (required)";
+    return false;
+  }
+  return Read(*it, out, Join(where, key), error);
+}
+
+template <class T>
+bool Optional(const Json& object, const char* key, std::optional<T>* out, const std::string& where,
+              std::string* error) {
+  auto it = object.find(key);
+  if (it == object.end()) {
+    out->reset();
+    return true;
+  }
+  out->emplace();
+  return Read(*it, &**out, Join(where, key), error);
+}
+
+}  // namespace detail
+
+'''

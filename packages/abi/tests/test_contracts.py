@@ -148,3 +148,61 @@ def test_the_generated_validator_names_each_broken_field(tmp_path):
                               "graph_hash: missing (required)"]
     # a reader accepts fields of a newer minor
     assert "compiler.extra: not a declared field" not in problems(meta, known_only=False)
+
+
+JSON_INCLUDE = contracts.ROOT.parents[1] / "third_party/nlohmann-json"
+READER = r"""
+#include <iostream>
+#include <iterator>
+#include "hipdnn_ep/metadata_schema.h"
+int main() {
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  hipdnn_ep::metadata::Metadata m;
+  std::string error;
+  if (!hipdnn_ep::metadata::Read(nlohmann::json::parse(text), &m, &error)) { std::cout << error; return 1; }
+  std::cout << m.inputs.at(0).name << " " << m.inputs.at(0).dims.at(0).text << " " << m.inputs.at(0).dims.at(1).value
+            << " " << m.memory_plan.pool_bytes.text << " " << (m.kernel_nodes ? m.kernel_nodes->size() : 99)
+            << " " << (m.symbols ? "symbols" : "no-symbols") << " " << !m.inputs.at(0).dim_names->at(1).has_value();
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cpp_reader(tmp_path_factory):
+    import shutil
+    import subprocess
+
+    if shutil.which("c++") is None or not (JSON_INCLUDE / "nlohmann/json.hpp").exists():
+        pytest.skip("needs c++ and third_party/nlohmann-json (tools/fetch_third_party.sh)")
+    tmp = tmp_path_factory.mktemp("reader")
+    (tmp / "hipdnn_ep").mkdir()
+    (tmp / contracts.CPP_HEADER).write_text(contracts.cpp_header(contracts.load()))
+    (tmp / "reader.cpp").write_text(READER)
+    subprocess.run(["c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-DJSON_USE_IMPLICIT_CONVERSIONS=0",
+                    "-I", str(tmp), "-isystem", str(JSON_INCLUDE), str(tmp / "reader.cpp"), "-o", str(tmp / "reader")],
+                   check=True)
+
+    def run(meta: dict) -> tuple[int, str]:
+        import json
+        proc = subprocess.run([str(tmp / "reader")], input=json.dumps(meta), capture_output=True, text=True)
+        return proc.returncode, proc.stdout
+    return run
+
+
+def test_the_generated_cpp_reader_reads_typed_fields(cpp_reader):
+    meta = _sample()
+    meta["future_field"] = {"of": "a newer minor"}
+    assert cpp_reader(meta) == (0, "x d0_0 4 (mul 16 d0_0) 1 no-symbols 1")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda m: m.pop("graph_hash"), "field 'graph_hash': missing (required)"),
+    (lambda m: m["inputs"][0]["dims"].__setitem__(1, 1.5), "field 'inputs[0].dims[1]': expected a size"),
+    (lambda m: m["weights"][0]["source"].__setitem__("kind", 3), "field 'weights[0].source.kind': expected a string"),
+    (lambda m: m.__setitem__("kernel_nodes", "n"), "field 'kernel_nodes': expected a list"),
+])
+def test_the_generated_cpp_reader_names_the_broken_field(cpp_reader, edit, message):
+    meta = _sample()
+    edit(meta)
+    code, out = cpp_reader(meta)
+    assert code == 1 and out.startswith(message), out
