@@ -227,6 +227,8 @@ extern "C" int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_
     if (imp.name == "hipdnn_ep_output_alloc") artifact->writes_in_place = true;
   }
   if (fields.kernel_nodes) artifact->kernel_nodes = std::move(*fields.kernel_nodes);
+  artifact->checks = std::move(fields.checks);
+  if (fields.symbols) artifact->symbols = std::move(*fields.symbols);
   // 4. Only now load the code.
   artifact->handle = dlopen(artifact->path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (artifact->handle == nullptr) {
@@ -315,7 +317,7 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
     }
     if (why.empty() && status == HIPDNN_EP_STATUS_INVALID_ARGUMENT) {
       // No runtime call failed: the program's own shape checks refused the inputs.
-      why = first_failed_check(artifact->metadata, state, inputs, artifact->inputs.size());
+      why = first_failed_check(artifact->checks, artifact->symbols, state, inputs, artifact->inputs.size());
       if (why.empty()) why = "the inputs fail a shape check of the compiled model";
       return set_error(status, "program " + artifact->path + " refused its inputs: " + why);
     }
