@@ -29,7 +29,7 @@ nox.options.sessions = ["lint", "abi", "tests", "matrix"]
 ROOT = Path(__file__).resolve().parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 DIST = ROOT / "dist"
-ABI_DIR = ROOT / "packages/runtime/abi"
+ABI_DIR = ROOT / "packages/abi"
 COMPILER_ABI_JSON = ROOT / "packages/compiler/src/hipdnn_ep_compiler/abi/runtime_abi_v1.json"
 PACKAGES = {"runtime": "hipdnn-ep-runtime", "compiler": "hipdnn-ep-compiler", "ep": "hipdnn-ep"}
 
@@ -61,7 +61,7 @@ def _install(session: nox.Session, *names: str) -> None:
 
 @nox.session
 def abi(session: nox.Session) -> None:
-    """ABI gates: bump rules, exported symbols, wheel version, generated copies, corpus vs the runtime."""
+    """ABI gates: bump rules (C ABI and metadata schema), exported symbols, wheel version, generated copies, corpus."""
     # cmake and ninja from the build group: the gate tests build libraries through the runtime's CMake check
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"),
                     *nox.project.dependency_groups(PYPROJECT, "build"))
@@ -70,6 +70,9 @@ def abi(session: nox.Session) -> None:
     _abi_tool(session, "check-version", str(ROOT / "packages/runtime/pyproject.toml"))
     _abi_tool(session, "check-pins")
     _abi_tool(session, "json", "--check", str(COMPILER_ABI_JSON))
+    # the JSON contracts (artifact metadata): bump rules against their snapshots, generated copies current
+    _abi_tool(session, "contracts", "check-compat")
+    _abi_tool(session, "contracts", "generate", "--check")
     _install(session, "runtime", "compiler")
     library = session.run("python", "-c", "import hipdnn_ep_runtime as r; print(r.library_path())",
                           silent=True).strip()

@@ -12,8 +12,9 @@ import release  # noqa: E402, F401  (used by the jobs)
 
 NAMES = {"runtime": "hipdnn-ep-runtime", "compiler": "hipdnn-ep-compiler", "ep": "hipdnn-ep"}
 # What each wheel is built from: its content key is the git tree of these paths.
-BUILT_FROM = {"runtime": ["packages/runtime", "tools/release/fetch_third_party.sh"], "compiler": ["packages/compiler"],
-              "ep": ["packages/ep", "packages/runtime/abi", "tools/release/fetch_third_party.sh"]}
+BUILT_FROM = {"runtime": ["packages/runtime", "packages/abi", "tools/release/fetch_third_party.sh"],
+              "compiler": ["packages/compiler"],
+              "ep": ["packages/ep", "packages/abi", "tools/release/fetch_third_party.sh"]}
 TEST_DEPS = ["onnxruntime>=1.23", "onnx>=1.16", "numpy>=1.26"]
 INTEGRATION = Path(__file__).resolve().parents[1]
 CELL = INTEGRATION / "matrix_cell.py"

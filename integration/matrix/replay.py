@@ -20,7 +20,7 @@ POOL_PARAMS_NARROWED = 'params = ["hipdnn_ep_state_t* state", "void** out_base"]
 
 
 def _manifest_json(text: str) -> bytes:
-    sys.path.insert(0, str(ROOT / "packages/runtime/abi"))
+    sys.path.insert(0, str(ROOT / "packages/abi"))
     try:
         from hipdnn_ep_abi import generate, parse
     finally:
@@ -61,7 +61,7 @@ def _edit_library(data: bytes, case: str) -> bytes:
             return
         data[at:at + len(old)] = new.ljust(len(old), b" ")
 
-    text = (ROOT / "packages/runtime/abi/manifest.toml").read_text()
+    text = (ROOT / "packages/abi/manifest.toml").read_text()
     if case == "removed":
         name = b"\0" + SCRATCH.encode() + b"\0"
         replace(name, name[:-2] + b"X\0")  # the dynamic symbol renamed away: no longer exported

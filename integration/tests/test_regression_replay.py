@@ -38,7 +38,7 @@ import pytest
 from models import shape_chain_model
 
 ROOT = Path(__file__).resolve().parents[2]
-ABI_DIR = ROOT / "packages/runtime/abi"
+ABI_DIR = ROOT / "packages/abi"
 RUNTIME_DIR = ROOT / "packages/runtime"
 if str(ABI_DIR) not in sys.path:
     sys.path.insert(0, str(ABI_DIR))

@@ -40,7 +40,7 @@ def repo(tmp_path: Path) -> release.Repo:
     if shutil.which("git") is None:
         pytest.skip("needs git")
     root = tmp_path / "repo"
-    shutil.copytree(ROOT / "packages/runtime/abi", root / "packages/runtime/abi",
+    shutil.copytree(ROOT / "packages/abi", root / "packages/abi",
                     ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     for f in FILES:
         (root / f).parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +126,7 @@ def test_a_release_is_found_without_its_tag(repo: release.Repo, capsys: pytest.C
 
 def test_a_new_abi_minor_needs_the_runtime_minor_and_gets_its_snapshot(repo: release.Repo):
     """Runtime 1.(N+1): a function added in ABI 1.(N+1) is released with its own snapshot."""
-    manifest = repo.root / "packages/runtime/abi/manifest.toml"
+    manifest = repo.root / "packages/abi/manifest.toml"
     cli, _, load, pins = release._abi(repo.root)
     major, minor = load(manifest).major, load(manifest).minor
     old, new = f"{major}.{minor}", f"{major}.{minor + 1}"
@@ -150,14 +150,14 @@ def test_a_new_abi_minor_needs_the_runtime_minor_and_gets_its_snapshot(repo: rel
     _git(repo.root, "commit", "-q", "-am", f"runtime {new}.0")
     assert release.check(repo, "runtime") == []
     assert release.cut(repo, "runtime", "2026-12-03") == f"runtime-v{new}.0"
-    snapshot = repo.root / f"packages/runtime/abi/released/{new}.toml"
+    snapshot = repo.root / f"packages/abi/released/{new}.toml"
     assert snapshot.read_text() == manifest.read_text()
     assert _git(repo.root, "show", "--name-only", "--format=", "HEAD").splitlines() == \
-        ["packages/runtime/CHANGELOG.md", f"packages/runtime/abi/released/{new}.toml"]
+        ["packages/runtime/CHANGELOG.md", f"packages/abi/released/{new}.toml"]
 
 
 def test_a_break_without_a_major_bump_is_not_released(repo: release.Repo):
-    manifest = repo.root / "packages/runtime/abi/manifest.toml"
+    manifest = repo.root / "packages/abi/manifest.toml"
     text = manifest.read_text()
     manifest.write_text(re.sub(r'(?ms)^\[\[functions\]\]\nname = "hipdnn_ep_get_host_scratch_base"\n.*?(?=^\[\[)',
                                "", text, count=1))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ABI_DIR = ROOT / "packages/runtime/abi"
+ABI_DIR = ROOT / "packages/abi"
 if str(ABI_DIR) not in sys.path:
     sys.path.insert(0, str(ABI_DIR))
 from hipdnn_ep_abi import DEFAULT_MANIFEST, Manifest, generate, load  # noqa: E402

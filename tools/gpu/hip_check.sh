@@ -41,7 +41,7 @@ fi
 
 [ -f "$ROOT/third_party/nlohmann-json/nlohmann/json.hpp" ] || bash "$ROOT/tools/release/fetch_third_party.sh"
 mkdir -p "$WORK"
-PYTHONPATH=$RUNTIME/abi python3 -m hipdnn_ep_abi --manifest "$RUNTIME/abi/manifest.toml" generate --out "$WORK/abi" >/dev/null
+PYTHONPATH=$ROOT/packages/abi python3 -m hipdnn_ep_abi --manifest "$ROOT/packages/abi/manifest.toml" generate --out "$WORK/abi" >/dev/null
 mapfile -t SOURCES < <(cd "$RUNTIME" && ls src/kernels/gpu/*.hip src/gpu/*.hip | grep -v 'gpu_blas\.hip$')
 failed=0
 printf '%-36s' "source"; printf ' %-16s' "${ARCHS[@]}"; echo

@@ -23,7 +23,7 @@ still checked) and otherwise refuses, naming the fix:
   bundled manifest is not recorded for its version (``hipdnn_ep_abi check-pins``).
 
 ``cut`` runs ``check`` on a clean working tree, then snapshots the manifest as
-``packages/runtime/abi/released/MAJOR.MINOR.toml`` (runtime; a released snapshot is never
+``packages/abi/released/MAJOR.MINOR.toml`` (runtime; a released snapshot is never
 rewritten), dates the changelog section, commits ``Release <package> <version>`` and tags it.
 Push the commit and the tag yourself.
 """
@@ -44,7 +44,7 @@ PACKAGES = ("runtime", "compiler", "ep")
 
 def _abi(root: Path):
     """The ABI tooling of this checkout (standard library only)."""
-    sys.path.insert(0, str(root / "packages/runtime/abi"))
+    sys.path.insert(0, str(root / "packages/abi"))
     try:
         import hipdnn_ep_abi.__main__ as cli
         from hipdnn_ep_abi import compat, load, pins
@@ -123,8 +123,10 @@ def released_as(repo: Repo, package: str) -> Release | None:
 
 
 def changed_since(repo: Repo, package: str, done: Release) -> int:
-    """Commits after the release `done` that change the package's folder (0 when HEAD still is that release)."""
-    out = repo.git("rev-list", "--count", f"{done.commit}..HEAD", "--", f"packages/{package}", check=False)
+    """Commits after the release `done` that change what the package is built from (0 when HEAD still is that
+    release): its folder, and for the runtime the ABI manifest in packages/abi."""
+    paths = [f"packages/{package}"] + (["packages/abi"] if package == "runtime" else [])
+    out = repo.git("rev-list", "--count", f"{done.commit}..HEAD", "--", *paths, check=False)
     return int(out) if out.isdigit() else 0
 
 
@@ -134,7 +136,7 @@ def check(repo: Repo, package: str, *, to_cut: bool = True) -> list[str]:
     With ``to_cut=False`` (the CI gate) a version that is already released is not a problem: the
     package simply has nothing to release; its pins and the ABI rules are still checked."""
     cli, compat, load, pins = _abi(repo.root)
-    manifest_path = repo.root / "packages/runtime/abi/manifest.toml"
+    manifest_path = repo.root / "packages/abi/manifest.toml"
     m = load(manifest_path)
     problems: list[str] = []
     version = repo.version(package)
@@ -177,7 +179,7 @@ def cut(repo: Repo, package: str, date: str, tag: bool = True) -> str:
     changed = []
     if package == "runtime":
         _, _, load, _ = _abi(repo.root)
-        manifest = repo.root / "packages/runtime/abi/manifest.toml"
+        manifest = repo.root / "packages/abi/manifest.toml"
         m = load(manifest)
         snapshot = manifest.parent / "released" / f"{m.major}.{m.minor}.toml"
         if snapshot.exists() and load(snapshot) != m:

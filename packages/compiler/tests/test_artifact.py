@@ -228,6 +228,40 @@ def test_read_metadata_refuses_formats_it_does_not_read(dynamic_reshape_model, t
         read_metadata(tmp_path / "b")
 
 
+@pytest.mark.parametrize("fixture", ["static_model", "dynamic_reshape_model"])
+def test_written_metadata_follows_the_declared_schema(fixture, request, tmp_path):
+    """Every field the compiler writes is declared in packages/abi/metadata.toml, with its type."""
+    from hipdnn_ep_compiler.abi import metadata_schema
+
+    info = compile_model(request.getfixturevalue(fixture), tmp_path / "a")
+    assert metadata_schema.problems(info.metadata) == []
+    assert metadata_schema.problems(read_metadata(info.path)) == []
+
+
+def test_compile_refuses_to_write_an_undeclared_metadata_field(static_model, tmp_path, monkeypatch):
+    from hipdnn_ep_compiler import compiler
+
+    built = compiler.build_metadata
+    monkeypatch.setattr(compiler, "build_metadata", lambda *a: {**built(*a), "notes": "x", "graph_hash": 7})
+    with pytest.raises(ArtifactError, match=r"notes: not a declared field; graph_hash: int where the schema "
+                                            r"says string.*declare the field in packages/abi/metadata.toml"):
+        compile_model(static_model, tmp_path / "a")
+    assert not (tmp_path / "a" / "program.so").exists()
+
+
+def test_read_metadata_refuses_a_retyped_field_and_names_it(dynamic_reshape_model, tmp_path):
+    info = compile_model(dynamic_reshape_model, tmp_path / "a")
+    raw = info.program.read_bytes()
+    digest = info.metadata["graph_hash"].encode()
+    (tmp_path / "b").mkdir()
+    # same length: the section keeps its size; a newer minor's unknown field would be accepted, a retyped one not
+    retyped = b'"graph_hash":' + b"1" * (len(digest) + 2)
+    (tmp_path / "b" / "program.so").write_bytes(raw.replace(b'"graph_hash":"' + digest + b'"', retyped))
+    with pytest.raises(ArtifactError, match=r"does not follow the artifact metadata schema 1\.0: graph_hash: int "
+                                            r"where the schema says string"):
+        read_metadata(tmp_path / "b")
+
+
 def test_version_script_with_a_minor_that_added_no_function_links(tmp_path):
     """The one version-script writer of the compiler side (import stub, test doubles) handles a minor
     that added only types or an [artifact] change, as ABI 1.3 did; a hand-written copy did not."""

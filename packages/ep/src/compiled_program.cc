@@ -8,6 +8,7 @@
 
 #include "ep_options.h"
 #include "ep_stream.h"
+#include "hipdnn_ep/metadata_schema.h"
 #include "json.h"
 
 namespace hipdnn_ep {
@@ -17,10 +18,11 @@ namespace {
 // Which program input an entry of the metadata's `inputs`/`weights` is. Its dims are the runtime's to
 // read (hipdnn_ep_artifact_run_into checks every input against them): the EP hands over the shapes
 // ORT has, of the fused node's inputs and of the initializers it keeps.
-ArgSpec SpecFromMetadata(const json::Json& v) {
+template <class Tensor>  // metadata::Inputs or metadata::Weights (generated from packages/abi/metadata.toml)
+ArgSpec SpecFromMetadata(const Tensor& v) {
   ArgSpec a;
-  a.name = json::String(json::Member(v, "name"));
-  a.dtype = static_cast<int32_t>(json::Int(json::Member(v, "dtype")));
+  a.name = v.name;
+  a.dtype = static_cast<int32_t>(v.dtype);
   return a;
 }
 
@@ -128,11 +130,17 @@ CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi>
                   ": install hipdnn-ep, hipdnn-ep-compiler and hipdnn-ep-runtime versions that match, then compile "
                   "the model again (for an EPContext model: export it again)");
   }
-  for (const json::Json& v : json::Items(json::Member(meta, "inputs"))) args_.push_back(SpecFromMetadata(v));
-  for (const json::Json& v : json::Items(json::Member(meta, "weights"))) args_.push_back(SpecFromMetadata(v));
-  for (const json::Json& v : json::Items(json::Member(meta, "outputs"))) {
-    outputs_.push_back(json::String(json::Member(v, "name")));
+  // The format read, the rest is read through the schema's generated reader.
+  metadata::Metadata fields;
+  std::string schema_error;
+  if (!metadata::Read(meta, &fields, &schema_error)) {
+    throw EpError("hipdnn-ep: artifact " + path + " has metadata that does not follow the artifact metadata schema " +
+                  std::to_string(metadata::kMajor) + "." + std::to_string(metadata::kMinor) + ": " + schema_error +
+                  "; compile the model again (for an EPContext model: export it again)");
   }
+  for (const metadata::Inputs& v : fields.inputs) args_.push_back(SpecFromMetadata(v));
+  for (const metadata::Weights& v : fields.weights) args_.push_back(SpecFromMetadata(v));
+  for (const metadata::Outputs& v : fields.outputs) outputs_.push_back(v.name);
   if (outputs_.size() != model.outputs.size()) {
     throw EpError("hipdnn-ep: artifact " + path + " has " + std::to_string(outputs_.size()) +
                   " outputs, the fused node '" + node_name + "' has " + std::to_string(model.outputs.size()));

@@ -1,7 +1,6 @@
 #include "json.h"
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "ep_utils.h"
@@ -10,25 +9,7 @@ namespace hipdnn_ep::json {
 
 namespace {
 
-// Thrown from the parser's callback to stop at the first container beyond the bound.
-struct TooDeep {};
-
-// The library's message quotes the text it stopped at: kept short, and in
-// printable ASCII (a message that is not UTF-8 does not even reach a Python caller).
-std::string Printable(const std::string& message) {
-  constexpr size_t kMax = 300;
-  std::string out;
-  for (unsigned char c : message.substr(0, kMax)) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return message.size() > kMax ? out + "..." : out;
-}
+using bounded_json::Printable;
 
 template <typename J>
 std::string DumpText(const J& value, const std::string& what) {
@@ -42,27 +23,19 @@ std::string DumpText(const J& value, const std::string& what) {
 }  // namespace
 
 Json Parse(const std::string& text, size_t max_bytes, const std::string& what) {
-  if (text.size() > max_bytes) {
-    throw EpError("hipdnn-ep: " + what + " is " + std::to_string(text.size()) + " bytes of JSON, more than the " +
-                  std::to_string(max_bytes) + " bytes such a document may have; refusing it");
+  Json out;
+  std::string detail;
+  switch (bounded_json::Parse(text, max_bytes, &out, &detail)) {
+    case bounded_json::Failure::kNone: return out;
+    case bounded_json::Failure::kTooLarge:
+      throw EpError("hipdnn-ep: " + what + " is " + detail + " bytes of JSON, more than the " +
+                    std::to_string(max_bytes) + " bytes such a document may have; refusing it");
+    case bounded_json::Failure::kTooDeep:
+      throw EpError("hipdnn-ep: " + what + " nests JSON more than " + std::to_string(kMaxDepth) +
+                    " levels deep; refusing it");
+    case bounded_json::Failure::kInvalid: break;
   }
-  // The library's parser keeps its own stack on the heap; the callback bounds
-  // the depth of the tree it builds (`depth` counts the enclosing containers).
-  auto bound = [](int depth, Json::parse_event_t event, Json&) {
-    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
-        depth >= kMaxDepth) {
-      throw TooDeep{};
-    }
-    return true;
-  };
-  try {
-    return Json::parse(text, bound);
-  } catch (const TooDeep&) {
-    throw EpError("hipdnn-ep: " + what + " nests JSON more than " + std::to_string(kMaxDepth) +
-                  " levels deep; refusing it");
-  } catch (const nlohmann::json::exception& e) {
-    throw EpError("hipdnn-ep: " + what + " is not valid JSON (" + Printable(e.what()) + ")");
-  }
+  throw EpError("hipdnn-ep: " + what + " is not valid JSON (" + detail + ")");
 }
 
 std::string Dump(const Json& value, const std::string& what) { return DumpText(value, what); }

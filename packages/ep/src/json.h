@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hipdnn_ep/bounded_json.h"  // packages/abi/include: the parse both the runtime and the EP use
+
 namespace hipdnn_ep::json {
 
 using Json = nlohmann::json;
@@ -25,7 +27,7 @@ using OrderedJson = nlohmann::ordered_json;
 
 // The formats the EP reads nest at most 4 levels deep; anything near the
 // bound is hostile, and the bound keeps every walk over a document shallow.
-constexpr int kMaxDepth = 64;
+constexpr int kMaxDepth = bounded_json::kMaxDepth;
 
 // Size bounds per document (bytes of text).
 constexpr size_t kMaxNotesBytes = 64 * 1024;            // EPContext notes: a tag and a compatibility string

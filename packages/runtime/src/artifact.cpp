@@ -80,42 +80,25 @@ std::string describe_dims(const TensorSpec& spec) {
   return out + "]";
 }
 
-// Appends the specs listed under key (absent key: none).
-bool read_specs(const json::Value& metadata, const char* key, std::vector<TensorSpec>* out) {
-  const json::Value* list = json::find(metadata, key);
-  if (list == nullptr) return true;
-  if (!list->is_array()) return false;
-  for (const json::Value& item : json::items(*list)) {
-    const json::Value* name = json::find(item, "name");
-    const json::Value* dtype = json::find(item, "dtype");
-    const json::Value* dims = json::find(item, "dims");
-    if (name == nullptr || !name->is_string() || dtype == nullptr || !json::is_integer(*dtype) || dims == nullptr ||
-        !dims->is_array()) {
-      return false;
-    }
-    TensorSpec spec{json::as_string(*name), static_cast<int32_t>(json::as_int(*dtype)), {}, {}};
-    for (const json::Value& d : json::items(*dims)) {
-      if (json::is_integer(d) && json::as_int(d) >= 0) {
-        spec.dims.push_back(json::as_int(d));
-        spec.dim_text.push_back(std::to_string(json::as_int(d)));
-      } else if (d.is_string()) {
-        spec.dims.push_back(-1);
-        spec.dim_text.push_back(json::as_string(d));
-      } else {
-        return false;
-      }
-    }
-    out->push_back(std::move(spec));
+// The spec of a tensor of the metadata (read through the schema's generated reader). A dim is an int
+// (static) or its expression (known at run time); a negative int is malformed.
+template <class Tensor>  // metadata::Inputs, metadata::Weights or metadata::Outputs
+bool to_spec(const Tensor& tensor, std::vector<TensorSpec>* out) {
+  TensorSpec spec{tensor.name, static_cast<int32_t>(tensor.dtype), {}, {}};
+  for (const metadata::Size& d : tensor.dims) {
+    if (d.is_int && d.value < 0) return false;
+    spec.dims.push_back(d.is_int ? d.value : -1);
+    spec.dim_text.push_back(d.text);
   }
+  out->push_back(std::move(spec));
   return true;
 }
 
 // "node '...' (Op): " for the kernel call of index `call` when the metadata lists the node of each
 // kernel call (kernel_nodes, compilers from 0.4); empty otherwise.
-std::string failed_node(const json::Value& metadata, int64_t call) {
-  const json::Value* nodes = json::find(metadata, "kernel_nodes");
-  if (call < 0 || nodes == nullptr || call >= static_cast<int64_t>(json::items(*nodes).size())) return "";
-  const std::string& node = json::as_string(json::items(*nodes)[static_cast<size_t>(call)]);
+std::string failed_node(const std::vector<std::string>& nodes, int64_t call) {
+  if (call < 0 || call >= static_cast<int64_t>(nodes.size())) return "";
+  const std::string& node = nodes[static_cast<size_t>(call)];
   return node.empty() ? "" : node + ": ";
 }
 
@@ -225,18 +208,27 @@ extern "C" int32_t hipdnn_ep_artifact_open(const char* path, hipdnn_ep_artifact_
       status != HIPDNN_EP_STATUS_OK) {
     return status;
   }
-  const bool specs_read = hipdnn_ep::read_specs(artifact->metadata, "inputs", &artifact->inputs);
-  artifact->n_graph_inputs = artifact->inputs.size();
-  HIPDNN_EP_REQUIRE(specs_read && hipdnn_ep::read_specs(artifact->metadata, "weights", &artifact->inputs) &&
-                        hipdnn_ep::read_specs(artifact->metadata, "outputs", &artifact->outputs),
+  // Every field through the schema's generated reader (packages/abi/metadata.toml), which names the field.
+  hipdnn_ep::metadata::Metadata fields;
+  std::string schema_error;
+  HIPDNN_EP_REQUIRE(hipdnn_ep::metadata::Read(artifact->metadata, &fields, &schema_error),
                     HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                    artifact->path + ": metadata inputs, weights or outputs are malformed "
-                                     "(each needs name, dtype and dims)");
-  // check_artifact_abi refused metadata without a list of named imports.
-  for (const hipdnn_ep::json::Value& imp : hipdnn_ep::json::items(*hipdnn_ep::json::find(artifact->metadata, "imports"))) {
-    const hipdnn_ep::json::Value* name = hipdnn_ep::json::find(imp, "name");
-    if (name && hipdnn_ep::json::as_string(*name) == "hipdnn_ep_output_alloc") artifact->writes_in_place = true;
+                    artifact->path + ": malformed metadata: " + schema_error +
+                        " (the artifact metadata schema " + std::to_string(hipdnn_ep::metadata::kMajor) + "." +
+                        std::to_string(hipdnn_ep::metadata::kMinor) + ")");
+  bool specs_read = true;
+  for (const auto& t : fields.inputs) specs_read = specs_read && hipdnn_ep::to_spec(t, &artifact->inputs);
+  artifact->n_graph_inputs = artifact->inputs.size();
+  for (const auto& t : fields.weights) specs_read = specs_read && hipdnn_ep::to_spec(t, &artifact->inputs);
+  for (const auto& t : fields.outputs) specs_read = specs_read && hipdnn_ep::to_spec(t, &artifact->outputs);
+  HIPDNN_EP_REQUIRE(specs_read, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                    artifact->path + ": malformed metadata: a dim of an input, weight or output is negative");
+  for (const auto& imp : fields.imports) {
+    if (imp.name == "hipdnn_ep_output_alloc") artifact->writes_in_place = true;
   }
+  if (fields.kernel_nodes) artifact->kernel_nodes = std::move(*fields.kernel_nodes);
+  artifact->checks = std::move(fields.checks);
+  if (fields.symbols) artifact->symbols = std::move(*fields.symbols);
   // 4. Only now load the code.
   artifact->handle = dlopen(artifact->path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (artifact->handle == nullptr) {
@@ -325,12 +317,12 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
     }
     if (why.empty() && status == HIPDNN_EP_STATUS_INVALID_ARGUMENT) {
       // No runtime call failed: the program's own shape checks refused the inputs.
-      why = first_failed_check(artifact->metadata, state, inputs, artifact->inputs.size());
+      why = first_failed_check(artifact->checks, artifact->symbols, state, inputs, artifact->inputs.size());
       if (why.empty()) why = "the inputs fail a shape check of the compiled model";
       return set_error(status, "program " + artifact->path + " refused its inputs: " + why);
     }
     return set_error(status, "program " + artifact->path + " failed with status " + std::to_string(status) + ": " +
-                                 failed_node(artifact->metadata, state->failed_kernel) + why);
+                                 failed_node(artifact->kernel_nodes, state->failed_kernel) + why);
   }
   for (size_t i = 0; i < artifact->outputs.size(); ++i) {
     if (int32_t status = check_tensor(api, "output", i, artifact->outputs[i], outputs[i], HIPDNN_EP_STATUS_INTERNAL);

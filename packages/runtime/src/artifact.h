@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "hipdnn_ep/metadata_schema.h"
 #include "json.h"
 #include "runtime_internal.h"
 
@@ -25,6 +26,9 @@ struct hipdnn_ep_artifact {
   hipdnn_ep::json::Value metadata;
   std::vector<hipdnn_ep::TensorSpec> inputs;  // graph inputs, then weights
   std::vector<hipdnn_ep::TensorSpec> outputs;
+  std::vector<std::string> kernel_nodes;  // the node of each kernel call (metadata kernel_nodes; may be empty)
+  std::vector<hipdnn_ep::metadata::Checks> checks;    // the shape checks, re-evaluated to name a refusal
+  std::vector<hipdnn_ep::metadata::Symbols> symbols;  // the named symbols those checks may use
   void* handle = nullptr;
   hipdnn_ep_program_run_fn entry = nullptr;
   bool writes_in_place = false;  // imports hipdnn_ep_output_alloc: asks for each output before its first kernel

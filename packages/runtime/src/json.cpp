@@ -4,36 +4,18 @@
 
 namespace hipdnn_ep::json {
 
-namespace {
-struct TooDeep {};  // thrown by the parser callback at the first container beyond the bound
-}  // namespace
-
 bool parse(const std::string& text, size_t max_bytes, Value* out, std::string* error) {
-  if (text.size() > max_bytes) {
-    *error = std::to_string(text.size()) + " bytes, more than the " + std::to_string(max_bytes) + " allowed";
-    return false;
+  std::string detail;
+  switch (bounded_json::Parse(text, max_bytes, out, &detail)) {
+    case bounded_json::Failure::kNone: return true;
+    case bounded_json::Failure::kTooLarge:
+      *error = detail + " bytes, more than the " + std::to_string(max_bytes) + " allowed";
+      return false;
+    case bounded_json::Failure::kTooDeep:
+      *error = "nested more than " + std::to_string(kMaxDepth) + " levels deep";
+      return false;
+    case bounded_json::Failure::kInvalid: *error = detail; return false;
   }
-  // The library's parser keeps its stack on the heap; the callback bounds the
-  // depth of the tree (`depth` counts the enclosing containers).
-  auto bound = [](int depth, Value::parse_event_t event, Value&) {
-    if ((event == Value::parse_event_t::object_start || event == Value::parse_event_t::array_start) &&
-        depth >= kMaxDepth) {
-      throw TooDeep{};
-    }
-    return true;
-  };
-  try {
-    *out = Value::parse(text, bound);
-    return true;
-  } catch (const TooDeep&) {
-    *error = "nested more than " + std::to_string(kMaxDepth) + " levels deep";
-  } catch (const nlohmann::json::exception& e) {
-    // The library quotes the text it stopped at: keep the message short and printable.
-    std::string what;
-    for (unsigned char c : std::string(e.what()).substr(0, 300)) what += (c >= 0x20 && c < 0x7f) ? c : '?';
-    *error = what;
-  }
-  *out = Value();
   return false;
 }
 

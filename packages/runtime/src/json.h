@@ -13,12 +13,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hipdnn_ep/bounded_json.h"  // packages/abi/include: the parse both the runtime and the EP use
+
 namespace hipdnn_ep::json {
 
 using Value = nlohmann::json;
 
 // The metadata nests 3 levels deep; anything near the bound is hostile.
-constexpr int kMaxDepth = 64;
+constexpr int kMaxDepth = bounded_json::kMaxDepth;
 // An artifact's metadata lists every input, weight, output and kernel call.
 constexpr size_t kMaxMetadataBytes = 64 * 1024 * 1024;
 

@@ -17,28 +17,24 @@ struct Result {
 
 class Evaluator {
  public:
-  // symbols: the metadata's "symbols" (null when absent): [{"name": "s3", "value": expression}, ...],
-  // each defined over input symbols and the named symbols listed before it.
+  // symbols: the metadata's `symbols` ({s3, expression}, ...), each defined over input symbols and the
+  // named symbols listed before it.
   Evaluator(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t* inputs, size_t n_inputs,
-            const json::Value* symbols)
+            const std::vector<metadata::Symbols>& symbols)
       : state_(state), inputs_(inputs), n_inputs_(n_inputs) {
-    if (symbols == nullptr || !symbols->is_array()) return;
-    for (const json::Value& s : json::items(*symbols)) {
-      const json::Value* name = json::find(s, "name");
-      const json::Value* value = json::find(s, "value");
-      if (name == nullptr || !name->is_string() || value == nullptr) break;  // the rest cannot be trusted
-      named_index_.emplace(json::as_string(*name), named_.size());
-      named_.push_back(value);
+    for (const metadata::Symbols& s : symbols) {
+      named_index_.emplace(s.name, named_.size());
+      named_.push_back(&s.value);
     }
   }
 
   // An int, or an S-expression such as "(mul 4 d0_1)" (see the compiler's symbolic.py).
-  Result evaluate(const json::Value& v) {
-    if (json::is_integer(v)) return {true, json::as_int(v)};
-    if (!v.is_string()) return {false, 0};
+  Result evaluate(const metadata::Size& v) { return v.is_int ? Result{true, v.value} : evaluate(v.text); }
+
+  Result evaluate(const std::string& text) {
     const std::string* saved_text = text_;
     const size_t saved_pos = pos_;
-    text_ = &json::as_string(v);
+    text_ = &text;
     pos_ = 0;
     Result r = expr();
     skip_space();
@@ -183,7 +179,7 @@ class Evaluator {
   const std::string* text_ = nullptr;
   size_t pos_ = 0;
   std::map<std::pair<int64_t, int64_t>, int64_t> values_;
-  std::vector<const json::Value*> named_;
+  std::vector<const std::string*> named_;
   std::map<std::string, size_t> named_index_;
   std::vector<Result> named_values_;
   size_t limit_ = SIZE_MAX;  // names at this position or later are not defined yet
@@ -214,25 +210,16 @@ std::string format(const std::string& text, const std::vector<Result>& values) {
 
 }  // namespace
 
-std::string first_failed_check(const json::Value& metadata, hipdnn_ep_state_t* state,
+std::string first_failed_check(const std::vector<metadata::Checks>& checks,
+                               const std::vector<metadata::Symbols>& symbols, hipdnn_ep_state_t* state,
                                const hipdnn_ep_tensor_ref_t* inputs, size_t n_inputs) {
-  const json::Value* checks = json::find(metadata, "checks");
-  if (checks == nullptr || !checks->is_array()) return "";
-  Evaluator eval(state, inputs, n_inputs, json::find(metadata, "symbols"));
-  for (const json::Value& check : json::items(*checks)) {
-    const json::Value* where = json::find(check, "where");
-    const json::Value* kind = json::find(check, "kind");
-    const json::Value* text = json::find(check, "text");
-    const json::Value* list = json::find(check, "values");
-    if (where == nullptr || !where->is_string() || kind == nullptr || !kind->is_string() || text == nullptr ||
-        !text->is_string() || list == nullptr || !list->is_array()) {
-      continue;
-    }
-    const std::string& k = json::as_string(*kind);
+  Evaluator eval(state, inputs, n_inputs, symbols);
+  for (const metadata::Checks& check : checks) {
+    const std::string& k = check.kind;
     const size_t arity = k == "eq" || k == "le" ? 2 : 1;
-    if (json::items(*list).size() < arity) continue;
+    if (check.values.size() < arity) continue;
     std::vector<Result> values;
-    for (const json::Value& v : json::items(*list)) values.push_back(eval.evaluate(v));
+    for (const metadata::Size& v : check.values) values.push_back(eval.evaluate(v));
     bool operands_ok = true;
     for (size_t a = 0; a < arity; ++a) operands_ok = operands_ok && values[a].ok;
     bool holds = operands_ok;
@@ -240,7 +227,7 @@ std::string first_failed_check(const json::Value& metadata, hipdnn_ep_state_t* s
     if (holds && k == "le") holds = values[0].value <= values[1].value;
     if (holds && k == "nonneg") holds = values[0].value >= 0;
     if (holds) continue;
-    std::string message = json::as_string(*where) + ": " + format(json::as_string(*text), values);
+    std::string message = check.where + ": " + format(check.text, values);
     if (!operands_ok && message.find("overflows int64") == std::string::npos) {
       message += " (the shape arithmetic overflows int64)";
     }

@@ -120,6 +120,12 @@ def manifest_hash(name: str) -> str:
     return next(f["hash"] for f in rt.abi_manifest()["functions"] if f["name"] == name)
 
 
+def manifest_import(name: str) -> dict:
+    """A metadata `imports` entry of a runtime function, as the compiler writes it (name, hash, since)."""
+    f = next(f for f in rt.abi_manifest()["functions"] if f["name"] == name)
+    return {"name": name, "hash": f["hash"], "since": f["since"]}
+
+
 # The fake program: y = 2 * x + w[0] (float32), y's dims in the host scratch.
 # `extra_call` lets a test make the code reference a symbol the runtime lacks.
 PROGRAM_C = r"""
@@ -181,10 +187,12 @@ def good_metadata() -> dict:
         "compiler": {"name": "hipdnn-ep-compiler", "version": "0.1.0"},
         "backend": "cpu",
         "abi": {"major": major, "min_minor": minor},
-        "imports": [{"name": n, "hash": manifest_hash(n)} for n in GOOD_IMPORTS],
+        "imports": [manifest_import(n) for n in GOOD_IMPORTS],
         "inputs": [{"name": "x", "dtype": 1, "dims": ["n"]}],
         "outputs": [{"name": "y", "dtype": 1, "dims": ["n"]}],
         "weights": [{"name": "w", "dtype": 1, "dims": [1], "source": {"kind": "inline"}}],
+        "memory_plan": {"pool_bytes": 0, "host_scratch_bytes": 0, "alignment": 256, "buffers": []},
+        "checks": [],
         "graph_hash": "0" * 64,
     }
 
@@ -219,7 +227,7 @@ def make_artifact(tmp_path: Path) -> ArtifactFactory:
             metadata = good_metadata()
             if in_place:
                 name = "hipdnn_ep_output_alloc"
-                metadata["imports"].append({"name": name, "hash": manifest_hash(name)})
+                metadata["imports"].append(manifest_import(name))
         meta = metadata if isinstance(metadata, str) else json.dumps(metadata)
         source = directory / "program.c"
         source.write_text(PROGRAM_C % {"meta": json.dumps(meta), "marker": json.dumps(str(marker)),

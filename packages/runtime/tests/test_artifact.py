@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import re
 import threading
 import time
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import hipdnn_ep_runtime as rt
 import numpy as np
 import pytest
-from conftest import ArtifactFactory, FakeArtifact, good_metadata, manifest_hash
+from conftest import ArtifactFactory, FakeArtifact, good_metadata, manifest_hash, manifest_import
 
 RUNTIME = "{}.{}".format(*rt.abi_version())
 MAJOR, MINOR = rt.abi_version()
@@ -164,6 +165,28 @@ def test_malformed_tensor_lists(make_artifact: ArtifactFactory) -> None:
     assert not built.loaded
 
 
+@pytest.mark.parametrize(("edit", "field"), [
+    (lambda m: m["outputs"][0].__setitem__("dtype", "float"), "field 'outputs[0].dtype': expected an integer"),
+    (lambda m: m["inputs"][0]["dims"].append(None), "field 'inputs[0].dims[1]': expected a size"),
+    (lambda m: m.__setitem__("kernel_nodes", [1]), "field 'kernel_nodes[0]': expected a string"),
+    (lambda m: m.pop("memory_plan"), "field 'memory_plan': missing (required)"),
+])
+def test_metadata_is_read_through_the_declared_schema(make_artifact: ArtifactFactory, edit, field: str) -> None:
+    """packages/abi/metadata.toml's generated reader: a declared field of another type is refused, naming it."""
+    meta = good_metadata()
+    edit(meta)
+    built = make_artifact(meta)
+    with pytest.raises(rt.InvalidArgumentError, match=re.escape(f"malformed metadata: {field}")):
+        rt.Artifact(built.directory)
+    assert not built.loaded
+
+
+def test_fields_of_a_newer_minor_are_read_past(make_artifact: ArtifactFactory) -> None:
+    meta = good_metadata()
+    meta["a_field_of_a_newer_minor"] = {"any": ["thing"]}
+    assert rt.Artifact(make_artifact(meta).directory) is not None
+
+
 def test_missing_file_and_non_artifacts(tmp_path: Path) -> None:
     with pytest.raises(rt.NotFoundError, match="cannot open"):
         rt.Artifact(tmp_path / "nowhere")
@@ -237,8 +260,7 @@ def test_a_state_runs_one_program_at_a_time(make_artifact: ArtifactFactory, stat
 def test_a_program_says_why_it_refuses_its_inputs(make_artifact: ArtifactFactory, state: rt.State) -> None:
     """ABI 1.2: the text a program hands hipdnn_ep_set_error_message ({k} -> values[k]) is the run's message."""
     metadata = good_metadata()
-    metadata["imports"].append({"name": "hipdnn_ep_set_error_message",
-                                "hash": manifest_hash("hipdnn_ep_set_error_message")})
+    metadata["imports"].append(manifest_import("hipdnn_ep_set_error_message"))
     refuse = ('if (inputs[0].dims[0] == 3) { int64_t v[2] = {6, -9000000000LL}; hipdnn_ep_set_error_message(state, '
               '"node {{r}}: {0} vs {1}; {2} and {x} stay", v, 2); return HIPDNN_EP_STATUS_INVALID_ARGUMENT; }')
     artifact = rt.Artifact(make_artifact(metadata, extra_call=refuse).directory)
@@ -269,7 +291,7 @@ def test_a_failing_kernel_call_names_its_node(make_artifact: ArtifactFactory, st
     """The metadata's kernel_nodes (compiler 0.4) name the node of each kernel call; the run's error names the
     failing call's node (the second here, on every run); without the list the message is the kernel's alone."""
     metadata = good_metadata()
-    metadata["imports"].append({"name": "hipdnn_ep_kernel_unary", "hash": manifest_hash("hipdnn_ep_kernel_unary")})
+    metadata["imports"].append(manifest_import("hipdnn_ep_kernel_unary"))
     if nodes is not None:
         metadata["kernel_nodes"] = nodes
     artifact = rt.Artifact(make_artifact(metadata, extra_call=TWO_KERNEL_CALLS).directory)

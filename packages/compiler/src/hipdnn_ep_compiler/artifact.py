@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .abi import bundled_manifest_path
+from .abi import bundled_manifest_path, metadata_schema
 from .errors import AbiTargetError, ArtifactError
 
 
@@ -116,7 +116,22 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         raise ArtifactError(f"{p}: metadata format {found!r} is not one this compiler reads (formats "
                             f"{OLDEST_FORMAT} to {FORMAT}); use the hipdnn-ep-compiler that built it, or compile "
                             f"the model again")
+    # fields of a newer minor of the same format are allowed; a declared field must have its declared type
+    broken = metadata_schema.problems(meta, known_only=False)
+    if broken:
+        raise ArtifactError(f"{p}: metadata does not follow the artifact metadata schema "
+                            f"{metadata_schema.MAJOR}.{metadata_schema.MINOR}: {'; '.join(broken[:5])}")
     return meta
+
+
+def check_written(meta: dict[str, Any]) -> None:
+    """Refuses metadata this compiler built that breaks the declared schema (packages/abi/metadata.toml):
+    a field written but not declared, or written with another type, would reach readers undeclared."""
+    broken = metadata_schema.problems(meta)
+    if broken:
+        raise ArtifactError("internal error: the metadata built for this model does not follow the artifact "
+                            f"metadata schema {metadata_schema.MAJOR}.{metadata_schema.MINOR}: "
+                            f"{'; '.join(broken[:5])}. Fix: declare the field in packages/abi/metadata.toml")
 
 
 def format_metadata(meta: dict[str, Any]) -> str:

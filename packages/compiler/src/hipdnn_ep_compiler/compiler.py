@@ -18,7 +18,7 @@ from . import symbolic as sym
 from . import weights as wmod
 from ._version import __version__
 from .abi import RuntimeAbi, load_abi
-from .artifact import BACKENDS, FORMAT, PROGRAM, ArtifactInfo, check_runtime_reads
+from .artifact import BACKENDS, FORMAT, PROGRAM, ArtifactInfo, check_runtime_reads, check_written
 from .build_id import build_id
 from .errors import CompileError, UnsupportedError
 from .frontend import load_model
@@ -210,6 +210,7 @@ def compile_model(model_or_path: onnx.ModelProto | str | Path, out_dir: str | Pa
     model, module, lowered, scope = lower_model(model_or_path, target, key)
     with sym.use_scope(scope), hir.reading_shapes():
         meta = build_metadata(model, module, lowered, target, backend)
+    check_written(meta)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # the metadata global is the module's only for this object: a kept lowering stays as lowered

@@ -1,5 +1,6 @@
-"""Access to the runtime ABI manifest (the JSON generated from packages/runtime/abi/manifest.toml)."""
+"""Access to the runtime ABI manifest (the JSON generated from packages/abi/manifest.toml)."""
 
+from . import metadata_schema
 from .manifest import AbiFunction, RuntimeAbi, bundled_manifest_path, load_abi
 
-__all__ = ["RuntimeAbi", "AbiFunction", "load_abi", "bundled_manifest_path"]
+__all__ = ["RuntimeAbi", "AbiFunction", "load_abi", "bundled_manifest_path", "metadata_schema"]

@@ -11,7 +11,7 @@ from conftest import set_minor
 from hipdnn_ep_abi import DEFAULT_MANIFEST, parse, pins
 from hipdnn_ep_abi.__main__ import check_version, main
 
-ROOT = DEFAULT_MANIFEST.parents[3]
+ROOT = DEFAULT_MANIFEST.parents[2]
 FILES = ["packages/runtime/pyproject.toml", "packages/compiler/pyproject.toml", "packages/ep/pyproject.toml",
          pins.COMPILER_JSON, pins.COMPILER_VERSION, pins.LOCK, pins.COMPILER_PROTOCOLS, pins.EP_PROTOCOL]
 

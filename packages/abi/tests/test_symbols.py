@@ -46,7 +46,7 @@ def test_wrong_version_node_is_named(manifest, build_library):
 
 
 ABI_DIR = DEFAULT_MANIFEST.parent
-RUNTIME_DIR = ABI_DIR.parent
+RUNTIME_DIR = ABI_DIR.parent / "runtime"
 CMAKE_PROJECT = """cmake_minimum_required(VERSION 3.26)
 project(exports_gate C)
 include({module})

@@ -7,6 +7,7 @@
     python -m hipdnn_ep_abi check-version PYPROJECT
     python -m hipdnn_ep_abi check-pins [--root DIR] [--fix]
     python -m hipdnn_ep_abi release
+    python -m hipdnn_ep_abi contracts check-compat | generate [--check] | release
 Each check prints every violation, naming the function, and exits 1 if any.
 """
 
@@ -17,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from . import compat, generate, pins, symbols
+from . import compat, contracts, generate, pins, symbols
 from ._toml import loads as load_toml
 from .model import DEFAULT_MANIFEST, Manifest, load
 
@@ -60,6 +61,48 @@ def check_version(m: Manifest, pyproject: Path) -> list[compat.Violation]:
     return []
 
 
+# What `contracts generate` writes, relative to the repository root, from each contract.
+CONTRACT_COPIES = {"packages/compiler/src/hipdnn_ep_compiler/abi/metadata_schema.py": contracts.python_module}
+CONTRACT_README = "packages/abi/README.md"
+
+
+def _contracts(action: str, check: bool, root: Path) -> int:
+    c = contracts.load(contracts.METADATA)
+    if action == "check-compat":
+        found = contracts.check_released("metadata", c)
+        artifact = load(DEFAULT_MANIFEST).artifact
+        if artifact is not None and artifact.format != c.major:
+            found.append(compat.Violation(c.name, f"major {c.major} must be the artifact format the manifest's "
+                                                  f"[artifact] table declares ({artifact.format})"))
+        return _report(f"bump rules of the {c.name} {c.major}.{c.minor}", found)
+    if action == "release":
+        target = contracts.RELEASED_DIR / "metadata" / f"{c.major}.{c.minor}.toml"
+        text = contracts.METADATA.read_text()
+        if target.exists() and target.read_text() != text:
+            print(f"metadata/{target.name} is already released and differs from metadata.toml: a released schema "
+                  "is immutable. Fix: raise its minor (or major)", file=sys.stderr)
+            return 1
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        print(target)
+        return 0
+    wanted = {root / rel: make(c) for rel, make in CONTRACT_COPIES.items()}
+    readme = root / CONTRACT_README
+    wanted[readme] = contracts.readme_with_table(readme.read_text(), c)
+    stale = [p for p, text in wanted.items() if not p.exists() or p.read_text() != text]
+    if check:
+        for p in stale:
+            print(f"{p.relative_to(root)} is stale: regenerate it with `python -m hipdnn_ep_abi contracts generate`",
+                  file=sys.stderr)
+        if not stale:
+            print("generated copies of the contracts: current")
+        return 1 if stale else 0
+    for p in stale:
+        p.write_text(wanted[p])
+        print(p.relative_to(root))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hipdnn_ep_abi", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -81,10 +124,16 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("pyproject", type=Path)
     sub.add_parser("release", help="snapshot the manifest as released/MAJOR.MINOR.toml")
     pp = sub.add_parser("check-pins", help="the wheels' versions and requirements follow the manifest")
-    pp.add_argument("--root", type=Path, default=DEFAULT_MANIFEST.parents[3], help="repository root")
+    pp.add_argument("--root", type=Path, default=DEFAULT_MANIFEST.parents[2], help="repository root")
     pp.add_argument("--fix", action="store_true",
                     help="record a new compiler version's bundled manifest and rewrite the pins, then check")
+    k = sub.add_parser("contracts", help="the JSON contracts (metadata.toml): bump rules, generated copies, release")
+    k.add_argument("action", choices=["check-compat", "generate", "release"])
+    k.add_argument("--check", action="store_true", help="with generate: fail when a generated copy is stale")
+    k.add_argument("--root", type=Path, default=DEFAULT_MANIFEST.parents[2], help="repository root")
     args = ap.parse_args(argv)
+    if args.cmd == "contracts":
+        return _contracts(args.action, args.check, args.root)
 
     m = load(args.manifest)
     if args.cmd == "generate":

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hipdnn_ep_abi import generate, parse
 
-RUNTIME_SRC = Path(__file__).resolve().parents[2] / "src"
+RUNTIME_SRC = Path(__file__).resolve().parents[2] / "runtime/src"
 NEW_KERNEL = '''
 [[kernels]]
 name = "hipdnn_ep_kernel_new_op"

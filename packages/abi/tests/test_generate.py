@@ -12,7 +12,7 @@ from hipdnn_ep_abi import generate, parse
 from hipdnn_ep_abi.__main__ import main
 from hipdnn_ep_abi.model import CType, ManifestError
 
-REPO = Path(__file__).resolve().parents[4]
+REPO = Path(__file__).resolve().parents[3]
 COMPILER_JSON = REPO / "packages/compiler/src/hipdnn_ep_compiler/abi/runtime_abi_v1.json"
 
 
