@@ -14,6 +14,7 @@ and printed as one table:
     pip install torch transformers onnxscript      (besides the hipdnn-ep wheels)
     python tools/bench/compile_bench.py [--layers 12] [--seq 128] [--profile N] [--keep DIR]
     python tools/bench/compile_bench.py --model bert-fp16.onnx    (an export made before: no torch needed)
+    python tools/bench/compile_bench.py --backend cuda            (sessions and runs on the GPU)
 
 --profile N prints the N most expensive functions (cProfile, cumulative) of the in-process compile.
 """
@@ -77,8 +78,23 @@ def feeds(batch: int, seq: int):
     return {"input_ids": rng.integers(0, 30522, (batch, seq)).astype(np.int64), "attention_mask": mask}
 
 
-def child(model: str, cache: str, batch: int, seq: int) -> None:
-    """In a fresh process: the EP session's creation time and its outputs' error against ORT's CPU EP."""
+def _run_ms(sess, f: dict, repeat: int = 20) -> float:
+    """Median milliseconds of one Run (outputs copied to the host), after two warm-up runs."""
+    import statistics
+
+    for _ in range(2):
+        sess.run(None, f)
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        sess.run(None, f)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
+
+
+def child(model: str, cache: str, batch: int, seq: int, backend: str) -> None:
+    """In a fresh process: the EP session's creation time, its outputs' error against ORT's CPU EP and
+    the Run time of both."""
     import hipdnn_ep
     import numpy as np
     import onnxruntime as ort
@@ -86,7 +102,7 @@ def child(model: str, cache: str, batch: int, seq: int) -> None:
     devices = hipdnn_ep.register(ort)
     so = ort.SessionOptions()
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-    so.add_provider_for_devices(devices, {"backend": "cpu", "cache_dir": cache})
+    so.add_provider_for_devices(devices, {"backend": backend, "cache_dir": cache})
     t = time.perf_counter()
     try:
         sess = ort.InferenceSession(model, sess_options=so, enable_fallback=0)
@@ -100,11 +116,12 @@ def child(model: str, cache: str, batch: int, seq: int) -> None:
     f = feeds(batch, seq)
     err = max(float(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64))))
               for g, w in zip(sess.run(None, f), cpu.run(None, f), strict=True))
-    print(json.dumps({"session": created, "cpu_session": cpu_created, "max_error": err}))
+    print(json.dumps({"session": created, "cpu_session": cpu_created, "max_error": err,
+                      "run_ms": _run_ms(sess, f), "cpu_run_ms": _run_ms(cpu, f)}))
 
 
-def in_child(model: Path, cache: Path, batch: int, seq: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", str(model), str(cache), str(batch), str(seq)],
+def in_child(model: Path, cache: Path, batch: int, seq: int, backend: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", str(model), str(cache), str(batch), str(seq), backend],
                          capture_output=True, text=True, check=False)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     return json.loads(lines[-1]) if lines else {"error": (out.stderr.strip().splitlines() or ["no output"])[-1]}
@@ -121,11 +138,12 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="keep the models and caches in this folder")
     ap.add_argument("--model", type=Path, help="measure this model (inputs input_ids, attention_mask) instead "
                                                "of exporting one")
-    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--backend", default="cpu", help="the EP's backend for the sessions (cpu, cuda, hip)")
+    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        model, cache, batch, seq = args.child
-        child(model, cache, int(batch), int(seq))
+        model, cache, batch, seq, backend = args.child
+        child(model, cache, int(batch), int(seq), backend)
         return
     folder = args.keep or Path(tempfile.mkdtemp(prefix="compile-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -156,8 +174,8 @@ def main() -> None:
         print(f"compile refused: {exc}")
     if profiler:
         profiler.disable()
-    cold = in_child(model, folder / "cache", args.batch, args.seq)
-    warm = in_child(model, folder / "cache", args.batch, args.seq)
+    cold = in_child(model, folder / "cache", args.batch, args.seq, args.backend)
+    warm = in_child(model, folder / "cache", args.batch, args.seq, args.backend)
 
     cpu_s = cold.get("cpu_session", float("nan"))
 
@@ -180,6 +198,8 @@ def main() -> None:
         print(f"{name:44} {secs:9.2f} {ratio(secs) if name != rows[0][0] else '':>10}  {note}")
     if "max_error" in cold:
         print(f"{'max |error| vs ORT CPU (fp16 model)':44} {cold['max_error']:9.2e}")
+        print(f"{'Run, ms (EP ' + args.backend + ' / ORT CPU)':44} {warm.get('run_ms', float('nan')):9.2f} "
+              f"{warm.get('cpu_run_ms', float('nan')):9.2f}")
     print("ops: " + ", ".join(f"{k} {v}" for k, v in sorted(ops.items())))
     for (op, why), n in refused.most_common():
         print(f"refused: {n} x {op}: {why}")
