@@ -189,6 +189,23 @@ def test_attention_float16(precision, refruntime, tmp_path):
     run_both(model, feeds, refruntime, tmp_path)
 
 
+@pytestmark_ort
+@pytest.mark.parametrize("rank", [3, 4])
+def test_attention_present_without_past(rank, refruntime, tmp_path):
+    # present_key / present_value are K and V (as 4-D) when there is no past
+    rng = np.random.default_rng(11)
+    attrs = {"q_num_heads": 2, "kv_num_heads": 1} if rank == 3 else {}
+    node = helper.make_node("Attention", ["Q", "K", "V"], ["Y", "pk", "pv"], **attrs)
+    q, kv = (["b", "s", 16], ["b", "l", 8]) if rank == 3 else (["b", 2, "s", 8], ["b", 1, "l", 8])
+    model = model_of(node, [("Q", T.FLOAT, q), ("K", T.FLOAT, kv), ("V", T.FLOAT, kv)],
+                     [("Y", T.FLOAT, None), ("pk", T.FLOAT, None), ("pv", T.FLOAT, None)])
+    feeds = []
+    for b, s, n in ((2, 3, 4), (1, 1, 1)):
+        qs, ks = ((b, s, 16), (b, n, 8)) if rank == 3 else ((b, 2, s, 8), (b, 1, n, 8))
+        feeds.append({"Q": rand(rng, *qs), "K": rand(rng, *ks), "V": rand(rng, *ks)})
+    run_both(model, feeds, refruntime, tmp_path)
+
+
 def test_attention_fully_masked_rows_are_zero(refruntime, tmp_path):
     # a boolean mask with a row of False everywhere: that query's output (and probabilities) are 0
     rng = np.random.default_rng(4)

@@ -54,12 +54,15 @@ def _same(o: Node, got: sym.Expr, want: sym.Expr, text: str) -> None:
 
 def _divide(o: Node, total: sym.Expr, parts: sym.Expr, text: str) -> sym.Expr:
     """total / parts, which must be exact (text: {0} total, {1} parts)."""
+    if parts == 1:
+        return total
     if isinstance(total, int) and isinstance(parts, int):
         if parts <= 0 or total % parts:
             raise ModelError(f"{o.where}: {text.format(total, parts)}")
         return total // parts
     q = sym.div(total, parts)
-    o.require("eq", [sym.mul(q, parts), total, parts], text.replace("{1}", "{2}").replace("{0}", "{1}"))
+    t = checks.Text(sym.mul(q, parts), total)
+    o.require("eq", t.values, text.format(t.ref(total), t.ref(parts)))
     return q
 
 
