@@ -48,6 +48,7 @@ class Group:
     inputs: list[tuple[str, int, list]]
     ops: list[Op]
     constants: dict[str, np.ndarray] = field(default_factory=dict)
+    opset: int = OPSET  # the ai.onnx opset the group's model imports
 
 
 def _c(values, dtype=np.int64) -> np.ndarray:
@@ -205,6 +206,16 @@ GROUPS: dict[str, Group] = {
          "pos": _c([2]), "one": _c([1]), "one_scalar": _c(1),
          "cos": np.cos(np.arange(32)[:, None] / 10.0 ** np.arange(8)[None]).astype(np.float32),
          "sin": np.sin(np.arange(32)[:, None] / 10.0 ** np.arange(8)[None]).astype(np.float32)}),
+    # the attention ops of ai.onnx opset 23: grouped-query causal Attention on 3-D inputs with a float mask
+    # and the present KV outputs, 4-D Attention with a boolean mask, RotaryEmbedding without position_ids
+    "attention23": Group(
+        [("q", T.FLOAT, ["N", 3, 16]), ("kv", T.FLOAT, ["N", 3, 8]), ("q4", T.FLOAT, ["N", 2, 3, 8]),
+         ("cache", T.FLOAT, ["N", 3, 4]), ("keep", T.BOOL, ["N", 1, 3, 3])],
+        [Op("Attention-23", "Attention", ["q", "kv", "kv", "bias3"],
+            {"q_num_heads": 4, "kv_num_heads": 2, "is_causal": 1}, extra_outputs=["present_key", "present_value"]),
+         Op("Attention-23-4d", "Attention", ["q4", "q4", "q4", "keep"], {"softcap": 3.0}),
+         Op("RotaryEmbedding-23", "RotaryEmbedding", ["q4", "cache", "cache"], {"interleaved": 1})],
+        {"bias3": np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)}, opset=23),
     # onnxruntime's transformer optimizer output (com.microsoft); ids and masks from the all-ones 'mask'
     "contrib": Group(
         [("x", T.FLOAT, ["N", 3, 16]), ("skip", T.FLOAT, ["N", 3, 16]), ("mask", T.INT64, ["N", 3])],
@@ -264,7 +275,7 @@ def build_model(group: Group, path: Path, dynamic: bool, float16: bool = False) 
                                   (op.out_type, *op.extra_types, *[op.out_type] * len(op.extra_outputs)), strict=False)]
     inits = [numpy_helper.from_array(v.astype(np.float16) if float16 and v.dtype == np.float32 else v, n)
              for n, v in group.constants.items()]
-    opsets = [helper.make_opsetid("", OPSET)]
+    opsets = [helper.make_opsetid("", group.opset)]
     if any(op.domain == MS for op in group.ops):
         opsets.append(helper.make_opsetid(MS, 1))
     model = helper.make_model(helper.make_graph(nodes, path.stem, decl, outputs, initializer=inits),
