@@ -8,10 +8,11 @@ side to [batch, rows, contracted] and [batch, contracted, columns], two reshapes
 MatMul and a reshape back; a final transpose puts the labels in the output's order.  An ellipsis
 stands for the dims its operand has beyond its letters (numpy's broadcasting, right-aligned); the
 implicit output (no "->") is the ellipsis' dims, then the letters that appear once, in alphabetical
-order.  A label repeated within one term (a diagonal) is refused, as is an explicit output without
-the ellipsis its inputs have (onnxruntime refuses it too); so are element types MatMul does not take
-when a contraction needs it (check-dtypes names the kernel), and a broadcast (size 1 against n) of
-a dim that is summed.
+order.  A label repeated within one term takes the diagonal first (its axes moved last, merged and
+sliced with step n + 1: n must be static).  An explicit output without the ellipsis its inputs have
+is refused (onnxruntime refuses it too); so are element types MatMul does not take when a
+contraction needs it (check-dtypes names the kernel), and a broadcast (size 1 against n) of a dim
+that is summed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
 from .node import Node, broadcast, emit, finish
-from .onnx import MATMUL, REDUCE, TRANSPOSE
+from .onnx import MATMUL, REDUCE, SLICE, TRANSPOSE
 from .registry import OpDef, register
 
 _LETTERS = set(string.ascii_letters)
@@ -57,12 +58,6 @@ def _parse(o: Node, equation: str, ranks: list[int]) -> tuple[list[list[str]], l
             ell_rank = max(ell_rank, n_ell)
         elif len(letters) != rank:
             raise ModelError(f"{o.where}: term '{t}' has {len(letters)} letters but its input has rank {rank}")
-        seen = set()
-        for c in letters:
-            if c in seen:
-                o.fail(f"equation '{equation}' repeats index '{c}' in term '{t}' (a diagonal); Einsum of "
-                       "diagonals is not supported")
-            seen.add(c)
         parsed.append([t, rank])
     # ellipsis dims get labels of their own, right-aligned across terms ("0", "1", ... never letters)
     ell = [str(k) for k in range(ell_rank)]
@@ -93,6 +88,34 @@ def _parse(o: Node, equation: str, ranks: list[int]) -> tuple[list[list[str]], l
                 counts[c] = counts.get(c, 0) + 1
         out = ell + sorted(c for c, n in counts.items() if n == 1 and c in _LETTERS)
     return labels, out
+
+
+def _diagonals(o: Node, t: _Term, equation: str) -> _Term:
+    """A label repeated within a term takes the diagonal: the two axes moved last, merged into one of
+    n * n and sliced with step n + 1 (the slice kernel's steps are constants: n must be static)."""
+    while len(set(t.labels)) != len(t.labels):
+        c = next(c for c in t.labels if t.labels.count(c) > 1)
+        p = t.labels.index(c)
+        q = t.labels.index(c, p + 1)
+        n, m = t.dims[p], t.dims[q]
+        if not isinstance(n, int) or not isinstance(m, int):
+            o.fail(f"equation '{equation}' takes a diagonal over index '{c}' of dynamic size; diagonals need "
+                   "static sizes")
+        if n != m:
+            raise ModelError(f"{o.where}: index '{c}' has sizes {n} and {m} in one term; they must be equal")
+        rest = [k for k in range(len(t.labels)) if k not in (p, q)]
+        perm = rest + [p, q]
+        dims = [t.dims[k] for k in perm]
+        v = t.value
+        if perm != list(range(len(perm))):
+            v = emit(o, TRANSPOSE, [v], {"perm": perm}, [dims], [_type(o, v, dims)]).results[0]
+        head = [t.dims[k] for k in rest]
+        flat = _reshape(o, v, dims, head + [n * n])
+        out = head + [n]
+        v = emit(o, SLICE, [flat], {"steps": [1] * len(head) + [n + 1]}, [out], [_type(o, flat, out)],
+                 params={"starts": [0] * len(out)}).results[0]
+        t = _Term(v, [t.labels[k] for k in rest] + [c], out)
+    return t
 
 
 def _transpose(o: Node, t: _Term, order: list[str]) -> _Term:
@@ -157,7 +180,7 @@ def _einsum(o: Node) -> None:
         raise ModelError(f"{o.where}: Einsum needs at least one input")
     dims = [hir.dims_of(v) for v in ins]
     labels, out = _parse(o, equation, [len(d) for d in dims])
-    terms = [_Term(v, ls, d) for v, ls, d in zip(ins, labels, dims, strict=True)]
+    terms = [_diagonals(o, _Term(v, ls, d), equation) for v, ls, d in zip(ins, labels, dims, strict=True)]
     # a letter's size agrees across terms (ellipsis dims broadcast in the MatMul)
     size: dict[str, sym.Expr] = {}
     for t in terms:
@@ -183,4 +206,4 @@ def _einsum(o: Node) -> None:
     finish(o, [acc.value])
 
 
-register(OpDef("Einsum", "einsum", _einsum, (TRANSPOSE, REDUCE, MATMUL)))
+register(OpDef("Einsum", "einsum", _einsum, (TRANSPOSE, REDUCE, MATMUL, SLICE)))
