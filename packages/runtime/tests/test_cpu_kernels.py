@@ -70,7 +70,7 @@ def assert_close(actual, expected, dtype):
 def test_manifest_lists_the_kernels_tested_here():
     tested = {"binary", "unary", "cast", "where", "matmul", "gemm", "softmax", "layer_norm", "reduce",
               "transpose", "concat", "slice", "gather", "expand", "range", "fill", "gather_elements", "cumsum", "trilu",
-              "arg_reduce", "scatter_nd", "pad", "gather_nd", "scatter_elements",
+              "arg_reduce", "scatter_nd", "pad", "gather_nd", "scatter_elements", "top_k",
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention",
               # the vision kernels: test_vision_kernels.py
@@ -1074,6 +1074,7 @@ def good_call(kernel):
         "pad": ([f, np.zeros(1, F32), np.array([0, 1, 0, 0], I64)], [np.zeros((2, 4), F32)], [0], []),
         "gather_nd": ([f, np.zeros((1, 1), I64)], [np.zeros((1, 3), F32)], [0], []),
         "scatter_elements": ([f, np.zeros((2, 2), I64), np.ones((2, 2), F32)], [o], [1, 0], []),
+        "top_k": ([f], [np.zeros((2, 2), F32), np.zeros((2, 2), I64)], [1, 1, 1], []),
         "matmul_nbits": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
                           np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),
         "rms_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),
@@ -1433,3 +1434,127 @@ def test_raw_empty_tensor_may_have_null_data(raw):
     x = np.ones((0, 3), F32)
     args = raw.args([raw.ref(x, data=None)], [raw.ref(x, data=None)], [UNARY["NEG"]])
     assert raw.kernel("unary")(raw.state, args) == STATUS["OK"]
+
+
+# ---------------------------------------------------------------- bitwise ops, TopK
+
+I8, U8 = np.int8, np.uint8
+
+
+def _ints(shape, dtype, seed=0):
+    info = np.iinfo(dtype)
+    return rng(seed).integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [U8, I8, I32, I64])
+@pytest.mark.parametrize("op,ref", [("BITWISE_AND", np.bitwise_and), ("BITWISE_OR", np.bitwise_or),
+                                    ("BITWISE_XOR", np.bitwise_xor)])
+def test_binary_bitwise(state, dtype, op, ref):
+    a, b = _ints((2, 3, 5), dtype), _ints((3, 1), dtype, 1)
+    np.testing.assert_array_equal(run(state, "binary", [a, b], (2, 3, 5), ints=[BINARY[op]]), ref(a, b))
+
+
+def _shift_ref(x, s, left):
+    width = x.dtype.itemsize * 8
+    s = s.astype(np.int64)
+    out = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        v, n = int(x[i]), int(s[i if s.shape == x.shape else ()])
+        if n < 0 or n >= width:
+            out[i] = -1 if (not left and v < 0) else 0
+        else:
+            out[i] = np.array(((v << n) if left else (v >> n)) & ((1 << width) - 1)).astype(np.uint64).astype(x.dtype)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [U8, I8, I32, I64])
+@pytest.mark.parametrize("op", ["SHIFT_LEFT", "SHIFT_RIGHT"])
+def test_binary_shift(state, dtype, op):
+    """Amounts below 0 or at least the width shift every bit out (a negative signed value shifted
+    right leaves -1); a left shift wraps; a signed right shift is arithmetic."""
+    width = np.dtype(dtype).itemsize * 8
+    x = _ints((4, 6), dtype)
+    amounts = [0, 1, width - 1, width, width + 3, 2]
+    if np.issubdtype(dtype, np.signedinteger):
+        amounts[-1] = -1
+    s = np.array(amounts, dtype)
+    out = run(state, "binary", [x, s], (4, 6), ints=[BINARY[op]])
+    np.testing.assert_array_equal(out, _shift_ref(x, np.broadcast_to(s, x.shape), op == "SHIFT_LEFT"))
+
+
+@pytest.mark.parametrize("dtype", [U8, I8, I32, I64])
+def test_unary_bitwise_not(state, dtype):
+    x = _ints((3, 7), dtype)
+    np.testing.assert_array_equal(run(state, "unary", [x], x.shape, ints=[UNARY["BITWISE_NOT"]]), np.invert(x))
+
+
+def test_bitwise_ops_refuse_floats_and_bool(state):
+    for dtype in (F32, F16, BOOL):
+        with pytest.raises(RuntimeError, match="binary op BITWISE_AND does not support dtype"):
+            run(state, "binary", [np.ones(3, dtype), np.ones(3, dtype)], (3,), ints=[BINARY["BITWISE_AND"]])
+        with pytest.raises(RuntimeError, match="unary op BITWISE_NOT does not support dtype"):
+            run(state, "unary", [np.ones(3, dtype)], (3,), ints=[UNARY["BITWISE_NOT"]])
+    with pytest.raises(RuntimeError, match="binary op SHIFT_LEFT does not support dtype"):
+        run(state, "binary", [np.ones(3, F32), np.ones(3, F32)], (3,), ints=[BINARY["SHIFT_LEFT"]])
+    with pytest.raises(InvalidArgumentError, match="unknown binary op 99"):
+        run(state, "binary", [np.ones(3, I32), np.ones(3, I32)], (3,), ints=[99])
+
+
+def top_k(state, x, k, axis, largest=1, sorted_=1, values_shape=None, indices_dtype=I64):
+    shape = list(x.shape)
+    shape[axis] = k
+    values = np.full(values_shape or shape, 77, dtype=x.dtype)
+    indices = np.full(shape, 77, dtype=indices_dtype)
+    _core.call_kernel(state, "hipdnn_ep_kernel_top_k", [np.array(x, order="C")], [values, indices],
+                      [axis, largest, sorted_], [])
+    return values, indices
+
+
+def top_k_ref(x, k, axis, largest):
+    """Best first, equal values in index order, NaN larger than any number."""
+    moved = np.moveaxis(x, axis, -1)
+    if np.issubdtype(x.dtype, np.floating):
+        nan = np.isnan(moved).astype(np.int64)
+        val = np.where(nan == 1, 0, moved).astype(np.float64)
+        order = np.lexsort((-val, -nan) if largest else (val, nan), axis=-1)
+    else:
+        key = moved.astype(np.int64)
+        order = np.argsort(-key if largest else key, axis=-1, kind="stable")
+    idx = order[..., :k]
+    return np.moveaxis(np.take_along_axis(moved, idx, -1), -1, axis), np.moveaxis(idx, -1, axis)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("largest", [0, 1])
+def test_top_k(state, dtype, axis, largest):
+    x = np.round(rand((4, 9, 5), dtype, low=-3, high=3)).astype(dtype)  # ties
+    if np.issubdtype(dtype, np.floating):
+        x.flat[::7] = np.nan
+    for k in (0, 1, 3, x.shape[axis]):
+        values, indices = top_k(state, x, k, axis, largest)
+        want_v, want_i = top_k_ref(x, k, axis, largest)
+        np.testing.assert_array_equal(indices, want_i)
+        np.testing.assert_array_equal(values, want_v)
+
+
+def test_top_k_checks_its_arguments(state):
+    x = np.ones((2, 4), F32)
+    with pytest.raises(InvalidArgumentError, match=r"k is 5 but axis 1 of input dims \[2, 4\] has only 4 elements"):
+        top_k(state, x, 5, 1)
+    with pytest.raises(InvalidArgumentError, match="axis 2 is out of range for rank 2"):
+        _core.call_kernel(state, "hipdnn_ep_kernel_top_k", [x], [np.ones((2, 4), F32), np.ones((2, 4), I64)],
+                          [2, 1, 1], [])
+    with pytest.raises(InvalidArgumentError, match="largest and sorted must be 0 or 1, got 2"):
+        top_k(state, x, 2, 1, largest=2)
+    with pytest.raises(InvalidArgumentError, match="output 1 \\(indices\\) has dtype INT32, expected INT64"):
+        top_k(state, x, 2, 1, indices_dtype=I32)
+    with pytest.raises(InvalidArgumentError, match=r"output 1 has dims \[2, 2\], expected \[2, 3\]"):
+        top_k(state, x, 2, 1, values_shape=[2, 3])
+    with pytest.raises(InvalidArgumentError, match="expected 2 outputs, got 1"):
+        _core.call_kernel(state, "hipdnn_ep_kernel_top_k", [x], [np.ones((2, 2), F32)], [1, 1, 1], [])
+    with pytest.raises(RuntimeError, match="top_k does not support dtype BOOL"):
+        top_k(state, np.ones((2, 4), BOOL), 2, 1)
+    with pytest.raises(InvalidArgumentError, match="TopK needs at least 1"):
+        _core.call_kernel(state, "hipdnn_ep_kernel_top_k", [np.ones((), F32)], [np.ones((), F32), np.ones((), I64)],
+                          [0, 1, 1], [])

@@ -113,7 +113,7 @@ def test_integer_division_by_zero_is_an_error(gpu, dev):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("op", [op for op in UNARY if op not in ("NOT", "IS_NAN")])  # BOOL: below
+@pytest.mark.parametrize("op", [op for op in UNARY if op not in ("NOT", "IS_NAN", "BITWISE_NOT")])  # below
 def test_unary(cpu, gpu, dev, op, dtype):
     low = 0.01 if op in ("LOG", "SQRT") else -4.0
     exact = op in ("RELU", "NEG", "ABS", "FLOOR", "CEIL", "SIGN", "ROUND")
@@ -534,3 +534,59 @@ def test_memory_manager_on_the_device(gpu, dev):
     with rt.State(backend=backend) as s:
         with pytest.raises(rt.OutOfMemoryError, match=r"out of device memory allocating \d+ bytes .* free of"):
             s.malloc(1 << 50)
+
+
+# ---------------------------------------------------------------- bitwise ops, TopK
+
+BITWISE_TYPES = [np.uint8, np.int8, I32, I64]
+
+
+def _ints(shape, dtype, seed):
+    info = np.iinfo(dtype)
+    return np.random.default_rng(seed).integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", BITWISE_TYPES)
+@pytest.mark.parametrize("op", ["BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "SHIFT_LEFT", "SHIFT_RIGHT"])
+def test_binary_bitwise(cpu, gpu, dev, op, dtype):
+    width = np.dtype(dtype).itemsize * 8
+    for k, (sa, sb) in enumerate(BROADCAST_SHAPES):
+        a, b = _ints(sa, dtype, 2 * k), _ints(sb, dtype, 2 * k + 1)
+        if op.startswith("SHIFT"):  # amounts in range, at and past the width, and negative ones
+            lo = -3 if np.issubdtype(dtype, np.signedinteger) else 0
+            b = np.random.default_rng(k).integers(lo, width + 3, size=sb).astype(dtype)
+        compare(cpu, gpu, dev, "binary", [a, b], np.broadcast_shapes(sa, sb), None, [BINARY[op]])
+
+
+@pytest.mark.parametrize("dtype", BITWISE_TYPES)
+def test_unary_bitwise_not(cpu, gpu, dev, dtype):
+    compare(cpu, gpu, dev, "unary", [_ints((3, 257), dtype, 0)], (3, 257), None, [UNARY["BITWISE_NOT"]])
+
+
+def _top_k_both(cpu, gpu, dev, x, k, axis, largest):
+    shape = list(x.shape)
+    shape[axis] = k
+    name = "hipdnn_ep_kernel_top_k"
+    want = [np.full(shape, 77, x.dtype), np.full(shape, 77, I64)]
+    _core.call_kernel(cpu, name, [x], want, [axis, largest, 1], [])
+    outs = [dev.to_device(np.full(shape, 77, x.dtype)), dev.to_device(np.full(shape, 77, I64))]
+    _core.call_kernel(gpu, name, [dev.to_device(x)], outs, [axis, largest, 1], [])
+    for got, exp in zip((dev.to_host(o) for o in outs), want, strict=True):
+        np.testing.assert_array_equal(got, exp, err_msg=f"top_k axis {axis} k {k} largest {largest}")
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64])
+def test_top_k(cpu, gpu, dev, dtype):
+    """Ties (in index order) and NaN (the largest), lines shorter and longer than a block, k up to the axis."""
+    x = np.round(rand((3, 700, 5), dtype, 1, -4, 4)).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x.flat[::89] = np.nan
+    for axis, largest in itertools.product(range(3), (0, 1)):
+        for k in sorted({0, 1, 2, min(50, x.shape[axis]), x.shape[axis]}):
+            _top_k_both(cpu, gpu, dev, x, k, axis, largest)
+
+
+def test_top_k_sampling_shape(cpu, gpu, dev):
+    """An LLM sampling step: k = 50 of a 32000-entry vocabulary, a few rows."""
+    x = rand((4, 32000), F32, 3, -8, 8)
+    _top_k_both(cpu, gpu, dev, x, 50, 1, 1)

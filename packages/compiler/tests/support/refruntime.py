@@ -174,6 +174,19 @@ class RefRuntime:
                "OR": np.logical_or, "XOR": np.logical_xor, "MIN": np.minimum, "MAX": np.maximum, "MOD": np.mod,
                "FMOD": np.fmod}
 
+        def shift(x, s, left):
+            width = x.dtype.itemsize * 8
+            s64 = s.astype(np.int64)
+            out_of_range = (s64 < 0) | (s64 >= width)
+            safe = np.where(out_of_range, 0, s64).astype(x.dtype)
+            shifted = np.left_shift(x, safe) if left else np.right_shift(x, safe)
+            fill = np.zeros_like(x) if left or not np.issubdtype(x.dtype, np.signedinteger) else \
+                np.where(x < 0, -1, 0).astype(x.dtype)
+            return np.where(out_of_range, fill, shifted)
+
+        ops.update({"BITWISE_AND": np.bitwise_and, "BITWISE_OR": np.bitwise_or, "BITWISE_XOR": np.bitwise_xor,
+                    "SHIFT_LEFT": lambda x, s: shift(x, s, True), "SHIFT_RIGHT": lambda x, s: shift(x, s, False)})
+
         def run(i, o, ints, f):
             op = self._op("hipdnn_ep_binary_op", ints[0])
             if op == "DIV" and np.issubdtype(i[0].dtype, np.integer):
@@ -192,7 +205,7 @@ class RefRuntime:
                "SIGN": np.sign, "RECIPROCAL": np.reciprocal, "SIN": np.sin, "COS": np.cos, "TAN": np.tan,
                "ASIN": np.arcsin, "ACOS": np.arccos, "ATAN": np.arctan, "SINH": np.sinh, "COSH": np.cosh,
                "ASINH": np.arcsinh, "ACOSH": np.arccosh, "ATANH": np.arctanh, "ROUND": np.round,
-               "SOFTSIGN": lambda x: x / (1 + np.abs(x))}
+               "SOFTSIGN": lambda x: x / (1 + np.abs(x)), "BITWISE_NOT": np.invert}
         def run(i, o, ints, f):
             op = self._op("hipdnn_ep_unary_op", ints[0])
             x = i[0] if i[0].dtype == np.bool_ or np.issubdtype(i[0].dtype, np.integer) else i[0].astype(np.float64)
@@ -279,6 +292,24 @@ class RefRuntime:
                 return fn(i[0], axis=axis)
             return i[0].shape[axis] - 1 - fn(np.flip(i[0], axis), axis=axis)
         return self._kernel(v, run)
+
+    def fn_kernel_top_k(self, v):
+        def run(i, outs, ints, f):
+            axis, largest, _ = ints
+            x, k = i[0], outs[0].shape[axis]
+            # best first, equal values in index order (lexsort is stable), NaN larger than any number
+            key = np.moveaxis(x, axis, -1)
+            if np.issubdtype(x.dtype, np.floating):
+                nan = np.isnan(key).astype(np.int64)
+                val = np.where(nan == 1, 0, key).astype(np.float64)
+                order = np.lexsort((-val, -nan) if largest else (val, nan), axis=-1)
+            else:
+                key = key.astype(np.int64)
+                order = np.argsort(-key if largest else key, axis=-1, kind="stable")
+            idx = order[..., :k]
+            vals = np.take_along_axis(np.moveaxis(x, axis, -1), idx, axis=-1)
+            return np.moveaxis(vals, -1, axis), np.moveaxis(idx, -1, axis)
+        return self._kernel_outputs(v, run)
 
     def fn_kernel_scatter_nd(self, v):
         def run(i, o, ints, f):

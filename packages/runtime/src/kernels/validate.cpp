@@ -165,6 +165,11 @@ std::string binary_op_name(int64_t op) {
     case HIPDNN_EP_BINARY_OP_MAX: return "MAX";
     case HIPDNN_EP_BINARY_OP_MOD: return "MOD";
     case HIPDNN_EP_BINARY_OP_FMOD: return "FMOD";
+    case HIPDNN_EP_BINARY_OP_BITWISE_AND: return "BITWISE_AND";
+    case HIPDNN_EP_BINARY_OP_BITWISE_OR: return "BITWISE_OR";
+    case HIPDNN_EP_BINARY_OP_BITWISE_XOR: return "BITWISE_XOR";
+    case HIPDNN_EP_BINARY_OP_SHIFT_LEFT: return "SHIFT_LEFT";
+    case HIPDNN_EP_BINARY_OP_SHIFT_RIGHT: return "SHIFT_RIGHT";
     default: return std::to_string(op);
   }
 }
@@ -201,6 +206,7 @@ std::string unary_op_name(int64_t op) {
     case HIPDNN_EP_UNARY_OP_ATANH: return "ATANH";
     case HIPDNN_EP_UNARY_OP_ROUND: return "ROUND";
     case HIPDNN_EP_UNARY_OP_SOFTSIGN: return "SOFTSIGN";
+    case HIPDNN_EP_UNARY_OP_BITWISE_NOT: return "BITWISE_NOT";
     default: return std::to_string(op);
   }
 }
@@ -252,7 +258,7 @@ bool is_present(const hipdnn_ep_tensor_ref_t& tensor) { return !(tensor.data == 
 void validate_binary(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_BINARY_N_INT_ATTRS, HIPDNN_EP_KERNEL_BINARY_N_FLOAT_ATTRS, 2, 2, 1);
   const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_BINARY_INT_ATTR_OP);
-  if (op < HIPDNN_EP_BINARY_OP_ADD || op > HIPDNN_EP_BINARY_OP_FMOD) {
+  if (op < HIPDNN_EP_BINARY_OP_ADD || op > HIPDNN_EP_BINARY_OP_SHIFT_RIGHT) {
     fail_invalid("unknown binary op " + std::to_string(op));
   }
   const int32_t dtype = call.in(0).dtype;
@@ -272,7 +278,7 @@ void validate_binary(const hipdnn_ep_kernel_args_t* args) {
 void validate_unary(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_UNARY_N_INT_ATTRS, HIPDNN_EP_KERNEL_UNARY_N_FLOAT_ATTRS, 1, 1, 1);
   const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_UNARY_INT_ATTR_OP);
-  if (op < HIPDNN_EP_UNARY_OP_RELU || op > HIPDNN_EP_UNARY_OP_SOFTSIGN) {
+  if (op < HIPDNN_EP_UNARY_OP_RELU || op > HIPDNN_EP_UNARY_OP_BITWISE_NOT) {
     fail_invalid("unknown unary op " + std::to_string(op));
   }
   const int32_t dtype = call.in(0).dtype;
@@ -600,6 +606,36 @@ void validate_arg_reduce(const hipdnn_ep_kernel_args_t* args) {
   kept[axis] = 1;
   const Dims out = dims_of(call.out(0));
   call.expect_out(HIPDNN_EP_DTYPE_INT64, out.size() == x.size() ? kept : dropped);
+}
+
+void validate_top_k(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_TOP_K_N_INT_ATTRS, HIPDNN_EP_KERNEL_TOP_K_N_FLOAT_ATTRS, 1, 1, 2);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::top_k, "top_k", dtype);
+  const Dims x = dims_of(call.in(0));
+  if (x.empty()) fail_invalid("input 0 has rank 0; TopK needs at least 1");
+  const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_TOP_K_INT_ATTR_AXIS, x.size());
+  for (int32_t a : {HIPDNN_EP_KERNEL_TOP_K_INT_ATTR_LARGEST, HIPDNN_EP_KERNEL_TOP_K_INT_ATTR_SORTED}) {
+    if (call.int_attr(a) != 0 && call.int_attr(a) != 1) {
+      fail_invalid("largest and sorted must be 0 or 1, got " + std::to_string(call.int_attr(a)));
+    }
+  }
+  const Dims values = dims_of(call.out(0));
+  if (values.size() != x.size()) {
+    fail_invalid("output 0 has dims " + format_dims(values) + ", expected the rank of input dims " + format_dims(x));
+  }
+  const int64_t k = values[axis];
+  if (k > x[axis]) {
+    fail_invalid("k is " + std::to_string(k) + " but axis " + std::to_string(axis) + " of input dims " +
+                 format_dims(x) + " has only " + std::to_string(x[axis]) + " elements");
+  }
+  Dims expected = x;
+  expected[axis] = k;
+  call.expect_out(dtype, expected);
+  call.expect_dtype(call.out(1), "output 1 (indices)", HIPDNN_EP_DTYPE_INT64);
+  if (dims_of(call.out(1)) != expected) {
+    fail_invalid("output 1 has dims " + format_dims(dims_of(call.out(1))) + ", expected " + format_dims(expected));
+  }
 }
 
 void validate_scatter_nd(const hipdnn_ep_kernel_args_t* args) {

@@ -1,7 +1,19 @@
 """The op registry (registry.py) and the ops registered in it (onnx.py, llm.py, mask.py, general.py, vision.py,
-contrib.py, quant.py, attention.py)."""
+contrib.py, quant.py, attention.py, indexing.py, bitwise.py, einsum.py)."""
 
-from . import attention, contrib, general, llm, mask, onnx, quant, vision  # noqa: F401  (register the ops)
+from . import (  # noqa: F401  (register the ops)
+    attention,
+    bitwise,
+    contrib,
+    einsum,
+    general,
+    indexing,
+    llm,
+    mask,
+    onnx,
+    quant,
+    vision,
+)
 from .registry import Kernel, OpDef, Param, by_ir_name, entries, kernel, kernels, lookup, supported_ops
 
 __all__ = ["Kernel", "OpDef", "Param", "by_ir_name", "entries", "kernel", "kernels", "lookup", "supported_ops"]

@@ -78,6 +78,57 @@ void broadcast_binary(const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_re
   });
 }
 
+// ONNX BitShift: an amount below 0 or at least the width shifts everything out (a negative signed
+// value shifted right leaves -1); a left shift wraps, a signed right shift is arithmetic.
+template <typename T>
+T shift_bits(T x, T s, bool left) {
+  constexpr int kWidth = static_cast<int>(sizeof(T) * 8);
+  bool out_of_range = false;
+  if constexpr (std::is_signed_v<T>) out_of_range = s < 0 || s >= kWidth;
+  else out_of_range = s >= kWidth;
+  if (out_of_range) {
+    if constexpr (std::is_signed_v<T>) return !left && x < 0 ? T{-1} : T{0};
+    else return T{0};
+  }
+  using U = std::make_unsigned_t<T>;
+  if (left) return static_cast<T>(static_cast<U>(static_cast<U>(x) << s));
+  return static_cast<T>(x >> s);
+}
+
+bool is_bitwise_binary(int64_t op) {
+  return op >= HIPDNN_EP_BINARY_OP_BITWISE_AND && op <= HIPDNN_EP_BINARY_OP_SHIFT_RIGHT;
+}
+
+template <typename T>
+void bitwise_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_ref_t& b,
+                   const hipdnn_ep_tensor_ref_t& out) {
+  switch (op) {
+    case HIPDNN_EP_BINARY_OP_BITWISE_AND:
+      return broadcast_binary<T, T>(a, b, out, [](T x, T y) { return static_cast<T>(x & y); });
+    case HIPDNN_EP_BINARY_OP_BITWISE_OR:
+      return broadcast_binary<T, T>(a, b, out, [](T x, T y) { return static_cast<T>(x | y); });
+    case HIPDNN_EP_BINARY_OP_BITWISE_XOR:
+      return broadcast_binary<T, T>(a, b, out, [](T x, T y) { return static_cast<T>(x ^ y); });
+    case HIPDNN_EP_BINARY_OP_SHIFT_LEFT:
+      return broadcast_binary<T, T>(a, b, out, [](T x, T y) { return shift_bits<T>(x, y, true); });
+    default:
+      return broadcast_binary<T, T>(a, b, out, [](T x, T y) { return shift_bits<T>(x, y, false); });
+  }
+}
+
+// The integer dtypes of the bitwise ops.
+template <typename Fn>
+void dispatch_bitwise(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
+    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
+    case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
+    case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
 template <typename T>
 void binary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_ref_t& b,
                   const hipdnn_ep_tensor_ref_t& out) {
@@ -314,6 +365,12 @@ void binary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
       default: fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on BOOL reached the CPU kernel unvalidated");
     }
   }
+  if (is_bitwise_binary(op)) {
+    dispatch_bitwise(args.inputs[0].dtype, "binary", [&](auto tag) {
+      bitwise_typed<typename decltype(tag)::type>(op, args.inputs[0], args.inputs[1], args.outputs[0]);
+    });
+    return;
+  }
   dispatch_numeric(args.inputs[0].dtype, "binary", [&](auto tag) {
     binary_typed<typename decltype(tag)::type>(op, args.inputs[0], args.inputs[1], args.outputs[0]);
   });
@@ -323,6 +380,13 @@ void unary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_UNARY_INT_ATTR_OP];
   if (op == HIPDNN_EP_UNARY_OP_NOT) {
     map_unary<bool_t>(args.inputs[0], args.outputs[0], [](bool x) { return !x; });
+    return;
+  }
+  if (op == HIPDNN_EP_UNARY_OP_BITWISE_NOT) {
+    dispatch_bitwise(args.inputs[0].dtype, "unary", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      map_unary<T>(args.inputs[0], args.outputs[0], [](T x) { return static_cast<T>(~x); });
+    });
     return;
   }
   dispatch_numeric(args.inputs[0].dtype, "unary", [&](auto tag) {

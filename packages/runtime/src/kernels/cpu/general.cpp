@@ -1,4 +1,4 @@
-// CPU kernels of the general ONNX ops: ArgMax/ArgMin (arg_reduce), ScatterND, ScatterElements,
+// CPU kernels of the general ONNX ops: ArgMax/ArgMin (arg_reduce), TopK, ScatterND, ScatterElements,
 // GatherND and Pad.
 //
 // The scatter and gather kernels read their indices from the model's data: every index is checked
@@ -59,6 +59,65 @@ void arg_reduce(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
           }
         }
         y[o * inner + r] = at;
+      }
+    }
+  });
+}
+
+namespace {
+
+// TopK's order: a before b when a's value is better (larger with `largest`, NaN larger than any
+// number), or equal and a's index smaller.  A strict weak order, so sorting is well defined.
+template <typename C>
+bool top_k_before(C va, int64_t ia, C vb, int64_t ib, bool largest) {
+  if constexpr (std::is_floating_point_v<C>) {
+    const bool na = std::isnan(va);
+    const bool nb = std::isnan(vb);
+    if (na || nb) {
+      if (na && nb) return ia < ib;
+      return largest ? na : nb;
+    }
+  }
+  if (va == vb) return ia < ib;
+  return largest ? va > vb : va < vb;
+}
+
+}  // namespace
+
+void top_k(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_TOP_K_INT_ATTR_AXIS]);
+  const bool largest = args.int_attrs[HIPDNN_EP_KERNEL_TOP_K_INT_ATTR_LARGEST] != 0;
+  const int64_t k = args.outputs[0].dims[axis];  // validated: k <= dims[axis]
+  const int64_t outer = dims_product(dims, 0, axis);
+  const int64_t len = dims[axis];
+  const int64_t inner = dims_product(dims, axis + 1, dims.size());
+  if (k == 0 || outer * inner == 0) return;
+  auto* yi = static_cast<int64_t*>(args.outputs[1].data);
+  dispatch_numeric(in.dtype, "top_k", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = typename ComputeType<T>::type;
+    const T* x = static_cast<const T*>(in.data);
+    T* yv = static_cast<T*>(args.outputs[0].data);
+    std::vector<C> line(static_cast<size_t>(len));
+    std::vector<int64_t> order(static_cast<size_t>(len));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t r = 0; r < inner; ++r) {
+        const int64_t base = o * len * inner + r;
+        for (int64_t a = 0; a < len; ++a) {
+          line[static_cast<size_t>(a)] = load(x, base + a * inner);
+          order[static_cast<size_t>(a)] = a;
+        }
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+          return top_k_before(line[static_cast<size_t>(a)], a, line[static_cast<size_t>(b)], b, largest);
+        });
+        const int64_t out_base = o * k * inner + r;
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t a = order[static_cast<size_t>(j)];
+          yv[out_base + j * inner] = x[base + a * inner];
+          yi[out_base + j * inner] = a;
+        }
       }
     }
   });

@@ -92,6 +92,36 @@ struct BinaryOp {
   }
 };
 
+// The bitwise ops of integers (BITWISE_AND/OR/XOR, SHIFT_LEFT/RIGHT), as the CPU backend: a shift
+// amount below 0 or at least the width shifts everything out (a negative signed value shifted right
+// leaves -1), a left shift wraps, a signed right shift is arithmetic.
+template <int64_t Op, typename C>
+struct BitwiseOp {
+  DataErrorRecord* errors;  // unused: the shape of BinaryOp, for launch_binary
+  __device__ __forceinline__ C operator()(C x, C y) const {
+    if constexpr (Op == HIPDNN_EP_BINARY_OP_BITWISE_AND) {
+      return static_cast<C>(x & y);
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_BITWISE_OR) {
+      return static_cast<C>(x | y);
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_BITWISE_XOR) {
+      return static_cast<C>(x ^ y);
+    } else {
+      constexpr int kWidth = static_cast<int>(sizeof(C) * 8);
+      constexpr bool kLeft = Op == HIPDNN_EP_BINARY_OP_SHIFT_LEFT;
+      bool out_of_range = false;
+      if constexpr (std::is_signed_v<C>) out_of_range = y < 0 || y >= kWidth;
+      else out_of_range = y >= kWidth;
+      if (out_of_range) {
+        if constexpr (std::is_signed_v<C>) return !kLeft && x < 0 ? C(-1) : C(0);
+        else return C(0);
+      }
+      using U = std::make_unsigned_t<C>;
+      if constexpr (kLeft) return static_cast<C>(static_cast<U>(static_cast<U>(x) << y));
+      else return static_cast<C>(x >> y);
+    }
+  }
+};
+
 template <typename TIn, typename TOut, typename Fn>
 __global__ void binary_kernel(const TIn* a, const TIn* b, TOut* out, Layout<3> l, int64_t n, Fn fn) {
   HIPDNN_EP_GRID_STRIDE(i, n) {
@@ -107,14 +137,13 @@ __global__ void binary_dense_kernel(const TIn* a, const TIn* b, TOut* out, int64
   HIPDNN_EP_GRID_STRIDE(i, n) { store(out, i, fn(load(a, i), load(b, i))); }
 }
 
-template <typename TIn, typename TOut, int64_t Op>
+template <typename TIn, typename TOut, int64_t Op, typename Functor = BinaryOp<Op, typename Compute<TIn>::type>>
 void launch_binary(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_ref_t& b,
                    const hipdnn_ep_tensor_ref_t& out) {
-  using C = typename Compute<TIn>::type;
   const Dims shape = dims_of(out);
   const int64_t n = element_count(shape);
   if (n == 0) return;
-  const BinaryOp<Op, C> fn{gpu_device(state).data_errors()};
+  const Functor fn{gpu_device(state).data_errors()};
   const hipStream_t stream = current_stream(state);
   const auto* pa = static_cast<const TIn*>(a.data);
   const auto* pb = static_cast<const TIn*>(b.data);
@@ -158,6 +187,43 @@ void binary_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_r
   }
   fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " reached the GPU kernel unvalidated");
 }
+
+template <typename T>
+void bitwise_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_ref_t& a,
+                   const hipdnn_ep_tensor_ref_t& b, const hipdnn_ep_tensor_ref_t& out) {
+  switch (op) {
+#define HIPDNN_EP_BITWISE_CASE(name)                                                                       \
+  case HIPDNN_EP_BINARY_OP_##name:                                                                         \
+    return launch_binary<T, T, HIPDNN_EP_BINARY_OP_##name, BitwiseOp<HIPDNN_EP_BINARY_OP_##name, T>>(state, a, b, \
+                                                                                                     out);
+    HIPDNN_EP_BITWISE_CASE(BITWISE_AND)
+    HIPDNN_EP_BITWISE_CASE(BITWISE_OR)
+    HIPDNN_EP_BITWISE_CASE(BITWISE_XOR)
+    HIPDNN_EP_BITWISE_CASE(SHIFT_LEFT)
+    HIPDNN_EP_BITWISE_CASE(SHIFT_RIGHT)
+#undef HIPDNN_EP_BITWISE_CASE
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " reached the GPU bitwise kernel unvalidated");
+}
+
+// The integer dtypes of the bitwise ops.
+template <typename Fn>
+void dispatch_bitwise_gpu(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
+    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
+    case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
+    case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
+template <typename T>
+struct BitwiseNotOp {
+  __device__ __forceinline__ T operator()(T x) const { return static_cast<T>(~x); }
+};
 
 // ---------------------------------------------------------------- unary
 
@@ -394,6 +460,12 @@ void binary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
       default: fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on BOOL reached the GPU kernel unvalidated");
     }
   }
+  if (op >= HIPDNN_EP_BINARY_OP_BITWISE_AND && op <= HIPDNN_EP_BINARY_OP_SHIFT_RIGHT) {
+    dispatch_bitwise_gpu(args.inputs[0].dtype, "binary", [&](auto tag) {
+      bitwise_typed<typename decltype(tag)::type>(state, op, args.inputs[0], args.inputs[1], args.outputs[0]);
+    });
+    return;
+  }
   dispatch_numeric_gpu(args.inputs[0].dtype, "binary", [&](auto tag) {
     binary_typed<typename decltype(tag)::type>(state, op, args.inputs[0], args.inputs[1], args.outputs[0]);
   });
@@ -402,6 +474,17 @@ void binary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
 void unary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_UNARY_INT_ATTR_OP];
   if (op == HIPDNN_EP_UNARY_OP_NOT) return launch_unary<gbool, HIPDNN_EP_UNARY_OP_NOT>(state, args.inputs[0], args.outputs[0]);
+  if (op == HIPDNN_EP_UNARY_OP_BITWISE_NOT) {
+    const int64_t n = element_count(args.inputs[0]);
+    if (n == 0) return;
+    dispatch_bitwise_gpu(args.inputs[0].dtype, "unary", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      unary_kernel<<<grid_for(n), kBlock, 0, current_stream(state)>>>(
+          static_cast<const T*>(args.inputs[0].data), static_cast<T*>(args.outputs[0].data), n, BitwiseNotOp<T>{});
+    });
+    check_launch("unary");
+    return;
+  }
   dispatch_numeric_gpu(args.inputs[0].dtype, "unary", [&](auto tag) {
     unary_typed<typename decltype(tag)::type>(state, op, args.inputs[0], args.outputs[0]);
   });

@@ -1,4 +1,4 @@
-// GPU kernels of the general ONNX ops: ArgMax/ArgMin (arg_reduce), ScatterND, ScatterElements,
+// GPU kernels of the general ONNX ops: ArgMax/ArgMin (arg_reduce), TopK, ScatterND, ScatterElements,
 // GatherND and Pad, matching
 // the CPU backend (cpu/general.cpp) element for element.
 //
@@ -44,6 +44,65 @@ __global__ void arg_reduce_kernel(const T* x, int64_t* y, int64_t lines, int64_t
       }
     }
     y[line] = at;
+  }
+}
+
+// TopK's order (the CPU backend's top_k_before): a before b when a's value is better (larger with
+// `largest`, NaN larger than any number), or equal and a's index smaller; index -1 is no candidate.
+template <typename C>
+struct TopKCand {
+  C v;
+  int64_t i;
+};
+
+template <typename C>
+__device__ __forceinline__ bool top_k_before(const TopKCand<C>& a, const TopKCand<C>& b, bool largest) {
+  if (a.i < 0) return false;
+  if (b.i < 0) return true;
+  if constexpr (std::is_floating_point_v<C>) {
+    const bool na = isnan(a.v);
+    const bool nb = isnan(b.v);
+    if (na || nb) {
+      if (na && nb) return a.i < b.i;
+      return largest ? na : nb;
+    }
+  }
+  if (a.v == b.v) return a.i < b.i;
+  return largest ? a.v > b.v : a.v < b.v;
+}
+
+// One block per line along the axis; step j finds, with a block reduction, the best element that
+// comes after step j - 1's in TopK's order: k passes over the line, no scratch memory.
+template <typename T>
+__global__ void top_k_kernel(const T* x, T* values, int64_t* indices, int64_t lines, int64_t len, int64_t inner,
+                             int64_t k, bool largest) {
+  using C = typename Compute<T>::type;
+  __shared__ TopKCand<C> shared[kBlock];
+  for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
+    const int64_t base = (line / inner) * len * inner + line % inner;
+    const int64_t out_base = (line / inner) * k * inner + line % inner;
+    TopKCand<C> prev{C{}, -1};
+    for (int64_t j = 0; j < k; ++j) {
+      TopKCand<C> best{C{}, -1};
+      for (int64_t a = threadIdx.x; a < len; a += blockDim.x) {
+        const TopKCand<C> c{load(x, base + a * inner), a};
+        if ((prev.i < 0 || top_k_before(prev, c, largest)) && top_k_before(c, best, largest)) best = c;
+      }
+      shared[threadIdx.x] = best;
+      __syncthreads();
+      for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s && top_k_before(shared[threadIdx.x + s], shared[threadIdx.x], largest)) {
+          shared[threadIdx.x] = shared[threadIdx.x + s];
+        }
+        __syncthreads();
+      }
+      prev = shared[0];
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        values[out_base + j * inner] = x[base + prev.i * inner];
+        indices[out_base + j * inner] = prev.i;
+      }
+    }
   }
 }
 
@@ -255,6 +314,27 @@ void arg_reduce(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
         static_cast<const T*>(in.data), static_cast<int64_t*>(args.outputs[0].data), lines, len, inner, is_min, last);
   });
   check_launch("arg_reduce");
+}
+
+void top_k(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_TOP_K_INT_ATTR_AXIS]);
+  const bool largest = args.int_attrs[HIPDNN_EP_KERNEL_TOP_K_INT_ATTR_LARGEST] != 0;
+  const int64_t k = args.outputs[0].dims[axis];  // validated: k <= dims[axis]
+  const int64_t len = dims[axis];
+  const int64_t inner = dims_product(dims, axis + 1, dims.size());
+  const int64_t lines = dims_product(dims, 0, axis) * inner;
+  if (lines == 0 || k == 0) return;
+  const hipStream_t stream = current_stream(state);
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>(lines, 65535 * 8));
+  dispatch_numeric_gpu(in.dtype, "top_k", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    top_k_kernel<<<blocks, kBlock, 0, stream>>>(static_cast<const T*>(in.data), static_cast<T*>(args.outputs[0].data),
+                                                static_cast<int64_t*>(args.outputs[1].data), lines, len, inner, k,
+                                                largest);
+  });
+  check_launch("top_k");
 }
 
 void scatter_nd(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
