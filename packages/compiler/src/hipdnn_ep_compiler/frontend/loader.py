@@ -76,8 +76,12 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
         raise ModelError("model fails the ONNX checker: a name or string in the model is not valid UTF-8 "
                          "(the file is damaged)") from exc
 
+    # onnx's MeanVarianceNormalization function body fails strict inference (onnx 1.23: its Constant of the
+    # axes attribute); inference without strict mode leaves that op's result to refine-shapes
+    lenient = uses_contrib or any(n.op_type in _LENIENT_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node)
+
     def infer(m: onnx.ModelProto) -> onnx.ModelProto:
-        inferred = onnx.shape_inference.infer_shapes(_without_weight_data(m), strict_mode=not uses_contrib,
+        inferred = onnx.shape_inference.infer_shapes(_without_weight_data(m), strict_mode=not lenient,
                                                      data_prop=True)
         return _with_inferred_types(m, inferred)
 
@@ -92,6 +96,9 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
         except Exception:
             raise ModelError(f"ONNX shape inference failed: {_first_line(exc)}") from exc
     return model, base_dir
+
+
+_LENIENT_OPS = ("MeanVarianceNormalization",)
 
 
 def _host_weights_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
