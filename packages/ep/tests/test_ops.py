@@ -48,6 +48,7 @@ class Group:
     inputs: list[tuple[str, int, list]]
     ops: list[Op]
     constants: dict[str, np.ndarray] = field(default_factory=dict)
+    opset: int = OPSET
 
 
 def _c(values, dtype=np.int64) -> np.ndarray:
@@ -240,6 +241,24 @@ GROUPS: dict[str, Group] = {
         {"qs": np.array(0.05, np.float32), "qz": np.array(128, np.uint8),
          "wq": (np.arange(20).reshape(4, 5) * 29 % 255 - 127).astype(np.int8), "wz": np.array(0, np.int8),
          "ws": np.array(0.02, np.float32), "ys": np.array(0.1, np.float32), "yz": np.array(100, np.uint8)}),
+    # small ops on existing kernels (compiler ops/misc.py); opset 24 for Swish, 23 for RMSNormalization
+    "misc": Group(
+        [X, ("img", T.FLOAT, ["N", 8, 2, 4]), ("sq", T.FLOAT, ["N", 4])],
+        [Op("CastLike", "CastLike", ["x", "like"], out_type=T.FLOAT16),
+         Op("Size", "Size", ["x"], out_type=T.INT64),
+         Op("Dropout", "Dropout", ["x", "ratio", "training"], extra_outputs=["dropout_mask"], extra_types=[T.BOOL]),
+         Op("LogSoftmax", "LogSoftmax", ["x"], {"axis": 1}), Op("Hardmax", "Hardmax", ["x"]),
+         Op("Swish", "Swish", ["x"], {"alpha": 0.5}), Op("Shrink", "Shrink", ["x"], {"lambd": 0.4, "bias": 0.1}),
+         Op("IsInf", "IsInf", ["x"], out_type=T.BOOL),
+         Op("EyeLike", "EyeLike", ["sq"], {"k": 1}),
+         Op("LpNormalization", "LpNormalization", ["x"], {"p": 1, "axis": 1}),
+         Op("RMSNormalization", "RMSNormalization", ["x", "scale"], {"epsilon": 1e-3}),
+         Op("MeanVarianceNormalization", "MeanVarianceNormalization", ["img"]),
+         Op("DepthToSpace", "DepthToSpace", ["img"], {"blocksize": 2, "mode": "CRD"}),
+         Op("SpaceToDepth", "SpaceToDepth", ["img"], {"blocksize": 2})],
+        {"like": np.zeros(1, np.float16), "ratio": np.array(0.25, np.float32), "training": np.array(False),
+         "scale": np.linspace(0.5, 1.5, 4, dtype=np.float32)},
+        opset=24),
 }
 
 # float16 versions of a few math operators, checked against the float32 CPU result of the same inputs.
@@ -264,7 +283,7 @@ def build_model(group: Group, path: Path, dynamic: bool, float16: bool = False) 
                                   (op.out_type, *op.extra_types, *[op.out_type] * len(op.extra_outputs)), strict=False)]
     inits = [numpy_helper.from_array(v.astype(np.float16) if float16 and v.dtype == np.float32 else v, n)
              for n, v in group.constants.items()]
-    opsets = [helper.make_opsetid("", OPSET)]
+    opsets = [helper.make_opsetid("", group.opset)]
     if any(op.domain == MS for op in group.ops):
         opsets.append(helper.make_opsetid(MS, 1))
     model = helper.make_model(helper.make_graph(nodes, path.stem, decl, outputs, initializer=inits),
