@@ -5,6 +5,8 @@ refusals."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from conftest import const, make_model, ort_run
@@ -101,10 +103,23 @@ def _check(model, inputs, sizes, refruntime, tmp_path, special=False):
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
 
 
+@functools.cache
+def _ort_loads_opset(opset: int) -> bool:
+    """Whether this onnxruntime loads a model of this ai.onnx opset (1.23 stops at 23: Swish is 24)."""
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [1])], [("y", F, [1])], opset=opset)
+    try:
+        ort_run(model, {"x": np.zeros(1, np.float32)})
+    except Exception:  # noqa: BLE001 - onnxruntime's Fail for an opset it does not know
+        return False
+    return True
+
+
 @pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
 @pytest.mark.parametrize("op,inputs,attrs,inits,n_out,opset,sizes,special", CASES)
 def test_op_matches_onnxruntime(op, inputs, attrs, inits, n_out, opset, sizes, special, dynamic, refruntime,
                                 tmp_path):
+    if opset > 23 and not _ort_loads_opset(opset):
+        pytest.skip(f"this onnxruntime does not load opset {opset}")
     names = [n for n, _, _ in inputs] + [t.name for t in inits]
     outs = ["out", "mask"][:n_out]
     node = helper.make_node(op, names, outs, **attrs)
