@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from conftest import const, make_model
+from conftest import const, make_model, ort_run
 from onnx import TensorProto as T
 from onnx import helper
 
@@ -66,10 +66,45 @@ def test_graph_without_outputs_is_a_model_error():
         load_model(model)
 
 
-def test_old_opset_refused(static_model):
-    static_model.opset_import[0].version = 12
-    with pytest.raises(ModelError, match="opset 12.*opset 13"):
-        load_model(static_model)
+def test_old_opset_is_converted(static_model, refruntime, tmp_path):
+    """A model before opset 13 is converted by onnx's version converter (Dropout's ratio attribute becomes
+    an input the converter adds: inference does not read it, so the input is dropped)."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Dropout", ["r"], ["d"], ratio=0.3),
+             helper.make_node("Softmax", ["d"], ["y"], axis=1)]
+    model = make_model(nodes, [("x", T.FLOAT, [2, 3, 4])], [("y", T.FLOAT, [2, 3, 4])], opset=9)
+    converted, _ = load_model(model)
+    assert converted.opset_import[0].version == 13
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    got = refruntime.run(compile_model(model, tmp_path / "a").program, [x])[0]
+    np.testing.assert_allclose(got, ort_run(model, {"x": x})[0], rtol=1e-6, atol=1e-6)
+
+
+def test_old_opset_file_with_shapeless_outputs_is_converted(tmp_path):
+    """The EP writes an output whose shape onnxruntime does not know without a shape: the checker reads
+    the file (before conversion) and tolerates that, as for a model of a current opset."""
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", T.FLOAT, [2])], [("y", T.FLOAT, [2])],
+                       opset=11)
+    model.graph.output[0].type.tensor_type.ClearField("shape")
+    onnx.save(model, tmp_path / "m.onnx")
+    converted, _ = load_model(tmp_path / "m.onnx")
+    assert converted.opset_import[0].version == 13
+
+
+def test_old_opset_the_converter_cannot_convert_is_refused():
+    model = make_model([helper.make_node("Split", ["x"], ["y"], split=[2])], [("x", T.FLOAT, [2])],
+                       [("y", T.FLOAT, [2])], opset=1)
+    with pytest.raises(ModelError, match="opset 1; hipdnn-ep-compiler needs opset 13 or newer, and onnx's "
+                                         "version converter could not convert it: .*No Adapter"):
+        load_model(model)
+
+
+def test_old_opset_converted_with_a_new_weight_is_refused():
+    """Clip's min/max attributes become float inputs that are not in the model: no caller could feed them."""
+    model = make_model([helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.5)], [("x", T.FLOAT, [2])],
+                       [("y", T.FLOAT, [2])], opset=9)
+    with pytest.raises(ModelError, match="opset 9; .*version converter turned an attribute into the constant "
+                                         "input '.*', which is not in the model"):
+        load_model(model)
 
 
 def test_future_opset_refused(static_model):

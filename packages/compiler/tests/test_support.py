@@ -13,9 +13,13 @@ from hipdnn_ep_compiler import compiler
 from hipdnn_ep_compiler.protocol import handle
 from hipdnn_ep_compiler.support import check_support
 
+EINSUM = {"equation": "...->..."}  # an identity Einsum: an op the compiler does not support
+
 
 def _chain(dtype: int, middle: str = "Relu") -> onnx.ModelProto:
-    nodes = [helper.make_node("Add", ["a", "b"], ["c"], name="add"), helper.make_node(middle, ["c"], ["d"], name="mid"),
+    attrs = EINSUM if middle == "Einsum" else {}
+    nodes = [helper.make_node("Add", ["a", "b"], ["c"], name="add"),
+             helper.make_node(middle, ["c"], ["d"], name="mid", **attrs),
              helper.make_node("Mul", ["d", "d"], ["e"], name="mul")]
     return make_model(nodes, [("a", dtype, [4]), ("b", dtype, [4])], [("e", dtype, [4])])
 
@@ -36,9 +40,9 @@ def test_element_types_the_kernels_lack_are_refused_per_node():
 
 
 def test_a_refused_node_leaves_the_rest_supported():
-    # Hardmax is not in the op registry; the rest compiles once its output is a graph input.
-    assert _verdicts(_chain(TensorProto.FLOAT, "Hardmax")) == [
-        ("add", True, ""), ("mid", False, "op Hardmax of domain ai.onnx is not supported"), ("mul", True, "")]
+    # Einsum is not in the op registry; the rest compiles once its output is a graph input.
+    assert _verdicts(_chain(TensorProto.FLOAT, "Einsum")) == [
+        ("add", True, ""), ("mid", False, "op Einsum of domain ai.onnx is not supported"), ("mul", True, "")]
 
 
 def test_a_refused_graph_input_refuses_the_nodes_reading_it():
@@ -48,15 +52,15 @@ def test_a_refused_graph_input_refuses_the_nodes_reading_it():
 
 
 def test_a_parameter_computed_by_a_refused_node_is_refused_too():
-    # Hardmax is refused, so the Reshape target (Cast of its output) is a run-time value for the
+    # Einsum is refused, so the Reshape target (Cast of its output) is a run-time value for the
     # compiler: Reshape is refused for that, Cast alone still compiles.
-    nodes = [helper.make_node("Hardmax", ["s"], ["c"], name="cos"), helper.make_node("Cast", ["c"], ["shape"], to=7,
-                                                                                  name="cast"),
+    nodes = [helper.make_node("Einsum", ["s"], ["c"], name="cos", **EINSUM),
+             helper.make_node("Cast", ["c"], ["shape"], to=7, name="cast"),
              helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")]
     model = make_model(nodes, [("x", TensorProto.FLOAT, [2, 3])], [("y", TensorProto.FLOAT, [3, 2])],
                        [const("s", np.array([3, 2], np.float32))])
     assert _verdicts(model) == [
-        ("cos", False, "op Hardmax of domain ai.onnx is not supported"), ("cast", True, ""),
+        ("cos", False, "op Einsum of domain ai.onnx is not supported"), ("cast", True, ""),
         ("reshape", False, "the target shape must be computable from input shapes and constants")]
 
 
@@ -84,14 +88,15 @@ def test_a_model_whose_weights_the_host_holds_is_checked_without_them(tmp_path):
     w.data_location = TensorProto.EXTERNAL
     w.external_data.add(key="location", value="hipdnn-ep-host-memory")
     nodes = [helper.make_node("MatMul", ["a", "w"], ["c"], name="matmul"),
-             helper.make_node("Hardmax", ["c"], ["d"], name="cos"), helper.make_node("Relu", ["d"], ["e"], name="relu"),
+             helper.make_node("Einsum", ["c"], ["d"], name="cos", **EINSUM),
+             helper.make_node("Relu", ["d"], ["e"], name="relu"),
              helper.make_node("MatMul", ["e", "w"], ["f"], name="matmul2")]
     model = make_model(nodes, [("a", TensorProto.FLOAT, [2, 4])], [("f", TensorProto.FLOAT, [2, 4])], [w])
     helper.set_model_props(model, {"hipdnn_ep.weights": "host"})
     onnx.save(model, tmp_path / "m.onnx")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
     assert [(v.name, v.supported, v.reason) for v in check_support(tmp_path / "m.onnx")] == [
-        ("matmul", True, ""), ("cos", False, "op Hardmax of domain ai.onnx is not supported"), ("relu", True, ""),
+        ("matmul", True, ""), ("cos", False, "op Einsum of domain ai.onnx is not supported"), ("relu", True, ""),
         ("matmul2", True, "")]
 
 

@@ -41,10 +41,26 @@ def _tensors_by_name(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
     found = {t.name: t for t in model.graph.initializer}
     for node in model.graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-            for a in node.attribute:
-                if a.name == "value":
-                    found.setdefault(node.output[0], a.t)
+            tensor = constant_value(node)
+            if tensor is not None:
+                found.setdefault(node.output[0], tensor)
     return found
+
+
+def constant_value(node: onnx.NodeProto) -> onnx.TensorProto | None:
+    """A Constant node's value as a tensor (value, value_int(s), value_float(s)); None for other kinds."""
+    attrs = {a.name: a for a in node.attribute}
+    if "value" in attrs:
+        return attrs["value"].t
+    if "value_int" in attrs:
+        return numpy_helper.from_array(np.array(attrs["value_int"].i, dtype=np.int64))
+    if "value_ints" in attrs:
+        return numpy_helper.from_array(np.array(list(attrs["value_ints"].ints), dtype=np.int64))
+    if "value_float" in attrs:
+        return numpy_helper.from_array(np.array(attrs["value_float"].f, dtype=np.float32))
+    if "value_floats" in attrs:
+        return numpy_helper.from_array(np.array(list(attrs["value_floats"].floats), dtype=np.float32))
+    return None
 
 
 def describe(name: str, tensor: onnx.TensorProto | None, dtype: int, dims: list[int],

@@ -68,6 +68,18 @@ def _view(ptr: int, dims: tuple, dtype) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype).reshape(dims)
 
 
+
+def _log_sum_exp(x: np.ndarray, axis=None, keepdims=True) -> np.ndarray:
+    """log(sum(exp(x))) relative to the maximum, as the runtime computes it (an infinite or NaN maximum is
+    the result; -inf over an empty set)."""
+    if x.size == 0:
+        return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
+    m = np.max(x, axis=axis, keepdims=True)
+    shift = np.where(np.isfinite(m), m, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(np.isfinite(m), np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift, m)
+    return out if keepdims else np.squeeze(out, axis=axis)
+
 class RefRuntime:
     def __init__(self, manifest_path: Path, work_dir: Path):
         self.manifest = json.loads(Path(manifest_path).read_text())
@@ -250,7 +262,7 @@ class RefRuntime:
             fn = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min, "PROD": np.prod,
                   "L1": lambda x, **k: np.sum(np.abs(x), **k), "L2": lambda x, **k: np.sqrt(np.sum(x * x, **k)),
                   "LOG_SUM": lambda x, **k: np.log(np.sum(x, **k)),
-                  "LOG_SUM_EXP": lambda x, **k: np.log(np.sum(np.exp(x), **k)),
+                  "LOG_SUM_EXP": _log_sum_exp,
                   "SUM_SQUARE": lambda x, **k: np.sum(x * x, **k)}[self._op("hipdnn_ep_reduce_op", ints[0])]
             x = i[0] if np.issubdtype(i[0].dtype, np.integer) else i[0].astype(np.float64)
             axes = tuple(int(a) for a in i[1]) or None  # no axes: every axis

@@ -23,6 +23,7 @@ from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError, UnsupportedError
 from ..ops import lookup
+from ..weights import constant_value
 
 SMALL_INT_CONSTANT = 1024  # int32/int64 tensors up to this many elements are embedded host values
 
@@ -140,24 +141,16 @@ class _Importer:
             attrs["values"] = hir.to_attr([int(v) for v in values])
             op = self.create("hipdnn.constant", [], [ttype], attrs)
         else:
+            if dtype == 9 and n == 1 and not external:  # a bool flag (Dropout's training_mode): readable by rules
+                attrs["bool_value"] = hir.to_attr(int(numpy_helper.to_array(tensor).reshape(-1)[0]))
             op = self.create("hipdnn.weight", [], [ttype], attrs)
         self.values[name] = op.results[0]
         self.dtypes[name] = dtype
         return op.results[0]
 
     def constant_node(self, node: onnx.NodeProto, where: str) -> None:
-        attrs = {a.name: a for a in node.attribute}
-        if "value" in attrs:
-            tensor = attrs["value"].t
-        elif "value_int" in attrs:
-            tensor = numpy_helper.from_array(np.array(attrs["value_int"].i, dtype=np.int64))
-        elif "value_ints" in attrs:
-            tensor = numpy_helper.from_array(np.array(list(attrs["value_ints"].ints), dtype=np.int64))
-        elif "value_float" in attrs:
-            tensor = numpy_helper.from_array(np.array(attrs["value_float"].f, dtype=np.float32))
-        elif "value_floats" in attrs:
-            tensor = numpy_helper.from_array(np.array(list(attrs["value_floats"].floats), dtype=np.float32))
-        else:
+        tensor = constant_value(node)
+        if tensor is None:
             raise UnsupportedError(f"{where}: only tensor, int(s) and float(s) Constant values are supported")
         tensor = onnx.TensorProto.FromString(tensor.SerializeToString())
         tensor.name = node.output[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import onnx
@@ -9,9 +10,10 @@ import onnx.checker
 import onnx.defs
 import onnx.helper
 import onnx.shape_inference
+from onnx import version_converter
 
 from ..errors import ModelError
-from ..weights import held_by_host
+from ..weights import constant_value, held_by_host
 
 MIN_OPSET = 13
 MISSING_SHAPE = "Field 'shape' of 'type' is required but missing"
@@ -44,8 +46,9 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
 
     opset = ai_onnx_opset(model)
     newest = onnx.defs.onnx_opset_version()
+    original = model
     if opset < MIN_OPSET:
-        raise ModelError(f"model uses ai.onnx opset {opset}; hipdnn-ep-compiler needs opset {MIN_OPSET} or newer")
+        model = _converted(model, opset)
     if opset > newest:
         raise ModelError(f"model uses ai.onnx opset {opset}, newer than this onnx package knows ({newest})")
     if len(model.graph.node) == 0:
@@ -68,16 +71,21 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
         # A graph input or output without a shape is what the EP writes for a value whose shape
         # onnxruntime does not know (its API reports rank 0 for it, as for a scalar); the checker
         # demands a shape there, shape inference and the importer decide what such a value allows.
+        # (the checker reads the file, the original model before a version conversion)
         shapeless_io = any(v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")
-                           for v in [*model.graph.input, *model.graph.output])
+                           for v in [*original.graph.input, *original.graph.output])
         if not uses_contrib and not (shapeless_io and MISSING_SHAPE in str(exc)):
             raise ModelError(f"model fails the ONNX checker: {_first_line(exc)}") from exc
     except UnicodeDecodeError as exc:  # the checker's message quotes a damaged (non-UTF-8) name or string
         raise ModelError("model fails the ONNX checker: a name or string in the model is not valid UTF-8 "
                          "(the file is damaged)") from exc
 
+    # onnx's MeanVarianceNormalization function body fails strict inference (onnx 1.23: its Constant of the
+    # axes attribute); inference without strict mode leaves that op's result to refine-shapes
+    lenient = uses_contrib or any(n.op_type in _LENIENT_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node)
+
     def infer(m: onnx.ModelProto) -> onnx.ModelProto:
-        inferred = onnx.shape_inference.infer_shapes(_without_weight_data(m), strict_mode=not uses_contrib,
+        inferred = onnx.shape_inference.infer_shapes(_without_weight_data(m), strict_mode=not lenient,
                                                      data_prop=True)
         return _with_inferred_types(m, inferred)
 
@@ -92,6 +100,43 @@ def load_model(model_or_path: onnx.ModelProto | str | Path) -> tuple[onnx.ModelP
         except Exception:
             raise ModelError(f"ONNX shape inference failed: {_first_line(exc)}") from exc
     return model, base_dir
+
+
+_LENIENT_OPS = ("MeanVarianceNormalization",)
+SMALL_INT_CONSTANT = 1024  # as the importer: int32/int64 constants up to this many elements are embedded
+
+
+def _converted(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    """A model of an opset before MIN_OPSET converted by onnx's version converter, or a ModelError.
+
+    The converter turns some attributes into inputs (Dropout's ratio, Clip's min/max, Pad's value):
+    constants the original model does not have.  A small integer one is embedded in the program; any
+    other would be a weight the caller (the EP, `load_weights`) cannot find by name, so such a model is
+    refused, except for Dropout's ratio, which inference does not read (the input is dropped).
+    """
+    why = f"model uses ai.onnx opset {opset}; hipdnn-ep-compiler needs opset {MIN_OPSET} or newer"
+    try:
+        converted = version_converter.convert_version(model, MIN_OPSET)
+    except Exception as exc:  # the converter raises RuntimeError, ValueError, InferenceError...
+        raise ModelError(f"{why}, and onnx's version converter could not convert it: {_first_line(exc)}") from exc
+    g = model.graph
+    known = ({t.name for t in g.initializer} | {v.name for v in g.input}
+             | {o for n in g.node for o in n.output})
+    added = {t.name: t for t in converted.graph.initializer if t.name not in known}
+    added.update({n.output[0]: constant_value(n) for n in converted.graph.node
+                  if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and n.output[0] not in known})
+    for node in converted.graph.node:
+        if node.op_type == "Dropout" and len(node.input) > 1 and node.input[1] in added:
+            node.input[1] = ""  # the ratio: unused in inference
+    used = {i for n in converted.graph.node for i in n.input} | {o.name for o in converted.graph.output}
+    for name, tensor in added.items():
+        small_int = (tensor is not None and tensor.data_type in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+                     and math.prod(tensor.dims) <= SMALL_INT_CONSTANT)
+        if name in used and not small_int:
+            raise ModelError(f"{why}; onnx's version converter turned an attribute into the constant input "
+                             f"'{name}', which is not in the model (convert the model to opset {MIN_OPSET} "
+                             "with onnx.version_converter and save it)")
+    return converted
 
 
 def _host_weights_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:

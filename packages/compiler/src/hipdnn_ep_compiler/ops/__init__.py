@@ -1,5 +1,5 @@
-"""The op registry (registry.py) and the ops registered in it (onnx.py, llm.py, mask.py, general.py, vision.py,
-contrib.py, quant.py, attention.py, indexing.py, bitwise.py, einsum.py)."""
+"""The op registry (registry.py) and the ops registered in it (onnx.py, llm.py, mask.py, general.py, misc.py,
+vision.py, contrib.py, quant.py, attention.py, indexing.py, bitwise.py, einsum.py)."""
 
 from . import (  # noqa: F401  (register the ops)
     attention,
@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (register the ops)
     indexing,
     llm,
     mask,
+    misc,
     onnx,
     quant,
     vision,
