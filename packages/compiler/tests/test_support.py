@@ -13,15 +13,24 @@ from hipdnn_ep_compiler import compiler
 from hipdnn_ep_compiler.protocol import handle
 from hipdnn_ep_compiler.support import check_support
 
-EINSUM = {"equation": "...->..."}  # an identity Einsum: an op the compiler does not support
+# ai.onnx.ml Scaler (scale 1, offset 0: the identity on float): an op the compiler does not support
+SCALER = {"domain": "ai.onnx.ml", "scale": [1.0], "offset": [0.0]}
+ML = [("ai.onnx.ml", 1)]
+
+
+def _typed(model: onnx.ModelProto, name: str, dtype: int, dims: list) -> onnx.ModelProto:
+    """Declares the type of a Scaler's output, as ONNX Runtime's graph does (onnx infers none for it)."""
+    model.graph.value_info.append(helper.make_tensor_value_info(name, dtype, dims))
+    return model
 
 
 def _chain(dtype: int, middle: str = "Relu") -> onnx.ModelProto:
-    attrs = EINSUM if middle == "Einsum" else {}
+    attrs = SCALER if middle == "Scaler" else {}
     nodes = [helper.make_node("Add", ["a", "b"], ["c"], name="add"),
              helper.make_node(middle, ["c"], ["d"], name="mid", **attrs),
              helper.make_node("Mul", ["d", "d"], ["e"], name="mul")]
-    return make_model(nodes, [("a", dtype, [4]), ("b", dtype, [4])], [("e", dtype, [4])])
+    return _typed(make_model(nodes, [("a", dtype, [4]), ("b", dtype, [4])], [("e", dtype, [4])], extra_opsets=ML),
+                  "d", dtype, [4])
 
 
 def _verdicts(model: onnx.ModelProto) -> list[tuple[str, bool, str]]:
@@ -40,9 +49,9 @@ def test_element_types_the_kernels_lack_are_refused_per_node():
 
 
 def test_a_refused_node_leaves_the_rest_supported():
-    # Einsum is not in the op registry; the rest compiles once its output is a graph input.
-    assert _verdicts(_chain(TensorProto.FLOAT, "Einsum")) == [
-        ("add", True, ""), ("mid", False, "op Einsum of domain ai.onnx is not supported"), ("mul", True, "")]
+    # Scaler is not in the op registry; the rest compiles once its output is a graph input.
+    assert _verdicts(_chain(TensorProto.FLOAT, "Scaler")) == [
+        ("add", True, ""), ("mid", False, "op Scaler of domain ai.onnx.ml is not supported"), ("mul", True, "")]
 
 
 def test_a_refused_graph_input_refuses_the_nodes_reading_it():
@@ -52,15 +61,16 @@ def test_a_refused_graph_input_refuses_the_nodes_reading_it():
 
 
 def test_a_parameter_computed_by_a_refused_node_is_refused_too():
-    # Einsum is refused, so the Reshape target (Cast of its output) is a run-time value for the
+    # Scaler is refused, so the Reshape target (Cast of its output) is a run-time value for the
     # compiler: Reshape is refused for that, Cast alone still compiles.
-    nodes = [helper.make_node("Einsum", ["s"], ["c"], name="cos", **EINSUM),
+    nodes = [helper.make_node("Scaler", ["s"], ["c"], name="cos", **SCALER),
              helper.make_node("Cast", ["c"], ["shape"], to=7, name="cast"),
              helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")]
     model = make_model(nodes, [("x", TensorProto.FLOAT, [2, 3])], [("y", TensorProto.FLOAT, [3, 2])],
-                       [const("s", np.array([3, 2], np.float32))])
+                       [const("s", np.array([3, 2], np.float32))], extra_opsets=ML)
+    _typed(model, "c", TensorProto.FLOAT, [2])
     assert _verdicts(model) == [
-        ("cos", False, "op Einsum of domain ai.onnx is not supported"), ("cast", True, ""),
+        ("cos", False, "op Scaler of domain ai.onnx.ml is not supported"), ("cast", True, ""),
         ("reshape", False, "the target shape must be computable from input shapes and constants")]
 
 
@@ -88,15 +98,16 @@ def test_a_model_whose_weights_the_host_holds_is_checked_without_them(tmp_path):
     w.data_location = TensorProto.EXTERNAL
     w.external_data.add(key="location", value="hipdnn-ep-host-memory")
     nodes = [helper.make_node("MatMul", ["a", "w"], ["c"], name="matmul"),
-             helper.make_node("Einsum", ["c"], ["d"], name="cos", **EINSUM),
+             helper.make_node("Scaler", ["c"], ["d"], name="cos", **SCALER),
              helper.make_node("Relu", ["d"], ["e"], name="relu"),
              helper.make_node("MatMul", ["e", "w"], ["f"], name="matmul2")]
-    model = make_model(nodes, [("a", TensorProto.FLOAT, [2, 4])], [("f", TensorProto.FLOAT, [2, 4])], [w])
+    model = _typed(make_model(nodes, [("a", TensorProto.FLOAT, [2, 4])], [("f", TensorProto.FLOAT, [2, 4])], [w],
+                              extra_opsets=ML), "d", TensorProto.FLOAT, [2, 4])
     helper.set_model_props(model, {"hipdnn_ep.weights": "host"})
     onnx.save(model, tmp_path / "m.onnx")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
     assert [(v.name, v.supported, v.reason) for v in check_support(tmp_path / "m.onnx")] == [
-        ("matmul", True, ""), ("cos", False, "op Einsum of domain ai.onnx is not supported"), ("relu", True, ""),
+        ("matmul", True, ""), ("cos", False, "op Scaler of domain ai.onnx.ml is not supported"), ("relu", True, ""),
         ("matmul2", True, "")]
 
 

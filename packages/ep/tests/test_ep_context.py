@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 from conftest import NO_FALLBACK, Env, make_session
 from hipdnn_ep_compiler.abi import load_abi
-from models import elementwise, reference, with_weights
+from models import UNSUPPORTED, elementwise, reference, with_weights
 
 Compat = ort.capi.onnxruntime_pybind11_state.OrtCompiledModelCompatibility
 
@@ -49,7 +49,7 @@ def test_round_trip_runs_without_compiling(tmp_path: Path, ep_devices, env: Env,
 
 
 def test_round_trip_with_weights_and_a_cpu_partition(tmp_path: Path, ep_devices, env: Env) -> None:
-    # Weights stay in the model (the EP is handed them at run time); Einsum stays a CPU node.
+    # Weights stay in the model (the EP is handed them at run time); the unsupported node stays a CPU node.
     model = with_weights(tmp_path / "w.onnx", 512)
     ctx = _compile(model, tmp_path / "w_ctx.onnx", ep_devices, env, embed=False)
     sess = make_session(ctx, ep_devices, _no_compiler(env, tmp_path), NO_FALLBACK)
@@ -57,14 +57,14 @@ def test_round_trip_with_weights_and_a_cpu_partition(tmp_path: Path, ep_devices,
     cpu = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0], rtol=1e-6)
 
-    mixed = elementwise(tmp_path / "c.onnx", ["n", 4], middle="Einsum")
+    mixed = elementwise(tmp_path / "c.onnx", ["n", 4], middle=UNSUPPORTED)
     config = {"ep.context_enable": "1", "ep.context_file_path": str(tmp_path / "c_ctx.onnx")}
     make_session(mixed, ep_devices, env.options, config)
     ops = sorted(n.op_type for n in onnx.load(str(tmp_path / "c_ctx.onnx")).graph.node)
-    assert ops == ["EPContext", "EPContext", "Einsum"]
+    assert ops == ["EPContext", "EPContext", UNSUPPORTED]
     sess = make_session(tmp_path / "c_ctx.onnx", ep_devices, _no_compiler(env, tmp_path))
     x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
-    np.testing.assert_allclose(sess.run(None, {"x": x, "y": x})[0], reference(x, x, "Einsum"), rtol=1e-6)
+    np.testing.assert_allclose(sess.run(None, {"x": x, "y": x})[0], reference(x, x, UNSUPPORTED), rtol=1e-6)
 
 
 def test_foreign_code_is_refused_unless_trusted(tmp_path: Path, ep_devices, env: Env) -> None:

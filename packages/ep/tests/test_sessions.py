@@ -22,7 +22,7 @@ import pytest
 from conftest import LOG_POINTER, NO_FALLBACK, Env, cpu_session, make_session
 from hipdnn_ep._abi_info import REQUIRED_RUNTIME_ABI
 from hipdnn_ep_compiler.abi import load_abi
-from models import einsum_identity, elementwise, many_initializers, reference, save, with_weights
+from models import UNSUPPORTED, elementwise, many_initializers, reference, save, unsupported_node, with_weights
 from onnx import TensorProto, helper
 
 COMPILER = f"hipdnn-ep-compiler {hipdnn_ep_compiler.__version__}"
@@ -133,22 +133,22 @@ def test_independent_branches_compile_as_one_program(tmp_path: Path, ep_devices,
 
 
 def test_unsupported_node_falls_back_to_cpu(tmp_path: Path, ep_devices, env: Env) -> None:
-    sess = make_session(elementwise(tmp_path / "m.onnx", ["n", 4], middle="Einsum"), ep_devices, env.options)
-    _check(sess, _feeds((5, 4)), "Einsum")
-    # Einsum splits the graph: Add before it and Add+Relu after it are two partitions.
+    sess = make_session(elementwise(tmp_path / "m.onnx", ["n", 4], middle=UNSUPPORTED), ep_devices, env.options)
+    _check(sess, _feeds((5, 4)), UNSUPPORTED)
+    # the unsupported node splits the graph: Add before it and Add+Relu after it are two partitions.
     assert sorted(env.compiled_ops()) == [["Add"], ["Add", "Relu"]]
 
 
 def test_a_path_through_an_unsupported_node_is_not_fused_around(tmp_path: Path, ep_devices, env: Env) -> None:
-    # Relu -> Einsum -> Add and Relu -> Add: fusing Relu with Add would make a cycle through Einsum.
-    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Einsum", ["r"], ["c"], equation="...->..."),
+    # Relu -> Scaler -> Add and Relu -> Add: fusing Relu with Add would make a cycle through the Scaler.
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), unsupported_node("r", "c", "unsupported"),
              helper.make_node("Add", ["r", "c"], ["z"])]
     vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("x", "z")]
     model = save(helper.make_graph(nodes, "cycle", vi[:1], vi[1:]), tmp_path / "c.onnx")
     x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
     r = np.maximum(x, 0)
     np.testing.assert_allclose(make_session(model, ep_devices, env.options).run(None, {"x": x})[0],
-                               r + einsum_identity(r), rtol=1e-6)
+                               r + r, rtol=1e-6)
     assert env.compiled_ops() == [["Relu"], ["Add"]]
 
 
@@ -176,8 +176,9 @@ def test_a_path_through_a_control_flow_body_is_not_fused_around(tmp_path: Path, 
 
 
 def test_disabled_fallback_lists_each_unsupported_node(tmp_path: Path, ep_devices, env: Env) -> None:
-    model = elementwise(tmp_path / "m.onnx", ["n", 4], middle="Einsum")
-    expected = rf"(?s)fallback is disabled.*node 'einsum' \(Einsum\): operator Einsum is not supported by {COMPILER}"
+    model = elementwise(tmp_path / "m.onnx", ["n", 4], middle=UNSUPPORTED)
+    expected = (rf"(?s)fallback is disabled.*node 'unsupported' \(Scaler\): operator ai.onnx.ml:Scaler "
+                rf"is not supported by {COMPILER}")
     with pytest.raises(Exception, match=expected):
         make_session(model, ep_devices, env.options, NO_FALLBACK)
     assert env.compiles() == []
