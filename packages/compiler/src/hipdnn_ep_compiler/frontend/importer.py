@@ -25,6 +25,7 @@ from ..errors import ModelError, UnsupportedError
 from ..ops import lookup
 
 SMALL_INT_CONSTANT = 1024  # int32/int64 tensors up to this many elements are embedded host values
+SMALL_FLOAT_CONSTANT = 16  # float tensors up to this many elements also carry their values (attribute float_values)
 
 # Normalization ops whose extra outputs (statistics) are dropped when unused and refused when used,
 # except the outputs listed in _EXTRA_OUTPUTS (SkipSimplifiedLayerNormalization's input + skip sum).
@@ -140,6 +141,9 @@ class _Importer:
             attrs["values"] = hir.to_attr([int(v) for v in values])
             op = self.create("hipdnn.constant", [], [ttype], attrs)
         else:
+            if dtype in (1, 10, 11) and n <= SMALL_FLOAT_CONSTANT and not external:
+                # small float constants (Resize's scales and roi) stay weights, their values readable by shape rules
+                attrs["float_values"] = hir.to_attr([float(v) for v in numpy_helper.to_array(tensor).reshape(-1)])
             op = self.create("hipdnn.weight", [], [ttype], attrs)
         self.values[name] = op.results[0]
         self.dtypes[name] = dtype

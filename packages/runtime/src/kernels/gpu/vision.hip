@@ -6,6 +6,7 @@
 #include "gpu/gpu_device.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
+#include "kernels/resize_math.h"
 #include "kernels/validate.h"
 
 namespace hipdnn_ep::kernels::gpu {
@@ -166,6 +167,89 @@ void activation(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
                                                          static_cast<T*>(args.outputs[0].data), n, op, alpha, beta);
   });
   check_launch("activation");
+}
+
+// Resize: one thread per output element computes its taps along every axis (resize_math.h, the CPU
+// backend's functions) and sums over their product.
+namespace {
+
+struct ResizeParams {
+  hipdnn_ep::kernels::resize::Axis axes[hipdnn_ep::kernels::resize::kMaxRank];
+  int64_t in_stride[hipdnn_ep::kernels::resize::kMaxRank];
+  int rank;
+};
+
+template <typename T>
+__global__ void resize_kernel(const T* x, T* y, ResizeParams p, hipdnn_ep::kernels::resize::Attrs at, int64_t total) {
+  namespace rs = hipdnn_ep::kernels::resize;
+  HIPDNN_EP_GRID_STRIDE(e, total) {
+    rs::Taps taps[rs::kMaxRank];
+    int j[rs::kMaxRank];
+    bool outside = false;
+    int64_t rest = e;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rest % p.axes[d].out;
+      rest /= p.axes[d].out;
+      taps[d] = rs::axis_taps(at, p.axes[d], o);
+      outside = outside || taps[d].outside;
+      j[d] = taps[d].lo;
+    }
+    float acc = at.extrapolation;
+    if (!outside) {
+      acc = 0.0f;
+      for (;;) {
+        float w = 1.0f;
+        int64_t off = 0;
+        for (int d = 0; d < p.rank; ++d) {
+          w *= rs::tap_weight(at, p.axes[d], taps[d], j[d]);
+          off += rs::tap_index(p.axes[d], taps[d], j[d]) * p.in_stride[d];
+        }
+        if (w != 0.0f) acc += w * load(x, off);
+        int d = p.rank - 1;
+        for (; d >= 0; --d) {
+          if (++j[d] < taps[d].hi) break;
+          j[d] = taps[d].lo;
+        }
+        if (d < 0) break;
+      }
+    }
+    store(y, e, acc);
+  }
+}
+
+}  // namespace
+
+void resize(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  namespace rs = hipdnn_ep::kernels::resize;
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims y = dims_of(args.outputs[0]);
+  const auto* geo = static_cast<const int64_t*>(args.inputs[1].data);  // host memory
+  const int rank = static_cast<int>(x.size());
+  const int64_t total = element_count(args.outputs[0]);
+  if (total == 0) return;
+  const rs::Attrs at{static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_MODE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_COORDINATE_MODE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_NEAREST_MODE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_EXCLUDE_OUTSIDE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_ANTIALIAS]),
+                     static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RESIZE_FLOAT_ATTR_CUBIC_COEFF_A]),
+                     static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RESIZE_FLOAT_ATTR_EXTRAPOLATION_VALUE])};
+  ResizeParams p{};
+  p.rank = rank;
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    p.in_stride[d] = stride;
+    stride *= x[d];
+    p.axes[d] = rs::Axis{x[d], y[d], rs::axis_scale(geo[d], x[d], y[d]), rs::bits_to_float(geo[rank + d]),
+                         rs::bits_to_float(geo[2 * rank + d])};
+  }
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "resize", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    resize_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<const T*>(args.inputs[0].data),
+                                                             static_cast<T*>(args.outputs[0].data), p, at, total);
+  });
+  check_launch("resize");
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
