@@ -277,3 +277,14 @@ def test_resize_scales_fed_at_run_time_are_refused(tmp_path):
     model = make_model([node], [("x", F, [1, 3, 4, 4]), ("scales", F, [4])], [("out", F, None)], opset=19)
     with pytest.raises(UnsupportedError, match="scales must be a constant"):
         compile_model(model, tmp_path / "art")
+
+
+def test_resize_sizes_fed_at_run_time_are_checked(refruntime, tmp_path):
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["out"], mode="nearest")
+    model = make_model([node], [("x", F, [1, 1, 2, 2]), ("sizes", T.INT64, [4])], [("out", F, None)], opset=19)
+    info = compile_model(model, tmp_path / "art")
+    x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
+    got = refruntime.run(info.program, [x, np.array([1, 1, 3, 5], np.int64)])[0]
+    np.testing.assert_allclose(got, ort_run(model, {"x": x, "sizes": np.array([1, 1, 3, 5], np.int64)})[0])
+    with pytest.raises(RuntimeError, match="status 1"):
+        refruntime.run(info.program, [x, np.array([1, 1, -3, 5], np.int64)])
