@@ -106,6 +106,30 @@ def test_conv_on_a_too_small_input_is_refused_at_run_time(refruntime, tmp_path):
 
 # ---------------------------------------------------------------- ConvTranspose
 
+LP_CASES = [
+    case("LpPool", X2, {"kernel_shape": [3, 2]}, ident="LpPool"),
+    case("LpPool", X2, {"kernel_shape": [3, 3], "p": 3, "strides": [2, 1], "pads": [1, 1, 1, 0]},
+         ident="LpPool-p3-pads"),
+    case("LpPool", X2, {"kernel_shape": [2, 3], "p": 1, "auto_pad": "SAME_UPPER"}, ident="LpPool-p1-same"),
+    case("LpPool", X2, {"kernel_shape": [2, 2], "dilations": [2, 1]}, ident="LpPool-dilations"),
+    case("LpPool", ["N", 4, "W"], {"kernel_shape": [3]}, ident="LpPool-1d"),
+    case("LpPool", X2, {"kernel_shape": [2, 2]}, elem=H, ident="LpPool-f16"),
+]
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+@pytest.mark.parametrize("op,x_dims,attrs,inits,elem,sizes,opset", LP_CASES)
+def test_lp_pool_matches_onnxruntime(op, x_dims, attrs, inits, elem, sizes, opset, dynamic, refruntime, tmp_path):
+    test_vision_op_matches_onnxruntime(op, x_dims, attrs, inits, elem, sizes, opset, dynamic, refruntime, tmp_path)
+
+
+def test_lp_pool_ceil_mode_is_refused(tmp_path):
+    node = helper.make_node("LpPool", ["x"], ["out"], kernel_shape=[2, 2], ceil_mode=1)
+    model = make_model([node], [("x", F, [1, 2, 5, 5])], [("out", F, None)], opset=18)
+    with pytest.raises(UnsupportedError, match="LpPool with ceil_mode is not supported"):
+        compile_model(model, tmp_path / "art")
+
+
 CT_CASES = [
     case("ConvTranspose", X2, {}, [w("w", 4, 3, 3, 3), w("b", 3)], ident="ConvTranspose"),
     case("ConvTranspose", X2, {"strides": [2, 2], "pads": [1, 0, 1, 1], "output_padding": [1, 0]},

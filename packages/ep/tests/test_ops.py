@@ -149,6 +149,7 @@ GROUPS: dict[str, Group] = {
                                                                     "output_padding": [1, 0]}),
          Op("ConvTranspose-group-same", "ConvTranspose", ["img", "tw2"], {"group": 2, "auto_pad": "SAME_UPPER",
                                                                           "strides": [2, 2]}),
+         Op("LpPool", "LpPool", ["img"], {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}),
          Op("Resize", "Resize", ["img", "", "rs_scales"], {"mode": "nearest"}),
          Op("Resize-linear-sizes", "Resize", ["img", "", "", "rs_sizes"], {"mode": "linear", "axes": [2, 3]}),
          Op("Resize-cubic-align", "Resize", ["img", "", "rs_scales_hw"], {

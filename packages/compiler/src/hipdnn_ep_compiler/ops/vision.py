@@ -174,6 +174,43 @@ register(OpDef("AveragePool", "average_pool", _pool, (POOL,)))
 register(OpDef("GlobalMaxPool", "global_max_pool", _global_pool, (POOL,)))
 register(OpDef("GlobalAveragePool", "global_average_pool", _global_pool, (POOL,)))
 
+# ---------------------------------------------------------------- LpPool
+# (sum over the window of |x|^p)^(1/p) on existing kernels: pow(|x|, p), an average pool that counts
+# the pads (without ceil_mode every window lies inside X and its pads, so it divides by the kernel
+# volume), times that volume, then pow(., 1/p).
+
+
+def _lp_pool(o: Node) -> None:
+    r = _spatial_rank(o, "LpPool")
+    x = o.dims(0)
+    kernel = o.attr_ints("kernel_shape")
+    if kernel is None or len(kernel) != r:
+        raise ModelError(f"{o.where}: kernel_shape {kernel} must have one entry per spatial dim ({r})")
+    if any(k < 1 for k in kernel):
+        raise ModelError(f"{o.where}: kernel_shape {list(kernel)} must be >= 1")
+    if o.attr_int("ceil_mode", 0):
+        o.fail("LpPool with ceil_mode is not supported")
+    p = o.attr_int("p", 2)
+    if p < 1:
+        raise ModelError(f"{o.where}: p {p} must be >= 1")
+    outs, begins, ends, strides, dilations = _window(o, x[2:], list(kernel))
+    t = o.op.results[0].type
+    out_dims = [x[0], x[1], *outs]
+    xt = o.input(0).type
+    powed = emit(o, UNARY, [o.input(0)], {"op": "ABS"}, [x], [xt]).results[0]
+    if p != 1:
+        powed = emit(o, BINARY, [powed, _fill(o, float(p), [])], {"op": "POW"}, [x], [xt]).results[0]
+    mean = emit(o, POOL, [powed], {"op": "AVERAGE", "count_include_pad": 1}, [out_dims], [t],
+                params={"window": [*kernel, *strides, *begins, *ends, *dilations]}).results[0]
+    volume = int(np.prod(kernel))
+    total = emit(o, BINARY, [mean, _fill(o, float(volume), [])], {"op": "MUL"}, [out_dims], [t]).results[0]
+    if p != 1:
+        total = emit(o, BINARY, [total, _fill(o, 1.0 / p, [])], {"op": "POW"}, [out_dims], [t]).results[0]
+    finish(o, [total])
+
+
+register(OpDef("LpPool", "lp_pool", _lp_pool, (UNARY, BINARY, POOL, FILL)))
+
 # ---------------------------------------------------------------- BatchNormalization
 
 
