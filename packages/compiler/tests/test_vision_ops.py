@@ -312,3 +312,40 @@ def test_resize_sizes_fed_at_run_time_are_checked(refruntime, tmp_path):
     np.testing.assert_allclose(got, ort_run(model, {"x": x, "sizes": np.array([1, 1, 3, 5], np.int64)})[0])
     with pytest.raises(RuntimeError, match="status 1"):
         refruntime.run(info.program, [x, np.array([1, 1, -3, 5], np.int64)])
+
+
+# ---------------------------------------------------------------- GridSample
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+@pytest.mark.parametrize("attrs,spatial,opset", [
+    ({}, 2, 16), ({"mode": "nearest", "padding_mode": "border"}, 2, 16),
+    ({"mode": "bicubic", "padding_mode": "reflection"}, 2, 16), ({"mode": "bicubic", "align_corners": 1}, 2, 16),
+    ({"mode": "linear", "padding_mode": "reflection", "align_corners": 1}, 2, 20),
+    ({"mode": "cubic", "padding_mode": "border"}, 2, 20),
+    ({"mode": "linear", "padding_mode": "zeros"}, 3, 20), ({"mode": "nearest", "padding_mode": "reflection"}, 3, 20),
+], ids=["bilinear-zeros", "nearest-border", "bicubic-reflection", "bicubic-align", "linear-reflection-align",
+        "cubic-border", "3d-linear", "3d-nearest-reflection"])
+def test_grid_sample_matches_onnxruntime(attrs, spatial, opset, dynamic, refruntime, tmp_path):
+    xs = (2, 3, 5, 6) if spatial == 2 else (1, 2, 3, 4, 5)
+    gs = (2, 4, 7, 2) if spatial == 2 else (1, 2, 3, 4, 3)
+    xd = ["N", xs[1], *(["H", "W"] if spatial == 2 else ["D", 4, 5])] if dynamic else list(xs)
+    gd = ["N", *(["Ho", "Wo"] if spatial == 2 else [2, 3, 4]), spatial] if dynamic else list(gs)
+    node = helper.make_node("GridSample", ["x", "grid"], ["out"], **attrs)
+    model = make_model([node], [("x", F, xd), ("grid", F, gd)], [("out", F, None)], opset=opset)
+    info = compile_model(model, tmp_path / "art")
+    xv = RNG.standard_normal(xs).astype(np.float32)
+    grid = (RNG.uniform(-1.3, 1.3, gs)).astype(np.float32)
+    grid.flat[:4] = [-1.0, 1.0, 0.0, 0.5]  # the corners and the centre exactly
+    got = refruntime.run(info.program, [xv, grid])[0]
+    want = ort_run(model, {"x": xv, "grid": grid})[0]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_grid_sample_grid_of_another_rank_is_refused(tmp_path):
+    from hipdnn_ep_compiler.errors import ModelError
+    node = helper.make_node("GridSample", ["x", "grid"], ["out"])
+    model = make_model([node], [("x", F, [1, 2, 4, 4]), ("grid", F, [1, 3, 3, 3])], [("out", F, [1, 2, 3, 3])],
+                       opset=16)
+    with pytest.raises((ModelError, UnsupportedError), match="grid"):
+        compile_model(model, tmp_path / "art")

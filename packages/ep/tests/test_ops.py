@@ -132,7 +132,7 @@ GROUPS: dict[str, Group] = {
          "gather_idx": _c([[[3, -1], [0, 1], [2, 2]]])}),
     # the vision family
     "vision": Group(
-        [("img", T.FLOAT, ["N", 4, 7, 6])],
+        [("img", T.FLOAT, ["N", 4, 7, 6]), ("grid", T.FLOAT, ["N", 5, 4, 2])],
         [Op("Conv", "Conv", ["img", "cw", "cb"], {"pads": [1, 1, 1, 1], "strides": [2, 1]}),
          Op("Conv-depthwise-same", "Conv", ["img", "dw"], {"group": 4, "auto_pad": "SAME_UPPER"}),
          Op("MaxPool", "MaxPool", ["img"], {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1}),
@@ -150,6 +150,7 @@ GROUPS: dict[str, Group] = {
          Op("ConvTranspose-group-same", "ConvTranspose", ["img", "tw2"], {"group": 2, "auto_pad": "SAME_UPPER",
                                                                           "strides": [2, 2]}),
          Op("LpPool", "LpPool", ["img"], {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}),
+         Op("GridSample", "GridSample", ["img", "grid"], {"mode": "linear", "padding_mode": "border"}),
          Op("Resize", "Resize", ["img", "", "rs_scales"], {"mode": "nearest"}),
          Op("Resize-linear-sizes", "Resize", ["img", "", "", "rs_sizes"], {"mode": "linear", "axes": [2, 3]}),
          Op("Resize-cubic-align", "Resize", ["img", "", "rs_scales_hw"], {

@@ -1,4 +1,5 @@
-"""The GPU vision kernels (conv, pool, batch_norm, activation, conv_transpose, resize) against the CPU backend.
+"""The GPU vision kernels (conv, pool, batch_norm, activation, conv_transpose, resize, grid_sample) against the
+CPU backend.
 Tolerances (GPU vs CPU): conv accumulates in float in another order (tiles of 16 along K against
 the CPU's panels): float32 1e-4 / 1e-4 and relative Frobenius error under 1e-6, float16 2e-3 /
 2e-3; pool max, batch_norm and the activations: float32 1e-5 / 1e-6 (device libm), float16 one
@@ -149,4 +150,18 @@ def test_resize(cpu, gpu, dev, case, dtype):
     tol = (1e-3, 1e-3) if dtype == F16 else (1e-5, 1e-5)
     compare(cpu, gpu, dev, "resize", [rand(xs, dtype, 4), geo], ys, ints=[mode, coord, nearest, exclude, antialias],
             floats=[-0.75, -3.0], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("align", [0, 1])
+@pytest.mark.parametrize("padding", [0, 1, 2], ids=["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", [0, 1, 2], ids=["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("case", [((2, 3, 5, 6), (2, 4, 7, 2)), ((1, 2, 3, 4, 5), (1, 2, 3, 4, 3)),
+                                  ((2, 8, 32, 32), (2, 48, 40, 2))], ids=["2d", "3d", "2d-large"])
+def test_grid_sample(cpu, gpu, dev, case, mode, padding, align, dtype):
+    xs, gs = case
+    grid = rand(gs, dtype, 6, -1.4, 1.4)
+    tol = (1e-3, 1e-3) if dtype == F16 else (1e-5, 1e-5)
+    compare(cpu, gpu, dev, "grid_sample", [rand(xs, dtype, 5), grid], (*xs[:2], *gs[1:-1]),
+            ints=[mode, padding, align], tol=tol)
 

@@ -383,3 +383,116 @@ def test_resize_refuses_an_antialias_filter_too_wide(state):
     with pytest.raises(RuntimeError, match="taps, more than 4096"):
         run(state, "resize", [np.ones((200000,), F32), geo], (2,), ints=[1, 0, 0, 0, 1], floats=[-0.75, 0])
 
+
+# ---------------------------------------------------------------- grid_sample
+
+
+def grid_sample_ref(x, grid, mode, padding, align):
+    """GridSample per output position and tap, in float64 (the ONNX reference's algorithm)."""
+    x, grid = x.astype(np.float64), grid.astype(np.float64)
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    r = len(sp)
+    out = grid.shape[1:-1]
+    y = np.zeros((n, c, *out))
+
+    def reflect(v, lo, hi):
+        rng = hi - lo
+        if rng <= 0:
+            return 0.0
+        if v < lo:
+            dx = lo - v
+            k = int(dx / rng)
+            rr = dx - k * rng
+            return lo + rr if k % 2 == 0 else hi - rr
+        if v > hi:
+            dx = v - hi
+            k = int(dx / rng)
+            rr = dx - k * rng
+            return hi - rr if k % 2 == 0 else lo + rr
+        return v
+
+    def bounds(size):
+        return (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+
+    def index(i, size):
+        if padding == 0:
+            return i if 0 <= i < size else None
+        if padding == 1:
+            return min(max(i, 0), size - 1)
+        return min(max(int(reflect(float(i), *bounds(size))), 0), size - 1)
+
+    def cubic(d, a=-0.75):
+        d = abs(d)
+        if d <= 1:
+            return ((a + 2) * d - (a + 3)) * d * d + 1
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
+
+    for b in range(n):
+        for o in np.ndindex(*out):
+            taps = []
+            for d in range(r):
+                g = grid[(b, *o, r - 1 - d)]
+                s = sp[d]
+                v = (g + 1) / 2 * (s - 1) if align else ((g + 1) * s - 1) / 2
+                if padding == 1 and mode != 2:  # cubic pads each tap's index only (as onnxruntime)
+                    v = min(max(v, 0.0), s - 1.0)
+                elif padding == 2 and mode != 2:
+                    v = reflect(v, *bounds(s))
+                if mode == 1:
+                    taps.append([(int(np.rint(v)), 1.0)])
+                elif mode == 0:
+                    f = np.floor(v)
+                    taps.append([(int(f), 1 - (v - f)), (int(f) + 1, v - f)])
+                else:
+                    f = np.floor(v)
+                    taps.append([(int(f) - 1 + j, cubic(v - f - (j - 1))) for j in range(4)])
+            for combo in itertools.product(*taps):
+                idx = [index(i, sp[d]) for d, (i, _) in enumerate(combo)]
+                if any(i is None for i in idx):
+                    continue
+                w = np.prod([wt for _, wt in combo])
+                y[(b, slice(None), *o)] += w * x[(b, slice(None), *idx)]
+    return y
+
+
+GRID_SAMPLES = [  # x shape, grid shape (mode, padding_mode, align_corners in the parametrization)
+    ((2, 3, 5, 6), (2, 4, 7, 2)),
+    ((1, 2, 3, 4, 5), (1, 2, 3, 4, 3)),
+    ((2, 2, 7), (2, 5, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("align", [0, 1])
+@pytest.mark.parametrize("padding", [0, 1, 2], ids=["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", [0, 1, 2], ids=["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("case", GRID_SAMPLES, ids=["2d", "3d", "1d"])
+def test_grid_sample_matches_a_per_tap_reference(state, case, mode, padding, align, dtype):
+    xs, gs = case
+    x = rand(xs, dtype, 5)
+    grid = rand(gs, dtype, 6, -1.4, 1.4)
+    grid.flat[:3] = [-1.0, 1.0, 0.0]
+    y = run(state, "grid_sample", [x, grid], (*xs[:2], *gs[1:-1]), ints=[mode, padding, align])
+    close(y, grid_sample_ref(x, grid, mode, padding, align), dtype)
+
+
+def test_grid_sample_survives_non_finite_coordinates(state):
+    x = np.arange(12, dtype=F32).reshape(1, 1, 3, 4)
+    grid = np.array([[[[np.nan, 0.0], [np.inf, -np.inf], [1e30, -1e30]]]], F32)
+    for padding in (0, 1, 2):
+        y = run(state, "grid_sample", [x, grid], (1, 1, 1, 3), ints=[0, padding, 0])
+        assert y.shape == (1, 1, 1, 3)
+
+
+def test_grid_sample_refuses_a_grid_that_does_not_fit(state):
+    with pytest.raises(rt.InvalidArgumentError, match="grid has dims"):
+        run(state, "grid_sample", [np.ones((1, 1, 3, 3), F32), np.zeros((1, 2, 2, 3), F32)], (1, 1, 2, 2),
+            ints=[0, 0, 0])
+
+
+def test_grid_sample_refuses_an_unknown_mode(state):
+    with pytest.raises(rt.InvalidArgumentError, match="unknown grid_sample mode 5"):
+        run(state, "grid_sample", [np.ones((1, 1, 3, 3), F32), np.zeros((1, 2, 2, 2), F32)], (1, 1, 2, 2),
+            ints=[5, 0, 0])
+

@@ -10,6 +10,7 @@ programs (dims, offsets, attributes, statuses), not a runtime.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import json
 import subprocess
 from pathlib import Path
@@ -531,6 +532,11 @@ class RefRuntime:
             return conv_transpose_ref(i[0], i[1], i[2], geo[:r], geo[r:2 * r], geo[2 * r:], ints[0], o.shape[2:])
         return self._kernel(v, run)
 
+    def fn_kernel_grid_sample(self, v):
+        def run(i, o, ints, f):
+            return grid_sample_ref(i[0], i[1], *ints)
+        return self._kernel(v, run)
+
     def fn_kernel_resize(self, v):
         def run(i, o, ints, f):
             r = i[0].ndim
@@ -756,4 +762,73 @@ def resize_ref(x, mode, coord, nearest, exclude, antialias, a, extrapolation, sc
         shape[d] = n_out
         mask |= outside.reshape(shape)
     y[mask] = extrapolation
+    return y
+
+
+def grid_sample_ref(x, grid, mode, padding, align):
+    """GridSample per output position and tap, in float64 (the ONNX reference's algorithm)."""
+    x, grid = x.astype(np.float64), grid.astype(np.float64)
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    r = len(sp)
+    out = grid.shape[1:-1]
+    y = np.zeros((n, c, *out))
+
+    def reflect(v, lo, hi):
+        rng = hi - lo
+        if rng <= 0:
+            return 0.0
+        if v < lo:
+            dx = lo - v
+            k = int(dx / rng)
+            rr = dx - k * rng
+            return lo + rr if k % 2 == 0 else hi - rr
+        if v > hi:
+            dx = v - hi
+            k = int(dx / rng)
+            rr = dx - k * rng
+            return hi - rr if k % 2 == 0 else lo + rr
+        return v
+
+    def bounds(size):
+        return (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+
+    def index(i, size):
+        if padding == 0:
+            return i if 0 <= i < size else None
+        if padding == 1:
+            return min(max(i, 0), size - 1)
+        return min(max(int(reflect(float(i), *bounds(size))), 0), size - 1)
+
+    def cubic(d, a=-0.75):
+        d = abs(d)
+        if d <= 1:
+            return ((a + 2) * d - (a + 3)) * d * d + 1
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
+
+    for b in range(n):
+        for o in np.ndindex(*out):
+            taps = []
+            for d in range(r):
+                g = grid[(b, *o, r - 1 - d)]
+                s = sp[d]
+                v = (g + 1) / 2 * (s - 1) if align else ((g + 1) * s - 1) / 2
+                if padding == 1 and mode != 2:  # cubic pads each tap's index only (as onnxruntime)
+                    v = min(max(v, 0.0), s - 1.0)
+                elif padding == 2 and mode != 2:
+                    v = reflect(v, *bounds(s))
+                if mode == 1:
+                    taps.append([(int(np.rint(v)), 1.0)])
+                elif mode == 0:
+                    f = np.floor(v)
+                    taps.append([(int(f), 1 - (v - f)), (int(f) + 1, v - f)])
+                else:
+                    f = np.floor(v)
+                    taps.append([(int(f) - 1 + j, cubic(v - f - (j - 1))) for j in range(4)])
+            for combo in itertools.product(*taps):
+                idx = [index(i, sp[d]) for d, (i, _) in enumerate(combo)]
+                if any(i is None for i in idx):
+                    continue
+                w = np.prod([wt for _, wt in combo])
+                y[(b, slice(None), *o)] += w * x[(b, slice(None), *idx)]
     return y

@@ -1102,6 +1102,34 @@ void validate_resize(const hipdnn_ep_kernel_args_t* args) {
   call.expect_dtype(call.out(0), output_name(0), dtype);
 }
 
+void validate_grid_sample(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_GRID_SAMPLE_N_INT_ATTRS, HIPDNN_EP_KERNEL_GRID_SAMPLE_N_FLOAT_ATTRS, 2, 2, 1);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::grid_sample, "grid_sample", dtype);
+  const Dims x = spatial_input(call.in(0), "grid_sample");
+  const size_t r = x.size() - 2;
+  call.expect_dtype(call.in(1), input_name(1), dtype);
+  const Dims g = dims_of(call.in(1));
+  if (g.size() != x.size() || g[0] != x[0] || g.back() != static_cast<int64_t>(r)) {
+    fail_invalid("grid has dims " + format_dims(g) + "; it must be [" + std::to_string(x[0]) + ", out..., " +
+                 std::to_string(r) + "] for X " + format_dims(x));
+  }
+  const int64_t mode = call.int_attr(HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_MODE);
+  const int64_t padding = call.int_attr(HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_PADDING_MODE);
+  const int64_t align = call.int_attr(HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_ALIGN_CORNERS);
+  if (mode < 0 || mode > 2) fail_invalid("unknown grid_sample mode " + std::to_string(mode));
+  if (padding < 0 || padding > 2) fail_invalid("unknown padding_mode " + std::to_string(padding));
+  if (align != 0 && align != 1) fail_invalid("align_corners must be 0 or 1");
+  Dims y{x[0], x[1]};
+  for (size_t d = 1; d + 1 < g.size(); ++d) y.push_back(g[d]);
+  int64_t out_positions = 1;
+  for (size_t d = 2; d < y.size(); ++d) out_positions *= y[d];
+  for (size_t d = 2; d < x.size(); ++d) {
+    if (x[d] == 0 && out_positions > 0 && x[1] > 0) fail_invalid("X has an empty spatial dim: nothing to sample");
+  }
+  call.expect_out(dtype, y);
+}
+
 void validate_batch_norm(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_BATCH_NORM_N_INT_ATTRS, HIPDNN_EP_KERNEL_BATCH_NORM_N_FLOAT_ATTRS, 5, 5, 1);
   const int32_t dtype = call.in(0).dtype;

@@ -602,3 +602,38 @@ def norm_axis_resize(o: Node, axis: int, rank: int) -> int:
 
 
 register(OpDef("Resize", "resize", _resize, (RESIZE,)))
+
+# ---------------------------------------------------------------- GridSample
+
+GRID_SAMPLE = register_kernel(Kernel("grid_sample", "kernel_grid_sample", ("mode", "padding_mode", "align_corners"),
+                                     arity=(2, 2)))
+_GS_MODES = {"bilinear": 0, "linear": 0, "nearest": 1, "bicubic": 2, "cubic": 2}  # opset 16's names, then 20's
+_GS_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def _grid_sample(o: Node) -> None:
+    r = _spatial_rank(o, "GridSample")
+    x, g = o.dims(0), o.dims(1)
+    if len(g) != len(x):
+        raise ModelError(f"{o.where}: grid has rank {len(g)}; it must have X's rank {len(x)}")
+    if isinstance(g[-1], int) and g[-1] != r:
+        raise ModelError(f"{o.where}: grid's last dim is {g[-1]}; it must be X's spatial rank {r}")
+    text = checks.Text(g[-1], r)
+    o.require("eq", text.values, "grid's last dim is {0}; it must be X's spatial rank {1}")
+    text = checks.Text(g[0], x[0])
+    o.require("eq", text.values, "grid has batch {0} but X has {1}")
+    if hir.element_dtype(o.input(1)) != o.result_dtype():
+        o.fail("GridSample with a grid of another element type than X is not supported")
+    mode = hir.get_str(o.op, "onnx.mode", "linear")
+    padding = hir.get_str(o.op, "onnx.padding_mode", "zeros")
+    if mode not in _GS_MODES:
+        raise ModelError(f"{o.where}: mode '{mode}' is not one of linear, nearest, cubic")
+    if padding not in _GS_PADDING:
+        raise ModelError(f"{o.where}: padding_mode '{padding}' is not one of zeros, border, reflection")
+    align = o.attr_int("align_corners", 0)
+    replace(o, GRID_SAMPLE, [o.input(0), o.input(1)],
+            {"mode": _GS_MODES[mode], "padding_mode": _GS_PADDING[padding], "align_corners": int(align != 0)},
+            [[x[0], x[1], *g[1:-1]]])
+
+
+register(OpDef("GridSample", "grid_sample", _grid_sample, (GRID_SAMPLE,)))

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/grid_sample_math.h"
 #include "kernels/resize_math.h"
 #include "kernels/tensor_util.h"
 #include "kernels/validate.h"
@@ -231,6 +232,70 @@ void resize(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
       for (int d = rank - 1; d >= 0; --d) {  // next output position
         if (++pos[d] < y[d]) break;
         pos[d] = 0;
+      }
+    }
+  });
+}
+
+// GridSample: per output position the taps of each spatial dim (grid_sample_math.h), summed over
+// their product for every channel.
+void grid_sample(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  namespace gs = hipdnn_ep::kernels::grid_sample;
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims y = dims_of(args.outputs[0]);
+  const int r = static_cast<int>(x.size()) - 2;
+  const int mode = static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_MODE]);
+  const int padding = static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_PADDING_MODE]);
+  const bool align = args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_ALIGN_CORNERS] != 0;
+  int64_t in_size = 1, out_size = 1;
+  for (int d = 0; d < r; ++d) {
+    in_size *= x[2 + d];
+    out_size *= y[2 + d];
+  }
+  if (x[0] == 0 || x[1] == 0 || out_size == 0) return;
+  std::array<int64_t, gs::kMaxSpatial> in_stride{};
+  for (int d = r - 1, s = 1; d >= 0; --d) {
+    in_stride[d] = s;
+    s *= static_cast<int>(x[2 + d]);
+  }
+  dispatch_float(args.inputs[0].dtype, "grid_sample", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = static_cast<const T*>(args.inputs[0].data);
+    const T* gp = static_cast<const T*>(args.inputs[1].data);
+    T* yp = static_cast<T*>(args.outputs[0].data);
+    std::array<gs::Taps, gs::kMaxSpatial> taps{};
+    std::array<int, gs::kMaxSpatial> j{};
+    for (int64_t n = 0; n < x[0]; ++n) {
+      for (int64_t o = 0; o < out_size; ++o) {
+        const int64_t goff = (n * out_size + o) * r;
+        for (int d = 0; d < r; ++d) {  // the grid's last dim lists x (the last spatial dim) first
+          const float c = gs::source_coordinate(load(gp, goff + (r - 1 - d)), x[2 + d], mode, padding, align);
+          taps[d] = gs::dim_taps(c, mode);
+        }
+        for (int64_t c = 0; c < x[1]; ++c) {
+          const T* plane = xp + (n * x[1] + c) * in_size;
+          float acc = 0.0f;
+          j.fill(0);
+          for (;;) {
+            float w = 1.0f;
+            int64_t off = 0;
+            bool zero = false;
+            for (int d = 0; d < r; ++d) {
+              const int64_t i = gs::tap_index(taps[d].first + j[d], x[2 + d], padding, align);
+              zero = zero || i < 0;
+              w *= taps[d].weight[j[d]];
+              off += i * in_stride[d];
+            }
+            if (!zero && w != 0.0f) acc += w * load(plane, off);
+            int d = r - 1;
+            for (; d >= 0; --d) {
+              if (++j[d] < taps[d].count) break;
+              j[d] = 0;
+            }
+            if (d < 0) break;
+          }
+          store(yp, (n * x[1] + c) * out_size + o, acc);
+        }
       }
     }
   });

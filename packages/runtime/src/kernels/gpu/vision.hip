@@ -6,6 +6,7 @@
 #include "gpu/gpu_device.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
+#include "kernels/grid_sample_math.h"
 #include "kernels/resize_math.h"
 #include "kernels/validate.h"
 
@@ -250,6 +251,87 @@ void resize(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
                                                              static_cast<T*>(args.outputs[0].data), p, at, total);
   });
   check_launch("resize");
+}
+
+// GridSample: one thread per output element (image, channel, position), the CPU backend's math.
+namespace {
+
+struct GridSampleParams {
+  int64_t in[hipdnn_ep::kernels::grid_sample::kMaxSpatial];
+  int64_t in_stride[hipdnn_ep::kernels::grid_sample::kMaxSpatial];
+  int64_t channels, in_size, out_size;
+  int r, mode, padding;
+  bool align;
+};
+
+template <typename T>
+__global__ void grid_sample_kernel(const T* x, const T* grid, T* y, GridSampleParams p, int64_t total) {
+  namespace gs = hipdnn_ep::kernels::grid_sample;
+  HIPDNN_EP_GRID_STRIDE(e, total) {
+    const int64_t o = e % p.out_size;
+    const int64_t c = (e / p.out_size) % p.channels;
+    const int64_t n = e / (p.out_size * p.channels);
+    gs::Taps taps[gs::kMaxSpatial];
+    int j[gs::kMaxSpatial];
+    const int64_t goff = (n * p.out_size + o) * p.r;
+    for (int d = 0; d < p.r; ++d) {
+      const float cd = gs::source_coordinate(load(grid, goff + (p.r - 1 - d)), p.in[d], p.mode, p.padding, p.align);
+      taps[d] = gs::dim_taps(cd, p.mode);
+      j[d] = 0;
+    }
+    const T* plane = x + (n * p.channels + c) * p.in_size;
+    float acc = 0.0f;
+    for (;;) {
+      float w = 1.0f;
+      int64_t off = 0;
+      bool zero = false;
+      for (int d = 0; d < p.r; ++d) {
+        const int64_t i = gs::tap_index(taps[d].first + j[d], p.in[d], p.padding, p.align);
+        zero = zero || i < 0;
+        w *= taps[d].weight[j[d]];
+        off += i * p.in_stride[d];
+      }
+      if (!zero && w != 0.0f) acc += w * load(plane, off);
+      int d = p.r - 1;
+      for (; d >= 0; --d) {
+        if (++j[d] < taps[d].count) break;
+        j[d] = 0;
+      }
+      if (d < 0) break;
+    }
+    store(y, e, acc);
+  }
+}
+
+}  // namespace
+
+void grid_sample(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims y = dims_of(args.outputs[0]);
+  GridSampleParams p{};
+  p.r = static_cast<int>(x.size()) - 2;
+  p.mode = static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_MODE]);
+  p.padding = static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_PADDING_MODE]);
+  p.align = args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_ALIGN_CORNERS] != 0;
+  p.channels = x[1];
+  p.in_size = 1;
+  p.out_size = 1;
+  for (int d = p.r - 1; d >= 0; --d) {
+    p.in[d] = x[2 + d];
+    p.in_stride[d] = p.in_size;
+    p.in_size *= x[2 + d];
+    p.out_size *= y[2 + d];
+  }
+  const int64_t total = element_count(args.outputs[0]);
+  if (total == 0) return;
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "grid_sample", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    grid_sample_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<const T*>(args.inputs[0].data),
+                                                                  static_cast<const T*>(args.inputs[1].data),
+                                                                  static_cast<T*>(args.outputs[0].data), p, total);
+  });
+  check_launch("grid_sample");
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
