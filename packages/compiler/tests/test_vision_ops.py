@@ -140,6 +140,8 @@ CT_CASES = [
          ident="ConvTranspose-same-upper"),
     case("ConvTranspose", X2, {"auto_pad": "SAME_LOWER", "strides": [2, 3]}, [w("w", 4, 2, 4, 3)],
          ident="ConvTranspose-same-lower"),
+    case("ConvTranspose", X2, {"auto_pad": "SAME_UPPER", "strides": [2, 3]}, [w("w", 4, 2, 3, 2)],
+         ident="ConvTranspose-same-kernel-below-stride"),
     case("ConvTranspose", X2, {"auto_pad": "VALID", "strides": [2, 2]}, [w("w", 4, 2, 2, 2)],
          ident="ConvTranspose-valid"),
     case("ConvTranspose", ["N", 4, "W"], {"strides": [3], "pads": [1, 2]}, [w("w", 4, 5, 4), w("b", 5)],

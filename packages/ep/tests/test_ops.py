@@ -148,7 +148,7 @@ GROUPS: dict[str, Group] = {
          Op("ConvTranspose", "ConvTranspose", ["img", "tw", "tb"], {"strides": [2, 2], "pads": [1, 0, 1, 1],
                                                                     "output_padding": [1, 0]}),
          Op("ConvTranspose-group-same", "ConvTranspose", ["img", "tw2"], {"group": 2, "auto_pad": "SAME_UPPER",
-                                                                          "strides": [2, 2]}),
+                                                                          "strides": [2, 3]}),
          Op("LpPool", "LpPool", ["img"], {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}),
          Op("GridSample", "GridSample", ["img", "grid"], {"mode": "linear", "padding_mode": "border"}),
          Op("Resize", "Resize", ["img", "", "rs_scales"], {"mode": "nearest"}),

@@ -428,7 +428,9 @@ def _conv_transpose(o: Node) -> None:
         if len(out_shape) != r or any(v < 0 for v in out_shape):
             raise ModelError(f"{o.where}: output_shape {out_shape} must have {r} entries >= 0")
     if out_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        outs = out_shape if out_shape is not None else [sym.mul(xi, s) for xi, s in zip(x[2:], strides, strict=True)]
+        # SAME: in * stride, or the unpadded size where that is smaller (onnxruntime and ONNX's shape inference)
+        outs = out_shape if out_shape is not None else [sym.minimum(f, sym.mul(xi, s))
+                                                         for f, xi, s in zip(full, x[2:], strides, strict=True)]
         begins = []
         for f, out in zip(full, outs, strict=True):
             # a larger output than the unpadded one (up to stride - 1, as output_padding) only extends the end
