@@ -351,3 +351,20 @@ def test_grid_sample_grid_of_another_rank_is_refused(tmp_path):
                        opset=16)
     with pytest.raises((ModelError, UnsupportedError), match="grid"):
         compile_model(model, tmp_path / "art")
+
+
+@pytest.mark.parametrize("attrs,scales,roi,what", [
+    ({"mode": "area"}, [1, 1, 2, 2], None, "mode 'area'"),
+    ({"mode": "nearest", "nearest_mode": "simple"}, [1, 1, 2, 2], None, "nearest_mode 'simple'"),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_half_pixel_for_nn"}, [1, 1, 2, 2], None,
+     "coordinate_transformation_mode 'tf_half_pixel_for_nn'"),
+    ({"mode": "linear", "keep_aspect_ratio_policy": "fit"}, [1, 1, 2, 2], None, "keep_aspect_ratio_policy"),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, [1, 1, 2, 2], None, "needs roi"),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, [1, 1, 2, 2], [0, 0, 1, 1],
+     "roi has 4 entries"),
+], ids=["mode", "nearest_mode", "coordinate_mode", "policy", "crop-without-roi", "roi-length"])
+def test_resize_bad_attributes_are_refused(attrs, scales, roi, what, tmp_path):
+    from hipdnn_ep_compiler.errors import ModelError
+    model = _resize_model(attrs, scales, None, roi, (1, 3, 4, 4), 19, F)
+    with pytest.raises((ModelError, UnsupportedError), match=what):
+        compile_model(model, tmp_path / "art")

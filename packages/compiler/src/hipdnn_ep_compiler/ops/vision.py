@@ -1,4 +1,5 @@
-"""The vision ops: Conv, MaxPool/AveragePool and their global forms, BatchNormalization (inference),
+"""The vision ops: Conv, ConvTranspose, MaxPool/AveragePool and their global forms, LpPool (on the
+pool, unary and binary kernels), Resize, GridSample, BatchNormalization (inference),
 InstanceNormalization and GroupNormalization (on the layer_norm and batch_norm kernels), and
 the parametric activations (HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Celu, Softplus, Mish,
 ThresholdedRelu) and PRelu.
