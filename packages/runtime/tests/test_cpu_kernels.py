@@ -74,7 +74,7 @@ def test_manifest_lists_the_kernels_tested_here():
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention",
               # the vision kernels: test_vision_kernels.py
-              "conv", "pool", "batch_norm", "activation",
+              "conv", "pool", "batch_norm", "activation", "conv_transpose", "resize", "grid_sample",
               # the quantization kernels: test_quant_kernels.py
               "quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "matmul_integer"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
