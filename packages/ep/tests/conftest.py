@@ -203,9 +203,27 @@ def broken_compiler(tmp_path: Path):
         "hang": "read -r line; exec sleep 60",
         # an interpreter that has the compiler but not its dependencies
         "no-numpy": "echo \"ModuleNotFoundError: No module named 'numpy'\" >&2; exit 1",
+        # answers that break packages/abi/protocol.toml: a retyped field, a missing one, a value out of range
+        "retyped-field": "read -r line; echo '{\"protocol\": 3, \"ok\": true, \"compiler_version\": 9}'; "
+                         "exec sleep 60",
+        "missing-field": "read -r line; echo '{\"protocol\": 3, \"ok\": true, \"compiler_version\": \"9.0\"}'; "
+                         "exec sleep 60",
+        "oversized-value": "read -r line; echo '{\"protocol\": 3, \"ok\": true, \"compiler_version\": \"9.0\", "
+                           "\"build_id\": \"b\", \"abi\": {\"major\": 18446744073709551616, \"minors\": [0]}}'; "
+                           "exec sleep 60",
+        "malformed-error": "read -r line; echo '{\"protocol\": 3, \"ok\": false, \"error\": {\"kind\": 5}}'",
     }
 
     def make(kind: str) -> Path:
+        if kind == "malformed-support":  # a good capabilities answer, then a support answer that breaks the schema
+            from hipdnn_ep_compiler.protocol import PROTOCOL, handle
+
+            caps = dict(handle({"protocol": PROTOCOL, "action": "capabilities"}), install_files=[])
+            (tmp_path / "capabilities.json").write_text(json.dumps(caps))
+            support = '{"protocol": 3, "ok": true, "models": [{"nodes": [{"index": "0"}]}]}'
+            return _script(tmp_path / f"python-{kind}",
+                           f"while read -r line; do case \"$line\" in *capabilities*) "
+                           f"cat '{tmp_path}/capabilities.json'; echo;; *) echo '{support}';; esac; done")
         return _script(tmp_path / f"python-{kind}", bodies[kind])
 
     return make

@@ -588,6 +588,16 @@ def test_missing_compiler(tmp_path: Path, ep_devices, env: Env, broken_compiler,
     # a compiler before 0.4.1, which cannot read weights held by reference (protocol 3)
     ("refuses-protocol", r"reported an error: BadRequest: unsupported protocol 3; this compiler speaks 1, 2 "
                          r"\(upgrade the older of hipdnn-ep and hipdnn-ep-compiler\)"),
+    # answers that break packages/abi/protocol.toml, refused naming the field
+    ("retyped-field", r"answered a capabilities request with a malformed capabilities_response \(field "
+                      r"'compiler_version': expected a string; packages/abi/protocol.toml declares it\): install "
+                      r"matching hipdnn-ep and hipdnn-ep-compiler versions"),
+    ("missing-field", r"malformed capabilities_response \(field 'build_id': missing \(required\)"),
+    ("oversized-value", r"malformed capabilities_response \(field 'abi.major': expected an integer"),
+    ("malformed-error", r"reported an error: an error the compiler did not word \(malformed error_response: field "
+                        r"'error.kind': expected a string\)"),
+    ("malformed-support", r"answered a support request with a malformed support_response \(field "
+                          r"'models\[0\].nodes\[0\].index': expected an integer"),
 ])
 def test_misbehaving_compiler_is_a_clear_error(tmp_path: Path, ep_devices, env: Env, broken_compiler,
                                                kind: str, message: str) -> None:
