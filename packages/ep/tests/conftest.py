@@ -215,15 +215,19 @@ def broken_compiler(tmp_path: Path):
     }
 
     def make(kind: str) -> Path:
-        if kind == "malformed-support":  # a good capabilities answer, then a support answer that breaks the schema
-            from hipdnn_ep_compiler.protocol import PROTOCOL, handle
-
-            caps = dict(handle({"protocol": PROTOCOL, "action": "capabilities"}), install_files=[])
-            (tmp_path / "capabilities.json").write_text(json.dumps(caps))
-            support = '{"protocol": 3, "ok": true, "models": [{"nodes": [{"index": "0"}]}]}'
-            return _script(tmp_path / f"python-{kind}",
-                           f"while read -r line; do case \"$line\" in *capabilities*) "
-                           f"cat '{tmp_path}/capabilities.json'; echo;; *) echo '{support}';; esac; done")
+        if kind in ("malformed-support", "malformed-compile"):
+            # the real compiler, except that its answer to one action breaks packages/abi/protocol.toml
+            action, broken = {"malformed-support": ("support", {"models": [{"nodes": [{"index": "0"}]}]}),
+                              "malformed-compile": ("compile", {"artifact": 5})}[kind]
+            program = (f"import json, sys\nfrom hipdnn_ep_compiler.protocol import handle\n"
+                       f"for line in sys.stdin:\n"
+                       f"    request = json.loads(line)\n"
+                       f"    answer = handle(request)\n"
+                       f"    if request.get('action') == {action!r}:\n"
+                       f"        answer = dict(protocol=answer['protocol'], ok=True, **{broken!r})\n"
+                       f"    print(json.dumps(answer), flush=True)\n")
+            (tmp_path / f"{kind}.py").write_text(program)
+            return _script(tmp_path / f"python-{kind}", f"exec '{sys.executable}' '{tmp_path / f'{kind}.py'}'")
         return _script(tmp_path / f"python-{kind}", bodies[kind])
 
     return make
