@@ -69,6 +69,10 @@ CONTRACT_COPIES = {
     "protocol": {"packages/compiler/src/hipdnn_ep_compiler/abi/protocol_schema.py":
                  lambda c: contracts.python_module(c, "protocol.toml")},
 }
+# What `contracts generate` writes once for every contract: the validator each schema module imports.
+CONTRACT_SHARED_COPIES = {
+    f"packages/compiler/src/hipdnn_ep_compiler/abi/{contracts.VALIDATOR_MODULE}.py": contracts.python_validator_module,
+}
 CONTRACT_README = "packages/abi/README.md"
 
 
@@ -107,7 +111,7 @@ def _contracts(action: str, check: bool, root: Path) -> int:
             target.write_text(text)
             print(target)
         return rc
-    wanted = {}
+    wanted = {root / rel: make() for rel, make in CONTRACT_SHARED_COPIES.items()}
     readme = root / CONTRACT_README
     readme_text = readme.read_text() if readme.exists() else ""
     for kind, c in loaded.items():

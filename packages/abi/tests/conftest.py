@@ -3,9 +3,13 @@ and shared libraries built from the manifest with the system C compiler."""
 
 from __future__ import annotations
 
+import importlib
+import itertools
 import re
 import shutil
 import subprocess
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -55,6 +59,32 @@ def stub_source(m: Manifest, omit: frozenset[str] = frozenset(), extra: tuple[st
     return "\n".join(lines) + "\n"
 
 
+_packages = itertools.count()
+
+
+def import_schema(folder: Path, module: str) -> types.ModuleType:
+    """Imports a generated schema module (metadata_schema, protocol_schema) from `folder`, as the compiler's abi
+    package does: a package of its own, so the module's `from . import schema_check` finds the one beside it.
+    The package's __init__ is not run (the compiler's imports the rest of the compiler)."""
+    name = f"_generated_schemas_{next(_packages)}"
+    package = types.ModuleType(name)
+    package.__path__ = [str(folder)]
+    sys.modules[name] = package
+    return importlib.import_module(f"{name}.{module}")
+
+
+def write_schemas(folder: Path) -> Path:
+    """Writes what `contracts generate` writes into the compiler (both schema modules and their validator)."""
+    from hipdnn_ep_abi import contracts
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{contracts.VALIDATOR_MODULE}.py").write_text(contracts.python_validator_module())
+    (folder / "metadata_schema.py").write_text(contracts.python_module(contracts.load(contracts.METADATA)))
+    (folder / "protocol_schema.py").write_text(contracts.python_module(contracts.load(contracts.PROTOCOL),
+                                                                       "protocol.toml"))
+    return folder
+
+
 @pytest.fixture
 def build_library(tmp_path: Path, manifest: Manifest):
     """Builds a shared library exporting the manifest's functions through the generated version script."""
@@ -79,4 +109,5 @@ def build_library(tmp_path: Path, manifest: Manifest):
     return build
 
 
-__all__ = ["declare_writes", "edit_function", "parse", "set_minor", "stub_source"]
+__all__ = ["declare_writes", "edit_function", "import_schema", "parse", "set_minor", "stub_source",
+           "write_schemas"]

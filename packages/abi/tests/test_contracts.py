@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import import_schema, write_schemas
 from hipdnn_ep_abi import contracts
 from hipdnn_ep_abi.__main__ import main
 
@@ -113,11 +114,7 @@ def test_the_generated_copies_are_current():
 
 
 def _validator(tmp_path: Path):
-    path = tmp_path / "metadata_schema.py"
-    path.write_text(contracts.python_module(contracts.load()))
-    namespace: dict = {}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
-    return namespace["problems"]
+    return import_schema(write_schemas(tmp_path / "abi"), "metadata_schema").problems
 
 
 def _sample() -> dict:

@@ -9,8 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import import_schema, write_schemas
 from hipdnn_ep_abi import contracts
-from hipdnn_ep_abi.__main__ import CONTRACT_COPIES, CONTRACT_README, main
+from hipdnn_ep_abi.__main__ import CONTRACT_COPIES, CONTRACT_README, CONTRACT_SHARED_COPIES, main
 
 CURRENT = contracts.PROTOCOL.read_text()
 RELEASED = contracts.released_snapshots("protocol")
@@ -51,12 +52,7 @@ def test_a_released_snapshot_exists_and_the_protocol_follows_it():
 
 
 def test_the_compiler_speaks_the_declared_protocol():
-    from importlib import util
-
-    spec = util.spec_from_file_location("protocol_schema", REPO / "packages/compiler/src/hipdnn_ep_compiler/abi/"
-                                        "protocol_schema.py")
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_schema(REPO / "packages/compiler/src/hipdnn_ep_compiler/abi", "protocol_schema")
     assert module.MAJOR == contracts.load(contracts.PROTOCOL).major
     protocol_py = (REPO / "packages/compiler/src/hipdnn_ep_compiler/protocol.py").read_text()
     assert "PROTOCOL = protocol_schema.MAJOR" in protocol_py
@@ -124,7 +120,7 @@ def test_the_gate_command_fails_without_a_released_snapshot(tmp_path, monkeypatc
 
 def _tree(tmp_path: Path) -> Path:
     """A copy of every file `contracts generate` writes, as the repository holds them."""
-    for rel in [CONTRACT_README, *(r for copies in CONTRACT_COPIES.values() for r in copies)]:
+    for rel in [CONTRACT_README, *CONTRACT_SHARED_COPIES, *(r for copies in CONTRACT_COPIES.values() for r in copies)]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, tmp_path / rel)
     return tmp_path
@@ -155,11 +151,7 @@ def test_a_schema_edited_without_regenerating_fails_the_check(tmp_path, monkeypa
 
 
 def _validator(tmp_path: Path) -> dict:
-    path = tmp_path / "protocol_schema.py"
-    path.write_text(contracts.python_module(contracts.load(contracts.PROTOCOL), "protocol.toml"))
-    namespace: dict = {}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
-    return namespace
+    return vars(import_schema(write_schemas(tmp_path / "abi"), "protocol_schema"))
 
 
 def _support_response() -> dict:
