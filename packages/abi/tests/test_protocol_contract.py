@@ -140,6 +140,36 @@ def test_a_hand_edited_generated_copy_fails_the_check(tmp_path, capsys):
     assert main(["contracts", "generate", "--check", "--root", str(root)]) == 0
 
 
+VALIDATOR = f"packages/compiler/src/hipdnn_ep_compiler/abi/{contracts.VALIDATOR_MODULE}.py"
+
+
+def test_the_validator_is_generated_once_and_the_schema_modules_import_it():
+    assert VALIDATOR in CONTRACT_SHARED_COPIES
+    for copies in CONTRACT_COPIES.values():
+        for rel in copies:
+            text = (REPO / rel).read_text()
+            assert f"from . import {contracts.VALIDATOR_MODULE}\n" in text, rel
+            assert "def _walk" not in text and "def _is" not in text, f"{rel} holds a validator of its own"
+    assert "def _walk" in (REPO / VALIDATOR).read_text()
+
+
+@pytest.mark.parametrize("edit", ["hand-edited", "missing"])
+def test_a_stale_validator_fails_the_check(tmp_path, capsys, edit):
+    root = _tree(tmp_path)
+    copy = root / VALIDATOR
+    if edit == "missing":
+        copy.unlink()
+    else:
+        copy.write_text(copy.read_text().replace('return True  # any', 'return False  # any'))
+    assert main(["contracts", "generate", "--check", "--root", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert f"{contracts.VALIDATOR_MODULE}.py is stale: regenerate it" in err, err
+    assert "protocol_schema.py is stale" not in err and "metadata_schema.py is stale" not in err, err
+    assert main(["contracts", "generate", "--root", str(root)]) == 0
+    assert main(["contracts", "generate", "--check", "--root", str(root)]) == 0
+    assert copy.read_text() == (REPO / VALIDATOR).read_text()
+
+
 def test_a_schema_edited_without_regenerating_fails_the_check(tmp_path, monkeypatch, capsys):
     root = _tree(tmp_path / "repo")
     edited = tmp_path / "protocol.toml"
