@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import const, ort_run
 from onnx import TensorProto as T
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from hipdnn_ep_compiler import ModelError, UnsupportedError, compile_model, load_weights
 
@@ -159,4 +159,92 @@ def test_dequantize_to_a_type_other_than_the_scales_is_refused(tmp_path):
     model = model_of([node], [("x", T.UINT8, [4])], [("y", T.FLOAT16, [4])], [const("s", np.array(0.1, np.float32))],
                      opset=24)
     with pytest.raises(UnsupportedError, match=r"'dq'.*an output of element type 10 other than the scale's \(1\)"):
+        compile_model(model, tmp_path / "art")
+
+
+# ConvInteger and QLinearConv: integer outputs compared exactly with onnxruntime's CPU EP (conv_integer
+# accumulates in int32 as onnxruntime does; QLinearConv's requantization is onnxruntime's float multiplier
+# x_scale * w_scale / y_scale, rounded ties to even, so no off-by-one is expected or allowed).
+
+
+def _conv_case(rng, xtype, wtype, m=6, c=4, group=1, k=3):
+    xi, wi = np.iinfo(NP[xtype]), np.iinfo(NP[wtype])
+    w = rng.integers(wi.min, wi.max, (m, c // group, k, k), endpoint=True).astype(NP[wtype])
+    feeds = [{"x": rng.integers(xi.min, xi.max, (n, c, h, h), endpoint=True).astype(NP[xtype])}
+             for n, h in ((2, 9), (1, 5))]
+    return w, feeds
+
+
+@pytest.mark.parametrize("xtype,wtype", [(T.UINT8, T.UINT8), (T.UINT8, T.INT8), (T.INT8, T.INT8)])
+@pytest.mark.parametrize("zero_points", ["none", "scalar", "per_channel"])
+def test_conv_integer(xtype, wtype, zero_points, refruntime, tmp_path):
+    rng = np.random.default_rng(6)
+    w, feeds = _conv_case(rng, xtype, wtype, group=2)
+    names, inits = ["x", "w"], [const("w", w)]
+    if zero_points != "none":
+        names += ["zx", "zw"]
+        inits.append(const("zx", np.array(7 if xtype == T.UINT8 else -7, NP[xtype])))
+        inits.append(const("zw", rng.integers(0, 9, (6,) if zero_points == "per_channel" else ()).astype(NP[wtype])))
+    attrs = dict(pads=[1, 0, 2, 1], strides=[2, 1], group=2)
+    node = helper.make_node("ConvInteger", names, ["y"], **attrs)
+    model = model_of([node], [("x", xtype, ["n", 4, "h", "h"])], [("y", T.INT32, None)], inits, opset=10)
+    if zero_points != "per_channel":
+        run_both(model, feeds, refruntime, tmp_path)
+        return
+    # onnxruntime's ConvInteger refuses a per-channel w_zero_point (ONNX allows it): the reference is its float
+    # Conv of the zero-point-free values, exact here (every partial sum is an integer below 2**24)
+    info = compile_model(model, tmp_path / "art")
+    weights = load_weights(info.metadata, model)
+    zx, zw = (i for i in inits[1:])
+    wf = w.astype(np.float32) - numpy_helper.to_array(zw).astype(np.float32).reshape(-1, 1, 1, 1)
+    zxv = numpy_helper.to_array(zx).astype(np.float32)
+    conv = model_of([helper.make_node("Conv", ["x", "w"], ["y"], **attrs)], [("x", T.FLOAT, ["n", 4, "h", "h"])],
+                    [("y", T.FLOAT, None)], [const("w", wf)], opset=10)
+    for feed in feeds:
+        got = refruntime.run(info.program, [feed["x"]] + weights)[0]
+        want = ort_run(conv, {"x": feed["x"].astype(np.float32) - zxv})[0]
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+@pytest.mark.parametrize("xtype,wtype", [(T.UINT8, T.INT8), (T.UINT8, T.UINT8), (T.INT8, T.INT8)])
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_qlinear_conv(xtype, wtype, per_channel, bias, refruntime, tmp_path):
+    rng = np.random.default_rng(7)
+    m = 6
+    w, feeds = _conv_case(rng, xtype, wtype, m=m)
+    shape = (m,) if per_channel else ()
+    xz = 128 if xtype == T.UINT8 else 3
+    wz = np.zeros(shape, NP[wtype]) if wtype == T.INT8 else rng.integers(120, 136, shape).astype(np.uint8)
+    inits = [const("xs", np.array(0.02, np.float32)), const("xz", np.array(xz, NP[xtype])), const("w", w),
+             const("ws", rng.uniform(0.002, 0.01, shape).astype(np.float32)), const("wz", wz),
+             const("ys", np.array(0.7, np.float32)), const("yz", np.array(xz, NP[xtype]))]
+    names = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
+    if bias:
+        inits.append(const("b", rng.integers(-5000, 5000, (m,)).astype(np.int32)))
+        names.append("b")
+    node = helper.make_node("QLinearConv", names, ["y"], pads=[1, 1, 1, 1], dilations=[1, 2])
+    model = model_of([node], [("x", xtype, ["n", 4, "h", "h"])], [("y", xtype, None)], inits, opset=10)
+    run_both(model, feeds, refruntime, tmp_path)
+
+
+def test_qlinear_conv_with_int16_input_is_refused(tmp_path):
+    inits = [const("xs", np.array(0.02, np.float32)), const("xz", np.array(0, np.int16)),
+             const("w", np.ones((2, 1, 1, 1), np.int8)), const("ws", np.array(0.1, np.float32)),
+             const("wz", np.array(0, np.int8)), const("ys", np.array(0.5, np.float32)),
+             const("yz", np.array(0, np.int16))]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qc")
+    model = model_of([node], [("x", T.INT16, [1, 1, 3, 3])], [("y", T.INT16, [1, 2, 3, 3])], inits, opset=10)
+    with pytest.raises(UnsupportedError, match=r"'x' has element type INT16, which hipdnn-ep does not support"):
+        compile_model(model, tmp_path / "art")
+
+
+def test_conv_integer_zero_point_of_the_wrong_shape_is_refused(tmp_path):
+    node = helper.make_node("ConvInteger", ["x", "w", "zx", "zw"], ["y"], name="ci")
+    model = model_of([node], [("x", T.UINT8, [1, 2, 3, 3])], [("y", T.INT32, [1, 4, 3, 3])],
+                     [const("w", np.ones((4, 2, 1, 1), np.uint8)), const("zx", np.array(0, np.uint8)),
+                      const("zw", np.zeros(3, np.uint8))], opset=10)
+    with pytest.raises(ModelError, match=r"'ci' \(ConvInteger\): w_zero_point has shape \[3\]; it must hold one "
+                                         r"value or 4"):
         compile_model(model, tmp_path / "art")

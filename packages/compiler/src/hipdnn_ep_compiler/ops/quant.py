@@ -1,10 +1,13 @@
 """Quantization ops: QuantizeLinear and DequantizeLinear (per tensor, per axis, blocked; INT8 and UINT8,
-and INT32 for DequantizeLinear), DynamicQuantizeLinear, MatMulInteger and QLinearMatMul, the ops of
-onnxruntime's `quantize_dynamic` and QDQ models.
+and INT32 for DequantizeLinear), DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and
+QLinearConv, the ops of onnxruntime's `quantize_dynamic`, QDQ and QOperator models.
 
 The first four have kernels of their own (ABI 1.3); QLinearMatMul is composed, as onnxruntime's CPU EP
 computes it: the int32 product of matmul_integer, times the float multiplier a_scale * b_scale / y_scale,
-rounded (ties to even) and saturated by quantize_linear with scale 1 and y's zero point.
+rounded (ties to even) and saturated by quantize_linear with scale 1 and y's zero point. ConvInteger is
+the conv_integer kernel (int32 accumulation); QLinearConv is composed the same way as QLinearMatMul: the
+conv_integer product plus the INT32 bias, times the float multiplier x_scale * w_scale / y_scale (per output
+channel with a per-channel w_scale), through quantize_linear with scale 1 and y's zero point.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from ..errors import ModelError
 from .mask import FILL, _fill_bits
 from .node import Node, emit, finish, norm_axis, replace, show
 from .onnx import BINARY, CAST, _matmul_dims
-from .registry import Kernel, OpDef, register, register_kernel
+from .registry import Kernel, OpDef, Param, register, register_kernel
+from .vision import conv_geometry
 
 FLOAT32, UINT8, INT8, INT32, FLOAT16 = 1, 2, 3, 6, 10
 QUANT_TYPES = {INT8: "INT8", UINT8: "UINT8"}
@@ -219,3 +223,94 @@ def _qlinear_matmul(o: Node) -> None:
 
 
 register(OpDef("QLinearMatMul", "qlinear_matmul", _qlinear_matmul, (MATMUL_INTEGER, CAST, BINARY, FILL, QUANTIZE)))
+
+
+# ---------------------------------------------------------------- ConvInteger and QLinearConv
+
+CONV_INTEGER = register_kernel(Kernel("conv_integer", "kernel_conv_integer", ("group",),
+                                      params=(Param("geometry", 4, symbolic=True),), same_type=(0, 2), arity=(4, 4),
+                                      labels={1: "W", 2: "x_zero_point", 3: "w_zero_point"}))
+
+
+def _conv_zero_point(o: Node, i: int, of: int, maps: sym.Expr | None, what: str) -> ir.Value:
+    """Input i, the zero point of input `of`: one value (maps None) or one value or [M]; zero when absent."""
+    dt = hir.element_dtype(o.input(of))
+    if o.input(i) is None:
+        return emit(o, FILL, [], {"bits": 0}, [[]], [_type(o, dt, [])]).results[0]
+    if hir.element_dtype(o.input(i)) != dt:
+        raise ModelError(f"{o.where}: {what}'s element type differs from its input's")
+    if maps is None:
+        _one_value(o, i, what)
+    else:
+        _matmul_integer_zero_point(o, i, maps, what)
+    return o.input(i)
+
+
+def _conv_product(o: Node, xi: int, wi: int, zxi: int, zwi: int) -> tuple[ir.Value, list[sym.Expr]]:
+    """conv_integer of the node's X and W (input positions) less their zero points: INT32 [N, M, out...]."""
+    for i, what in ((xi, "x"), (wi, "w")):
+        dt = hir.element_dtype(o.input(i))
+        if dt not in QUANT_TYPES:
+            o.fail(f"{what} of element type {dt} is not supported (INT8 and UINT8 are)")
+    group, out, params = conv_geometry(o, o.entry.op_type, xi, wi)
+    maps = o.dims(wi)[0]
+    zx = _conv_zero_point(o, zxi, xi, None, "x_zero_point")
+    zw = _conv_zero_point(o, zwi, wi, maps, "w_zero_point")
+    new = emit(o, CONV_INTEGER, [o.input(xi), o.input(wi), zx, zw], {"group": group}, [out],
+               [_type(o, INT32, out)], params)
+    return new.results[0], out
+
+
+def _conv_integer(o: Node) -> None:
+    y, _ = _conv_product(o, 0, 1, 2, 3)
+    finish(o, [y])
+
+
+register(OpDef("ConvInteger", "conv_integer", _conv_integer, (CONV_INTEGER, FILL)))
+
+
+def _qlinear_conv(o: Node) -> None:
+    # inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B (INT32 [M])
+    for i, what in ((1, "x_scale"), (6, "y_scale"), (7, "y_zero_point")):
+        _one_value(o, i, what)
+    acc, out = _conv_product(o, 0, 3, 2, 5)
+    maps = o.dims(3)[0]
+    ones = [1] * (len(out) - 2)
+    if o.input(8) is not None:
+        if hir.element_dtype(o.input(8)) != INT32:
+            raise ModelError(f"{o.where}: B must be INT32")
+        _same_dims(o, o.dims(8), [maps], "B has shape {0}; it must be {1}")
+        b = emit(o, "hipdnn.alias", [o.input(8)], {}, [[maps, *ones]], [_type(o, INT32, [maps, *ones])]).results[0]
+        acc = emit(o, BINARY, [acc, b], {"op": "ADD"}, [out], [_type(o, INT32, out)]).results[0]
+    f32 = emit(o, CAST, [acc], {"to": FLOAT32}, [out], [_type(o, FLOAT32, out)]).results[0]
+
+    ws = o.dims(4)
+    if len(ws) > 1 or (ws and not isinstance(ws[0], int) and ws[0] != maps):
+        o.fail(f"w_scale of shape {show(ws)} is not supported (one value, or [M] = [{sym.to_str(maps)}] per output "
+               "channel)")
+    per_channel = sym.product(ws) != 1
+    if per_channel:
+        _same_dims(o, ws, [maps], "w_scale has shape {0}; per output channel it must be {1}")
+
+    def scale(i: int, dims: list[sym.Expr]) -> ir.Value:
+        v = o.input(i)
+        if hir.element_dtype(v) != FLOAT32:
+            v = emit(o, CAST, [v], {"to": FLOAT32}, [o.dims(i)], [_type(o, FLOAT32, o.dims(i))]).results[0]
+        return emit(o, "hipdnn.alias", [v], {}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+
+    # multiplier = x_scale * w_scale / y_scale, as onnxruntime's requantization (in float)
+    ds = [maps, *ones] if per_channel else []
+    xw = emit(o, BINARY, [scale(1, []), scale(4, ds)], {"op": "MUL"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+    mult = emit(o, BINARY, [xw, scale(6, [])], {"op": "DIV"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+    real = emit(o, BINARY, [f32, mult], {"op": "MUL"}, [out], [_type(o, FLOAT32, out)]).results[0]
+    one = emit(o, FILL, [], {"bits": _fill_bits(np.array([1.0]), FLOAT32)}, [[]],
+               [_type(o, FLOAT32, [])]).results[0]
+    ydt = o.result_dtype()
+    if ydt != hir.element_dtype(o.input(7)) or ydt not in QUANT_TYPES:
+        raise ModelError(f"{o.where}: y_zero_point's element type must be the output's (INT8 or UINT8)")
+    zp = emit(o, "hipdnn.alias", [o.input(7)], {}, [[]], [_type(o, ydt, [])]).results[0]
+    y = emit(o, QUANTIZE, [real, one, zp], {"axis": 0, "block_size": 0}, [out], [_type(o, ydt, out)]).results[0]
+    finish(o, [y])
+
+
+register(OpDef("QLinearConv", "qlinear_conv", _qlinear_conv, (CONV_INTEGER, FILL, BINARY, CAST, QUANTIZE)))

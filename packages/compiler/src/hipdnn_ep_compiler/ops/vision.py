@@ -35,8 +35,8 @@ ACTIVATION = register_kernel(Kernel("activation", "kernel_activation", ("op",), 
 # ---------------------------------------------------------------- window geometry (Conv and pooling)
 
 
-def _spatial_rank(o: Node, what: str) -> int:
-    d = o.dims(0)
+def _spatial_rank(o: Node, what: str, xi: int = 0) -> int:
+    d = o.dims(xi)
     if not 3 <= len(d) <= 5:
         o.fail(f"{what} over {len(d) - 2} spatial dims is not supported (1 to 3 are); the input has dims "
                f"[{', '.join(sym.to_str(x) for x in d)}]")
@@ -99,9 +99,11 @@ def _window(o: Node, spatial: list[sym.Expr], kernel: list[sym.Expr], ceil_mode:
 # ---------------------------------------------------------------- Conv
 
 
-def _conv(o: Node) -> None:
-    r = _spatial_rank(o, "Conv")
-    x, w = o.dims(0), o.dims(1)
+def conv_geometry(o: Node, what: str, xi: int = 0, wi: int = 1) -> tuple[int, list[sym.Expr], dict]:
+    """Conv's (and ConvInteger's, QLinearConv's) checks of X (input xi) and W (input wi): the group, the
+    output dims [N, M, out...] and the geometry parameter (strides, pads at the start, dilations)."""
+    r = _spatial_rank(o, what, xi)
+    x, w = o.dims(xi), o.dims(wi)
     if len(w) != len(x):
         raise ModelError(f"{o.where}: W has rank {len(w)} but X has rank {len(x)}; they must be equal")
     group = o.attr_int("group", 1)
@@ -124,6 +126,12 @@ def _conv(o: Node) -> None:
     if isinstance(w[0], int) and w[0] % group:
         raise ModelError(f"{o.where}: W has {w[0]} output maps, not divisible by group {group}")
     outs, begins, _, strides, dilations = _window(o, x[2:], kernel)
+    return group, [x[0], w[0], *outs], {"geometry": [*strides, *begins, *dilations]}
+
+
+def _conv(o: Node) -> None:
+    group, out, params = conv_geometry(o, "Conv")
+    w = o.dims(1)
     bias = o.input(2)
     if bias is None:
         dtype = o.result_dtype()
@@ -132,8 +140,7 @@ def _conv(o: Node) -> None:
         bias = emit(o, FILL, [], {"bits": 0}, [[w[0]]], [t]).results[0]
     elif len(o.dims(2)) != 1:
         raise ModelError(f"{o.where}: B has rank {len(o.dims(2))}; it must be 1-D")
-    replace(o, CONV, [o.input(0), o.input(1), bias], {"group": group}, [[x[0], w[0], *outs]],
-            params={"geometry": [*strides, *begins, *dilations]})
+    replace(o, CONV, [o.input(0), o.input(1), bias], {"group": group}, [out], params=params)
 
 
 register(OpDef("Conv", "conv", _conv, (CONV, FILL)))

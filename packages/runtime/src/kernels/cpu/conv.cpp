@@ -2,9 +2,13 @@
 // per image and group, the input patches become a [C/group * kernel volume, output positions] float
 // matrix that the MatMul core (gemm_core.h) multiplies by the group's weights [M/group, same]. A
 // 1x1 convolution with stride 1 and no pads over float32 multiplies X itself. Accumulates in float.
+// conv_integer (ONNX ConvInteger) widens W less its zero points to int32 once and accumulates each
+// output directly in wrapping int32 (uint32 arithmetic); padding contributes 0 (x_zero_point - itself).
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -24,11 +28,11 @@ struct ConvGeometry {
   int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
 };
 
-ConvGeometry geometry_of(const hipdnn_ep_kernel_args_t& args) {
+ConvGeometry geometry_of(const hipdnn_ep_kernel_args_t& args, const hipdnn_ep_tensor_ref_t& geometry) {
   const Dims x = dims_of(args.inputs[0]);
   const Dims w = dims_of(args.inputs[1]);
   const Dims y = dims_of(args.outputs[0]);
-  const auto* geo = static_cast<const int64_t*>(args.inputs[3].data);
+  const auto* geo = static_cast<const int64_t*>(geometry.data);
   const size_t r = x.size() - 2;
   ConvGeometry g{x[0], x[1], w[0], args.int_attrs[HIPDNN_EP_KERNEL_CONV_INT_ATTR_GROUP]};
   const size_t first = 3 - r;  // right-align: a 1-D conv is [1, 1, W]
@@ -75,6 +79,16 @@ void im2col(const T* x, int64_t channels, const ConvGeometry& g, float* col) {
   }
 }
 
+template <typename Fn>
+decltype(auto) dispatch_int8(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
+    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
 bool is_pointwise(const ConvGeometry& g) {
   for (int d = 0; d < 3; ++d) {
     if (g.kernel[d] != 1 || g.stride[d] != 1 || g.pad[d] != 0 || g.in[d] != g.out[d]) return false;
@@ -87,7 +101,7 @@ bool is_pointwise(const ConvGeometry& g) {
 void conv(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& xt = args.inputs[0];
   const hipdnn_ep_tensor_ref_t& wt = args.inputs[1];
-  const ConvGeometry g = geometry_of(args);
+  const ConvGeometry g = geometry_of(args, args.inputs[3]);
   const int64_t out_size = g.out_size();
   if (g.batch == 0 || g.maps == 0 || out_size == 0) return;
   const int64_t cg = g.channels / g.group;  // input channels per group
@@ -122,6 +136,67 @@ void conv(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
       }
     }
   });
+}
+
+void conv_integer(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const ConvGeometry g = geometry_of(args, args.inputs[4]);
+  const int64_t out_size = g.out_size();
+  if (g.batch == 0 || g.maps == 0 || out_size == 0) return;
+  const int64_t cg = g.channels / g.group;
+  const int64_t mg = g.maps / g.group;
+  const int64_t ks = g.kernel_size();
+  const int64_t k = cg * ks;
+  auto widen = [&](int32_t i, int64_t count, auto&& fn) {
+    dispatch_int8(args.inputs[i].dtype, "conv_integer", [&](auto tag) {
+      const auto* p = static_cast<const typename decltype(tag)::type*>(args.inputs[i].data);
+      for (int64_t j = 0; j < count; ++j) fn(j, static_cast<int32_t>(p[j]));
+    });
+  };
+  std::vector<int32_t> xs(static_cast<size_t>(g.batch * g.channels * g.in_size()));
+  widen(0, static_cast<int64_t>(xs.size()), [&](int64_t j, int32_t v) { xs[j] = v; });
+  int32_t zx = 0;
+  widen(2, 1, [&](int64_t, int32_t v) { zx = v; });
+  const int64_t zw_n = element_count(args.inputs[3]);
+  std::vector<int32_t> zw(static_cast<size_t>(zw_n));
+  widen(3, zw_n, [&](int64_t j, int32_t v) { zw[j] = v; });
+  std::vector<uint32_t> w(static_cast<size_t>(g.maps * k));
+  widen(1, g.maps * k, [&](int64_t j, int32_t v) { w[j] = static_cast<uint32_t>(v - zw[zw_n == 1 ? 0 : j / k]); });
+  for (auto& v : xs) v -= zx;
+  auto* y = static_cast<int32_t*>(args.outputs[0].data);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t m = 0; m < g.maps; ++m) {
+      const int64_t grp = m / mg;
+      const int32_t* xg = xs.data() + (n * g.channels + grp * cg) * g.in_size();
+      const uint32_t* wm = w.data() + m * k;
+      int32_t* ym = y + (n * g.maps + m) * out_size;
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            uint32_t acc = 0;  // wraps like int32
+            for (int64_t c = 0; c < cg; ++c) {
+              const int32_t* xc = xg + c * g.in_size();
+              const uint32_t* wc = wm + c * ks;
+              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+                const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilation[0];
+                if (id < 0 || id >= g.in[0]) continue;
+                for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                  const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilation[1];
+                  if (ih < 0 || ih >= g.in[1]) continue;
+                  const int32_t* row = xc + (id * g.in[1] + ih) * g.in[2];
+                  const uint32_t* wrow = wc + (kd * g.kernel[1] + kh) * g.kernel[2];
+                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                    const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dilation[2];
+                    if (iw >= 0 && iw < g.in[2]) acc += static_cast<uint32_t>(row[iw]) * wrow[kw];
+                  }
+                }
+              }
+            }
+            ym[(od * g.out[1] + oh) * g.out[2] + ow] = static_cast<int32_t>(acc);
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace hipdnn_ep::kernels::cpu
