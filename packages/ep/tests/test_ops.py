@@ -272,8 +272,16 @@ GROUPS: dict[str, Group] = {
             extra_outputs=["dql_scale", "dql_zp"], extra_types=[T.FLOAT, T.UINT8]),
          Op("MatMulInteger", "MatMulInteger", ["DynamicQuantizeLinear", "wq", "dql_zp", "wz"], out_type=T.INT32),
          Op("QLinearMatMul", "QLinearMatMul", ["QuantizeLinear", "qs", "qz", "wq", "ws", "wz", "ys", "yz"],
-            out_type=T.UINT8)],
+            out_type=T.UINT8),
+         # x [N, 3, 4] as a 1-D convolution: 3 channels of width 4
+         Op("ConvInteger", "ConvInteger", ["DynamicQuantizeLinear", "cw", "dql_zp", "cwz"], {"pads": [1, 1]},
+            out_type=T.INT32),
+         Op("QLinearConv", "QLinearConv", ["QuantizeLinear", "qs", "qz", "cwq", "cws", "cwqz", "ys", "yz", "cb"],
+            {"pads": [1, 0], "strides": [2]}, out_type=T.UINT8)],
         {"qs": np.array(0.05, np.float32), "qz": np.array(128, np.uint8),
+         "cw": (np.arange(18).reshape(2, 3, 3) * 37 % 256).astype(np.uint8), "cwz": np.array(3, np.uint8),
+         "cwq": (np.arange(18).reshape(2, 3, 3) * 29 % 255 - 127).astype(np.int8),
+         "cws": np.array([0.01, 0.03], np.float32), "cwqz": np.zeros(2, np.int8), "cb": np.array([-300, 500], np.int32),
          "wq": (np.arange(20).reshape(4, 5) * 29 % 255 - 127).astype(np.int8), "wz": np.array(0, np.int8),
          "ws": np.array(0.02, np.float32), "ys": np.array(0.1, np.float32), "yz": np.array(100, np.uint8)}),
     # small ops on existing kernels (compiler ops/misc.py), at opset 20: onnxruntime 1.23's CPU EP lacks the
