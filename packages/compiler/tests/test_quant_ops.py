@@ -1,4 +1,5 @@
-"""Quantization ops (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul),
+"""Quantization ops (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
+ConvInteger, QLinearConv and the com.microsoft QLinear* ops),
 each a single-node model compiled and run on the reference runtime, compared with onnxruntime's CPU EP on
 the same node; and the refusals that name the node."""
 
@@ -247,4 +248,98 @@ def test_conv_integer_zero_point_of_the_wrong_shape_is_refused(tmp_path):
                       const("zw", np.zeros(3, np.uint8))], opset=10)
     with pytest.raises(ModelError, match=r"'ci' \(ConvInteger\): w_zero_point has shape \[3\]; it must hold one "
                                          r"value or 4"):
+        compile_model(model, tmp_path / "art")
+
+
+# com.microsoft QLinear* ops (quantize_static's QOperator format), composed as dequantize -> float op ->
+# quantize. onnxruntime's CPU kernels round their own float arithmetic (QLinearAdd scales each input by
+# scale / y_scale, say), so an output may differ by one quantization step where a float result lies within
+# an ulp of a rounding tie: compared allowing 1, and at most 1% of the outputs off.
+
+
+def ms_model(node, inputs, outputs, inits):
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, t, d) for n, t, d in inputs],
+                              [helper.make_tensor_value_info(n, t, d) for n, t, d in outputs], list(inits))
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+def run_within_one_step(model, feeds_list, refruntime, tmp_path):
+    info = compile_model(model, tmp_path / "art")
+    weights = load_weights(info.metadata, model)
+    names = [i["name"] for i in info.metadata["inputs"]]
+    for feeds in feeds_list:
+        (got,) = refruntime.run(info.program, [feeds[n] for n in names] + weights)
+        (want,) = ort_run(model, feeds)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+        assert diff.max() <= 1 and (diff > 0).mean() <= 0.01, (diff.max(), (diff > 0).mean())
+
+
+def _q(rng, qtype, shape):
+    info = np.iinfo(NP[qtype])
+    return rng.integers(info.min, info.max, shape, endpoint=True).astype(NP[qtype])
+
+
+@pytest.mark.parametrize("qtype", [T.UINT8, T.INT8])
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+def test_qlinear_binary(op, qtype, refruntime, tmp_path):
+    rng = np.random.default_rng(8)
+    zp = 120 if qtype == T.UINT8 else -5
+    inits = [const("as", np.array(0.03, np.float32)), const("az", np.array(zp, NP[qtype])),
+             const("b", _q(rng, qtype, (1, 6))), const("bs", np.array(0.05, np.float32)),
+             const("bz", np.array(zp + 3, NP[qtype])), const("cs", np.array(0.09 if op == "QLinearAdd" else 0.4,
+                                                                            np.float32)),
+             const("cz", np.array(zp - 2, NP[qtype]))]
+    node = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["c"], domain="com.microsoft")
+    model = ms_model(node, [("a", qtype, ["n", 6])], [("c", qtype, ["n", 6])], inits)
+    run_within_one_step(model, [{"a": _q(rng, qtype, (n, 6))} for n in (50, 1)], refruntime, tmp_path)
+
+
+@pytest.mark.parametrize("qtype", [T.UINT8, T.INT8])
+def test_qlinear_sigmoid_and_leaky_relu(qtype, refruntime, tmp_path):
+    rng = np.random.default_rng(9)
+    zp = 128 if qtype == T.UINT8 else 0
+    inits = [const("xs", np.array(0.05, np.float32)), const("xz", np.array(zp, NP[qtype])),
+             const("ys", np.array(1 / 256, np.float32)), const("yz", np.array(0 if qtype == T.UINT8 else -128,
+                                                                               NP[qtype]))]
+    for op, attrs in (("QLinearSigmoid", {}), ("QLinearLeakyRelu", {"alpha": 0.1})):
+        node = helper.make_node(op, ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft", **attrs)
+        model = ms_model(node, [("x", qtype, ["n", 7])], [("y", qtype, ["n", 7])], inits)
+        run_within_one_step(model, [{"x": _q(rng, qtype, (n, 7))} for n in (40, 1)], refruntime,
+                            tmp_path / op)
+
+
+@pytest.mark.parametrize("qtype", [T.UINT8, T.INT8])
+def test_qlinear_global_average_pool(qtype, refruntime, tmp_path):
+    rng = np.random.default_rng(10)
+    zp = 128 if qtype == T.UINT8 else 1
+    inits = [const("xs", np.array(0.05, np.float32)), const("xz", np.array(zp, NP[qtype])),
+             const("ys", np.array(0.02, np.float32)), const("yz", np.array(zp - 1, NP[qtype]))]
+    node = helper.make_node("QLinearGlobalAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                            domain="com.microsoft", channels_last=0)
+    model = ms_model(node, [("x", qtype, ["n", 8, "h", "h"])], [("y", qtype, ["n", 8, 1, 1])], inits)
+    run_within_one_step(model, [{"x": _q(rng, qtype, (n, 8, h, h))} for n, h in ((3, 7), (1, 4))], refruntime,
+                        tmp_path)
+
+
+def test_qlinear_concat(refruntime, tmp_path):
+    rng = np.random.default_rng(11)
+    inits = [const("ys", np.array(0.06, np.float32)), const("yz", np.array(125, np.uint8)),
+             const("as", np.array(0.05, np.float32)), const("az", np.array(128, np.uint8)),
+             const("b", _q(rng, T.UINT8, (1, 3, 5))), const("bs", np.array(0.08, np.float32)),
+             const("bz", np.array(100, np.uint8))]
+    node = helper.make_node("QLinearConcat", ["ys", "yz", "a", "as", "az", "b", "bs", "bz"], ["y"],
+                            domain="com.microsoft", axis=1)
+    model = ms_model(node, [("a", T.UINT8, [1, "c", 5])], [("y", T.UINT8, [1, None, 5])], inits)
+    run_within_one_step(model, [{"a": _q(rng, T.UINT8, (1, c, 5))} for c in (4, 1)], refruntime, tmp_path)
+
+
+def test_qlinear_global_average_pool_channels_last_is_refused(tmp_path):
+    inits = [const("xs", np.array(0.05, np.float32)), const("xz", np.array(0, np.uint8)),
+             const("ys", np.array(0.02, np.float32)), const("yz", np.array(0, np.uint8))]
+    node = helper.make_node("QLinearGlobalAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], name="gap",
+                            domain="com.microsoft", channels_last=1)
+    model = ms_model(node, [("x", T.UINT8, [1, 4, 4, 8])], [("y", T.UINT8, [1, 1, 1, 8])], inits)
+    with pytest.raises(UnsupportedError, match=r"'gap'.*channels_last 1 is not supported"):
         compile_model(model, tmp_path / "art")

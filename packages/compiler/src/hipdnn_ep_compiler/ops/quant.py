@@ -20,10 +20,10 @@ from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
 from .mask import FILL, _fill_bits
-from .node import Node, emit, finish, norm_axis, replace, show
-from .onnx import BINARY, CAST, _matmul_dims
+from .node import Node, broadcast, emit, finish, norm_axis, replace, show
+from .onnx import BINARY, CAST, CONCAT, UNARY, _matmul_dims
 from .registry import Kernel, OpDef, Param, register, register_kernel
-from .vision import conv_geometry
+from .vision import ACTIVATION, POOL, conv_geometry
 
 FLOAT32, UINT8, INT8, INT32, FLOAT16 = 1, 2, 3, 6, 10
 QUANT_TYPES = {INT8: "INT8", UINT8: "UINT8"}
@@ -314,3 +314,124 @@ def _qlinear_conv(o: Node) -> None:
 
 
 register(OpDef("QLinearConv", "qlinear_conv", _qlinear_conv, (CONV_INTEGER, FILL, BINARY, CAST, QUANTIZE)))
+
+
+# ---------------------------------------------------------------- com.microsoft QLinear* (QOperator format)
+# What onnxruntime's quantize_static writes for QuantFormat.QOperator besides QLinearConv/QLinearMatMul:
+# each is composed as dequantize_linear of its inputs (per tensor), the float op, and quantize_linear to
+# the output's scale and zero point. onnxruntime's CPU kernels compute the same real-valued function with
+# their own float rounding (QLinearAdd, e.g., scales each input by scale / y_scale), so a requantized
+# value can differ from theirs by one step where a float result lands within an ulp of a rounding tie.
+
+MS = "com.microsoft"
+
+
+def _per_tensor(o: Node, i: int, what: str, dtype: int) -> ir.Value | None:
+    """Input i (a scale or zero point, maybe absent) as one value of rank 0."""
+    if o.input(i) is None:
+        return None
+    _one_value(o, i, what)
+    if hir.element_dtype(o.input(i)) != dtype:
+        raise ModelError(f"{o.where}: {what} has element type {hir.element_dtype(o.input(i))}; it must be "
+                         f"{dtype}")
+    return emit(o, "hipdnn.alias", [o.input(i)], {}, [[]], [_type(o, dtype, [])]).results[0]
+
+
+def _dequantized(o: Node, x: int, scale: int, zero_point: int) -> ir.Value:
+    """Input x (INT8 or UINT8), dequantized per tensor with its scale and zero point (input positions)."""
+    xdt = hir.element_dtype(o.input(x))
+    if xdt not in QUANT_TYPES:
+        o.fail(f"input {x} of element type {xdt} is not supported (INT8 and UINT8 are)")
+    if hir.element_dtype(o.input(scale)) != FLOAT32:
+        o.fail("a scale other than FLOAT32 is not supported")
+    s = _per_tensor(o, scale, f"input {scale} (a scale)", FLOAT32)
+    z = _per_tensor(o, zero_point, f"input {zero_point} (a zero point)", xdt)
+    dims = o.dims(x)
+    return emit(o, DEQUANTIZE, [o.input(x), s] + ([z] if z is not None else []), {"axis": 0, "block_size": 0},
+                [dims], [_type(o, FLOAT32, dims)]).results[0]
+
+
+def _requantized(o: Node, v: ir.Value, dims: list[sym.Expr], scale: int, zero_point: int) -> None:
+    ydt = o.result_dtype()
+    if ydt not in QUANT_TYPES:
+        o.fail(f"an output of element type {ydt} is not supported (INT8 and UINT8 are)")
+    s = _per_tensor(o, scale, "y_scale", FLOAT32)
+    z = _per_tensor(o, zero_point, "y_zero_point", ydt)
+    y = emit(o, QUANTIZE, [v, s] + ([z] if z is not None else []), {"axis": 0, "block_size": 0}, [dims],
+             [_type(o, ydt, dims)]).results[0]
+    finish(o, [y])
+
+
+def _qlinear_binary(o: Node) -> None:
+    # A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point
+    a, b = _dequantized(o, 0, 1, 2), _dequantized(o, 3, 4, 5)
+    dims = broadcast(o, o.dims(0), o.dims(3))
+    op = "ADD" if o.entry.op_type == "QLinearAdd" else "MUL"
+    y = emit(o, BINARY, [a, b], {"op": op}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+    _requantized(o, y, dims, 6, 7)
+
+
+register(OpDef("QLinearAdd", "qlinear_add", _qlinear_binary, (DEQUANTIZE, BINARY, QUANTIZE), domains=(MS,)))
+register(OpDef("QLinearMul", "qlinear_mul", _qlinear_binary, (DEQUANTIZE, BINARY, QUANTIZE), domains=(MS,)))
+
+
+def _qlinear_unary(o: Node) -> None:
+    # X, X_scale, X_zero_point, Y_scale, Y_zero_point
+    x = _dequantized(o, 0, 1, 2)
+    dims = o.dims(0)
+    if o.entry.op_type == "QLinearSigmoid":
+        y = emit(o, UNARY, [x], {"op": "SIGMOID"}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+    else:  # QLinearLeakyRelu
+        alpha = o.attr_float("alpha", 0.01)
+        y = emit(o, ACTIVATION, [x], {"op": "LEAKY_RELU", "alpha": alpha, "beta": 0.0}, [dims],
+                 [_type(o, FLOAT32, dims)]).results[0]
+    _requantized(o, y, dims, 3, 4)
+
+
+register(OpDef("QLinearSigmoid", "qlinear_sigmoid", _qlinear_unary, (DEQUANTIZE, UNARY, QUANTIZE), domains=(MS,)))
+register(OpDef("QLinearLeakyRelu", "qlinear_leaky_relu", _qlinear_unary, (DEQUANTIZE, ACTIVATION, QUANTIZE),
+               domains=(MS,)))
+
+
+def _qlinear_global_average_pool(o: Node) -> None:
+    # X, x_scale, x_zero_point, y_scale, y_zero_point; channels_last 0 (NCHW) or 1 (NHWC)
+    x = _dequantized(o, 0, 1, 2)
+    d = o.dims(0)
+    if not 3 <= len(d) <= 5:
+        o.fail(f"QLinearGlobalAveragePool over {len(d) - 2} spatial dims is not supported (1 to 3 are)")
+    if o.attr_int("channels_last", 0):
+        o.fail("QLinearGlobalAveragePool with channels_last 1 is not supported (NCHW is)")
+    r = len(d) - 2
+    out = [d[0], d[1], *([1] * r)]
+    window = [*d[2:], *([1] * r), *([0] * (2 * r)), *([1] * r)]
+    y = emit(o, POOL, [x], {"op": "AVERAGE", "count_include_pad": 0}, [out], [_type(o, FLOAT32, out)],
+             params={"window": window}).results[0]
+    _requantized(o, y, out, 3, 4)
+
+
+register(OpDef("QLinearGlobalAveragePool", "qlinear_global_average_pool", _qlinear_global_average_pool,
+               (DEQUANTIZE, POOL, QUANTIZE), domains=(MS,)))
+
+
+def _qlinear_concat(o: Node) -> None:
+    # Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input; axis
+    n = max(o.inputs) + 1
+    if n < 5 or (n - 2) % 3:
+        raise ModelError(f"{o.where}: QLinearConcat takes Y_scale, Y_zero_point and triples (X, scale, zero point)")
+    xs = list(range(2, n, 3))
+    parts = [_dequantized(o, i, i + 1, i + 2) for i in xs]
+    ds = [o.dims(i) for i in xs]
+    axis = norm_axis(o, o.attr_int("axis"), len(ds[0]))
+    for k, dk in enumerate(ds[1:], 1):
+        if len(dk) != len(ds[0]):
+            raise ModelError(f"{o.where}: input {xs[k]} has rank {len(dk)}, input 2 has rank {len(ds[0])}")
+        for j, (a, b) in enumerate(zip(ds[0], dk, strict=True)):
+            if j != axis and a != b:
+                _same_dims(o, [b], [a], f"input {xs[k]} has dim {j} {{0}}; it must be input 2's {{1}}")
+    out = list(ds[0])
+    out[axis] = sym.add(*(d[axis] for d in ds))
+    y = emit(o, CONCAT, parts, {"axis": axis}, [out], [_type(o, FLOAT32, out)]).results[0]
+    _requantized(o, y, out, 0, 1)
+
+
+register(OpDef("QLinearConcat", "qlinear_concat", _qlinear_concat, (DEQUANTIZE, CONCAT, QUANTIZE), domains=(MS,)))
