@@ -343,3 +343,32 @@ def test_qlinear_global_average_pool_channels_last_is_refused(tmp_path):
     model = ms_model(node, [("x", T.UINT8, [1, 4, 4, 8])], [("y", T.UINT8, [1, 1, 1, 8])], inits)
     with pytest.raises(UnsupportedError, match=r"'gap'.*channels_last 1 is not supported"):
         compile_model(model, tmp_path / "art")
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("output", ["uint8", "float"])
+def test_qgemm(trans_b, per_column, output, refruntime, tmp_path):
+    rng = np.random.default_rng(12)
+    k, n = 16, 5
+    b = _q(rng, T.INT8, (n, k) if trans_b else (k, n))
+    inits = [const("as", np.array(0.05, np.float32)), const("az", np.array(128, np.uint8)), const("b", b),
+             const("bs", rng.uniform(0.01, 0.05, (n,) if per_column else ()).astype(np.float32)),
+             const("bz", np.zeros((n,) if per_column else (), np.int8)),
+             const("c", rng.integers(-2000, 2000, (n,)).astype(np.int32))]
+    names = ["a", "as", "az", "b", "bs", "bz", "c"]
+    if output == "uint8":
+        inits += [const("ys", np.array(0.3, np.float32)), const("yz", np.array(100, np.uint8))]
+        names += ["ys", "yz"]
+    node = helper.make_node("QGemm", names, ["y"], domain="com.microsoft", transB=trans_b, alpha=0.5)
+    out_type = T.UINT8 if output == "uint8" else T.FLOAT
+    model = ms_model(node, [("a", T.UINT8, ["m", k])], [("y", out_type, ["m", n])], inits)
+    feeds = [{"a": _q(rng, T.UINT8, (m, k))} for m in (30, 1)]
+    if output == "uint8":
+        run_within_one_step(model, feeds, refruntime, tmp_path)
+        return
+    info = compile_model(model, tmp_path / "art")
+    weights = load_weights(info.metadata, model)
+    for feed in feeds:
+        (got,) = refruntime.run(info.program, [feed["a"]] + weights)
+        np.testing.assert_allclose(got, ort_run(model, feed)[0], rtol=1e-6, atol=1e-6)

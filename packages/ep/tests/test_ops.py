@@ -265,7 +265,7 @@ GROUPS: dict[str, Group] = {
          "bqkv": np.linspace(-0.5, 0.5, 48, dtype=np.float32)}),
     # quantization: QDQ, dynamic quantization, integer products
     "quant": Group(
-        [("x", T.FLOAT, ["N", 3, 4])],
+        [("x", T.FLOAT, ["N", 3, 4]), ("x2", T.FLOAT, ["N", 4])],
         [Op("QuantizeLinear", "QuantizeLinear", ["x", "qs", "qz"], out_type=T.UINT8),
          Op("DequantizeLinear", "DequantizeLinear", ["QuantizeLinear", "qs", "qz"]),
          Op("DynamicQuantizeLinear", "DynamicQuantizeLinear", ["x"], out_type=T.UINT8,
@@ -290,12 +290,16 @@ GROUPS: dict[str, Group] = {
          Op("QLinearGlobalAveragePool", "QLinearGlobalAveragePool", ["QuantizeLinear", "qs", "qz", "ys", "yz"],
             {"channels_last": 0}, domain=MS, out_type=T.UINT8),
          Op("QLinearConcat", "QLinearConcat", ["ys", "yz", "QuantizeLinear", "qs", "qz", "QuantizeLinear", "ys",
-                                               "yz"], {"axis": 1}, domain=MS, out_type=T.UINT8)],
+                                               "yz"], {"axis": 1}, domain=MS, out_type=T.UINT8),
+         Op("q2", "QuantizeLinear", ["x2", "qs", "qz"], out_type=T.UINT8),
+         Op("QGemm", "QGemm", ["q2", "qs", "qz", "wq", "ws", "wz", "gc", "ys", "yz"], {"alpha": 0.5}, domain=MS,
+            out_type=T.UINT8),
+         Op("QGemm-float", "QGemm", ["q2", "qs", "qz", "wq", "ws", "wz"], domain=MS)],
         {"qs": np.array(0.05, np.float32), "qz": np.array(128, np.uint8),
          "cw": (np.arange(18).reshape(2, 3, 3) * 37 % 256).astype(np.uint8), "cwz": np.array(3, np.uint8),
          "cwq": (np.arange(18).reshape(2, 3, 3) * 29 % 255 - 127).astype(np.int8),
          "cws": np.array([0.01, 0.03], np.float32), "cwqz": np.zeros(2, np.int8), "cb": np.array([-300, 500], np.int32),
-         "ss": np.array(1 / 256, np.float32),
+         "ss": np.array(1 / 256, np.float32), "gc": np.array([-40, 0, 25, 7, -3], np.int32),
          "wq": (np.arange(20).reshape(4, 5) * 29 % 255 - 127).astype(np.int8), "wz": np.array(0, np.int8),
          "ws": np.array(0.02, np.float32), "ys": np.array(0.1, np.float32), "yz": np.array(100, np.uint8)}),
     # small ops on existing kernels (compiler ops/misc.py), at opset 20: onnxruntime 1.23's CPU EP lacks the

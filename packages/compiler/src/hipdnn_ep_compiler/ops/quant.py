@@ -21,7 +21,7 @@ from .. import symbolic as sym
 from ..errors import ModelError
 from .mask import FILL, _fill_bits
 from .node import Node, broadcast, emit, finish, norm_axis, replace, show
-from .onnx import BINARY, CAST, CONCAT, UNARY, _matmul_dims
+from .onnx import BINARY, CAST, CONCAT, TRANSPOSE, UNARY, _matmul_dims
 from .registry import Kernel, OpDef, Param, register, register_kernel
 from .vision import ACTIVATION, POOL, conv_geometry
 
@@ -435,3 +435,87 @@ def _qlinear_concat(o: Node) -> None:
 
 
 register(OpDef("QLinearConcat", "qlinear_concat", _qlinear_concat, (DEQUANTIZE, CONCAT, QUANTIZE), domains=(MS,)))
+
+
+def _qgemm(o: Node) -> None:
+    # A, a_scale, a_zero_point, B, b_scale, b_zero_point, C (INT32, optional), y_scale, y_zero_point (optional:
+    # without y_scale the output is FLOAT32); alpha, transA, transB. As onnxruntime's CPU EP: the int32 product
+    # plus C, times (alpha * a_scale) * b_scale [/ y_scale], requantized like QLinearMatMul when y_scale is given.
+    ta, tb = int(o.attr_int("transA", 0) != 0), int(o.attr_int("transB", 0) != 0)
+    alpha = o.attr_float("alpha", 1.0)
+    for i, what in ((0, "A"), (3, "B")):
+        if len(o.dims(i)) != 2:
+            raise ModelError(f"{o.where}: {what} has rank {len(o.dims(i))}; QGemm needs 2")
+        if hir.element_dtype(o.input(i)) not in QUANT_TYPES:
+            o.fail(f"{what} of element type {hir.element_dtype(o.input(i))} is not supported (INT8 and UINT8 are)")
+    _one_value(o, 1, "a_scale")
+
+    def operand(i: int, trans: int) -> tuple[ir.Value, list[sym.Expr]]:
+        v, d = o.input(i), o.dims(i)
+        if trans:
+            d = [d[1], d[0]]
+            v = emit(o, TRANSPOSE, [v], {"perm": [1, 0]}, [d], [_type(o, hir.element_dtype(v), d)]).results[0]
+        return v, d
+
+    a, da = operand(0, ta)
+    b, db = operand(3, tb)
+    m, k, n = da[0], da[1], db[1]
+    _same_dims(o, [db[0]], [k], "B's inner dim is {0}; it must be A's {1}")
+    _matmul_integer_zero_point(o, 2, m, "a_zero_point")
+    if o.input(2) is not None:
+        _one_value(o, 2, "a_zero_point")
+    _matmul_integer_zero_point(o, 5, n, "b_zero_point")
+    operands, slots = [a, b], [0, 1]
+    for i, slot in ((2, 2), (5, 3)):
+        if o.input(i) is not None:
+            operands.append(o.input(i))
+            slots.append(slot)
+    out = [m, n]
+    acc = emit(o, MATMUL_INTEGER, operands, {"hipdnn.slots": slots}, [out], [_type(o, INT32, out)]).results[0]
+    if o.input(6) is not None:
+        if hir.element_dtype(o.input(6)) != INT32:
+            raise ModelError(f"{o.where}: C must be INT32")
+        broadcast(o, out, o.dims(6))
+        acc = emit(o, BINARY, [acc, o.input(6)], {"op": "ADD"}, [out], [_type(o, INT32, out)]).results[0]
+    f32 = emit(o, CAST, [acc], {"to": FLOAT32}, [out], [_type(o, FLOAT32, out)]).results[0]
+
+    bs = o.dims(4)
+    if len(bs) > 1 or (bs and not isinstance(bs[0], int) and bs[0] != n):
+        o.fail(f"b_scale of shape {show(bs)} is not supported (one value, or [N] per column)")
+    ds = [n] if sym.product(bs) != 1 else []
+    if ds:
+        _same_dims(o, bs, [n], "b_scale has shape {0}; per column it must be {1}")
+
+    def value(i: int, dims: list[sym.Expr]) -> ir.Value:
+        if hir.element_dtype(o.input(i)) != FLOAT32:
+            o.fail(f"input {i} (a scale) of element type {hir.element_dtype(o.input(i))} is not supported (FLOAT32 is)")
+        return emit(o, "hipdnn.alias", [o.input(i)], {}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+
+    def mul(x: ir.Value, y: ir.Value, op: str = "MUL") -> ir.Value:
+        return emit(o, BINARY, [x, y], {"op": op}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+
+    scale = value(1, [])
+    if alpha != 1.0:
+        c = emit(o, FILL, [], {"bits": _fill_bits(np.array([alpha]), FLOAT32)}, [[]], [_type(o, FLOAT32, [])])
+        scale = emit(o, BINARY, [c.results[0], scale], {"op": "MUL"}, [[]], [_type(o, FLOAT32, [])]).results[0]
+    mult = mul(scale, value(4, ds))
+    if o.input(7) is None:  # a float output
+        if o.result_dtype() != FLOAT32:
+            raise ModelError(f"{o.where}: without y_scale the output must be FLOAT32")
+        finish(o, [emit(o, BINARY, [f32, mult], {"op": "MUL"}, [out], [_type(o, FLOAT32, out)]).results[0]])
+        return
+    _one_value(o, 7, "y_scale")
+    mult = mul(mult, value(7, []), "DIV")
+    real = emit(o, BINARY, [f32, mult], {"op": "MUL"}, [out], [_type(o, FLOAT32, out)]).results[0]
+    one = emit(o, FILL, [], {"bits": _fill_bits(np.array([1.0]), FLOAT32)}, [[]],
+               [_type(o, FLOAT32, [])]).results[0]
+    ydt = o.result_dtype()
+    if ydt not in QUANT_TYPES:
+        o.fail(f"an output of element type {ydt} is not supported (INT8 and UINT8 are)")
+    zp = _per_tensor(o, 8, "y_zero_point", ydt)
+    y = emit(o, QUANTIZE, [real, one] + ([zp] if zp is not None else []), {"axis": 0, "block_size": 0}, [out],
+             [_type(o, ydt, out)]).results[0]
+    finish(o, [y])
+
+
+register(OpDef("QGemm", "qgemm", _qgemm, (TRANSPOSE, MATMUL_INTEGER, BINARY, CAST, FILL, QUANTIZE), domains=(MS,)))
