@@ -372,3 +372,12 @@ def test_qgemm(trans_b, per_column, output, refruntime, tmp_path):
     for feed in feeds:
         (got,) = refruntime.run(info.program, [feed["a"]] + weights)
         np.testing.assert_allclose(got, ort_run(model, feed)[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("qtype", [T.UINT8, T.INT8])
+def test_max_pool_of_quantized_values(qtype, refruntime, tmp_path):
+    # MaxPool on INT8/UINT8 (opset 12+, as QOperator models have it): through float32, exact
+    rng = np.random.default_rng(13)
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    model = model_of([node], [("x", qtype, ["n", 3, "h", "h"])], [("y", qtype, None)], opset=13)
+    run_both(model, [{"x": _q(rng, qtype, (n, 3, h, h))} for n, h in ((2, 9), (1, 4))], refruntime, tmp_path)

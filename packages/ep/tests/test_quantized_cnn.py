@@ -85,3 +85,25 @@ def test_qdq_cnn_is_claimed_whole_and_matches_the_cpu_ep(env, ep_devices, tmp_pa
         # its fused integer kernels; a float sum rounded differently could move one requantized value by one
         # step (y_scale), which this model at these inputs never does
         np.testing.assert_array_equal(got, want)
+
+
+def test_qoperator_cnn_is_claimed_whole_and_matches_the_cpu_ep(env, ep_devices, tmp_path):
+    path = quantized(tmp_path, "QOperator", per_channel=True)
+    model = onnx.load(str(path))
+    ops = collections.Counter(n.op_type for n in model.graph.node)
+    assert {"QLinearConv", "QLinearAdd", "QLinearGlobalAveragePool", "QGemm"} <= set(ops), dict(ops)
+    sess = make_session(path, ep_devices, env.options, NO_FALLBACK, optimize=False)
+    compiled = env.compiled_ops()
+    assert len(compiled) == 1, "one partition: the whole model"
+    assert collections.Counter(compiled[0]) == ops
+    cpu = cpu_session(path)
+    last = next(n for n in model.graph.node if n.output[0] == "y")  # DequantizeLinear of QGemm's output
+    step = next(numpy_helper.to_array(i) for i in model.graph.initializer if i.name == last.input[1])
+    for n in (1, 3, 64):
+        x = images(n)
+        (got,), (want,) = sess.run(None, {"x": x}), cpu.run(None, {"x": x})
+        assert got.dtype == want.dtype == np.float32
+        # QLinearConv and QGemm are onnxruntime's integer arithmetic; QLinearAdd/QLinearGlobalAveragePool are
+        # dequantize -> float -> quantize, which onnxruntime rounds its own way (per CPU instruction set): a
+        # requantized value may move one step. Equal here; allowed: two steps of the output's scale
+        np.testing.assert_allclose(got, want, rtol=0, atol=2 * step)

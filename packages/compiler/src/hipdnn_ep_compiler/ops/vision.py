@@ -20,7 +20,7 @@ from .. import symbolic as sym
 from ..errors import ModelError
 from .mask import FILL, _fill_bits
 from .node import Node, broadcast, emit, finish, replace
-from .onnx import BINARY, EXPAND, LAYER_NORM, UNARY
+from .onnx import BINARY, CAST, EXPAND, LAYER_NORM, UNARY
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
 CONV = register_kernel(Kernel("conv", "kernel_conv", ("group",), params=(Param("geometry", 3, symbolic=True),),
@@ -31,6 +31,8 @@ BATCH_NORM = register_kernel(Kernel("batch_norm", "kernel_batch_norm", (), ("eps
                                     arity=(5, 5)))
 ACTIVATION = register_kernel(Kernel("activation", "kernel_activation", ("op",), ("alpha", "beta"),
                                     op_enum="activation_op"))
+
+FLOAT32, UINT8, INT8 = 1, 2, 3
 
 # ---------------------------------------------------------------- window geometry (Conv and pooling)
 
@@ -163,8 +165,18 @@ def _pool(o: Node) -> None:
     outs, begins, ends, strides, dilations = _window(o, x[2:], list(kernel), ceil_mode)
     op = "MAX" if is_max else "AVERAGE"
     include_pad = int(o.attr_int("count_include_pad", 0) != 0)
-    replace(o, POOL, [o.input(0)], {"op": op, "count_include_pad": include_pad}, [[x[0], x[1], *outs]],
-            params={"window": [*kernel, *strides, *begins, *ends, *dilations]})
+    out = [x[0], x[1], *outs]
+    window = {"window": [*kernel, *strides, *begins, *ends, *dilations]}
+    dtype = hir.element_dtype(o.input(0))
+    if is_max and dtype in (INT8, UINT8):  # quantized MaxPool (QOperator models): exact through float32
+        with o.op.context:
+            f32 = [ir.Type.parse(hir.tensor_type_str(FLOAT32, d)) for d in (x, out)]
+            back = ir.Type.parse(hir.tensor_type_str(dtype, out))
+        v = emit(o, CAST, [o.input(0)], {"to": FLOAT32}, [x], [f32[0]]).results[0]
+        v = emit(o, POOL, [v], {"op": op, "count_include_pad": include_pad}, [out], [f32[1]], window).results[0]
+        finish(o, [emit(o, CAST, [v], {"to": dtype}, [out], [back]).results[0]])
+        return
+    replace(o, POOL, [o.input(0)], {"op": op, "count_include_pad": include_pad}, [out], params=window)
 
 
 def _global_pool(o: Node) -> None:
@@ -176,7 +188,7 @@ def _global_pool(o: Node) -> None:
             params={"window": window})
 
 
-register(OpDef("MaxPool", "max_pool", _pool, (POOL,)))
+register(OpDef("MaxPool", "max_pool", _pool, (POOL, CAST)))
 register(OpDef("AveragePool", "average_pool", _pool, (POOL,)))
 register(OpDef("GlobalMaxPool", "global_max_pool", _global_pool, (POOL,)))
 register(OpDef("GlobalAveragePool", "global_average_pool", _global_pool, (POOL,)))
