@@ -61,7 +61,8 @@ def _install(session: nox.Session, *names: str) -> None:
 
 @nox.session
 def abi(session: nox.Session) -> None:
-    """ABI gates: bump rules (C ABI and metadata schema), exported symbols, wheel version, generated copies, corpus."""
+    """ABI gates: bump rules (C ABI, metadata schema, compiler protocol), exported symbols, wheel version,
+    generated copies, corpus."""
     # cmake and ninja from the build group: the gate tests build libraries through the runtime's CMake check
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"),
                     *nox.project.dependency_groups(PYPROJECT, "build"))
@@ -70,7 +71,8 @@ def abi(session: nox.Session) -> None:
     _abi_tool(session, "check-version", str(ROOT / "packages/runtime/pyproject.toml"))
     _abi_tool(session, "check-pins")
     _abi_tool(session, "json", "--check", str(COMPILER_ABI_JSON))
-    # the JSON contracts (artifact metadata): bump rules against their snapshots, generated copies current
+    # the JSON contracts (artifact metadata, compiler protocol): bump rules against their snapshots, generated
+    # copies current
     _abi_tool(session, "contracts", "check-compat")
     _abi_tool(session, "contracts", "generate", "--check")
     _install(session, "runtime", "compiler")

@@ -61,34 +61,59 @@ def check_version(m: Manifest, pyproject: Path) -> list[compat.Violation]:
     return []
 
 
-# What `contracts generate` writes, relative to the repository root, from each contract.
-CONTRACT_COPIES = {"packages/compiler/src/hipdnn_ep_compiler/abi/metadata_schema.py": contracts.python_module}
+# The JSON contracts: kind -> (its file, what `contracts generate` writes from it, relative to the repository root).
+CONTRACTS = {"metadata": lambda: contracts.METADATA, "protocol": lambda: contracts.PROTOCOL}
+CONTRACT_COPIES = {
+    "metadata": {"packages/compiler/src/hipdnn_ep_compiler/abi/metadata_schema.py":
+                 lambda c: contracts.python_module(c, "metadata.toml")},
+    "protocol": {"packages/compiler/src/hipdnn_ep_compiler/abi/protocol_schema.py":
+                 lambda c: contracts.python_module(c, "protocol.toml")},
+}
 CONTRACT_README = "packages/abi/README.md"
 
 
-def _contracts(action: str, check: bool, root: Path) -> int:
-    c = contracts.load(contracts.METADATA)
-    if action == "check-compat":
-        found = contracts.check_released("metadata", c)
+def _check_compat(kind: str, c: contracts.Contract) -> list[compat.Violation]:
+    found = contracts.check_released(kind, c)
+    if not contracts.released_snapshots(kind):
+        found.append(compat.Violation(c.name, f"no released snapshot in released/{kind}/. Fix: "
+                                              "`python -m hipdnn_ep_abi contracts release`"))
+    if kind == "metadata":
         artifact = load(DEFAULT_MANIFEST).artifact
         if artifact is not None and artifact.format != c.major:
             found.append(compat.Violation(c.name, f"major {c.major} must be the artifact format the manifest's "
                                                   f"[artifact] table declares ({artifact.format})"))
-        return _report(f"bump rules of the {c.name} {c.major}.{c.minor}", found)
+    return found
+
+
+def _contracts(action: str, check: bool, root: Path) -> int:
+    loaded = {kind: contracts.load(path()) for kind, path in CONTRACTS.items()}
+    if action == "check-compat":
+        rc = 0
+        for kind, c in loaded.items():
+            rc |= _report(f"bump rules of the {c.name} {c.major}.{c.minor}", _check_compat(kind, c))
+        return rc
     if action == "release":
-        target = contracts.RELEASED_DIR / "metadata" / f"{c.major}.{c.minor}.toml"
-        text = contracts.METADATA.read_text()
-        if target.exists() and target.read_text() != text:
-            print(f"metadata/{target.name} is already released and differs from metadata.toml: a released schema "
-                  "is immutable. Fix: raise its minor (or major)", file=sys.stderr)
-            return 1
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        print(target)
-        return 0
-    wanted = {root / rel: make(c) for rel, make in CONTRACT_COPIES.items()}
+        rc = 0
+        for kind, c in loaded.items():
+            source = CONTRACTS[kind]()
+            target = contracts.RELEASED_DIR / kind / f"{c.major}.{c.minor}.toml"
+            text = source.read_text()
+            if target.exists() and target.read_text() != text:
+                print(f"{kind}/{target.name} is already released and differs from {source.name}: a released "
+                      "schema is immutable. Fix: raise its minor (or major)", file=sys.stderr)
+                rc = 1
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+            print(target)
+        return rc
+    wanted = {}
     readme = root / CONTRACT_README
-    wanted[readme] = contracts.readme_with_table(readme.read_text(), c)
+    readme_text = readme.read_text() if readme.exists() else ""
+    for kind, c in loaded.items():
+        wanted.update({root / rel: make(c) for rel, make in CONTRACT_COPIES[kind].items()})
+        readme_text = contracts.readme_with_table(readme_text, c, kind)
+    wanted[readme] = readme_text
     stale = [p for p, text in wanted.items() if not p.exists() or p.read_text() != text]
     if check:
         for p in stale:
@@ -127,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     pp.add_argument("--root", type=Path, default=DEFAULT_MANIFEST.parents[2], help="repository root")
     pp.add_argument("--fix", action="store_true",
                     help="record a new compiler version's bundled manifest and rewrite the pins, then check")
-    k = sub.add_parser("contracts", help="the JSON contracts (metadata.toml): bump rules, generated copies, release")
+    k = sub.add_parser("contracts", help="the JSON contracts (metadata.toml, protocol.toml): bump rules, "
+                                         "generated copies, release")
     k.add_argument("action", choices=["check-compat", "generate", "release"])
     k.add_argument("--check", action="store_true", help="with generate: fail when a generated copy is stale")
     k.add_argument("--root", type=Path, default=DEFAULT_MANIFEST.parents[2], help="repository root")

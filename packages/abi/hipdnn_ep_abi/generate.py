@@ -314,6 +314,9 @@ def write_all(m: Manifest, out_dir: Path) -> list[Path]:
         KERNEL_LIST_HEADER: kernel_list(m),
         # the artifact metadata's typed readers (packages/abi/metadata.toml), for the runtime and the EP
         "contracts/" + contracts.CPP_HEADER: contracts.cpp_header(contracts.load()),
+        # the compiler protocol's typed readers and writers (packages/abi/protocol.toml), for the EP
+        "contracts/" + contracts.CPP_PROTOCOL_HEADER: contracts.cpp_header(
+            contracts.load(contracts.PROTOCOL), "protocol.toml", contracts.PROTOCOL_CPP),
     }
     written = []
     for rel, text in files.items():

@@ -33,7 +33,9 @@ COMPILER_VERSION = "packages/compiler/src/hipdnn_ep_compiler/_version.py"
 LOCK = "packages/compiler/abi-lock.toml"
 # The compiler protocol: the versions the compiler answers, and the one the EP speaks.
 COMPILER_PROTOCOLS = "packages/compiler/src/hipdnn_ep_compiler/protocol.py"
-EP_PROTOCOL = "packages/ep/src/compile_client.h"
+# The EP speaks the major of the protocol declared in packages/abi (its kCompilerProtocolVersion is
+# the generated protocol::kMajor; tests/test_protocol_contract.py checks that).
+EP_PROTOCOL = "packages/abi/protocol.toml"
 LOCK_HEADER = """\
 # Compiler version -> the runtime ABI manifest it bundles (written by
 # `python -m hipdnn_ep_abi check-pins --fix`; never edit an existing entry).
@@ -70,10 +72,10 @@ class Repo:
         return sorted(int(v) for v in re.findall(r"\d+", m[1]))
 
     def ep_protocol(self) -> int:
-        """The protocol version the EP at this checkout speaks (``kCompilerProtocolVersion``)."""
-        m = re.search(r"kCompilerProtocolVersion\s*=\s*(\d+)", (self.root / EP_PROTOCOL).read_text())
+        """The protocol version the EP at this checkout speaks (protocol.toml's ``[schema] major``)."""
+        m = re.search(r"^major\s*=\s*(\d+)", (self.root / EP_PROTOCOL).read_text(), re.M)
         if m is None:
-            raise ValueError(f"no kCompilerProtocolVersion in {EP_PROTOCOL}")
+            raise ValueError(f"no [schema] major in {EP_PROTOCOL}")
         return int(m[1])
 
     def bundled_hash(self) -> str:

@@ -103,7 +103,7 @@ def test_the_ep_never_pins_a_compiler_that_does_not_answer_its_protocol(repo, ma
                in v for v in found)
     # an EP that speaks a protocol no compiler answers yet is refused, naming both files
     header = repo.root / pins.EP_PROTOCOL
-    header.write_text(header.read_text().replace("kCompilerProtocolVersion = 3", "kCompilerProtocolVersion = 4"))
+    header.write_text(header.read_text().replace("\nmajor = 3\n", "\nmajor = 4\n"))
     found = [str(v) for v in pins.check(manifest, repo)]
     assert any("speaks compiler protocol 4" in v and pins.COMPILER_PROTOCOLS in v for v in found)
 

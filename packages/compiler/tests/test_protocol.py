@@ -13,8 +13,8 @@ from pathlib import Path
 
 import onnx
 
-from hipdnn_ep_compiler.abi import bundled_manifest_path
-from hipdnn_ep_compiler.protocol import HOST_GONE_STATUS, PROTOCOL, handle
+from hipdnn_ep_compiler.abi import bundled_manifest_path, protocol_schema
+from hipdnn_ep_compiler.protocol import HOST_GONE_STATUS, PROTOCOL, _checked, handle
 
 
 def test_capabilities():
@@ -39,6 +39,47 @@ def test_bad_requests():
     assert "unsupported protocol" in handle({"protocol": 7, "action": "compile"})["error"]["message"]
     assert "unknown action" in handle({"protocol": 1, "action": "run"})["error"]["message"]
     assert "model, output" in handle({"protocol": 1, "action": "compile"})["error"]["message"]
+
+
+def test_the_protocol_is_the_declared_one_and_every_answer_conforms(static_model, tmp_path):
+    """protocol.toml (packages/abi) declares the protocol; the answers written follow it exactly."""
+    assert PROTOCOL == protocol_schema.MAJOR
+    onnx.save(static_model, tmp_path / "m.onnx")
+    answers = {
+        "capabilities": handle({"protocol": PROTOCOL, "action": "capabilities"}),
+        "support": handle({"protocol": PROTOCOL, "action": "support", "models": [str(tmp_path / "m.onnx")]}),
+        "compile": handle({"protocol": PROTOCOL, "action": "compile", "model": str(tmp_path / "m.onnx"),
+                           "output": str(tmp_path / "a")}),
+    }
+    for action, answer in answers.items():
+        assert answer["ok"], answer
+        assert protocol_schema.problems(answer, message=f"{action}_response") == [], action
+    refused = handle({"protocol": PROTOCOL, "action": "compile", "model": str(tmp_path / "m.onnx"),
+                      "output": str(tmp_path / "b"), "abi": "1.0"})
+    assert protocol_schema.problems(refused, message="error_response") == []
+
+
+def test_a_malformed_request_is_a_bad_request_naming_the_field():
+    r = handle({"protocol": PROTOCOL, "action": "compile", "model": "m.onnx", "output": "out", "backend": 7})
+    assert r["error"] == {"kind": "BadRequest", "message": "malformed compile request: backend: int where the schema "
+                          "says string (compile needs string fields: model, output)"}
+    r = handle({"protocol": PROTOCOL, "action": "support", "models": ["a.onnx", 3]})
+    assert r["error"]["message"] == ("malformed support request: models: list where the schema says list<string> "
+                                     "(support needs 'models': a list of model paths)")
+    r = handle({"protocol": PROTOCOL, "action": "support", "models": ["a.onnx"], "manifest": None})
+    assert "manifest: NoneType where the schema says string" in r["error"]["message"]
+    # a member the schema does not declare (a newer minor's, or an older EP's out_dir) is ignored
+    r = handle({"protocol": PROTOCOL, "action": "capabilities", "out_dir": "x"})
+    assert r["ok"]
+
+
+def test_an_answer_that_breaks_the_schema_is_an_internal_error():
+    r = _checked({"protocol": PROTOCOL, "ok": True, "models": [{"nodes": [{"index": "0"}]}]}, "support")
+    assert r["ok"] is False and r["error"]["kind"] == "InternalError"
+    assert r["error"]["message"].startswith("the compiler wrote a malformed support response (a bug in "
+                                            "hipdnn-ep-compiler): models[0].nodes[0].index: str where the schema "
+                                            "says int; models[0].nodes[0].name: missing (required)")
+    assert protocol_schema.problems(r, message="error_response") == []
 
 
 def test_subprocess_round_trip(static_model, tmp_path):

@@ -126,3 +126,21 @@ def test_a_model_that_compiles_whole_is_shape_inferred_once(tmp_path, monkeypatc
     onnx.save(_chain(TensorProto.INT8), tmp_path / "i.onnx")
     assert not any(v.supported for v in check_support(tmp_path / "i.onnx"))
     assert len(calls) > 2
+
+
+def test_a_node_reading_an_untyped_output_of_a_refused_node_is_refused_saying_why():
+    """onnx infers no type for Scaler's output: without a declared one, what reads it cannot be compiled
+    alone (its input would have no type), nor what reads its untyped output in turn; the nodes before it
+    still compile."""
+    nodes = [helper.make_node("Add", ["a", "b"], ["c"], name="add"),
+             helper.make_node("Scaler", ["c"], ["d"], name="mid", **SCALER),
+             helper.make_node("Mul", ["d", "d"], ["e"], name="mul"),
+             helper.make_node("Relu", ["e"], ["f"], name="relu")]
+    f = TensorProto.FLOAT
+    model = make_model(nodes, [("a", f, [4]), ("b", f, [4])], [("f", f, [4])], extra_opsets=ML)
+    assert _verdicts(model) == [
+        ("add", True, ""), ("mid", False, "op Scaler of domain ai.onnx.ml is not supported"),
+        ("mul", False, "input 'd' is an output of node 'mid' (ai.onnx.ml::Scaler), which is not supported, and "
+                       "the model declares no type for it"),
+        ("relu", False, "input 'e' is an output of node 'mul' (Mul), which is not supported, and the model "
+                        "declares no type for it")]

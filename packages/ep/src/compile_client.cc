@@ -126,7 +126,9 @@ CompileClient::CompileClient(std::string python_option, int64_t timeout_s) : tim
   python_reason_ = "python3 on PATH";
 }
 
-json::Json CompileClient::Call(const json::Json& request, bool compile, std::string* raw) const {
+template <class Response>
+Response CompileClient::Call(const json::Json& request, const std::string& action, bool compile,
+                             std::string* raw) const {
   std::string where = "hipdnn-ep: compiler (" + python_ + " -m hipdnn_ep_compiler.protocol --serve, chosen as " +
                       python_reason_ + ")";
   CompilerPool::Lease process = CompilerPool::For(python_)->Acquire(compile);
@@ -144,74 +146,93 @@ json::Json CompileClient::Call(const json::Json& request, bool compile, std::str
   }
   if (!resp.is_object()) throw EpError(where + " answered with JSON that is not an object");
   if (!json::Bool(json::Member(resp, "ok"))) {
+    // An error_response (protocol.toml); its error is read only as far as it is well formed.
+    std::string msg = "no error message";
     const json::Json& e = json::Member(resp, "error");
-    std::string msg = e.is_string()   ? json::String(e)
-                      : e.is_object() ? json::String(json::Member(e, "kind")) + ": " +
-                                            json::String(json::Member(e, "message"))
-                                      : std::string("no error message");
+    protocol::ErrorResponseError error;
+    std::string malformed;
+    if (e.is_string()) {
+      msg = json::String(e);
+    } else if (!e.is_null() && protocol::Read(e, &error, "error", &malformed)) {
+      msg = error.kind + ": " + error.message;
+    } else if (!e.is_null()) {
+      msg = "an error the compiler did not word (malformed error_response: " + malformed + ")";
+    }
     throw EpError(where + " reported an error: " + msg);
   }
   // Each protocol version is its own contract: an answer in another one is
   // not read, whatever it looks like.
-  const json::Json& protocol = json::Member(resp, "protocol");
-  if (!protocol.is_number() || protocol.get<double>() != kCompilerProtocolVersion) {
+  const json::Json& version = json::Member(resp, "protocol");
+  if (!version.is_number() || version.get<double>() != kCompilerProtocolVersion) {
     throw EpError(where + " answered in compiler protocol " +
-                  (protocol.is_number() ? protocol.dump() : std::string("(none stated)")) +
+                  (version.is_number() ? version.dump() : std::string("(none stated)")) +
                   ", but this EP speaks protocol " + std::to_string(kCompilerProtocolVersion) +
                   ". Install a hipdnn-ep-compiler that speaks it: pip install --upgrade hipdnn-ep hipdnn-ep-compiler");
   }
+  Response typed;
+  std::string malformed;
+  if (!protocol::Read(resp, &typed, &malformed)) {
+    throw EpError(where + " answered a " + action + " request with a malformed " + action + "_response (" +
+                  malformed + "; packages/abi/protocol.toml declares it): install matching hipdnn-ep and "
+                  "hipdnn-ep-compiler versions");
+  }
   if (raw) *raw = line;
-  return resp;
+  return typed;
 }
 
 CompilerCapabilities CompileClient::Capabilities(std::string* raw) const {
-  return ParseCapabilities(Call({{"protocol", kCompilerProtocolVersion}, {"action", "capabilities"}}, false, raw));
+  protocol::CapabilitiesRequest request;
+  request.protocol = kCompilerProtocolVersion;
+  request.action = "capabilities";
+  return FromResponse(Call<protocol::CapabilitiesResponse>(protocol::ToJson(request), "capabilities", false, raw));
 }
 
 CompilerCapabilities CompileClient::ParseCapabilities(const json::Json& resp) {
-  using json::Member;
+  protocol::CapabilitiesResponse typed;
+  std::string malformed;
+  if (!protocol::Read(resp, &typed, &malformed)) {
+    throw EpError("hipdnn-ep: the compiler's capabilities are malformed (" + malformed + ")");
+  }
+  return FromResponse(typed);
+}
+
+CompilerCapabilities CompileClient::FromResponse(const protocol::CapabilitiesResponse& resp) {
   CompilerCapabilities caps;
-  // Accepted shapes: "compiler": {"name", "version"} or "compiler_version";
-  // "ops" as {domain: [op_type, ...]}, [op_type, ...] or [{"domain", "op_type"}].
-  const json::Json& compiler = Member(resp, "compiler");
-  caps.name = json::String(Member(compiler, "name"), "hipdnn-ep-compiler");
-  caps.version = json::String(Member(compiler, "version"), json::String(Member(resp, "compiler_version")));
+  caps.name = "hipdnn-ep-compiler";
+  caps.version = resp.compiler_version;
   if (caps.version.empty()) throw EpError("hipdnn-ep: the compiler's capabilities state no compiler version");
-  caps.build_id = json::String(Member(resp, "build_id"));
+  caps.build_id = resp.build_id;
+  // "ops" is {domain: [op_type, ...]} ("any" in protocol.toml: the schema has no map type); anything
+  // else in it is not an op.
   auto domain = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
-  const json::Json& ops = Member(resp, "ops");
-  if (ops.is_object()) {
-    for (const auto& [d, list] : ops.items()) {
-      for (const json::Json& op : json::Items(list)) caps.ops.insert({domain(d), json::String(op)});
+  if (resp.ops.is_object()) {
+    for (const auto& [d, list] : resp.ops.items()) {
+      for (const json::Json& op : json::Items(list)) {
+        if (op.is_string()) caps.ops.insert({domain(d), json::String(op)});
+      }
     }
   }
-  for (const json::Json& op : json::Items(ops)) {
-    if (op.is_string()) caps.ops.insert({"", json::String(op)});
-    else caps.ops.insert({domain(json::String(Member(op, "domain"))), json::String(Member(op, "op_type"))});
-  }
-  const json::Json& abi = Member(resp, "abi");
-  if (Member(abi, "major").is_number()) {
-    caps.abi_major = json::Int(Member(abi, "major"), -1);
-    for (const json::Json& m : json::Items(Member(abi, "minors"))) {
-      if (m.is_number()) caps.abi_minors.push_back(json::Int(m, -1));
-    }
-  }
-  for (const json::Json& f : json::Items(Member(resp, "install_files"))) {
-    if (f.is_string()) caps.install_files.push_back(json::String(f));
-  }
+  caps.abi_major = resp.abi.major;
+  caps.abi_minors = resp.abi.minors;
+  caps.install_files = resp.install_files;
   return caps;
 }
 
 CompileResult CompileClient::Compile(const std::string& model_path, const std::string& out_dir,
                                      const std::string& backend, const std::string& abi,
                                      const std::string& manifest) const {
-  json::Json req = {{"protocol", kCompilerProtocolVersion}, {"action", "compile"}, {"model", model_path},
-                    {"out_dir", out_dir}, {"output", out_dir}, {"backend", backend}, {"abi", abi}};
-  if (!manifest.empty()) req["manifest"] = manifest;
-  json::Json resp = Call(req, true);
+  protocol::CompileRequest request;
+  request.protocol = kCompilerProtocolVersion;
+  request.action = "compile";
+  request.model = model_path;
+  request.output = out_dir;
+  request.backend = backend;
+  request.abi = abi;
+  if (!manifest.empty()) request.manifest = manifest;
+  protocol::CompileResponse resp = Call<protocol::CompileResponse>(protocol::ToJson(request), "compile", true);
   CompileResult result;
-  result.artifact = json::String(json::Member(resp, "artifact"));
-  result.metadata = json::Member(resp, "metadata");
+  result.artifact = resp.artifact;
+  result.metadata = std::move(resp.metadata);
   namespace fs = std::filesystem;
   if (!result.artifact.empty() && fs::is_directory(result.artifact)) {
     // An artifact folder holds the file the manifest's [artifact] table names.
@@ -239,23 +260,26 @@ std::vector<std::vector<NodeVerdict>> CompileClient::Support(const std::vector<s
                                                              const std::string& backend,
                                                              const std::string& abi,
                                                              const std::string& manifest) const {
-  json::Json req = {{"protocol", kCompilerProtocolVersion}, {"action", "support"}, {"models", model_paths},
-                    {"backend", backend}};
-  if (!abi.empty()) req["abi"] = abi;
-  if (!manifest.empty()) req["manifest"] = manifest;
-  json::Json resp = Call(req, false);
-  const json::Json& answers = json::Member(resp, "models");
-  if (!answers.is_array() || answers.size() != model_paths.size()) {
+  protocol::SupportRequest request;
+  request.protocol = kCompilerProtocolVersion;
+  request.action = "support";
+  request.models = model_paths;
+  request.backend = backend;
+  if (!abi.empty()) request.abi = abi;
+  if (!manifest.empty()) request.manifest = manifest;
+  const protocol::SupportResponse resp =
+      Call<protocol::SupportResponse>(protocol::ToJson(request), "support", false);
+  if (resp.models.size() != model_paths.size()) {
     throw EpError("hipdnn-ep: the compiler's support answer does not have one entry per model");
   }
   std::vector<std::vector<NodeVerdict>> out;
-  for (const json::Json& a : json::Items(answers)) {
+  for (const protocol::SupportResponseModels& a : resp.models) {
     out.emplace_back();
-    for (const json::Json& n : json::Items(json::Member(a, "nodes"))) {
+    for (const protocol::SupportResponseModelsNodes& n : a.nodes) {
       NodeVerdict v;
-      v.index = json::Int(json::Member(n, "index"), -1);
-      v.supported = json::Bool(json::Member(n, "supported"));
-      v.reason = json::String(json::Member(n, "reason"), "refused by the compiler");
+      v.index = n.index;
+      v.supported = n.supported;
+      v.reason = n.reason.value_or("refused by the compiler");
       out.back().push_back(v);
     }
   }

@@ -1,4 +1,6 @@
-// Client of the compiler protocol (docs/compiler_protocol.md): sends each
+// Client of the compiler protocol (packages/abi/protocol.toml, whose generated
+// readers and writers, hipdnn_ep/protocol_schema.h, build and read every
+// message; packages/abi/README.md describes it): sends each
 // request, one JSON line, to a
 // `PYTHON -m hipdnn_ep_compiler.protocol --serve` process of the
 // interpreter's CompilerPool and reads the one-line response.
@@ -12,13 +14,15 @@
 #include <vector>
 
 #include "compiler_process.h"  // CompilerTimeout
+#include "hipdnn_ep/protocol_schema.h"  // generated from packages/abi/protocol.toml
 #include "json.h"
 
 namespace hipdnn_ep {
 
-// 2: the support action; 3: weights held by reference (onnx_writer.h), which
-// compilers before 0.4.1 cannot read (the EP's pin then excludes them).
-constexpr int kCompilerProtocolVersion = 3;
+// The protocol packages/abi/protocol.toml declares (its MAJOR). 2: the support
+// action; 3: weights held by reference (onnx_writer.h), which compilers before
+// 0.4.1 cannot read (the EP's pin then excludes them).
+constexpr int kCompilerProtocolVersion = protocol::kMajor;
 
 struct CompilerCapabilities {
   std::string name;
@@ -66,6 +70,7 @@ class CompileClient {
 
   // `raw`, when given, receives the answer as the compiler wrote it.
   CompilerCapabilities Capabilities(std::string* raw = nullptr) const;
+  // Reads a capabilities_response (a kept one too); throws EpError naming a malformed field.
   static CompilerCapabilities ParseCapabilities(const json::Json& response);
   // `manifest`: path of the runtime ABI manifest JSON to compile against ("": the compiler's own).
   CompileResult Compile(const std::string& model_path, const std::string& out_dir, const std::string& backend,
@@ -78,8 +83,12 @@ class CompileClient {
                                                 const std::string& manifest) const;
 
  private:
-  // `compile`: a compile request (see CompilerPool's bounds).
-  json::Json Call(const json::Json& request, bool compile, std::string* raw = nullptr) const;
+  static CompilerCapabilities FromResponse(const protocol::CapabilitiesResponse& response);
+  // Sends `request` (the JSON of a <action>_request) and returns the answer,
+  // read as a <action>_response; `compile`: a compile request (see
+  // CompilerPool's bounds).
+  template <class Response>
+  Response Call(const json::Json& request, const std::string& action, bool compile, std::string* raw = nullptr) const;
   std::string python_;
   std::string python_reason_;
   int64_t timeout_s_;

@@ -203,9 +203,31 @@ def broken_compiler(tmp_path: Path):
         "hang": "read -r line; exec sleep 60",
         # an interpreter that has the compiler but not its dependencies
         "no-numpy": "echo \"ModuleNotFoundError: No module named 'numpy'\" >&2; exit 1",
+        # answers that break packages/abi/protocol.toml: a retyped field, a missing one, a value out of range
+        "retyped-field": "read -r line; echo '{\"protocol\": 3, \"ok\": true, \"compiler_version\": 9}'; "
+                         "exec sleep 60",
+        "missing-field": "read -r line; echo '{\"protocol\": 3, \"ok\": true, \"compiler_version\": \"9.0\"}'; "
+                         "exec sleep 60",
+        "oversized-value": "read -r line; echo '{\"protocol\": 3, \"ok\": true, \"compiler_version\": \"9.0\", "
+                           "\"build_id\": \"b\", \"abi\": {\"major\": 18446744073709551616, \"minors\": [0]}}'; "
+                           "exec sleep 60",
+        "malformed-error": "read -r line; echo '{\"protocol\": 3, \"ok\": false, \"error\": {\"kind\": 5}}'",
     }
 
     def make(kind: str) -> Path:
+        if kind in ("malformed-support", "malformed-compile"):
+            # the real compiler, except that its answer to one action breaks packages/abi/protocol.toml
+            action, broken = {"malformed-support": ("support", {"models": [{"nodes": [{"index": "0"}]}]}),
+                              "malformed-compile": ("compile", {"artifact": 5})}[kind]
+            program = (f"import json, sys\nfrom hipdnn_ep_compiler.protocol import handle\n"
+                       f"for line in sys.stdin:\n"
+                       f"    request = json.loads(line)\n"
+                       f"    answer = handle(request)\n"
+                       f"    if request.get('action') == {action!r}:\n"
+                       f"        answer = dict(protocol=answer['protocol'], ok=True, **{broken!r})\n"
+                       f"    print(json.dumps(answer), flush=True)\n")
+            (tmp_path / f"{kind}.py").write_text(program)
+            return _script(tmp_path / f"python-{kind}", f"exec '{sys.executable}' '{tmp_path / f'{kind}.py'}'")
         return _script(tmp_path / f"python-{kind}", bodies[kind])
 
     return make

@@ -588,12 +588,36 @@ def test_missing_compiler(tmp_path: Path, ep_devices, env: Env, broken_compiler,
     # a compiler before 0.4.1, which cannot read weights held by reference (protocol 3)
     ("refuses-protocol", r"reported an error: BadRequest: unsupported protocol 3; this compiler speaks 1, 2 "
                          r"\(upgrade the older of hipdnn-ep and hipdnn-ep-compiler\)"),
+    # answers that break packages/abi/protocol.toml, refused naming the field
+    ("retyped-field", r"answered a capabilities request with a malformed capabilities_response \(field "
+                      r"'compiler_version': expected a string; packages/abi/protocol.toml declares it\): install "
+                      r"matching hipdnn-ep and hipdnn-ep-compiler versions"),
+    ("missing-field", r"malformed capabilities_response \(field 'build_id': missing \(required\)"),
+    ("oversized-value", r"malformed capabilities_response \(field 'abi.major': expected an integer"),
+    ("malformed-error", r"reported an error: an error the compiler did not word \(malformed error_response: field "
+                        r"'error.kind': expected a string\)"),
 ])
 def test_misbehaving_compiler_is_a_clear_error(tmp_path: Path, ep_devices, env: Env, broken_compiler,
                                                kind: str, message: str) -> None:
     options = dict(env.options, compiler_python=str(broken_compiler(kind)))
     with pytest.raises(Exception, match=rf"(?s){message}"):
         make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
+
+
+@pytest.mark.parametrize(("kind", "dims", "message"), [
+    ("malformed-support", ["n", 11], r"answered a support request with a malformed support_response \(field "
+                                     r"'models\[0\].nodes\[0\].index': expected an integer"),
+    ("malformed-compile", ["n", 13], r"answered a compile request with a malformed compile_response \(field "
+                                     r"'artifact': expected a string; packages/abi/protocol.toml declares it\)"),
+])
+def test_a_malformed_support_or_compile_answer_is_refused_naming_the_field(tmp_path: Path, ep_devices, env: Env,
+                                                                          broken_compiler, kind: str, dims: list,
+                                                                          message: str) -> None:
+    """The real compiler, but its support (or compile) answer breaks protocol.toml; a graph of its own, so
+    that no support verdict or artifact of another test answers for it."""
+    options = dict(env.options, compiler_python=str(broken_compiler(kind)))
+    with pytest.raises(Exception, match=rf"(?s){message}"):
+        make_session(elementwise(tmp_path / "m.onnx", dims, "Sub"), ep_devices, options, NO_FALLBACK)
 
 
 def _server_pids(env: Env) -> list[int]:

@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "hipdnn_ep/metadata_schema.h"  // generated from packages/abi/metadata.toml
 #include "runtime_internal.h"
 
 namespace hipdnn_ep {
@@ -13,6 +14,54 @@ namespace {
 
 std::string string_or(const json::Value* v, const char* fallback) {
   return v != nullptr && v->is_string() ? json::as_string(*v) : fallback;
+}
+
+// The metadata fields the ABI check reads, through the schema's generated readers (metadata.toml).
+// They are read before the whole metadata is, field by field: the check must word its refusal for
+// an artifact built against another manifest too (an import that states no `since`, say).
+struct Import {
+  std::string name;
+  std::string hash;
+  std::optional<int64_t> since;  // absent (or not an integer): no release is known to have it
+};
+
+struct AbiFields {
+  metadata::Abi abi;
+  std::vector<Import> imports;
+  std::string built_by;  // "NAME VERSION" of the compiler, as far as the metadata says
+};
+
+// INVALID_ARGUMENT naming the field when abi, imports or an import's name or hash does not read.
+int32_t read_abi_fields(const std::string& path, const json::Value& meta, AbiFields* out) {
+  std::string error;
+  std::vector<metadata::Json> items;
+  if (!metadata::detail::Required(meta, "abi", &out->abi, "", &error) ||
+      !metadata::detail::Required(meta, "imports", &items, "", &error)) {
+    return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                     path + ": metadata lacks abi.major, abi.min_minor or imports (" + error + ")");
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string where = "imports[" + std::to_string(i) + "]";
+    Import imp;
+    std::string ignored;
+    if (!items[i].is_object() || !metadata::detail::Required(items[i], "name", &imp.name, where, &error) ||
+        !metadata::detail::Required(items[i], "hash", &imp.hash, where, &error)) {
+      if (!items[i].is_object()) error = "field '" + where + "': expected an object";
+      return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                       path + ": metadata import without a name and hash (" + error + ")");
+    }
+    if (!metadata::detail::Optional(items[i], "since", &imp.since, where, &ignored)) imp.since.reset();
+    out->imports.push_back(std::move(imp));
+  }
+  // Only for messages: each of the compiler's fields that does not read is unknown.
+  std::optional<metadata::Json> compiler;
+  std::string name = "an unknown compiler", version = "(unknown version)", ignored;
+  if (metadata::detail::Optional(meta, "compiler", &compiler, "", &ignored) && compiler && compiler->is_object()) {
+    if (!metadata::detail::Required(*compiler, "name", &name, "compiler", &ignored)) name = "an unknown compiler";
+    if (!metadata::detail::Required(*compiler, "version", &version, "compiler", &ignored)) version = "(unknown version)";
+  }
+  out->built_by = name + " " + version;
+  return HIPDNN_EP_STATUS_OK;
 }
 
 // Reads of the manifest and of fields checked before (absent ones read as empty or 0).
@@ -77,21 +126,11 @@ const json::Value& runtime_manifest() {
 }
 
 int32_t check_artifact_abi(const std::string& path, const json::Value& metadata, const json::Value& manifest) {
-  const json::Value* abi = json::find(metadata, "abi");
-  const json::Value* major = abi ? json::find(*abi, "major") : nullptr;
-  const json::Value* min_minor = abi ? json::find(*abi, "min_minor") : nullptr;
-  const json::Value* imports = json::find(metadata, "imports");
-  if (major == nullptr || !json::is_integer(*major) || min_minor == nullptr || !json::is_integer(*min_minor) ||
-      imports == nullptr || !imports->is_array()) {
-    return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
-                     path + ": metadata lacks abi.major, abi.min_minor or imports");
-  }
-  const json::Value* compiler = json::find(metadata, "compiler");
-  const std::string built_by = string_or(compiler ? json::find(*compiler, "name") : nullptr, "an unknown compiler") +
-                               " " +
-                               string_or(compiler ? json::find(*compiler, "version") : nullptr, "(unknown version)");
-  const int64_t want_major = json::as_int(*major);
-  const int64_t want_minor = json::as_int(*min_minor);
+  AbiFields fields;
+  if (int32_t status = read_abi_fields(path, metadata, &fields); status != HIPDNN_EP_STATUS_OK) return status;
+  const std::string& built_by = fields.built_by;
+  const int64_t want_major = fields.abi.major;
+  const int64_t want_minor = fields.abi.min_minor;
   const int64_t have_major = manifest_int(manifest, "abi", "major");
   const int64_t have_minor = manifest_int(manifest, "abi", "minor");
   const std::string want = std::to_string(want_major) + "." + std::to_string(want_minor);
@@ -120,29 +159,20 @@ int32_t check_artifact_abi(const std::string& path, const json::Value& metadata,
   // (an artifact built against a manifest that is not this runtime's: only recompiling fixes them).
   std::vector<std::string> newer, unknown, mismatched;
   int64_t needed_minor = want_minor;
-  for (const json::Value& imp : json::items(*imports)) {
-    const json::Value* name = json::find(imp, "name");
-    const json::Value* hash = json::find(imp, "hash");
-    if (name == nullptr || !name->is_string() || hash == nullptr || !hash->is_string()) {
-      return set_error(HIPDNN_EP_STATUS_INVALID_ARGUMENT, path + ": metadata import without a name and hash");
-    }
-    auto it = runtime_hashes.find(json::as_string(*name));
+  for (const Import& imp : fields.imports) {
+    auto it = runtime_hashes.find(imp.name);
     if (it == runtime_hashes.end()) {
       // The runtime cannot know when a function it lacks was added; the artifact may say.
-      const json::Value* since = json::find(imp, "since");
-      std::string entry = json::as_string(*name);
-      if (since != nullptr && json::is_integer(*since)) {
-        entry += " (since " + std::to_string(want_major) + "." + std::to_string(json::as_int(*since)) + ")";
-      }
-      if (since != nullptr && json::is_integer(*since) && json::as_int(*since) > have_minor) {
-        needed_minor = std::max(needed_minor, json::as_int(*since));
+      std::string entry = imp.name;
+      if (imp.since) entry += " (since " + std::to_string(want_major) + "." + std::to_string(*imp.since) + ")";
+      if (imp.since && *imp.since > have_minor) {
+        needed_minor = std::max(needed_minor, *imp.since);
         newer.push_back(entry);
       } else {
         unknown.push_back(entry);
       }
-    } else if (it->second != json::as_string(*hash)) {
-      mismatched.push_back(json::as_string(*name) + ": artifact expects " + json::as_string(*hash) + ", runtime has " +
-                           it->second);
+    } else if (it->second != imp.hash) {
+      mismatched.push_back(imp.name + ": artifact expects " + imp.hash + ", runtime has " + it->second);
     }
   }
   if (want_minor <= have_minor && newer.empty() && unknown.empty() && mismatched.empty()) return HIPDNN_EP_STATUS_OK;
@@ -186,9 +216,11 @@ int32_t check_artifact_exports(const std::string& path, const json::Value& metad
     since[manifest_string(fn, "name")] = fn_since ? json::as_int(*fn_since) : 0;
   }
   const json::Value* nodes = json::find(manifest, "version_nodes");
+  AbiFields fields;  // check_artifact_abi read them already
+  if (int32_t status = read_abi_fields(path, metadata, &fields); status != HIPDNN_EP_STATUS_OK) return status;
   std::vector<std::string> unresolved;
-  for (const json::Value& imp : manifest_items(metadata, "imports")) {
-    const std::string name = manifest_string(imp, "name");
+  for (const Import& imp : fields.imports) {
+    const std::string& name = imp.name;
     auto it = since.find(name);
     if (it == since.end()) continue;  // check_artifact_abi refused it already
     const json::Value* node = nodes ? json::find(*nodes, std::to_string(it->second)) : nullptr;

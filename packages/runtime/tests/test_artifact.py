@@ -137,7 +137,18 @@ def test_all_problems_in_one_message(make_artifact: ArtifactFactory) -> None:
 @pytest.mark.parametrize(
     ("metadata", "match"),
     [("not json {", "not a JSON object"), ("[1, 2]", "not a JSON object"),
-     ('{"format": 1, "abi": {"major": 1}}', "lacks abi.major, abi.min_minor or imports")],
+     ('{"format": 1, "abi": {"major": 1}}', r"lacks abi.major, abi.min_minor or imports \(field 'abi.min_minor': "
+                                            r"missing \(required\)\)"),
+     # read through the schema's generated readers (packages/abi/metadata.toml), naming the field
+     ('{"format": 1, "abi": {"major": "1", "min_minor": 0}, "imports": []}',
+      r"lacks abi.major, abi.min_minor or imports \(field 'abi.major': expected an integer\)"),
+     ('{"format": 1, "abi": {"major": 18446744073709551616, "min_minor": 0}, "imports": []}',  # out of int64's range
+      r"\(field 'abi.major': expected an integer\)"),
+     ('{"format": 1, "abi": {"major": 1, "min_minor": 0}, "imports": {}}', r"\(field 'imports': expected a list\)"),
+     ('{"format": 1, "abi": {"major": 1, "min_minor": 0}, "imports": [{"name": "hipdnn_ep_malloc"}]}',
+      r"metadata import without a name and hash \(field 'imports\[0\].hash': missing \(required\)\)"),
+     ('{"format": 1, "abi": {"major": 1, "min_minor": 0}, "imports": [3]}',
+      r"metadata import without a name and hash \(field 'imports\[0\]': expected an object\)")],
 )
 def test_malformed_metadata(make_artifact: ArtifactFactory, metadata: str, match: str) -> None:
     built = make_artifact(metadata)

@@ -74,7 +74,7 @@ def test_manifest_lists_the_kernels_tested_here():
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention",
               # the vision kernels: test_vision_kernels.py
-              "conv", "pool", "batch_norm", "activation",
+              "conv", "pool", "batch_norm", "activation", "conv_transpose", "resize", "grid_sample",
               # the quantization kernels: test_quant_kernels.py
               "quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "matmul_integer", "conv_integer"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
@@ -1092,6 +1092,12 @@ def good_call(kernel):
                  [np.zeros((1, 2, 3, 3), F32)], [0, 0], []),
         "batch_norm": ([np.ones((1, 2, 3), F32)] + [np.ones(2, F32)] * 4, [np.zeros((1, 2, 3), F32)], [], [1e-5]),
         "activation": ([f], [o], [0], [0.5, 0.5]),
+        "conv_transpose": ([np.ones((1, 2, 3, 3), F32), np.ones((2, 2, 1, 1), F32), np.ones(2, F32),
+                            np.array([1, 1, 0, 0, 1, 1], I64)], [np.zeros((1, 2, 3, 3), F32)], [1], []),
+        # scales 0 (output / input), roi 0 (read in tf_crop_and_resize mode only)
+        "resize": ([f, np.zeros(6, I64)], [o], [0, 0, 0, 0, 0], [-0.75, 0.0]),
+        "grid_sample": ([np.ones((1, 1, 2, 2), F32), np.zeros((1, 2, 2, 2), F32)], [np.zeros((1, 1, 2, 2), F32)],
+                        [0, 0, 0], []),
         # the quantization kernels
         "quantize_linear": ([f, np.ones(3, F32)], [np.empty((2, 3), np.int8)], [1, 0], []),
         "dequantize_linear": ([np.ones((2, 3), np.uint8), np.ones(3, F32)], [o], [1, 0], []),

@@ -1,4 +1,5 @@
-"""The GPU vision kernels (conv, pool, batch_norm, activation) against the CPU backend.
+"""The GPU vision kernels (conv, pool, batch_norm, activation, conv_transpose, resize, grid_sample) against the
+CPU backend.
 Tolerances (GPU vs CPU): conv accumulates in float in another order (tiles of 16 along K against
 the CPU's panels): float32 1e-4 / 1e-4 and relative Frobenius error under 1e-6, float16 2e-3 /
 2e-3; pool max, batch_norm and the activations: float32 1e-5 / 1e-6 (device libm), float16 one
@@ -20,7 +21,8 @@ ENUMS = {e["name"]: e["values"] for e in rt.abi_manifest()["enums"]}
 POOL = ENUMS["hipdnn_ep_pool_op"]
 ACT = ENUMS["hipdnn_ep_activation_op"]
 F32, F16, I64 = np.float32, np.float16, np.int64
-HOST_INPUTS = {"conv": {3}, "pool": {1}}  # the geometry arrays are read on the host
+# the geometry arrays are read on the host
+HOST_INPUTS = {"conv": {3}, "pool": {1}, "conv_transpose": {3}, "resize": {1}}
 
 
 def compare(cpu, gpu, dev, kernel, inputs, out_shape, ints=(), floats=(), tol=(1e-5, 1e-6)):
@@ -98,3 +100,68 @@ def test_activation(cpu, gpu, dev, op, dtype):
     x = np.concatenate([rand((4099,), dtype, 10, -8, 8), np.array([0, -0.0, 30, -30, 100], dtype)])
     tol = (1e-3, 1e-3) if dtype == F16 else (1e-5, 1e-6)
     compare(cpu, gpu, dev, "activation", [x], x.shape, ints=[ACT[op]], floats=[0.7, 1.3], tol=tol)
+
+
+CONV_TRANSPOSES = [  # x shape, w shape, group, strides, pads, dilations, out spatial
+    ((2, 3, 4, 5), (3, 2, 3, 3), 1, (1, 1), (0, 0), (1, 1), (6, 7)),
+    ((1, 4, 3, 4), (4, 3, 3, 2), 2, (2, 3), (1, 0), (1, 2), (6, 12)),
+    ((2, 64, 16, 16), (64, 32, 4, 4), 1, (2, 2), (1, 1), (1, 1), (32, 32)),  # a decoder upsampling layer
+    ((2, 3, 5), (3, 2, 4), 1, (3,), (2,), (1,), (14,)),
+    ((1, 2, 2, 3, 2), (2, 3, 2, 2, 3), 1, (2, 1, 2), (0, 1, 1), (1, 1, 1), (4, 2, 5)),
+    ((1, 2, 3, 3), (2, 1, 3, 3), 1, (2, 2), (-1, -1), (1, 1), (9, 9)),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", CONV_TRANSPOSES, ids=[f"{len(c[0]) - 2}d-{i}" for i, c in enumerate(CONV_TRANSPOSES)])
+def test_conv_transpose(cpu, gpu, dev, case, dtype):
+    xs, ws, group, strides, pads, dilations, out = case
+    x, w, b = rand(xs, dtype, 1, -1, 1), rand(ws, dtype, 2, -0.2, 0.2), rand((ws[1] * group,), dtype, 3)
+    geo = np.array([*strides, *pads, *dilations], I64)
+    tol = (2e-3, 2e-3) if dtype == F16 else (1e-4, 1e-4)
+    compare(cpu, gpu, dev, "conv_transpose", [x, w, b, geo], (xs[0], ws[1] * group, *out), ints=[group], tol=tol)
+
+
+def _bits(v):
+    return int(np.array([v], np.float32).view(np.uint32)[0])
+
+
+# x shape, out shape, mode, coordinate mode, nearest mode, exclude_outside, antialias, scales (0: sizes), roi
+RESIZES = [
+    ((1, 2, 4, 5), (1, 2, 8, 10), 0, 0, 0, 0, 0, (1, 1, 2, 2), None),
+    ((2, 16, 20, 20), (2, 16, 40, 40), 1, 0, 0, 0, 0, (1, 1, 2, 2), None),  # an FPN upsampling
+    ((1, 2, 5, 6), (1, 2, 2, 3), 0, 4, 2, 0, 0, (1, 1, 0.5, 0.6), None),
+    ((1, 2, 8, 9), (1, 2, 3, 4), 1, 2, 0, 0, 1, (1, 1, 0.4, 0.5), None),
+    ((1, 2, 4, 6), (1, 2, 7, 9), 2, 0, 0, 0, 0, (0, 0, 0, 0), None),
+    ((1, 2, 6, 6), (1, 2, 4, 9), 2, 3, 0, 1, 0, (1, 1, 0.7, 1.5), None),
+    ((1, 1, 9, 8), (1, 1, 4, 3), 2, 0, 0, 0, 1, (1, 1, 0.5, 0.4), None),
+    ((1, 2, 5, 6), (1, 2, 7, 4), 1, 6, 0, 0, 0, (0, 0, 0, 0), ((0, 0, -0.2, 0.1), (1, 1, 0.9, 1.3))),
+    ((2, 1, 2, 3, 2), (2, 1, 4, 3, 3), 1, 1, 0, 0, 0, (1, 1, 2, 1, 1.5), None),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", RESIZES, ids=[f"mode{c[2]}-coord{c[3]}-{i}" for i, c in enumerate(RESIZES)])
+def test_resize(cpu, gpu, dev, case, dtype):
+    xs, ys, mode, coord, nearest, exclude, antialias, scales, roi = case
+    r = len(xs)
+    starts, ends = roi if roi is not None else ((0,) * r, (1,) * r)
+    geo = np.array([0 if s == 0 else _bits(s) for s in scales] + [_bits(v) for v in (*starts, *ends)], I64)
+    tol = (1e-3, 1e-3) if dtype == F16 else (1e-5, 1e-5)
+    compare(cpu, gpu, dev, "resize", [rand(xs, dtype, 4), geo], ys, ints=[mode, coord, nearest, exclude, antialias],
+            floats=[-0.75, -3.0], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("align", [0, 1])
+@pytest.mark.parametrize("padding", [0, 1, 2], ids=["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", [0, 1, 2], ids=["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("case", [((2, 3, 5, 6), (2, 4, 7, 2)), ((1, 2, 3, 4, 5), (1, 2, 3, 4, 3)),
+                                  ((2, 8, 32, 32), (2, 48, 40, 2))], ids=["2d", "3d", "2d-large"])
+def test_grid_sample(cpu, gpu, dev, case, mode, padding, align, dtype):
+    xs, gs = case
+    grid = rand(gs, dtype, 6, -1.4, 1.4)
+    tol = (1e-3, 1e-3) if dtype == F16 else (1e-5, 1e-5)
+    compare(cpu, gpu, dev, "grid_sample", [rand(xs, dtype, 5), grid], (*xs[:2], *gs[1:-1]),
+            ints=[mode, padding, align], tol=tol)
+

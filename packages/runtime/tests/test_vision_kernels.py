@@ -171,3 +171,328 @@ def test_activation(state, op, dtype):
 def test_activation_refuses_an_unknown_op(state):
     with pytest.raises(rt.InvalidArgumentError, match="unknown activation op 99"):
         run(state, "activation", [np.ones(3, F32)], (3,), ints=[99], floats=[0, 0])
+
+
+# ---------------------------------------------------------------- conv_transpose
+
+def conv_transpose_reference(x, w, b, group, strides, pads, dilations, out_spatial):
+    """Y[n, m, o] = b[m] + sum over c of m's group and taps k with o = p * s - pad + k * d: x[n, c, p] w[c, m, k]."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n, c = x.shape[:2]
+    cg, mg = c // group, w.shape[1]
+    y = np.zeros((n, mg * group, *out_spatial))
+    for mm in range(mg * group):
+        g, ml = divmod(mm, mg)
+        for o in itertools.product(*(range(s) for s in out_spatial)):
+            acc = np.full(n, float(b[mm]))
+            for k in itertools.product(*(range(s) for s in w.shape[2:])):
+                t = [oi + p - ki * d for oi, p, ki, d in zip(o, pads, k, dilations, strict=True)]
+                if any(ti % s for ti, s in zip(t, strides, strict=True)):
+                    continue
+                pos = [ti // s for ti, s in zip(t, strides, strict=True)]
+                if all(0 <= q < size for q, size in zip(pos, x.shape[2:], strict=True)):
+                    for cc in range(cg):
+                        acc += x[(slice(None), g * cg + cc, *pos)] * w[(g * cg + cc, ml, *k)]
+            y[(slice(None), mm, *o)] = acc
+    return y
+
+
+CONV_TRANSPOSES = [  # x shape, w shape, group, strides, pads, dilations, out spatial
+    ((2, 3, 4, 5), (3, 2, 3, 3), 1, (1, 1), (0, 0), (1, 1), (6, 7)),
+    ((1, 4, 3, 4), (4, 3, 3, 2), 2, (2, 3), (1, 0), (1, 2), (6, 12)),  # output_padding: a longer output
+    ((2, 3, 5), (3, 2, 4), 1, (3,), (2,), (1,), (14,)),
+    ((1, 2, 2, 3, 2), (2, 3, 2, 2, 3), 1, (2, 1, 2), (0, 1, 1), (1, 1, 1), (4, 2, 5)),
+    ((1, 2, 3, 3), (2, 1, 3, 3), 1, (2, 2), (-1, -1), (1, 1), (9, 9)),  # a negative pad (output_shape > natural)
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", CONV_TRANSPOSES, ids=[f"{len(c[0]) - 2}d-{i}" for i, c in enumerate(CONV_TRANSPOSES)])
+def test_conv_transpose_matches_a_direct_loop(state, case, dtype):
+    xs, ws, group, strides, pads, dilations, out = case
+    x, w = rand(xs, dtype, 1), rand(ws, dtype, 2, -1, 1)
+    b = rand((ws[1] * group,), dtype, 3)
+    geo = np.array([*strides, *pads, *dilations], I64)
+    y = run(state, "conv_transpose", [x, w, b, geo], (xs[0], ws[1] * group, *out), ints=[group])
+    close(y, conv_transpose_reference(x, w, b, group, strides, pads, dilations, out), dtype)
+
+
+def test_conv_transpose_refuses_w_that_does_not_fit(state):
+    x, w, b = np.ones((1, 4, 3, 3), F32), np.ones((3, 2, 1, 1), F32), np.zeros(2, F32)
+    with pytest.raises(rt.InvalidArgumentError, match="W dim 0 = X channels"):
+        run(state, "conv_transpose", [x, w, b, np.array([1, 1, 0, 0, 1, 1], I64)], (1, 2, 3, 3), ints=[1])
+
+
+def test_conv_transpose_refuses_a_zero_stride(state):
+    x, w, b = np.ones((1, 1, 3, 3), F32), np.ones((1, 1, 2, 2), F32), np.zeros(1, F32)
+    with pytest.raises(rt.InvalidArgumentError, match="must be >= 1"):
+        run(state, "conv_transpose", [x, w, b, np.array([0, 1, 0, 0, 1, 1], I64)], (1, 1, 4, 4), ints=[1])
+
+
+def test_conv_transpose_refuses_a_wrong_bias(state):
+    x, w, b = np.ones((1, 2, 3, 3), F32), np.ones((2, 3, 2, 2), F32), np.zeros(2, F32)
+    with pytest.raises(rt.InvalidArgumentError, match="B has dims"):
+        run(state, "conv_transpose", [x, w, b, np.array([1, 1, 0, 0, 1, 1], I64)], (1, 3, 4, 4), ints=[1])
+
+
+# ---------------------------------------------------------------- resize
+
+def resize_axis_weights(mode, coord, nearest, exclude, antialias, a, n_in, n_out, scale, roi_start, roi_end):
+    """Resize along one axis as a [out, in] weight matrix and the rows outside the roi (extrapolated):
+    the ONNX reference's per-coordinate taps, coordinates computed in float32 as onnxruntime does."""
+    f = np.float32
+    m = np.zeros((n_out, n_in))
+    outside = np.zeros(n_out, bool)
+    for o in range(n_out):
+        xo, lo, li, s = f(o), f(n_out), f(n_in), f(scale)
+        if coord == 1:
+            adj = lo / (s * li)
+            x = li / f(2) * (f(1) - adj) + (xo + f(0.5)) / s - f(0.5)
+        elif coord == 2:
+            x = (xo + f(0.5)) / s - f(0.5) if n_out > 1 else f(0)
+        elif coord == 3:
+            x = f(0) if n_out == 1 else xo * (li - f(1)) / (lo - f(1))
+        elif coord == 4:
+            x = xo / s
+        elif coord == 5:
+            x = (xo + f(0.5)) / s
+        elif coord == 6:
+            rs, re = f(roi_start), f(roi_end)
+            x = (rs * (li - f(1)) + xo * (re - rs) * (li - f(1)) / (lo - f(1)) if n_out > 1
+                 else f(0.5) * (rs + re) * (li - f(1)))
+        else:
+            x = (xo + f(0.5)) / s - f(0.5)
+        x = float(x)
+        if coord == 6 and (x < 0 or x > n_in - 1):
+            outside[o] = True
+            continue
+        if mode == 0:
+            if nearest == 1:
+                i = np.floor(x + 0.5) if x >= 0 else -np.floor(-x + 0.5)
+            elif nearest == 2:
+                i = np.floor(x)
+            elif nearest == 3:
+                i = np.ceil(x)
+            elif nearest == 4:
+                i = np.ceil(x) if scale < 1 else np.trunc(x)
+            else:
+                i = np.floor(x) if x == int(x) + 0.5 else (np.floor(x + 0.5) if x >= 0 else -np.floor(-x + 0.5))
+            m[o, min(max(int(i), 0), n_in - 1)] = 1.0
+            continue
+        base = int(np.ceil(x)) - 1
+        ratio = x - base
+        ss = min(scale, 1.0) if antialias else 1.0
+        support = 1.0 if mode == 1 else 2.0
+        start = int(np.floor(-support / ss)) + 1
+        js = np.arange(start, 2 - start)
+        dist = np.abs((js - ratio) * ss)
+        if mode == 1:
+            c = np.maximum(0.0, 1.0 - dist)
+        else:
+            c = np.where(dist <= 1, ((a + 2) * dist - (a + 3)) * dist * dist + 1,
+                         np.where(dist < 2, ((a * dist - 5 * a) * dist + 8 * a) * dist - 4 * a, 0.0))
+        idx = base + js
+        if exclude:
+            c = np.where((idx >= 0) & (idx < n_in), c, 0.0)
+        c = c / c.sum()
+        for k, wk in zip(np.clip(idx, 0, n_in - 1), c, strict=True):
+            m[o, k] += wk
+    return m, outside
+
+
+def resize_ref(x, mode, coord, nearest, exclude, antialias, a, extrapolation, scales, roi_starts, roi_ends, out_shape):
+    """Resize as one weight matrix per axis (separable), extrapolated positions set afterwards."""
+    y = x.astype(np.float64)
+    mask = np.zeros(out_shape, bool)
+    for d, (n_in, n_out) in enumerate(zip(x.shape, out_shape, strict=True)):
+        s = scales[d] if scales[d] != 0 else np.float32(n_out) / np.float32(n_in)
+        m, outside = resize_axis_weights(mode, coord, nearest, exclude, antialias, a, n_in, n_out, float(s),
+                                         roi_starts[d], roi_ends[d])
+        y = np.moveaxis(np.tensordot(m, np.moveaxis(y, d, 0), axes=(1, 0)), 0, d)
+        shape = [1] * len(out_shape)
+        shape[d] = n_out
+        mask |= outside.reshape(shape)
+    y[mask] = extrapolation
+    return y
+
+
+def f32_bits(v):
+    return int(np.array([v], np.float32).view(np.uint32)[0])
+
+
+# x shape, out shape, mode, coordinate mode, nearest mode, exclude_outside, antialias, cubic a, scales (0: sizes), roi
+RESIZES = [
+    ((1, 2, 4, 5), (1, 2, 8, 10), 0, 0, 0, 0, 0, -0.75, (1, 1, 2, 2), None),
+    ((1, 2, 5, 6), (1, 2, 2, 3), 0, 4, 2, 0, 0, -0.75, (1, 1, 0.5, 0.6), None),
+    ((2, 3, 5), (2, 6, 2), 0, 3, 3, 0, 0, -0.75, (1, 2, 0.5), None),
+    ((1, 2, 4, 5), (1, 2, 7, 3), 0, 1, 1, 0, 0, -0.75, (0, 0, 0, 0), None),
+    ((1, 2, 4, 5), (1, 2, 8, 9), 1, 0, 0, 0, 0, -0.75, (1, 1, 2, 1.8), None),
+    ((1, 2, 8, 9), (1, 2, 3, 4), 1, 2, 0, 0, 1, -0.75, (1, 1, 0.4, 0.5), None),
+    ((1, 2, 5, 5), (1, 2, 9, 1), 1, 3, 0, 0, 0, -0.75, (0, 0, 0, 0), None),
+    ((1, 2, 4, 6), (1, 2, 7, 9), 2, 0, 0, 0, 0, -0.75, (0, 0, 0, 0), None),
+    ((1, 2, 6, 6), (1, 2, 4, 9), 2, 0, 0, 1, 0, -0.5, (1, 1, 0.7, 1.5), None),
+    ((1, 1, 9, 8), (1, 1, 4, 3), 2, 0, 0, 0, 1, -0.75, (1, 1, 0.5, 0.4), None),
+    ((1, 2, 5, 6), (1, 2, 7, 4), 1, 6, 0, 0, 0, -0.75, (0, 0, 0, 0), ((0, 0, -0.2, 0.1), (1, 1, 0.9, 1.3))),
+    ((1, 2, 5, 6), (1, 2, 3, 4), 0, 6, 0, 0, 0, -0.75, (0, 0, 0, 0), ((0, 0, 0.2, -0.3), (1, 1, 0.8, 1.2))),
+    ((2, 1, 2, 3, 2), (2, 1, 4, 3, 3), 1, 1, 0, 0, 0, -0.75, (1, 1, 2, 1, 1.5), None),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", RESIZES, ids=[f"mode{c[2]}-coord{c[3]}-{i}" for i, c in enumerate(RESIZES)])
+def test_resize_matches_a_per_axis_reference(state, case, dtype):
+    xs, ys, mode, coord, nearest, exclude, antialias, a, scales, roi = case
+    x = rand(xs, dtype, 4)
+    r = len(xs)
+    starts, ends = roi if roi is not None else ((0,) * r, (1,) * r)
+    geo = np.array([0 if s == 0 else f32_bits(s) for s in scales] + [f32_bits(v) for v in (*starts, *ends)], I64)
+    y = run(state, "resize", [x, geo], ys, ints=[mode, coord, nearest, exclude, antialias], floats=[a, -3.0])
+    want = resize_ref(x, mode, coord, nearest, exclude, antialias, a, -3.0, [float(np.float32(s)) for s in scales],
+                      [float(np.float32(v)) for v in starts], [float(np.float32(v)) for v in ends], ys)
+    close(y, want, dtype)
+
+
+def _resize_geo(r, scale=1.0):
+    return np.array([f32_bits(scale)] * r + [f32_bits(0.0)] * r + [f32_bits(1.0)] * r, I64)
+
+
+def test_resize_refuses_an_output_from_an_empty_axis(state):
+    with pytest.raises(rt.InvalidArgumentError, match="axis 1 of X is empty"):
+        run(state, "resize", [np.ones((1, 0), F32), _resize_geo(2)], (1, 3), ints=[0, 0, 0, 0, 0], floats=[-0.75, 0])
+
+
+def test_resize_refuses_a_bad_scale(state):
+    geo = _resize_geo(2)
+    geo[1] = f32_bits(-2.0)
+    with pytest.raises(rt.InvalidArgumentError, match="must be finite and > 0"):
+        run(state, "resize", [np.ones((1, 3), F32), geo], (1, 6), ints=[1, 0, 0, 0, 0], floats=[-0.75, 0])
+
+
+def test_resize_refuses_an_unknown_mode(state):
+    with pytest.raises(rt.InvalidArgumentError, match="unknown resize mode 3"):
+        run(state, "resize", [np.ones((1, 3), F32), _resize_geo(2)], (1, 3), ints=[3, 0, 0, 0, 0], floats=[-0.75, 0])
+
+
+def test_resize_refuses_a_short_geometry(state):
+    with pytest.raises(rt.InvalidArgumentError, match=r"input 1 \(geometry\) has 3 entries, expected 6"):
+        run(state, "resize", [np.ones((1, 3), F32), np.zeros(3, I64)], (1, 3), ints=[0, 0, 0, 0, 0], floats=[-0.75, 0])
+
+
+def test_resize_refuses_an_antialias_filter_too_wide(state):
+    geo = _resize_geo(1, 1e-5)
+    with pytest.raises(RuntimeError, match="taps, more than 4096"):
+        run(state, "resize", [np.ones((200000,), F32), geo], (2,), ints=[1, 0, 0, 0, 1], floats=[-0.75, 0])
+
+
+# ---------------------------------------------------------------- grid_sample
+
+
+def grid_sample_ref(x, grid, mode, padding, align):
+    """GridSample per output position and tap, in float64 (the ONNX reference's algorithm)."""
+    x, grid = x.astype(np.float64), grid.astype(np.float64)
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    r = len(sp)
+    out = grid.shape[1:-1]
+    y = np.zeros((n, c, *out))
+
+    def reflect(v, lo, hi):
+        rng = hi - lo
+        if rng <= 0:
+            return 0.0
+        if v < lo:
+            dx = lo - v
+            k = int(dx / rng)
+            rr = dx - k * rng
+            return lo + rr if k % 2 == 0 else hi - rr
+        if v > hi:
+            dx = v - hi
+            k = int(dx / rng)
+            rr = dx - k * rng
+            return hi - rr if k % 2 == 0 else lo + rr
+        return v
+
+    def bounds(size):
+        return (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+
+    def index(i, size):
+        if padding == 0:
+            return i if 0 <= i < size else None
+        if padding == 1:
+            return min(max(i, 0), size - 1)
+        return min(max(int(reflect(float(i), *bounds(size))), 0), size - 1)
+
+    def cubic(d, a=-0.75):
+        d = abs(d)
+        if d <= 1:
+            return ((a + 2) * d - (a + 3)) * d * d + 1
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
+
+    for b in range(n):
+        for o in np.ndindex(*out):
+            taps = []
+            for d in range(r):
+                g = grid[(b, *o, r - 1 - d)]
+                s = sp[d]
+                v = (g + 1) / 2 * (s - 1) if align else ((g + 1) * s - 1) / 2
+                if padding == 1 and mode != 2:  # cubic pads each tap's index only (as onnxruntime)
+                    v = min(max(v, 0.0), s - 1.0)
+                elif padding == 2 and mode != 2:
+                    v = reflect(v, *bounds(s))
+                if mode == 1:
+                    taps.append([(int(np.rint(v)), 1.0)])
+                elif mode == 0:
+                    f = np.floor(v)
+                    taps.append([(int(f), 1 - (v - f)), (int(f) + 1, v - f)])
+                else:
+                    f = np.floor(v)
+                    taps.append([(int(f) - 1 + j, cubic(v - f - (j - 1))) for j in range(4)])
+            for combo in itertools.product(*taps):
+                idx = [index(i, sp[d]) for d, (i, _) in enumerate(combo)]
+                if any(i is None for i in idx):
+                    continue
+                w = np.prod([wt for _, wt in combo])
+                y[(b, slice(None), *o)] += w * x[(b, slice(None), *idx)]
+    return y
+
+
+GRID_SAMPLES = [  # x shape, grid shape (mode, padding_mode, align_corners in the parametrization)
+    ((2, 3, 5, 6), (2, 4, 7, 2)),
+    ((1, 2, 3, 4, 5), (1, 2, 3, 4, 3)),
+    ((2, 2, 7), (2, 5, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("align", [0, 1])
+@pytest.mark.parametrize("padding", [0, 1, 2], ids=["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", [0, 1, 2], ids=["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("case", GRID_SAMPLES, ids=["2d", "3d", "1d"])
+def test_grid_sample_matches_a_per_tap_reference(state, case, mode, padding, align, dtype):
+    xs, gs = case
+    x = rand(xs, dtype, 5)
+    grid = rand(gs, dtype, 6, -1.4, 1.4)
+    grid.flat[:3] = [-1.0, 1.0, 0.0]
+    y = run(state, "grid_sample", [x, grid], (*xs[:2], *gs[1:-1]), ints=[mode, padding, align])
+    close(y, grid_sample_ref(x, grid, mode, padding, align), dtype)
+
+
+def test_grid_sample_survives_non_finite_coordinates(state):
+    x = np.arange(12, dtype=F32).reshape(1, 1, 3, 4)
+    grid = np.array([[[[np.nan, 0.0], [np.inf, -np.inf], [1e30, -1e30]]]], F32)
+    for padding in (0, 1, 2):
+        y = run(state, "grid_sample", [x, grid], (1, 1, 1, 3), ints=[0, padding, 0])
+        assert y.shape == (1, 1, 1, 3)
+
+
+def test_grid_sample_refuses_a_grid_that_does_not_fit(state):
+    with pytest.raises(rt.InvalidArgumentError, match="grid has dims"):
+        run(state, "grid_sample", [np.ones((1, 1, 3, 3), F32), np.zeros((1, 2, 2, 3), F32)], (1, 1, 2, 2),
+            ints=[0, 0, 0])
+
+
+def test_grid_sample_refuses_an_unknown_mode(state):
+    with pytest.raises(rt.InvalidArgumentError, match="unknown grid_sample mode 5"):
+        run(state, "grid_sample", [np.ones((1, 1, 3, 3), F32), np.zeros((1, 2, 2, 2), F32)], (1, 1, 2, 2),
+            ints=[5, 0, 0])
+

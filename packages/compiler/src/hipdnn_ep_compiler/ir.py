@@ -445,6 +445,16 @@ def host_values(value: ir.Value) -> list[sym.Expr] | None:
         return None
     return host_values_of(op)
 
+def float_values(value: ir.Value) -> list[float] | None:
+    """Element values of a small constant float tensor (a hipdnn.weight with float_values), else None."""
+    if is_block_arg(value):
+        return None
+    op = defining_op(value)
+    if op is None or op.name != "hipdnn.weight" or "float_values" not in op.attributes:
+        return None
+    return [float(ir.FloatAttr(a).value) for a in ir.ArrayAttr(op.attributes["float_values"])]
+
+
 HOST_READABLE_INPUT_ELEMENTS = 16
 
 

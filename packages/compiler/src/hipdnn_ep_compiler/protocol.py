@@ -1,5 +1,9 @@
 """Versioned JSON protocol for hosts that call the compiler as a subprocess (the EP does).
 
+Every message and field is declared in packages/abi/protocol.toml (the README's table lists them);
+abi/protocol_schema.py, generated from it, is the validator this module runs on each request it
+reads and each answer it writes.
+
   python -m hipdnn_ep_compiler.protocol < request.json > response.json      (one request)
   python -m hipdnn_ep_compiler.protocol --serve     (many: one JSON request per line in, one response
                                                     per line out, until stdin closes; see serve())
@@ -36,7 +40,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-PROTOCOL = 3
+from .abi import protocol_schema
+
+PROTOCOL = protocol_schema.MAJOR  # the protocol packages/abi/protocol.toml declares
 # answered; 1 lacks "support"; 3: a model may hold its weights by reference (property hipdnn_ep.weights=host)
 PROTOCOLS = (1, 2, 3)
 HOST_GONE_STATUS = 3  # the exit status of a serving process whose host went away
@@ -66,6 +72,30 @@ def _install_files() -> list[str]:
     return files
 
 
+_HINTS = {"compile": "compile needs string fields: model, output",
+          "support": "support needs 'models': a list of model paths"}
+
+
+def _malformed(action: str, request: dict[str, Any], version: int) -> dict[str, Any] | None:
+    """The BadRequest for a request that breaks its message in protocol.toml (None when it conforms;
+    members the schema does not declare are ignored: a newer minor's)."""
+    found = protocol_schema.problems(request, known_only=False, message=f"{action}_request")
+    if not found:
+        return None
+    hint = f" ({_HINTS[action]})" if action in _HINTS else ""
+    return _error("BadRequest", f"malformed {action} request: {'; '.join(found)}{hint}", version)
+
+
+def _checked(response: dict[str, Any], action: str) -> dict[str, Any]:
+    """`response`, if it conforms to its message in protocol.toml; else an InternalError naming
+    each field it breaks (a compiler bug, reported as one rather than sent for the host to trip on)."""
+    found = protocol_schema.problems(response, message=f"{action}_response")
+    if not found:
+        return response
+    return _error("InternalError", f"the compiler wrote a malformed {action} response (a bug in "
+                  f"hipdnn-ep-compiler): {'; '.join(found[:5])}", response.get("protocol", PROTOCOL))
+
+
 def handle(request: Any) -> dict[str, Any]:
     """The response to one request (a parsed JSON value)."""
     from . import errors
@@ -77,6 +107,12 @@ def handle(request: Any) -> dict[str, Any]:
         return _error("BadRequest", f"unsupported protocol {version!r}; this compiler speaks "
                       f"{', '.join(map(str, PROTOCOLS))} (upgrade the older of hipdnn-ep and hipdnn-ep-compiler)")
     action = request.get("action")
+    if action in ("capabilities", "compile", "support"):
+        if action == "support" and version < 2:
+            return _error("BadRequest", "support needs protocol 2", version)
+        refusal = _malformed(action, request, version)
+        if refusal is not None:
+            return refusal
     if action == "capabilities":
         from ._version import __version__
         from .abi import load_abi
@@ -85,14 +121,11 @@ def handle(request: Any) -> dict[str, Any]:
         from .ops import supported_ops
 
         abi = load_abi()
-        return {"protocol": version, "ok": True, "compiler_version": __version__,
-                "build_id": build_id(), "abi": {"major": abi.major, "minors": list(range(abi.minor + 1))},
-                "backends": list(BACKENDS), "ops": supported_ops(), "protocols": list(PROTOCOLS),
-                "install_files": _install_files()}
+        return _checked({"protocol": version, "ok": True, "compiler_version": __version__,
+                         "build_id": build_id(), "abi": {"major": abi.major, "minors": list(range(abi.minor + 1))},
+                         "backends": list(BACKENDS), "ops": supported_ops(), "protocols": list(PROTOCOLS),
+                         "install_files": _install_files()}, action)
     if action == "compile":
-        missing = [k for k in ("model", "output") if not isinstance(request.get(k), str)]
-        if missing:
-            return _error("BadRequest", f"compile needs string fields: {', '.join(missing)}", version)
         from .compiler import compile_model
 
         try:
@@ -100,13 +133,10 @@ def handle(request: Any) -> dict[str, Any]:
                                  abi=request.get("abi"), manifest=request.get("manifest"))
         except errors.CompileError as exc:
             return _error(type(exc).__name__, str(exc), version)
-        return {"protocol": version, "ok": True, "artifact": str(info.path), "metadata": info.metadata}
+        return _checked({"protocol": version, "ok": True, "artifact": str(info.path), "metadata": info.metadata},
+                        action)
     if action == "support":
-        if version < 2:
-            return _error("BadRequest", "support needs protocol 2", version)
-        models = request.get("models")
-        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
-            return _error("BadRequest", "support needs 'models': a list of model paths", version)
+        models = request["models"]
         from .support import check_support
 
         answers = []
@@ -117,7 +147,7 @@ def handle(request: Any) -> dict[str, Any]:
                 answers.append({"nodes": [v.to_json() for v in verdicts]})
         except errors.CompileError as exc:
             return _error(type(exc).__name__, str(exc), version)
-        return {"protocol": version, "ok": True, "models": answers}
+        return _checked({"protocol": version, "ok": True, "models": answers}, action)
     return _error("BadRequest", f"unknown action {action!r} (expected 'capabilities', 'compile' or 'support')",
                   version)
 

@@ -88,6 +88,23 @@ def _without(model: onnx.ModelProto, refused: set[int]) -> tuple[onnx.ModelProto
     return out, kept
 
 
+def _untyped_readers(model: onnx.ModelProto, refused: set[int]) -> dict[int, str]:
+    """The kept nodes that read an output of a refused node whose type the graph does not declare (onnx infers
+    none for some ops): that value cannot become an input of the reduced model, so its readers are refused too,
+    saying why (an EP's graph always has the types; a bare model may not)."""
+    g = model.graph
+    typed = {vi.name for vi in list(g.input) + list(g.value_info) + list(g.output)} | {t.name for t in g.initializer}
+    untyped = {o: i for i in sorted(refused) for o in g.node[i].output if o and o not in typed}
+    found = {}
+    for j, node in enumerate(g.node):
+        name = next((n for n in node.input if n in untyped), None) if j not in refused else None
+        if name is not None:
+            producer = untyped[name]
+            found[j] = (f"input '{name}' is an output of {node_label(g.node[producer], producer)}, which is not "
+                        f"supported, and the model declares no type for it")
+    return found
+
+
 def _blamed(message: str, model: onnx.ModelProto, kept: list[int]) -> tuple[set[int], str]:
     """The original indices of the nodes a refusal of the reduced `model` is about, and the
     reason without the node's label."""
@@ -182,6 +199,10 @@ def check_support(model_or_path: onnx.ModelProto | str | Path, backend: str = "c
                     reduced, kept = model, list(range(len(nodes)))
                     _check_path(Path(model_or_path), target, lowering_key(model_or_path, manifest, abi))
                 else:
+                    while untyped := _untyped_readers(model, set(reasons)):
+                        reasons.update(untyped)
+                    if len(reasons) == len(nodes):
+                        break
                     reduced, kept = _without(model, set(reasons))
                     _check(reduced, folder, target)
                 break

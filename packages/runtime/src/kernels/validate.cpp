@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernel_dtypes.h"  // generated from the manifest's dtypes tables
+#include "kernels/resize_math.h"
 
 namespace hipdnn_ep::kernels {
 
@@ -1058,6 +1059,111 @@ void validate_pool(const hipdnn_ep_kernel_args_t* args) {
                         geo[3 * r + d], geo[4 * r + d]);
   }
   call.expect_dtype(call.out(0), output_name(0), dtype);
+}
+
+void validate_conv_transpose(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_CONV_TRANSPOSE_N_INT_ATTRS, HIPDNN_EP_KERNEL_CONV_TRANSPOSE_N_FLOAT_ATTRS, 4, 4, 1);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::conv_transpose, "conv_transpose", dtype);
+  const Dims x = spatial_input(call.in(0), "conv_transpose");
+  const size_t r = x.size() - 2;
+  const Dims w = dims_of(call.in(1));
+  const int64_t group = call.int_attr(HIPDNN_EP_KERNEL_CONV_TRANSPOSE_INT_ATTR_GROUP);
+  call.expect_dtype(call.in(1), input_name(1), dtype);
+  call.expect_dtype(call.in(2), input_name(2), dtype);
+  if (w.size() != x.size()) fail_invalid("W has dims " + format_dims(w) + "; it must have X's rank " + std::to_string(x.size()));
+  if (group < 1 || w[0] != x[1] || x[1] % group != 0) {
+    fail_invalid("group " + std::to_string(group) + " does not fit X channels " + std::to_string(x[1]) + " and W dims " +
+                 format_dims(w) + " (W dim 0 = X channels, divisible by group)");
+  }
+  const int64_t maps = w[1] * group;
+  if (dims_of(call.in(2)) != Dims{maps}) fail_invalid("B has dims " + format_dims(dims_of(call.in(2))) + ", expected [" + std::to_string(maps) + "]");
+  const Dims geo = int64_vector(call.in(3), "input 3 (geometry)", dt::conv_transpose_input_3);
+  if (geo.size() != 3 * r) fail_invalid("input 3 (geometry) has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(3 * r));
+  const Dims y = dims_of(call.out(0));
+  if (y.size() != x.size() || y[0] != x[0] || y[1] != maps) {
+    fail_invalid("output 0 has dims " + format_dims(y) + ", expected [" + std::to_string(x[0]) + ", " + std::to_string(maps) + ", ...]");
+  }
+  for (size_t d = 0; d < r; ++d) {  // every output position is bounds-checked: any pad and output size is safe
+    if (geo[d] < 1 || geo[2 * r + d] < 1 || w[2 + d] < 1) {
+      fail_invalid("spatial dim " + std::to_string(d) + ": kernel " + std::to_string(w[2 + d]) + ", stride " +
+                   std::to_string(geo[d]) + " and dilation " + std::to_string(geo[2 * r + d]) + " must be >= 1");
+    }
+  }
+  call.expect_dtype(call.out(0), output_name(0), dtype);
+}
+
+void validate_resize(const hipdnn_ep_kernel_args_t* args) {
+  namespace rs = hipdnn_ep::kernels::resize;
+  const Call call(args, HIPDNN_EP_KERNEL_RESIZE_N_INT_ATTRS, HIPDNN_EP_KERNEL_RESIZE_N_FLOAT_ATTRS, 2, 2, 1);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::resize, "resize", dtype);
+  const Dims x = dims_of(call.in(0));
+  const Dims y = dims_of(call.out(0));
+  if (x.empty() || x.size() > static_cast<size_t>(rs::kMaxRank)) {
+    fail_invalid("input 0 has rank " + std::to_string(x.size()) + "; resize takes 1 to " + std::to_string(rs::kMaxRank));
+  }
+  if (y.size() != x.size()) fail_invalid("output 0 has dims " + format_dims(y) + "; it must have X's rank " + std::to_string(x.size()));
+  const int64_t mode = call.int_attr(HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_MODE);
+  const int64_t coord = call.int_attr(HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_COORDINATE_MODE);
+  const int64_t nearest = call.int_attr(HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_NEAREST_MODE);
+  const int64_t antialias = call.int_attr(HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_ANTIALIAS);
+  if (mode < 0 || mode > 2) fail_invalid("unknown resize mode " + std::to_string(mode));
+  if (coord < 0 || coord > 6) fail_invalid("unknown coordinate_mode " + std::to_string(coord));
+  if (nearest < 0 || nearest > 4) fail_invalid("unknown nearest_mode " + std::to_string(nearest));
+  const double a = call.float_attr(HIPDNN_EP_KERNEL_RESIZE_FLOAT_ATTR_CUBIC_COEFF_A);
+  if (!std::isfinite(a)) fail_invalid("cubic_coeff_a must be finite");
+  const size_t r = x.size();
+  const Dims geo = int64_vector(call.in(1), "input 1 (geometry)", dt::resize_input_1);
+  if (geo.size() != 3 * r) fail_invalid("input 1 (geometry) has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(3 * r));
+  for (size_t d = 0; d < r; ++d) {
+    if (y[d] > 0 && x[d] == 0) fail_invalid("axis " + std::to_string(d) + " of X is empty but the output's has " + std::to_string(y[d]) + " elements");
+    for (size_t k = 0; k < 3; ++k) {
+      if (geo[k * r + d] < 0 || geo[k * r + d] > 0xffffffffLL) fail_invalid("input 1 (geometry) entry " + std::to_string(k * r + d) + " is not float32 bits");
+    }
+    if (y[d] == 0 || x[d] == 0) continue;
+    const float scale = rs::axis_scale(geo[d], x[d], y[d]);
+    if (!(scale > 0.0f) || !std::isfinite(scale)) fail_invalid("axis " + std::to_string(d) + " has scale " + std::to_string(scale) + "; it must be finite and > 0");
+    for (size_t k = 1; k < 3; ++k) {
+      if (!std::isfinite(rs::bits_to_float(geo[k * r + d]))) fail_invalid("axis " + std::to_string(d) + " has a roi entry that is not finite");
+    }
+    if (mode != rs::kNearest && antialias && scale < 1.0f) {
+      const int64_t taps = 2 - 2 * int64_t{rs::first_tap(static_cast<int>(mode), scale)};
+      if (taps > rs::kMaxTaps) {
+        fail(HIPDNN_EP_STATUS_UNSUPPORTED, "axis " + std::to_string(d) + ": an antialiased downscale by " + std::to_string(scale) +
+                                               " takes " + std::to_string(taps) + " taps, more than " + std::to_string(rs::kMaxTaps));
+      }
+    }
+  }
+  call.expect_dtype(call.out(0), output_name(0), dtype);
+}
+
+void validate_grid_sample(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_GRID_SAMPLE_N_INT_ATTRS, HIPDNN_EP_KERNEL_GRID_SAMPLE_N_FLOAT_ATTRS, 2, 2, 1);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::grid_sample, "grid_sample", dtype);
+  const Dims x = spatial_input(call.in(0), "grid_sample");
+  const size_t r = x.size() - 2;
+  call.expect_dtype(call.in(1), input_name(1), dtype);
+  const Dims g = dims_of(call.in(1));
+  if (g.size() != x.size() || g[0] != x[0] || g.back() != static_cast<int64_t>(r)) {
+    fail_invalid("grid has dims " + format_dims(g) + "; it must be [" + std::to_string(x[0]) + ", out..., " +
+                 std::to_string(r) + "] for X " + format_dims(x));
+  }
+  const int64_t mode = call.int_attr(HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_MODE);
+  const int64_t padding = call.int_attr(HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_PADDING_MODE);
+  const int64_t align = call.int_attr(HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_ALIGN_CORNERS);
+  if (mode < 0 || mode > 2) fail_invalid("unknown grid_sample mode " + std::to_string(mode));
+  if (padding < 0 || padding > 2) fail_invalid("unknown padding_mode " + std::to_string(padding));
+  if (align != 0 && align != 1) fail_invalid("align_corners must be 0 or 1");
+  Dims y{x[0], x[1]};
+  for (size_t d = 1; d + 1 < g.size(); ++d) y.push_back(g[d]);
+  int64_t out_positions = 1;
+  for (size_t d = 2; d < y.size(); ++d) out_positions *= y[d];
+  for (size_t d = 2; d < x.size(); ++d) {
+    if (x[d] == 0 && out_positions > 0 && x[1] > 0) fail_invalid("X has an empty spatial dim: nothing to sample");
+  }
+  call.expect_out(dtype, y);
 }
 
 void validate_batch_norm(const hipdnn_ep_kernel_args_t* args) {

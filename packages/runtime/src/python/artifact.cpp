@@ -2,9 +2,12 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <limits>
 #include <vector>
 
 #include "bindings.h"
+#include "hipdnn_ep/bounded_json.h"     // packages/abi/include
+#include "hipdnn_ep/metadata_schema.h"  // generated from packages/abi/metadata.toml
 
 namespace hipdnn_ep::python {
 namespace {
@@ -35,9 +38,12 @@ struct RunBuffers {
   }
 };
 
-size_t list_length(const nb::object& metadata, const char* key) {
-  nb::dict d = nb::cast<nb::dict>(metadata);
-  return d.contains(key) ? nb::len(nb::object(d[key])) : 0;
+// The metadata through the schema's generated reader (hipdnn_ep_artifact_open has checked it already).
+bool read_metadata(const std::string& text, metadata::Metadata* fields, std::string* error) {
+  nlohmann::json parsed;
+  return bounded_json::Parse(text, std::numeric_limits<size_t>::max(), &parsed, error) ==
+             bounded_json::Failure::kNone &&
+         metadata::Read(parsed, fields, error);
 }
 
 nb::list run(PyArtifact& self, PyState& py_state, const std::vector<HostArray>& inputs) {
@@ -98,14 +104,22 @@ void bind_artifact(nb::module_& m) {
       .def(
           "__init__",
           [](PyArtifact* self, nb::object path) {
-            const std::string text = nb::cast<std::string>(nb::str(nb::module_::import_("os").attr("fspath")(path)));
+            const std::string path_text =
+                nb::cast<std::string>(nb::str(nb::module_::import_("os").attr("fspath")(path)));
             hipdnn_ep_artifact_t* raw = nullptr;
-            check(hipdnn_ep_artifact_open(text.c_str(), &raw));
+            check(hipdnn_ep_artifact_open(path_text.c_str(), &raw));
             auto* artifact = new (self) PyArtifact();
             artifact->raw = raw;
-            artifact->metadata = nb::module_::import_("json").attr("loads")(hipdnn_ep_artifact_metadata(raw));
-            artifact->n_inputs = list_length(artifact->metadata, "inputs") + list_length(artifact->metadata, "weights");
-            artifact->n_outputs = list_length(artifact->metadata, "outputs");
+            const char* text = hipdnn_ep_artifact_metadata(raw);
+            metadata::Metadata fields;
+            std::string error;
+            if (!read_metadata(text, &fields, &error)) {
+              hipdnn_ep_artifact_close(raw);
+              raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, path_text + ": malformed metadata: " + error);
+            }
+            artifact->metadata = nb::module_::import_("json").attr("loads")(text);
+            artifact->n_inputs = fields.inputs.size() + fields.weights.size();
+            artifact->n_outputs = fields.outputs.size();
           },
           nb::arg("path"), "Opens an artifact directory (or its program.so). Raises AbiMismatchError before loading.")
       .def_prop_ro("metadata", [](const PyArtifact& self) { return self.metadata; }, "The embedded metadata (dict).")

@@ -108,13 +108,17 @@ def _walk(obj: dict, path: str, where: str, out: list[str], known_only: bool) ->
                 _walk(item, full + "[]", f"{where}{name}[{i}].", out, known_only)
 
 
-def problems(metadata: object, known_only: bool = True) -> list[str]:
-    """What in `metadata` breaks the schema, each naming the field (empty when it conforms).
+def problems(value: object, known_only: bool = True, message: str = "") -> list[str]:
+    """What in `value` breaks the schema, each naming the field (empty when it conforms).
 
+    message: the top-level field `value` is (a message of the protocol); "": the whole document.
     known_only: a field the schema does not declare is a problem too (the writer's check); a reader
-    passes False, since a newer minor of the same format may add optional fields."""
-    if not isinstance(metadata, dict):
-        return [f"the metadata is a {type(metadata).__name__}, not an object"]
+    passes False, since a newer minor of the same major may add optional fields."""
+    if message and not any(f[0] == message and f[1] == "object" for f in FIELDS):
+        raise ValueError(f"no message {message!r} in the schema")
+    what = f"the {message.replace('_', ' ')}" if message else "the document"
+    if not isinstance(value, dict):
+        return [f"{what} is a {type(value).__name__}, not an object"]
     out: list[str] = []
-    _walk(metadata, "", "", out, known_only)
+    _walk(value, message, "", out, known_only)
     return out

@@ -26,6 +26,7 @@ from ..ops import lookup
 from ..weights import constant_value
 
 SMALL_INT_CONSTANT = 1024  # int32/int64 tensors up to this many elements are embedded host values
+SMALL_FLOAT_CONSTANT = 16  # float tensors up to this many elements also carry their values (attribute float_values)
 
 # Normalization ops whose extra outputs (statistics) are dropped when unused and refused when used,
 # except the outputs listed in _EXTRA_OUTPUTS (SkipSimplifiedLayerNormalization's input + skip sum).
@@ -143,6 +144,9 @@ class _Importer:
         else:
             if dtype == 9 and n == 1 and not external:  # a bool flag (Dropout's training_mode): readable by rules
                 attrs["bool_value"] = hir.to_attr(int(numpy_helper.to_array(tensor).reshape(-1)[0]))
+            elif dtype in (1, 10, 11) and n <= SMALL_FLOAT_CONSTANT and not external:
+                # small float constants (Resize's scales and roi) stay weights, their values readable by shape rules
+                attrs["float_values"] = hir.to_attr([float(v) for v in numpy_helper.to_array(tensor).reshape(-1)])
             op = self.create("hipdnn.weight", [], [ttype], attrs)
         self.values[name] = op.results[0]
         self.dtypes[name] = dtype

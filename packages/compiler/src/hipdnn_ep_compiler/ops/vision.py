@@ -1,4 +1,5 @@
-"""The vision ops: Conv, MaxPool/AveragePool and their global forms, BatchNormalization (inference),
+"""The vision ops: Conv, ConvTranspose, MaxPool/AveragePool and their global forms, LpPool (on the
+pool, unary and binary kernels), Resize, GridSample, BatchNormalization (inference),
 InstanceNormalization and GroupNormalization (on the layer_norm and batch_norm kernels), and
 the parametric activations (HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Celu, Softplus, Mish,
 ThresholdedRelu) and PRelu.
@@ -193,6 +194,43 @@ register(OpDef("AveragePool", "average_pool", _pool, (POOL,)))
 register(OpDef("GlobalMaxPool", "global_max_pool", _global_pool, (POOL,)))
 register(OpDef("GlobalAveragePool", "global_average_pool", _global_pool, (POOL,)))
 
+# ---------------------------------------------------------------- LpPool
+# (sum over the window of |x|^p)^(1/p) on existing kernels: pow(|x|, p), an average pool that counts
+# the pads (without ceil_mode every window lies inside X and its pads, so it divides by the kernel
+# volume), times that volume, then pow(., 1/p).
+
+
+def _lp_pool(o: Node) -> None:
+    r = _spatial_rank(o, "LpPool")
+    x = o.dims(0)
+    kernel = o.attr_ints("kernel_shape")
+    if kernel is None or len(kernel) != r:
+        raise ModelError(f"{o.where}: kernel_shape {kernel} must have one entry per spatial dim ({r})")
+    if any(k < 1 for k in kernel):
+        raise ModelError(f"{o.where}: kernel_shape {list(kernel)} must be >= 1")
+    if o.attr_int("ceil_mode", 0):
+        o.fail("LpPool with ceil_mode is not supported")
+    p = o.attr_int("p", 2)
+    if p < 1:
+        raise ModelError(f"{o.where}: p {p} must be >= 1")
+    outs, begins, ends, strides, dilations = _window(o, x[2:], list(kernel))
+    t = o.op.results[0].type
+    out_dims = [x[0], x[1], *outs]
+    xt = o.input(0).type
+    powed = emit(o, UNARY, [o.input(0)], {"op": "ABS"}, [x], [xt]).results[0]
+    if p != 1:
+        powed = emit(o, BINARY, [powed, _fill(o, float(p), [])], {"op": "POW"}, [x], [xt]).results[0]
+    mean = emit(o, POOL, [powed], {"op": "AVERAGE", "count_include_pad": 1}, [out_dims], [t],
+                params={"window": [*kernel, *strides, *begins, *ends, *dilations]}).results[0]
+    volume = int(np.prod(kernel))
+    total = emit(o, BINARY, [mean, _fill(o, float(volume), [])], {"op": "MUL"}, [out_dims], [t]).results[0]
+    if p != 1:
+        total = emit(o, BINARY, [total, _fill(o, 1.0 / p, [])], {"op": "POW"}, [out_dims], [t]).results[0]
+    finish(o, [total])
+
+
+register(OpDef("LpPool", "lp_pool", _lp_pool, (UNARY, BINARY, POOL, FILL)))
+
 # ---------------------------------------------------------------- BatchNormalization
 
 
@@ -346,3 +384,278 @@ def _per_channel(o: Node, i: int, groups: int, channels: sym.Expr) -> ir.Value:
 
 
 register(OpDef("GroupNormalization", "group_norm", _group_norm, (LAYER_NORM, BATCH_NORM, FILL, EXPAND)))
+
+# ---------------------------------------------------------------- ConvTranspose
+# Output position o of spatial dim i takes input position p through kernel tap k when
+# o = p * stride - pad_begin + k * dilation; the output size is stride * (in - 1) + output_padding +
+# dilated kernel - pads, or output_shape (the pads then follow from it, as the ONNX spec says: SAME_UPPER
+# puts the smaller half at the start; onnxruntime clamps a negative total padding to 0).
+
+CONV_TRANSPOSE = register_kernel(Kernel("conv_transpose", "kernel_conv_transpose", ("group",),
+                                        params=(Param("geometry", 3, symbolic=True),), same_type=None,
+                                        arity=(3, 3)))
+
+
+def _half(total: sym.Expr) -> sym.Expr:
+    """total / 2 for total >= 0."""
+    return total // 2 if isinstance(total, int) else sym.div(total, 2)
+
+
+def _conv_transpose(o: Node) -> None:
+    r = _spatial_rank(o, "ConvTranspose")
+    x, w = o.dims(0), o.dims(1)
+    if len(w) != len(x):
+        raise ModelError(f"{o.where}: W has rank {len(w)} but X has rank {len(x)}; they must be equal")
+    group = o.attr_int("group", 1)
+    if group < 1:
+        raise ModelError(f"{o.where}: group {group} must be >= 1")
+    kernel = list(w[2:])
+    shape = o.attr_ints("kernel_shape")
+    if shape is not None:
+        if len(shape) != r:
+            raise ModelError(f"{o.where}: kernel_shape {list(shape)} must have one entry per spatial dim ({r})")
+        for i, (k, ks) in enumerate(zip(kernel, shape, strict=True)):
+            if isinstance(k, int) and k != ks:
+                raise ModelError(f"{o.where}: kernel_shape {list(shape)} differs from W's spatial dims")
+            if not isinstance(k, int):
+                text = checks.Text(k, ks)
+                o.require("eq", text.values, f"W's spatial dim {i} is {{0}} but kernel_shape says {{1}}")
+                kernel[i] = ks
+    text = checks.Text(x[1], w[0])
+    o.require("eq", text.values, "X has {0} channels but W's dim 0 is {1}; they must be equal")
+    if isinstance(w[0], int) and w[0] % group:
+        raise ModelError(f"{o.where}: W has {w[0]} input channels, not divisible by group {group}")
+    maps = sym.mul(w[1], group)
+    strides = _ints_attr(o, "strides", r, 1)
+    dilations = _ints_attr(o, "dilations", r, 1)
+    out_pad = _ints_attr(o, "output_padding", r, 0)
+    for name, vals in (("strides", strides), ("dilations", dilations)):
+        if any(v < 1 for v in vals):
+            raise ModelError(f"{o.where}: {name} {vals} must be >= 1")
+    if any(p < 0 for p in out_pad):
+        raise ModelError(f"{o.where}: output_padding {out_pad} must be >= 0")
+    auto_pad = hir.get_str(o.op, "onnx.auto_pad", "NOTSET")
+    if auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+        raise ModelError(f"{o.where}: auto_pad '{auto_pad}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+    spans = [sym.add(sym.mul(sym.add(k, -1), d), 1) for k, d in zip(kernel, dilations, strict=True)]
+    full = [sym.add(sym.mul(sym.add(xi, -1), s), op, span)  # the output size without pads
+            for xi, s, op, span in zip(x[2:], strides, out_pad, spans, strict=True)]
+    out_shape = o.attr_ints("output_shape")
+    if out_shape is not None:
+        out_shape = list(out_shape)
+        if len(out_shape) == r + 2:  # some exporters give [N, C, spatial...]
+            out_shape = out_shape[2:]
+        if len(out_shape) != r or any(v < 0 for v in out_shape):
+            raise ModelError(f"{o.where}: output_shape {out_shape} must have {r} entries >= 0")
+    if out_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        # SAME: in * stride, or the unpadded size where that is smaller (onnxruntime and ONNX's shape inference)
+        outs = out_shape if out_shape is not None else [sym.minimum(f, sym.mul(xi, s))
+                                                         for f, xi, s in zip(full, x[2:], strides, strict=True)]
+        begins = []
+        for f, out in zip(full, outs, strict=True):
+            # a larger output than the unpadded one (up to stride - 1, as output_padding) only extends the end
+            total = sym.maximum(0, sym.sub(f, out))
+            if auto_pad == "SAME_UPPER":
+                begins.append(_half(total))
+            else:
+                begins.append(sym.sub(total, _half(total)))
+    else:
+        pads = [0] * (2 * r) if auto_pad == "VALID" else _ints_attr(o, "pads", 2 * r, 0)
+        if any(p < 0 for p in pads):
+            raise ModelError(f"{o.where}: pads {pads} must be >= 0")
+        begins = pads[:r]
+        outs = [sym.sub(f, sym.add(b, e)) for f, b, e in zip(full, pads[:r], pads[r:], strict=True)]
+    bias = o.input(2)
+    if bias is None:
+        dtype = o.result_dtype()
+        with o.op.context:
+            t = ir.Type.parse(hir.tensor_type_str(dtype, [maps]))
+        bias = emit(o, FILL, [], {"bits": 0}, [[maps]], [t]).results[0]
+    elif len(o.dims(2)) != 1:
+        raise ModelError(f"{o.where}: B has rank {len(o.dims(2))}; it must be 1-D")
+    else:
+        text = checks.Text(o.dims(2)[0], maps)
+        o.require("eq", text.values, "B has {0} entries but the output has {1} maps")
+    replace(o, CONV_TRANSPOSE, [o.input(0), o.input(1), bias], {"group": group}, [[x[0], maps, *outs]],
+            params={"geometry": [*strides, *begins, *dilations]})
+
+
+register(OpDef("ConvTranspose", "conv_transpose", _conv_transpose, (CONV_TRANSPOSE, FILL)))
+
+# ---------------------------------------------------------------- Resize
+# One kernel for every mode: per axis, the output coordinate maps to an input coordinate (the
+# coordinate transformation mode, with that axis' scale and roi), which nearest rounds and linear and
+# cubic interpolate from their taps (antialias widens the taps of a downscaled axis). The kernel gets
+# per axis the float32 bits of the scale (0: output size / input size, computed by the kernel, as
+# onnxruntime does for sizes) and of the roi's start and end.
+
+RESIZE = register_kernel(Kernel("resize", "kernel_resize",
+                                ("mode", "coordinate_mode", "nearest_mode", "exclude_outside", "antialias"),
+                                ("cubic_coeff_a", "extrapolation_value"), params=(Param("geometry", 1),)))
+
+_RESIZE_MODES = {"nearest": 0, "linear": 1, "cubic": 2}
+_COORD_MODES = {"half_pixel": 0, "half_pixel_symmetric": 1, "pytorch_half_pixel": 2, "align_corners": 3,
+                "asymmetric": 4, "tf_crop_and_resize": 6}  # 5: tf_half_pixel_for_nn (opset 11 only)
+_NEAREST_MODES = {"round_prefer_floor": 0, "round_prefer_ceil": 1, "floor": 2, "ceil": 3}  # 4: Resize-10's
+
+
+def _f32_bits(v: float) -> int:
+    return int(np.array([v], np.float32).view(np.uint32)[0])
+
+
+def _present(o: Node, i: int) -> bool:
+    """Input i is given and not an empty tensor (opset 11 to 12 pass "" or an empty roi/scales)."""
+    if o.input(i) is None:
+        return False
+    d = o.dims(i)
+    return not (len(d) == 1 and d[0] == 0)
+
+
+def _float_input(o: Node, i: int, what: str) -> list[float]:
+    vals = hir.float_values(o.input(i))
+    if vals is None:
+        o.fail(f"{what} must be a constant (an initializer or Constant of at most 16 elements)")
+    return vals
+
+
+def _scaled_dim(o: Node, d: sym.Expr, scale: float) -> sym.Expr:
+    """floor(d * scale): on a static dim as onnxruntime computes it (the product rounded to float32), on a
+    dim known only at run time exactly (floor(d * p / q), scale = p / q), which can be one more than
+    onnxruntime's where d * scale is within float32 rounding below an integer."""
+    if isinstance(d, int):
+        return int(np.floor(np.float32(d) * np.float32(scale)))
+    if float(scale).is_integer():
+        return sym.mul(d, int(scale))
+    from fractions import Fraction
+
+    f = Fraction(float(np.float32(scale)))
+    if f.denominator > 2**40 or f.numerator > 2**30:
+        o.fail(f"scale {scale} on a dim known only at run time is not supported (a static dim or a simpler scale is)")
+    return sym.div(sym.mul(d, f.numerator), f.denominator)
+
+
+def _resize(o: Node) -> None:
+    x = o.dims(0)
+    rank = len(x)
+    if rank < 1 or rank > 8:
+        o.fail(f"{o.entry.op_type} of rank {rank} is not supported (1 to 8 is)")
+    mode = hir.get_str(o.op, "onnx.mode", "nearest")
+    if mode not in _RESIZE_MODES:
+        raise ModelError(f"{o.where}: mode '{mode}' is not one of nearest, linear, cubic")
+    coord = hir.get_str(o.op, "onnx.coordinate_transformation_mode", "half_pixel")
+    nearest = hir.get_str(o.op, "onnx.nearest_mode", "round_prefer_floor")
+    if coord not in _COORD_MODES:
+        raise ModelError(f"{o.where}: coordinate_transformation_mode '{coord}' is not supported")
+    if nearest not in _NEAREST_MODES:
+        raise ModelError(f"{o.where}: nearest_mode '{nearest}' is not supported")
+    axes = list(range(rank))
+    if o.attr_ints("axes") is not None:
+        axes = [norm_axis_resize(o, a, rank) for a in o.attr_ints("axes")]
+        if len(set(axes)) != len(axes):
+            raise ModelError(f"{o.where}: axes {o.attr_ints('axes')} repeat an axis")
+    policy = hir.get_str(o.op, "onnx.keep_aspect_ratio_policy", "stretch")
+    if policy not in ("stretch", "not_larger", "not_smaller"):
+        raise ModelError(f"{o.where}: keep_aspect_ratio_policy '{policy}' is not supported")
+    scales_i, sizes_i = 2, 3
+    outs = list(x)
+    scale_bits = [_f32_bits(1.0)] * rank
+    if _present(o, scales_i):
+        if _present(o, sizes_i):
+            raise ModelError(f"{o.where}: only one of scales and sizes may be given")
+        scales = _float_input(o, scales_i, "scales")
+    else:
+        scales = None
+    if scales is not None:
+        if len(scales) != len(axes):
+            raise ModelError(f"{o.where}: scales has {len(scales)} entries for {len(axes)} axes")
+        for a, s in zip(axes, scales, strict=True):
+            if not (s > 0 and np.isfinite(s)):
+                raise ModelError(f"{o.where}: scale {s} must be finite and > 0")
+            outs[a] = _scaled_dim(o, x[a], s)
+            scale_bits[a] = _f32_bits(s)
+    elif _present(o, sizes_i):
+        sizes = o.host(sizes_i)
+        if sizes is None:
+            o.fail("sizes must be computable on the host (a constant or a shape computation)")
+        if len(sizes) != len(axes):
+            raise ModelError(f"{o.where}: sizes has {len(sizes)} entries for {len(axes)} axes")
+        if policy == "stretch":
+            for a, s in zip(axes, sizes, strict=True):
+                if isinstance(s, int) and s < 0:
+                    raise ModelError(f"{o.where}: sizes {sizes} must be >= 0")
+                outs[a] = s
+                scale_bits[a] = 0  # the kernel takes output / input
+        else:
+            if not all(isinstance(v, int) for v in sizes) or not all(isinstance(x[a], int) for a in axes):
+                o.fail(f"keep_aspect_ratio_policy {policy} needs static sizes and input dims")
+            ratios = [np.float32(s) / np.float32(x[a]) for a, s in zip(axes, sizes, strict=True)]
+            scale = min(ratios) if policy == "not_larger" else max(ratios)
+            for a in axes:
+                outs[a] = int(np.round(np.float32(scale) * np.float32(x[a])))
+                scale_bits[a] = _f32_bits(float(scale))
+    else:
+        raise ModelError(f"{o.where}: one of scales and sizes must be given")
+    roi_start, roi_end = [_f32_bits(0.0)] * rank, [_f32_bits(1.0)] * rank
+    if coord == "tf_crop_and_resize":
+        if o.input(1) is None:
+            raise ModelError(f"{o.where}: tf_crop_and_resize needs roi")
+        roi = _float_input(o, 1, "roi")
+        if len(roi) != 2 * len(axes):
+            raise ModelError(f"{o.where}: roi has {len(roi)} entries; it needs 2 per axis ({2 * len(axes)})")
+        for k, a in enumerate(axes):
+            roi_start[a], roi_end[a] = _f32_bits(roi[k]), _f32_bits(roi[len(axes) + k])
+    antialias = o.attr_int("antialias", 0)
+    exclude = o.attr_int("exclude_outside", 0)
+    attrs = {"mode": _RESIZE_MODES[mode], "coordinate_mode": _COORD_MODES[coord],
+             "nearest_mode": _NEAREST_MODES[nearest], "exclude_outside": int(exclude != 0),
+             "antialias": int(antialias != 0), "cubic_coeff_a": o.attr_float("cubic_coeff_a", -0.75),
+             "extrapolation_value": o.attr_float("extrapolation_value", 0.0)}
+    for a in range(rank):  # an empty input axis has nothing to read from (the kernel checks dims fed at run time)
+        if x[a] == 0 and isinstance(outs[a], int) and outs[a] > 0:
+            raise ModelError(f"{o.where}: input dim {a} is 0; Resize cannot make {outs[a]} elements of an empty axis")
+    attrs["geometry"] = [*scale_bits, *roi_start, *roi_end]
+    replace(o, RESIZE, [o.input(0)], attrs, [outs])
+
+
+def norm_axis_resize(o: Node, axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise ModelError(f"{o.where}: axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+register(OpDef("Resize", "resize", _resize, (RESIZE,)))
+
+# ---------------------------------------------------------------- GridSample
+
+GRID_SAMPLE = register_kernel(Kernel("grid_sample", "kernel_grid_sample", ("mode", "padding_mode", "align_corners"),
+                                     arity=(2, 2)))
+_GS_MODES = {"bilinear": 0, "linear": 0, "nearest": 1, "bicubic": 2, "cubic": 2}  # opset 16's names, then 20's
+_GS_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def _grid_sample(o: Node) -> None:
+    r = _spatial_rank(o, "GridSample")
+    x, g = o.dims(0), o.dims(1)
+    if len(g) != len(x):
+        raise ModelError(f"{o.where}: grid has rank {len(g)}; it must have X's rank {len(x)}")
+    if isinstance(g[-1], int) and g[-1] != r:
+        raise ModelError(f"{o.where}: grid's last dim is {g[-1]}; it must be X's spatial rank {r}")
+    text = checks.Text(g[-1], r)
+    o.require("eq", text.values, "grid's last dim is {0}; it must be X's spatial rank {1}")
+    text = checks.Text(g[0], x[0])
+    o.require("eq", text.values, "grid has batch {0} but X has {1}")
+    if hir.element_dtype(o.input(1)) != o.result_dtype():
+        o.fail("GridSample with a grid of another element type than X is not supported")
+    mode = hir.get_str(o.op, "onnx.mode", "linear")
+    padding = hir.get_str(o.op, "onnx.padding_mode", "zeros")
+    if mode not in _GS_MODES:
+        raise ModelError(f"{o.where}: mode '{mode}' is not one of linear, nearest, cubic")
+    if padding not in _GS_PADDING:
+        raise ModelError(f"{o.where}: padding_mode '{padding}' is not one of zeros, border, reflection")
+    align = o.attr_int("align_corners", 0)
+    replace(o, GRID_SAMPLE, [o.input(0), o.input(1)],
+            {"mode": _GS_MODES[mode], "padding_mode": _GS_PADDING[padding], "align_corners": int(align != 0)},
+            [[x[0], x[1], *g[1:-1]]])
+
+
+register(OpDef("GridSample", "grid_sample", _grid_sample, (GRID_SAMPLE,)))

@@ -220,4 +220,89 @@ void conv_integer(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   }
 }
 
+// ConvTranspose as GEMM + col2im: per image and group, columns[M/group * kernel volume, input positions]
+// = W_g^T x X_g (W_g [C/group, M/group * kernel volume] transposed once per group into float), then
+// every column entry is added to the output position its input position and tap reach (if inside).
+void conv_transpose(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& xt = args.inputs[0];
+  const hipdnn_ep_tensor_ref_t& wt = args.inputs[1];
+  const Dims x = dims_of(xt);
+  const Dims w = dims_of(wt);
+  const Dims y = dims_of(args.outputs[0]);
+  const auto* geo = static_cast<const int64_t*>(args.inputs[3].data);
+  const size_t r = x.size() - 2;
+  const int64_t group = args.int_attrs[HIPDNN_EP_KERNEL_CONV_TRANSPOSE_INT_ATTR_GROUP];
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0}, dil{1, 1, 1};
+  const size_t first = 3 - r;
+  for (size_t d = 0; d < r; ++d) {
+    in[first + d] = x[2 + d];
+    out[first + d] = y[2 + d];
+    kernel[first + d] = w[2 + d];
+    stride[first + d] = geo[d];
+    pad[first + d] = geo[r + d];
+    dil[first + d] = geo[2 * r + d];
+  }
+  const int64_t in_size = in[0] * in[1] * in[2];
+  const int64_t out_size = out[0] * out[1] * out[2];
+  const int64_t kvol = kernel[0] * kernel[1] * kernel[2];
+  const int64_t cg = x[1] / group;
+  const int64_t mg = w[1];
+  const int64_t maps = mg * group;
+  if (x[0] == 0 || maps == 0 || out_size == 0) return;
+  const int64_t rows = mg * kvol;
+  std::vector<float> wt_f(static_cast<size_t>(rows * cg));
+  std::vector<float> xg_f(static_cast<size_t>(cg * in_size));
+  std::vector<float> col(static_cast<size_t>(rows * in_size));
+  std::vector<float> acc(static_cast<size_t>(mg * out_size));
+  dispatch_float(xt.dtype, "conv_transpose", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = static_cast<const T*>(xt.data);
+    const T* wp = static_cast<const T*>(wt.data);
+    const T* bias = static_cast<const T*>(args.inputs[2].data);
+    T* yp = static_cast<T*>(args.outputs[0].data);
+    for (int64_t g = 0; g < group; ++g) {
+      for (int64_t c = 0; c < cg; ++c) {  // wt_f[row, c] = W[g * cg + c, row]
+        for (int64_t row = 0; row < rows; ++row) wt_f[row * cg + c] = load(wp, (g * cg + c) * rows + row);
+      }
+      for (int64_t n = 0; n < x[0]; ++n) {
+        const int64_t xoff = (n * x[1] + g * cg) * in_size;
+        for (int64_t i = 0; i < cg * in_size; ++i) xg_f[i] = load(xp, xoff + i);
+        std::fill(col.begin(), col.end(), 0.0f);
+        gemm_accumulate(rows, in_size, cg, wt_f.data(), HIPDNN_EP_DTYPE_FLOAT32, 0, cg, xg_f.data(), in_size,
+                        col.data());
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int64_t m = 0; m < mg; ++m) {
+          for (int64_t kd = 0; kd < kernel[0]; ++kd) {
+            for (int64_t kh = 0; kh < kernel[1]; ++kh) {
+              for (int64_t kw = 0; kw < kernel[2]; ++kw) {
+                const float* src = col.data() + (((m * kernel[0] + kd) * kernel[1] + kh) * kernel[2] + kw) * in_size;
+                float* dst = acc.data() + m * out_size;
+                for (int64_t id = 0; id < in[0]; ++id) {
+                  const int64_t od = id * stride[0] - pad[0] + kd * dil[0];
+                  if (od < 0 || od >= out[0]) continue;
+                  for (int64_t ih = 0; ih < in[1]; ++ih) {
+                    const int64_t oh = ih * stride[1] - pad[1] + kh * dil[1];
+                    if (oh < 0 || oh >= out[1]) continue;
+                    const float* s = src + (id * in[1] + ih) * in[2];
+                    float* t = dst + (od * out[1] + oh) * out[2];
+                    for (int64_t iw = 0; iw < in[2]; ++iw) {
+                      const int64_t ow = iw * stride[2] - pad[2] + kw * dil[2];
+                      if (ow >= 0 && ow < out[2]) t[ow] += s[iw];
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        T* yg = yp + (n * maps + g * mg) * out_size;
+        for (int64_t m = 0; m < mg; ++m) {
+          const float bm = load(bias, g * mg + m);
+          for (int64_t o = 0; o < out_size; ++o) store(yg, m * out_size + o, acc[m * out_size + o] + bm);
+        }
+      }
+    }
+  });
+}
+
 }  // namespace hipdnn_ep::kernels::cpu

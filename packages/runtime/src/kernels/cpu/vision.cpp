@@ -5,8 +5,11 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/grid_sample_math.h"
+#include "kernels/resize_math.h"
 #include "kernels/tensor_util.h"
 #include "kernels/validate.h"
 
@@ -161,6 +164,140 @@ void activation(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
     const T* xp = static_cast<const T*>(xt.data);
     T* yp = static_cast<T*>(args.outputs[0].data);
     for (int64_t i = 0; i < n; ++i) store(yp, i, activate(op, load(xp, i), alpha, beta));
+  });
+}
+
+// Resize: per axis a table of each output coordinate's taps (resize_math.h), then per output element
+// the sum over the product of its axes' taps (one tap on an axis that keeps its size).
+void resize(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  namespace rs = hipdnn_ep::kernels::resize;
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims y = dims_of(args.outputs[0]);
+  const auto* geo = static_cast<const int64_t*>(args.inputs[1].data);
+  const int rank = static_cast<int>(x.size());
+  int64_t total = 1;
+  for (int64_t d : y) total *= d;
+  if (total == 0) return;
+  const rs::Attrs at{static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_MODE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_COORDINATE_MODE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_NEAREST_MODE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_EXCLUDE_OUTSIDE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_ANTIALIAS]),
+                     static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RESIZE_FLOAT_ATTR_CUBIC_COEFF_A]),
+                     static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RESIZE_FLOAT_ATTR_EXTRAPOLATION_VALUE])};
+  std::vector<rs::Axis> axes(rank);
+  std::vector<std::vector<rs::Taps>> table(rank);
+  std::vector<int64_t> in_stride(rank, 1);
+  for (int d = rank - 1; d >= 0; --d) {
+    if (d + 1 < rank) in_stride[d] = in_stride[d + 1] * x[d + 1];
+    axes[d] = rs::Axis{x[d], y[d], rs::axis_scale(geo[d], x[d], y[d]), rs::bits_to_float(geo[rank + d]),
+                       rs::bits_to_float(geo[2 * rank + d])};
+    table[d].resize(static_cast<size_t>(y[d]));
+    for (int64_t o = 0; o < y[d]; ++o) table[d][o] = rs::axis_taps(at, axes[d], o);
+  }
+  dispatch_float(args.inputs[0].dtype, "resize", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = static_cast<const T*>(args.inputs[0].data);
+    T* yp = static_cast<T*>(args.outputs[0].data);
+    std::vector<int64_t> pos(rank, 0);
+    std::vector<int> j(rank);
+    std::vector<const rs::Taps*> taps(rank);
+    for (int64_t e = 0; e < total; ++e) {
+      bool outside = false;
+      for (int d = 0; d < rank; ++d) {
+        taps[d] = &table[d][pos[d]];
+        outside = outside || taps[d]->outside;
+        j[d] = taps[d]->lo;
+      }
+      float acc = at.extrapolation;
+      if (!outside) {
+        acc = 0.0f;
+        for (;;) {
+          float w = 1.0f;
+          int64_t off = 0;
+          for (int d = 0; d < rank; ++d) {
+            w *= rs::tap_weight(at, axes[d], *taps[d], j[d]);
+            off += rs::tap_index(axes[d], *taps[d], j[d]) * in_stride[d];
+          }
+          if (w != 0.0f) acc += w * load(xp, off);
+          int d = rank - 1;
+          for (; d >= 0; --d) {
+            if (++j[d] < taps[d]->hi) break;
+            j[d] = taps[d]->lo;
+          }
+          if (d < 0) break;
+        }
+      }
+      store(yp, e, acc);
+      for (int d = rank - 1; d >= 0; --d) {  // next output position
+        if (++pos[d] < y[d]) break;
+        pos[d] = 0;
+      }
+    }
+  });
+}
+
+// GridSample: per output position the taps of each spatial dim (grid_sample_math.h), summed over
+// their product for every channel.
+void grid_sample(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  namespace gs = hipdnn_ep::kernels::grid_sample;
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims y = dims_of(args.outputs[0]);
+  const int r = static_cast<int>(x.size()) - 2;
+  const int mode = static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_MODE]);
+  const int padding = static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_PADDING_MODE]);
+  const bool align = args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_ALIGN_CORNERS] != 0;
+  int64_t in_size = 1, out_size = 1;
+  for (int d = 0; d < r; ++d) {
+    in_size *= x[2 + d];
+    out_size *= y[2 + d];
+  }
+  if (x[0] == 0 || x[1] == 0 || out_size == 0) return;
+  std::array<int64_t, gs::kMaxSpatial> in_stride{};
+  for (int d = r - 1, s = 1; d >= 0; --d) {
+    in_stride[d] = s;
+    s *= static_cast<int>(x[2 + d]);
+  }
+  dispatch_float(args.inputs[0].dtype, "grid_sample", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = static_cast<const T*>(args.inputs[0].data);
+    const T* gp = static_cast<const T*>(args.inputs[1].data);
+    T* yp = static_cast<T*>(args.outputs[0].data);
+    std::array<gs::Taps, gs::kMaxSpatial> taps{};
+    std::array<int, gs::kMaxSpatial> j{};
+    for (int64_t n = 0; n < x[0]; ++n) {
+      for (int64_t o = 0; o < out_size; ++o) {
+        const int64_t goff = (n * out_size + o) * r;
+        for (int d = 0; d < r; ++d) {  // the grid's last dim lists x (the last spatial dim) first
+          const float c = gs::source_coordinate(load(gp, goff + (r - 1 - d)), x[2 + d], mode, padding, align);
+          taps[d] = gs::dim_taps(c, mode);
+        }
+        for (int64_t c = 0; c < x[1]; ++c) {
+          const T* plane = xp + (n * x[1] + c) * in_size;
+          float acc = 0.0f;
+          j.fill(0);
+          for (;;) {
+            float w = 1.0f;
+            int64_t off = 0;
+            bool zero = false;
+            for (int d = 0; d < r; ++d) {
+              const int64_t i = gs::tap_index(taps[d].first + j[d], x[2 + d], padding, align);
+              zero = zero || i < 0;
+              w *= taps[d].weight[j[d]];
+              off += i * in_stride[d];
+            }
+            if (!zero && w != 0.0f) acc += w * load(plane, off);
+            int d = r - 1;
+            for (; d >= 0; --d) {
+              if (++j[d] < taps[d].count) break;
+              j[d] = 0;
+            }
+            if (d < 0) break;
+          }
+          store(yp, (n * x[1] + c) * out_size + o, acc);
+        }
+      }
+    }
   });
 }
 

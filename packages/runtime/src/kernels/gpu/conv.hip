@@ -233,4 +233,94 @@ void conv_integer(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args)
   check_launch("conv_integer");
 }
 
+// ConvTranspose, gather form: one thread per output element sums, over the input channels of its
+// group and the kernel taps, the input positions p with o = p * stride - pad + k * dilation.
+namespace {
+
+struct ConvTransposeParams {
+  int64_t channels, maps, cg, mg, in_size, positions;
+  int64_t in[3], out[3], kernel[3], stride[3], pad[3], dilation[3];
+};
+
+__device__ inline bool transpose_source(int64_t o, int64_t k, int64_t stride, int64_t pad, int64_t dilation,
+                                        int64_t in, int64_t* p) {
+  const int64_t t = o + pad - k * dilation;
+  if (t < 0 || t % stride != 0) return false;
+  *p = t / stride;
+  return *p < in;
+}
+
+template <typename T>
+__global__ void conv_transpose_kernel(const T* x, const T* w, const T* bias, T* y, ConvTransposeParams c, int64_t total) {
+  const int64_t kvol = c.kernel[0] * c.kernel[1] * c.kernel[2];
+  HIPDNN_EP_GRID_STRIDE(e, total) {
+    const int64_t pos = e % c.positions;
+    const int64_t m = (e / c.positions) % c.maps;
+    const int64_t n = e / (c.positions * c.maps);
+    const int64_t g = m / c.mg;
+    const int64_t ml = m % c.mg;
+    const int64_t o[3] = {pos / (c.out[1] * c.out[2]), (pos / c.out[2]) % c.out[1], pos % c.out[2]};
+    float acc = load(bias, m);
+    for (int64_t kd = 0; kd < c.kernel[0]; ++kd) {
+      int64_t pd;
+      if (!transpose_source(o[0], kd, c.stride[0], c.pad[0], c.dilation[0], c.in[0], &pd)) continue;
+      for (int64_t kh = 0; kh < c.kernel[1]; ++kh) {
+        int64_t ph;
+        if (!transpose_source(o[1], kh, c.stride[1], c.pad[1], c.dilation[1], c.in[1], &ph)) continue;
+        for (int64_t kw = 0; kw < c.kernel[2]; ++kw) {
+          int64_t pw;
+          if (!transpose_source(o[2], kw, c.stride[2], c.pad[2], c.dilation[2], c.in[2], &pw)) continue;
+          const int64_t xoff = (n * c.channels + g * c.cg) * c.in_size + (pd * c.in[1] + ph) * c.in[2] + pw;
+          const int64_t woff = ((g * c.cg) * c.mg + ml) * kvol + (kd * c.kernel[1] + kh) * c.kernel[2] + kw;
+          for (int64_t ch = 0; ch < c.cg; ++ch) {
+            acc = fmaf(load(x, xoff + ch * c.in_size), load(w, woff + ch * c.mg * kvol), acc);
+          }
+        }
+      }
+    }
+    store(y, e, acc);
+  }
+}
+
+}  // namespace
+
+void conv_transpose(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims w = dims_of(args.inputs[1]);
+  const Dims y = dims_of(args.outputs[0]);
+  const auto* geo = static_cast<const int64_t*>(args.inputs[3].data);  // host memory
+  const size_t r = x.size() - 2;
+  ConvTransposeParams c{};
+  const int64_t group = args.int_attrs[HIPDNN_EP_KERNEL_CONV_TRANSPOSE_INT_ATTR_GROUP];
+  c.channels = x[1];
+  c.cg = x[1] / group;
+  c.mg = w[1];
+  c.maps = c.mg * group;
+  for (int d = 0; d < 3; ++d) {
+    c.in[d] = c.out[d] = c.kernel[d] = c.stride[d] = c.dilation[d] = 1;
+    c.pad[d] = 0;
+  }
+  const size_t first = 3 - r;
+  for (size_t d = 0; d < r; ++d) {
+    c.in[first + d] = x[2 + d];
+    c.out[first + d] = y[2 + d];
+    c.kernel[first + d] = w[2 + d];
+    c.stride[first + d] = geo[d];
+    c.pad[first + d] = geo[r + d];
+    c.dilation[first + d] = geo[2 * r + d];
+  }
+  c.in_size = c.in[0] * c.in[1] * c.in[2];
+  c.positions = c.out[0] * c.out[1] * c.out[2];
+  const int64_t total = element_count(args.outputs[0]);
+  if (total == 0) return;
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "conv_transpose", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    conv_transpose_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(
+        static_cast<const T*>(args.inputs[0].data), static_cast<const T*>(args.inputs[1].data),
+        static_cast<const T*>(args.inputs[2].data), static_cast<T*>(args.outputs[0].data), c, total);
+  });
+  check_launch("conv_transpose");
+}
+
 }  // namespace hipdnn_ep::kernels::gpu

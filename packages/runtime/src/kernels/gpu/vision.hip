@@ -6,6 +6,8 @@
 #include "gpu/gpu_device.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
+#include "kernels/grid_sample_math.h"
+#include "kernels/resize_math.h"
 #include "kernels/validate.h"
 
 namespace hipdnn_ep::kernels::gpu {
@@ -166,6 +168,170 @@ void activation(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
                                                          static_cast<T*>(args.outputs[0].data), n, op, alpha, beta);
   });
   check_launch("activation");
+}
+
+// Resize: one thread per output element computes its taps along every axis (resize_math.h, the CPU
+// backend's functions) and sums over their product.
+namespace {
+
+struct ResizeParams {
+  hipdnn_ep::kernels::resize::Axis axes[hipdnn_ep::kernels::resize::kMaxRank];
+  int64_t in_stride[hipdnn_ep::kernels::resize::kMaxRank];
+  int rank;
+};
+
+template <typename T>
+__global__ void resize_kernel(const T* x, T* y, ResizeParams p, hipdnn_ep::kernels::resize::Attrs at, int64_t total) {
+  namespace rs = hipdnn_ep::kernels::resize;
+  HIPDNN_EP_GRID_STRIDE(e, total) {
+    rs::Taps taps[rs::kMaxRank];
+    int j[rs::kMaxRank];
+    bool outside = false;
+    int64_t rest = e;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rest % p.axes[d].out;
+      rest /= p.axes[d].out;
+      taps[d] = rs::axis_taps(at, p.axes[d], o);
+      outside = outside || taps[d].outside;
+      j[d] = taps[d].lo;
+    }
+    float acc = at.extrapolation;
+    if (!outside) {
+      acc = 0.0f;
+      for (;;) {
+        float w = 1.0f;
+        int64_t off = 0;
+        for (int d = 0; d < p.rank; ++d) {
+          w *= rs::tap_weight(at, p.axes[d], taps[d], j[d]);
+          off += rs::tap_index(p.axes[d], taps[d], j[d]) * p.in_stride[d];
+        }
+        if (w != 0.0f) acc += w * load(x, off);
+        int d = p.rank - 1;
+        for (; d >= 0; --d) {
+          if (++j[d] < taps[d].hi) break;
+          j[d] = taps[d].lo;
+        }
+        if (d < 0) break;
+      }
+    }
+    store(y, e, acc);
+  }
+}
+
+}  // namespace
+
+void resize(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  namespace rs = hipdnn_ep::kernels::resize;
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims y = dims_of(args.outputs[0]);
+  const auto* geo = static_cast<const int64_t*>(args.inputs[1].data);  // host memory
+  const int rank = static_cast<int>(x.size());
+  const int64_t total = element_count(args.outputs[0]);
+  if (total == 0) return;
+  const rs::Attrs at{static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_MODE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_COORDINATE_MODE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_NEAREST_MODE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_EXCLUDE_OUTSIDE]),
+                     static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_RESIZE_INT_ATTR_ANTIALIAS]),
+                     static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RESIZE_FLOAT_ATTR_CUBIC_COEFF_A]),
+                     static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RESIZE_FLOAT_ATTR_EXTRAPOLATION_VALUE])};
+  ResizeParams p{};
+  p.rank = rank;
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    p.in_stride[d] = stride;
+    stride *= x[d];
+    p.axes[d] = rs::Axis{x[d], y[d], rs::axis_scale(geo[d], x[d], y[d]), rs::bits_to_float(geo[rank + d]),
+                         rs::bits_to_float(geo[2 * rank + d])};
+  }
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "resize", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    resize_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<const T*>(args.inputs[0].data),
+                                                             static_cast<T*>(args.outputs[0].data), p, at, total);
+  });
+  check_launch("resize");
+}
+
+// GridSample: one thread per output element (image, channel, position), the CPU backend's math.
+namespace {
+
+struct GridSampleParams {
+  int64_t in[hipdnn_ep::kernels::grid_sample::kMaxSpatial];
+  int64_t in_stride[hipdnn_ep::kernels::grid_sample::kMaxSpatial];
+  int64_t channels, in_size, out_size;
+  int r, mode, padding;
+  bool align;
+};
+
+template <typename T>
+__global__ void grid_sample_kernel(const T* x, const T* grid, T* y, GridSampleParams p, int64_t total) {
+  namespace gs = hipdnn_ep::kernels::grid_sample;
+  HIPDNN_EP_GRID_STRIDE(e, total) {
+    const int64_t o = e % p.out_size;
+    const int64_t c = (e / p.out_size) % p.channels;
+    const int64_t n = e / (p.out_size * p.channels);
+    gs::Taps taps[gs::kMaxSpatial];
+    int j[gs::kMaxSpatial];
+    const int64_t goff = (n * p.out_size + o) * p.r;
+    for (int d = 0; d < p.r; ++d) {
+      const float cd = gs::source_coordinate(load(grid, goff + (p.r - 1 - d)), p.in[d], p.mode, p.padding, p.align);
+      taps[d] = gs::dim_taps(cd, p.mode);
+      j[d] = 0;
+    }
+    const T* plane = x + (n * p.channels + c) * p.in_size;
+    float acc = 0.0f;
+    for (;;) {
+      float w = 1.0f;
+      int64_t off = 0;
+      bool zero = false;
+      for (int d = 0; d < p.r; ++d) {
+        const int64_t i = gs::tap_index(taps[d].first + j[d], p.in[d], p.padding, p.align);
+        zero = zero || i < 0;
+        w *= taps[d].weight[j[d]];
+        off += i * p.in_stride[d];
+      }
+      if (!zero && w != 0.0f) acc += w * load(plane, off);
+      int d = p.r - 1;
+      for (; d >= 0; --d) {
+        if (++j[d] < taps[d].count) break;
+        j[d] = 0;
+      }
+      if (d < 0) break;
+    }
+    store(y, e, acc);
+  }
+}
+
+}  // namespace
+
+void grid_sample(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims y = dims_of(args.outputs[0]);
+  GridSampleParams p{};
+  p.r = static_cast<int>(x.size()) - 2;
+  p.mode = static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_MODE]);
+  p.padding = static_cast<int>(args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_PADDING_MODE]);
+  p.align = args.int_attrs[HIPDNN_EP_KERNEL_GRID_SAMPLE_INT_ATTR_ALIGN_CORNERS] != 0;
+  p.channels = x[1];
+  p.in_size = 1;
+  p.out_size = 1;
+  for (int d = p.r - 1; d >= 0; --d) {
+    p.in[d] = x[2 + d];
+    p.in_stride[d] = p.in_size;
+    p.in_size *= x[2 + d];
+    p.out_size *= y[2 + d];
+  }
+  const int64_t total = element_count(args.outputs[0]);
+  if (total == 0) return;
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "grid_sample", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    grid_sample_kernel<T><<<grid_for(total), kBlock, 0, stream>>>(static_cast<const T*>(args.inputs[0].data),
+                                                                  static_cast<const T*>(args.inputs[1].data),
+                                                                  static_cast<T*>(args.outputs[0].data), p, total);
+  });
+  check_launch("grid_sample");
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
