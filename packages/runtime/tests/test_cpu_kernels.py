@@ -76,7 +76,7 @@ def test_manifest_lists_the_kernels_tested_here():
               # the vision kernels: test_vision_kernels.py
               "conv", "pool", "batch_norm", "activation", "conv_transpose", "resize", "grid_sample",
               # the quantization kernels: test_quant_kernels.py
-              "quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "matmul_integer"}
+              "quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "matmul_integer", "conv_integer"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
 
 
@@ -1104,6 +1104,9 @@ def good_call(kernel):
         "dynamic_quantize_linear": ([f], [np.empty((2, 3), np.uint8), np.empty((), F32), np.empty((), np.uint8)],
                                     [], []),
         "matmul_integer": ([np.ones((2, 3), np.uint8), np.ones((3, 2), np.int8)], [np.empty((2, 2), I32)], [], []),
+        "conv_integer": ([np.ones((1, 2, 3, 3), np.uint8), np.ones((2, 2, 1, 1), np.int8), np.array(0, np.uint8),
+                          np.array(0, np.int8), np.array([1, 1, 0, 0, 1, 1], I64)], [np.empty((1, 2, 3, 3), I32)],
+                         [1], []),
     }[kernel]
 
 
@@ -1288,6 +1291,8 @@ def test_kernels_accept_exactly_the_manifest_dtypes(state, kernel, op, index, dt
         outputs = [o.astype(BOOL) for o in outputs]
     if kernel == "range":  # input 0 is the (start, delta) parameter; the output keeps its INT64
         outputs = [o.astype(I64) for o in outputs]
+    if kernel == "conv_integer" and index == 1:  # w_zero_point has W's dtype
+        inputs[3] = inputs[3].astype(NUMPY_OF[dtype])
     if kernel == "dequantize_linear" and index == 1:  # the output has the scale's dtype
         outputs = [o.astype(NUMPY_OF[dtype]) for o in outputs]
     if accepted:

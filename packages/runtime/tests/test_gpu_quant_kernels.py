@@ -9,7 +9,7 @@ Run with ``pytest --gpu=auto`` (skipped without a GPU backend or a GPU), ``--gpu
 from __future__ import annotations
 
 import pytest
-from test_quant_kernels import LAYOUTS
+from test_quant_kernels import CONV_CASES, LAYOUTS
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -91,4 +91,21 @@ def test_matmul_integer(cpu, gpu, dev, atype, btype, shapes, zero_points):
         za, zb = rng.integers(0, 9, (m,)).astype(atype), rng.integers(0, 9, (n,)).astype(btype)
     out_shape = np.matmul(np.zeros(a_shape, F32), np.zeros(b_shape, F32)).shape
     (y,), (want,) = run_both(cpu, gpu, dev, "matmul_integer", [a, b, za, zb], [(out_shape, I32)])
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("xtype,wtype", [(U8, I8), (U8, U8), (I8, I8)])
+@pytest.mark.parametrize("case", CONV_CASES + [((2, 64, 28, 28), (96, 64, 3, 3), 1, (2, 2), (1, 1), (1, 1))], ids=str)
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_conv_integer(cpu, gpu, dev, xtype, wtype, case, per_channel):
+    x_shape, w_shape, group, strides, pads, dilations = case
+    rng = np.random.default_rng(15)
+    x = rng.integers(np.iinfo(xtype).min, np.iinfo(xtype).max, x_shape, endpoint=True).astype(xtype)
+    w = rng.integers(np.iinfo(wtype).min, np.iinfo(wtype).max, w_shape, endpoint=True).astype(wtype)
+    zw = rng.integers(0, 9, (w_shape[0],) if per_channel else ()).astype(wtype)
+    out = [(x_shape[2 + d] + 2 * pads[d] - (w_shape[2 + d] - 1) * dilations[d] - 1) // strides[d] + 1
+           for d in range(len(x_shape) - 2)]
+    geometry = np.array([*strides, *pads, *dilations], np.int64)
+    (y,), (want,) = run_both(cpu, gpu, dev, "conv_integer", [x, w, np.array(9, xtype), zw, geometry],
+                             [((x_shape[0], w_shape[0], *out), I32)], ints=[group])
     np.testing.assert_array_equal(y, want)

@@ -1,5 +1,5 @@
 """The quantization kernels (quantize_linear, dequantize_linear, dynamic_quantize_linear,
-matmul_integer) on the CPU backend against numpy references written from the ONNX op definitions
+matmul_integer, conv_integer) on the CPU backend against numpy references written from the ONNX op definitions
 (round half to even, saturation, per-tensor / per-axis / blocked scales), and their argument checks."""
 
 from __future__ import annotations
@@ -151,3 +151,58 @@ def test_dequantize_linear_zero_point_type_must_be_the_inputs(state):
     with pytest.raises(InvalidArgumentError, match=r"input 2 \(zero_point\) has dtype INT8, expected UINT8"):
         call(state, "dequantize_linear", [np.zeros(4, U8), np.array(1.0, F32), np.array(0, I8)], [((4,), F32)],
              ints=[0, 0])
+
+
+def conv_integer_reference(x, w, zx, zw, group, strides, pads, dilations):
+    """ONNX ConvInteger in int64 by explicit loops over the kernel taps (padding contributes 0)."""
+    r = x.ndim - 2
+    xs = x.astype(np.int64) - int(zx)
+    ws = w.astype(np.int64) - zw.astype(np.int64).reshape((-1,) + (1,) * (w.ndim - 1))
+    k = w.shape[2:]
+    out = [(x.shape[2 + d] + 2 * pads[d] - (k[d] - 1) * dilations[d] - 1) // strides[d] + 1 for d in range(r)]
+    xp = np.pad(xs, [(0, 0), (0, 0)] + [(p, p) for p in pads])
+    cg, mg = x.shape[1] // group, w.shape[0] // group
+    y = np.zeros((x.shape[0], w.shape[0], *out), np.int64)
+    for tap in np.ndindex(*k):
+        idx = tuple(slice(t * dl, t * dl + (o - 1) * s + 1, s)
+                    for t, dl, o, s in zip(tap, dilations, out, strides, strict=True))
+        for g in range(group):
+            patch = xp[(slice(None), slice(g * cg, (g + 1) * cg)) + idx]  # [N, cg, *out]
+            wt = ws[(slice(g * mg, (g + 1) * mg), slice(None)) + tap]     # [mg, cg]
+            y[:, g * mg:(g + 1) * mg] += np.einsum("nc...,mc->nm...", patch, wt)
+    return y.astype(np.uint32).astype(I32)
+
+
+CONV_CASES = [  # (x shape, w shape, group, strides, pads, dilations)
+    ((2, 4, 7, 6), (6, 2, 3, 3), 2, (1, 2), (1, 0), (1, 1)),
+    ((1, 3, 9), (4, 3, 3), 1, (2,), (2,), (2,)),
+    ((1, 2, 4, 5, 3), (3, 2, 2, 2, 1), 1, (1, 1, 1), (0, 1, 0), (1, 1, 1)),
+    ((1, 8, 5, 5), (8, 1, 3, 3), 8, (1, 1), (1, 1), (1, 1)),  # depthwise
+]
+
+
+@pytest.mark.parametrize("xtype,wtype", [(U8, I8), (U8, U8), (I8, I8), (I8, U8)])
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_conv_integer(state, xtype, wtype, case, per_channel):
+    x_shape, w_shape, group, strides, pads, dilations = case
+    rng = np.random.default_rng(len(x_shape))
+    x = rng.integers(np.iinfo(xtype).min, np.iinfo(xtype).max, x_shape, endpoint=True).astype(xtype)
+    w = rng.integers(np.iinfo(wtype).min, np.iinfo(wtype).max, w_shape, endpoint=True).astype(wtype)
+    zx = np.array(9, xtype)
+    zw = rng.integers(0, 9, (w_shape[0],) if per_channel else ()).astype(wtype)
+    want = conv_integer_reference(x, w, zx, zw, group, strides, pads, dilations)
+    geometry = np.array([*strides, *pads, *dilations], np.int64)
+    (y,) = call(state, "conv_integer", [x, w, zx, zw, geometry], [(want.shape, I32)], ints=[group])
+    np.testing.assert_array_equal(y, want)
+
+
+def test_conv_integer_checks_its_arguments(state):
+    x, w, geo = np.zeros((1, 2, 3, 3), U8), np.zeros((4, 2, 1, 1), I8), np.array([1, 1, 0, 0, 1, 1], np.int64)
+    with pytest.raises(InvalidArgumentError, match=r"input 3 \(w_zero_point\) has dims \[3\]; it must hold one value "
+                                                   r"or 4 \(one per output map\)"):
+        call(state, "conv_integer", [x, w, np.array(0, U8), np.zeros(3, I8), geo], [((1, 4, 3, 3), I32)], ints=[1])
+    with pytest.raises(InvalidArgumentError, match=r"input 2 \(x_zero_point\) has dtype INT8, expected UINT8"):
+        call(state, "conv_integer", [x, w, np.array(0, I8), np.array(0, I8), geo], [((1, 4, 3, 3), I32)], ints=[1])
+    with pytest.raises(InvalidArgumentError, match=r"group 3 does not fit"):
+        call(state, "conv_integer", [x, w, np.array(0, U8), np.array(0, I8), geo], [((1, 4, 3, 3), I32)], ints=[3])

@@ -624,6 +624,25 @@ class RefRuntime:
             return np.moveaxis(y, -1, 1)
         return self._kernel(v, run)
 
+    def fn_kernel_conv_integer(self, v):
+        def run(i, o, ints, f):
+            x = i[0].astype(np.float64) - float(i[2].reshape(-1)[0])  # padding (0) is x_zero_point less itself
+            wt = i[1].astype(np.float64) - i[3].astype(np.float64).reshape((-1,) + (1,) * (i[1].ndim - 1))
+            r = x.ndim - 2
+            geo = [int(g) for g in i[4]]
+            strides, pads, dilations = geo[:r], geo[r:2 * r], geo[2 * r:]
+            taps, _ = self._windows(x, o.shape[2:], wt.shape[2:], strides, pads, dilations, 0.0)
+            group = ints[0]
+            cg, mg = x.shape[1] // group, wt.shape[0] // group
+            outs = []
+            for g in range(group):
+                t = np.moveaxis(taps[:, g * cg:(g + 1) * cg], 1, 1 + r)
+                outs.append(np.tensordot(t, wt[g * mg:(g + 1) * mg],
+                                         axes=(list(range(1 + r, 2 + 2 * r)), list(range(1, 2 + r)))))
+            y = np.moveaxis(np.concatenate(outs, axis=-1), -1, 1)  # exact: |y| < 2**53
+            return y.astype(np.int64).astype(np.uint32).astype(np.int32)
+        return self._kernel(v, run)
+
     def fn_kernel_pool(self, v):
         def run(i, o, ints, f):
             x = i[0].astype(np.float64)

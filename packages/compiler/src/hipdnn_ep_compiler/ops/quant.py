@@ -1,10 +1,13 @@
 """Quantization ops: QuantizeLinear and DequantizeLinear (per tensor, per axis, blocked; INT8 and UINT8,
-and INT32 for DequantizeLinear), DynamicQuantizeLinear, MatMulInteger and QLinearMatMul, the ops of
-onnxruntime's `quantize_dynamic` and QDQ models.
+and INT32 for DequantizeLinear), DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and
+QLinearConv, the ops of onnxruntime's `quantize_dynamic`, QDQ and QOperator models.
 
 The first four have kernels of their own (ABI 1.3); QLinearMatMul is composed, as onnxruntime's CPU EP
 computes it: the int32 product of matmul_integer, times the float multiplier a_scale * b_scale / y_scale,
-rounded (ties to even) and saturated by quantize_linear with scale 1 and y's zero point.
+rounded (ties to even) and saturated by quantize_linear with scale 1 and y's zero point. ConvInteger is
+the conv_integer kernel (int32 accumulation); QLinearConv is composed the same way as QLinearMatMul: the
+conv_integer product plus the INT32 bias, times the float multiplier x_scale * w_scale / y_scale (per output
+channel with a per-channel w_scale), through quantize_linear with scale 1 and y's zero point.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
 from .mask import FILL, _fill_bits
-from .node import Node, emit, finish, norm_axis, replace, show
-from .onnx import BINARY, CAST, _matmul_dims
-from .registry import Kernel, OpDef, register, register_kernel
+from .node import Node, broadcast, emit, finish, norm_axis, replace, show
+from .onnx import BINARY, CAST, CONCAT, TRANSPOSE, UNARY, _matmul_dims
+from .registry import Kernel, OpDef, Param, register, register_kernel
+from .vision import ACTIVATION, POOL, conv_geometry
 
 FLOAT32, UINT8, INT8, INT32, FLOAT16 = 1, 2, 3, 6, 10
 QUANT_TYPES = {INT8: "INT8", UINT8: "UINT8"}
@@ -219,3 +223,299 @@ def _qlinear_matmul(o: Node) -> None:
 
 
 register(OpDef("QLinearMatMul", "qlinear_matmul", _qlinear_matmul, (MATMUL_INTEGER, CAST, BINARY, FILL, QUANTIZE)))
+
+
+# ---------------------------------------------------------------- ConvInteger and QLinearConv
+
+CONV_INTEGER = register_kernel(Kernel("conv_integer", "kernel_conv_integer", ("group",),
+                                      params=(Param("geometry", 4, symbolic=True),), same_type=(0, 2), arity=(4, 4),
+                                      labels={1: "W", 2: "x_zero_point", 3: "w_zero_point"}))
+
+
+def _conv_zero_point(o: Node, i: int, of: int, maps: sym.Expr | None, what: str) -> ir.Value:
+    """Input i, the zero point of input `of`: one value (maps None) or one value or [M]; zero when absent."""
+    dt = hir.element_dtype(o.input(of))
+    if o.input(i) is None:
+        return emit(o, FILL, [], {"bits": 0}, [[]], [_type(o, dt, [])]).results[0]
+    if hir.element_dtype(o.input(i)) != dt:
+        raise ModelError(f"{o.where}: {what}'s element type differs from its input's")
+    if maps is None:
+        _one_value(o, i, what)
+    else:
+        _matmul_integer_zero_point(o, i, maps, what)
+    return o.input(i)
+
+
+def _conv_product(o: Node, xi: int, wi: int, zxi: int, zwi: int) -> tuple[ir.Value, list[sym.Expr]]:
+    """conv_integer of the node's X and W (input positions) less their zero points: INT32 [N, M, out...]."""
+    for i, what in ((xi, "x"), (wi, "w")):
+        dt = hir.element_dtype(o.input(i))
+        if dt not in QUANT_TYPES:
+            o.fail(f"{what} of element type {dt} is not supported (INT8 and UINT8 are)")
+    group, out, params = conv_geometry(o, o.entry.op_type, xi, wi)
+    maps = o.dims(wi)[0]
+    zx = _conv_zero_point(o, zxi, xi, None, "x_zero_point")
+    zw = _conv_zero_point(o, zwi, wi, maps, "w_zero_point")
+    new = emit(o, CONV_INTEGER, [o.input(xi), o.input(wi), zx, zw], {"group": group}, [out],
+               [_type(o, INT32, out)], params)
+    return new.results[0], out
+
+
+def _conv_integer(o: Node) -> None:
+    y, _ = _conv_product(o, 0, 1, 2, 3)
+    finish(o, [y])
+
+
+register(OpDef("ConvInteger", "conv_integer", _conv_integer, (CONV_INTEGER, FILL)))
+
+
+def _qlinear_conv(o: Node) -> None:
+    # inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B (INT32 [M])
+    for i, what in ((1, "x_scale"), (6, "y_scale"), (7, "y_zero_point")):
+        _one_value(o, i, what)
+    acc, out = _conv_product(o, 0, 3, 2, 5)
+    maps = o.dims(3)[0]
+    ones = [1] * (len(out) - 2)
+    if o.input(8) is not None:
+        if hir.element_dtype(o.input(8)) != INT32:
+            raise ModelError(f"{o.where}: B must be INT32")
+        _same_dims(o, o.dims(8), [maps], "B has shape {0}; it must be {1}")
+        b = emit(o, "hipdnn.alias", [o.input(8)], {}, [[maps, *ones]], [_type(o, INT32, [maps, *ones])]).results[0]
+        acc = emit(o, BINARY, [acc, b], {"op": "ADD"}, [out], [_type(o, INT32, out)]).results[0]
+    f32 = emit(o, CAST, [acc], {"to": FLOAT32}, [out], [_type(o, FLOAT32, out)]).results[0]
+
+    ws = o.dims(4)
+    if len(ws) > 1 or (ws and not isinstance(ws[0], int) and ws[0] != maps):
+        o.fail(f"w_scale of shape {show(ws)} is not supported (one value, or [M] = [{sym.to_str(maps)}] per output "
+               "channel)")
+    per_channel = sym.product(ws) != 1
+    if per_channel:
+        _same_dims(o, ws, [maps], "w_scale has shape {0}; per output channel it must be {1}")
+
+    def scale(i: int, dims: list[sym.Expr]) -> ir.Value:
+        v = o.input(i)
+        if hir.element_dtype(v) != FLOAT32:
+            v = emit(o, CAST, [v], {"to": FLOAT32}, [o.dims(i)], [_type(o, FLOAT32, o.dims(i))]).results[0]
+        return emit(o, "hipdnn.alias", [v], {}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+
+    # multiplier = x_scale * w_scale / y_scale, as onnxruntime's requantization (in float)
+    ds = [maps, *ones] if per_channel else []
+    xw = emit(o, BINARY, [scale(1, []), scale(4, ds)], {"op": "MUL"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+    mult = emit(o, BINARY, [xw, scale(6, [])], {"op": "DIV"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+    real = emit(o, BINARY, [f32, mult], {"op": "MUL"}, [out], [_type(o, FLOAT32, out)]).results[0]
+    one = emit(o, FILL, [], {"bits": _fill_bits(np.array([1.0]), FLOAT32)}, [[]],
+               [_type(o, FLOAT32, [])]).results[0]
+    ydt = o.result_dtype()
+    if ydt != hir.element_dtype(o.input(7)) or ydt not in QUANT_TYPES:
+        raise ModelError(f"{o.where}: y_zero_point's element type must be the output's (INT8 or UINT8)")
+    zp = emit(o, "hipdnn.alias", [o.input(7)], {}, [[]], [_type(o, ydt, [])]).results[0]
+    y = emit(o, QUANTIZE, [real, one, zp], {"axis": 0, "block_size": 0}, [out], [_type(o, ydt, out)]).results[0]
+    finish(o, [y])
+
+
+register(OpDef("QLinearConv", "qlinear_conv", _qlinear_conv, (CONV_INTEGER, FILL, BINARY, CAST, QUANTIZE)))
+
+
+# ---------------------------------------------------------------- com.microsoft QLinear* (QOperator format)
+# What onnxruntime's quantize_static writes for QuantFormat.QOperator besides QLinearConv/QLinearMatMul:
+# each is composed as dequantize_linear of its inputs (per tensor), the float op, and quantize_linear to
+# the output's scale and zero point. onnxruntime's CPU kernels compute the same real-valued function with
+# their own float rounding (QLinearAdd, e.g., scales each input by scale / y_scale), so a requantized
+# value can differ from theirs by one step where a float result lands within an ulp of a rounding tie.
+
+MS = "com.microsoft"
+
+
+def _per_tensor(o: Node, i: int, what: str, dtype: int) -> ir.Value | None:
+    """Input i (a scale or zero point, maybe absent) as one value of rank 0."""
+    if o.input(i) is None:
+        return None
+    _one_value(o, i, what)
+    if hir.element_dtype(o.input(i)) != dtype:
+        raise ModelError(f"{o.where}: {what} has element type {hir.element_dtype(o.input(i))}; it must be "
+                         f"{dtype}")
+    return emit(o, "hipdnn.alias", [o.input(i)], {}, [[]], [_type(o, dtype, [])]).results[0]
+
+
+def _dequantized(o: Node, x: int, scale: int, zero_point: int) -> ir.Value:
+    """Input x (INT8 or UINT8), dequantized per tensor with its scale and zero point (input positions)."""
+    xdt = hir.element_dtype(o.input(x))
+    if xdt not in QUANT_TYPES:
+        o.fail(f"input {x} of element type {xdt} is not supported (INT8 and UINT8 are)")
+    if hir.element_dtype(o.input(scale)) != FLOAT32:
+        o.fail("a scale other than FLOAT32 is not supported")
+    s = _per_tensor(o, scale, f"input {scale} (a scale)", FLOAT32)
+    z = _per_tensor(o, zero_point, f"input {zero_point} (a zero point)", xdt)
+    dims = o.dims(x)
+    return emit(o, DEQUANTIZE, [o.input(x), s] + ([z] if z is not None else []), {"axis": 0, "block_size": 0},
+                [dims], [_type(o, FLOAT32, dims)]).results[0]
+
+
+def _requantized(o: Node, v: ir.Value, dims: list[sym.Expr], scale: int, zero_point: int) -> None:
+    ydt = o.result_dtype()
+    if ydt not in QUANT_TYPES:
+        o.fail(f"an output of element type {ydt} is not supported (INT8 and UINT8 are)")
+    s = _per_tensor(o, scale, "y_scale", FLOAT32)
+    z = _per_tensor(o, zero_point, "y_zero_point", ydt)
+    y = emit(o, QUANTIZE, [v, s] + ([z] if z is not None else []), {"axis": 0, "block_size": 0}, [dims],
+             [_type(o, ydt, dims)]).results[0]
+    finish(o, [y])
+
+
+def _qlinear_binary(o: Node) -> None:
+    # A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point
+    a, b = _dequantized(o, 0, 1, 2), _dequantized(o, 3, 4, 5)
+    dims = broadcast(o, o.dims(0), o.dims(3))
+    op = "ADD" if o.entry.op_type == "QLinearAdd" else "MUL"
+    y = emit(o, BINARY, [a, b], {"op": op}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+    _requantized(o, y, dims, 6, 7)
+
+
+register(OpDef("QLinearAdd", "qlinear_add", _qlinear_binary, (DEQUANTIZE, BINARY, QUANTIZE), domains=(MS,)))
+register(OpDef("QLinearMul", "qlinear_mul", _qlinear_binary, (DEQUANTIZE, BINARY, QUANTIZE), domains=(MS,)))
+
+
+def _qlinear_unary(o: Node) -> None:
+    # X, X_scale, X_zero_point, Y_scale, Y_zero_point
+    x = _dequantized(o, 0, 1, 2)
+    dims = o.dims(0)
+    if o.entry.op_type == "QLinearSigmoid":
+        y = emit(o, UNARY, [x], {"op": "SIGMOID"}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+    else:  # QLinearLeakyRelu
+        alpha = o.attr_float("alpha", 0.01)
+        y = emit(o, ACTIVATION, [x], {"op": "LEAKY_RELU", "alpha": alpha, "beta": 0.0}, [dims],
+                 [_type(o, FLOAT32, dims)]).results[0]
+    _requantized(o, y, dims, 3, 4)
+
+
+register(OpDef("QLinearSigmoid", "qlinear_sigmoid", _qlinear_unary, (DEQUANTIZE, UNARY, QUANTIZE), domains=(MS,)))
+register(OpDef("QLinearLeakyRelu", "qlinear_leaky_relu", _qlinear_unary, (DEQUANTIZE, ACTIVATION, QUANTIZE),
+               domains=(MS,)))
+
+
+def _qlinear_global_average_pool(o: Node) -> None:
+    # X, x_scale, x_zero_point, y_scale, y_zero_point; channels_last 0 (NCHW) or 1 (NHWC)
+    x = _dequantized(o, 0, 1, 2)
+    d = o.dims(0)
+    if not 3 <= len(d) <= 5:
+        o.fail(f"QLinearGlobalAveragePool over {len(d) - 2} spatial dims is not supported (1 to 3 are)")
+    if o.attr_int("channels_last", 0):
+        o.fail("QLinearGlobalAveragePool with channels_last 1 is not supported (NCHW is)")
+    r = len(d) - 2
+    out = [d[0], d[1], *([1] * r)]
+    window = [*d[2:], *([1] * r), *([0] * (2 * r)), *([1] * r)]
+    y = emit(o, POOL, [x], {"op": "AVERAGE", "count_include_pad": 0}, [out], [_type(o, FLOAT32, out)],
+             params={"window": window}).results[0]
+    _requantized(o, y, out, 3, 4)
+
+
+register(OpDef("QLinearGlobalAveragePool", "qlinear_global_average_pool", _qlinear_global_average_pool,
+               (DEQUANTIZE, POOL, QUANTIZE), domains=(MS,)))
+
+
+def _qlinear_concat(o: Node) -> None:
+    # Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per input; axis
+    n = max(o.inputs) + 1
+    if n < 5 or (n - 2) % 3:
+        raise ModelError(f"{o.where}: QLinearConcat takes Y_scale, Y_zero_point and triples (X, scale, zero point)")
+    xs = list(range(2, n, 3))
+    parts = [_dequantized(o, i, i + 1, i + 2) for i in xs]
+    ds = [o.dims(i) for i in xs]
+    axis = norm_axis(o, o.attr_int("axis"), len(ds[0]))
+    for k, dk in enumerate(ds[1:], 1):
+        if len(dk) != len(ds[0]):
+            raise ModelError(f"{o.where}: input {xs[k]} has rank {len(dk)}, input 2 has rank {len(ds[0])}")
+        for j, (a, b) in enumerate(zip(ds[0], dk, strict=True)):
+            if j != axis and a != b:
+                _same_dims(o, [b], [a], f"input {xs[k]} has dim {j} {{0}}; it must be input 2's {{1}}")
+    out = list(ds[0])
+    out[axis] = sym.add(*(d[axis] for d in ds))
+    y = emit(o, CONCAT, parts, {"axis": axis}, [out], [_type(o, FLOAT32, out)]).results[0]
+    _requantized(o, y, out, 0, 1)
+
+
+register(OpDef("QLinearConcat", "qlinear_concat", _qlinear_concat, (DEQUANTIZE, CONCAT, QUANTIZE), domains=(MS,)))
+
+
+def _qgemm(o: Node) -> None:
+    # A, a_scale, a_zero_point, B, b_scale, b_zero_point, C (INT32, optional), y_scale, y_zero_point (optional:
+    # without y_scale the output is FLOAT32); alpha, transA, transB. As onnxruntime's CPU EP: the int32 product
+    # plus C, times (alpha * a_scale) * b_scale [/ y_scale], requantized like QLinearMatMul when y_scale is given.
+    ta, tb = int(o.attr_int("transA", 0) != 0), int(o.attr_int("transB", 0) != 0)
+    alpha = o.attr_float("alpha", 1.0)
+    for i, what in ((0, "A"), (3, "B")):
+        if len(o.dims(i)) != 2:
+            raise ModelError(f"{o.where}: {what} has rank {len(o.dims(i))}; QGemm needs 2")
+        if hir.element_dtype(o.input(i)) not in QUANT_TYPES:
+            o.fail(f"{what} of element type {hir.element_dtype(o.input(i))} is not supported (INT8 and UINT8 are)")
+    _one_value(o, 1, "a_scale")
+
+    def operand(i: int, trans: int) -> tuple[ir.Value, list[sym.Expr]]:
+        v, d = o.input(i), o.dims(i)
+        if trans:
+            d = [d[1], d[0]]
+            v = emit(o, TRANSPOSE, [v], {"perm": [1, 0]}, [d], [_type(o, hir.element_dtype(v), d)]).results[0]
+        return v, d
+
+    a, da = operand(0, ta)
+    b, db = operand(3, tb)
+    m, k, n = da[0], da[1], db[1]
+    _same_dims(o, [db[0]], [k], "B's inner dim is {0}; it must be A's {1}")
+    _matmul_integer_zero_point(o, 2, m, "a_zero_point")
+    if o.input(2) is not None:
+        _one_value(o, 2, "a_zero_point")
+    _matmul_integer_zero_point(o, 5, n, "b_zero_point")
+    operands, slots = [a, b], [0, 1]
+    for i, slot in ((2, 2), (5, 3)):
+        if o.input(i) is not None:
+            operands.append(o.input(i))
+            slots.append(slot)
+    out = [m, n]
+    acc = emit(o, MATMUL_INTEGER, operands, {"hipdnn.slots": slots}, [out], [_type(o, INT32, out)]).results[0]
+    if o.input(6) is not None:
+        if hir.element_dtype(o.input(6)) != INT32:
+            raise ModelError(f"{o.where}: C must be INT32")
+        broadcast(o, out, o.dims(6))
+        acc = emit(o, BINARY, [acc, o.input(6)], {"op": "ADD"}, [out], [_type(o, INT32, out)]).results[0]
+    f32 = emit(o, CAST, [acc], {"to": FLOAT32}, [out], [_type(o, FLOAT32, out)]).results[0]
+
+    bs = o.dims(4)
+    if len(bs) > 1 or (bs and not isinstance(bs[0], int) and bs[0] != n):
+        o.fail(f"b_scale of shape {show(bs)} is not supported (one value, or [N] per column)")
+    ds = [n] if sym.product(bs) != 1 else []
+    if ds:
+        _same_dims(o, bs, [n], "b_scale has shape {0}; per column it must be {1}")
+
+    def value(i: int, dims: list[sym.Expr]) -> ir.Value:
+        if hir.element_dtype(o.input(i)) != FLOAT32:
+            o.fail(f"input {i} (a scale) of element type {hir.element_dtype(o.input(i))} is not supported (FLOAT32 is)")
+        return emit(o, "hipdnn.alias", [o.input(i)], {}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+
+    def mul(x: ir.Value, y: ir.Value, op: str = "MUL") -> ir.Value:
+        return emit(o, BINARY, [x, y], {"op": op}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+
+    scale = value(1, [])
+    if alpha != 1.0:
+        c = emit(o, FILL, [], {"bits": _fill_bits(np.array([alpha]), FLOAT32)}, [[]], [_type(o, FLOAT32, [])])
+        scale = emit(o, BINARY, [c.results[0], scale], {"op": "MUL"}, [[]], [_type(o, FLOAT32, [])]).results[0]
+    mult = mul(scale, value(4, ds))
+    if o.input(7) is None:  # a float output
+        if o.result_dtype() != FLOAT32:
+            raise ModelError(f"{o.where}: without y_scale the output must be FLOAT32")
+        finish(o, [emit(o, BINARY, [f32, mult], {"op": "MUL"}, [out], [_type(o, FLOAT32, out)]).results[0]])
+        return
+    _one_value(o, 7, "y_scale")
+    mult = mul(mult, value(7, []), "DIV")
+    real = emit(o, BINARY, [f32, mult], {"op": "MUL"}, [out], [_type(o, FLOAT32, out)]).results[0]
+    one = emit(o, FILL, [], {"bits": _fill_bits(np.array([1.0]), FLOAT32)}, [[]],
+               [_type(o, FLOAT32, [])]).results[0]
+    ydt = o.result_dtype()
+    if ydt not in QUANT_TYPES:
+        o.fail(f"an output of element type {ydt} is not supported (INT8 and UINT8 are)")
+    zp = _per_tensor(o, 8, "y_zero_point", ydt)
+    y = emit(o, QUANTIZE, [real, one] + ([zp] if zp is not None else []), {"axis": 0, "block_size": 0}, [out],
+             [_type(o, ydt, out)]).results[0]
+    finish(o, [y])
+
+
+register(OpDef("QGemm", "qgemm", _qgemm, (TRANSPOSE, MATMUL_INTEGER, BINARY, CAST, FILL, QUANTIZE), domains=(MS,)))

@@ -21,7 +21,7 @@ from .. import symbolic as sym
 from ..errors import ModelError
 from .mask import FILL, _fill_bits
 from .node import Node, broadcast, emit, finish, replace
-from .onnx import BINARY, EXPAND, LAYER_NORM, UNARY
+from .onnx import BINARY, CAST, EXPAND, LAYER_NORM, UNARY
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
 CONV = register_kernel(Kernel("conv", "kernel_conv", ("group",), params=(Param("geometry", 3, symbolic=True),),
@@ -33,11 +33,13 @@ BATCH_NORM = register_kernel(Kernel("batch_norm", "kernel_batch_norm", (), ("eps
 ACTIVATION = register_kernel(Kernel("activation", "kernel_activation", ("op",), ("alpha", "beta"),
                                     op_enum="activation_op"))
 
+FLOAT32, UINT8, INT8 = 1, 2, 3
+
 # ---------------------------------------------------------------- window geometry (Conv and pooling)
 
 
-def _spatial_rank(o: Node, what: str) -> int:
-    d = o.dims(0)
+def _spatial_rank(o: Node, what: str, xi: int = 0) -> int:
+    d = o.dims(xi)
     if not 3 <= len(d) <= 5:
         o.fail(f"{what} over {len(d) - 2} spatial dims is not supported (1 to 3 are); the input has dims "
                f"[{', '.join(sym.to_str(x) for x in d)}]")
@@ -100,9 +102,11 @@ def _window(o: Node, spatial: list[sym.Expr], kernel: list[sym.Expr], ceil_mode:
 # ---------------------------------------------------------------- Conv
 
 
-def _conv(o: Node) -> None:
-    r = _spatial_rank(o, "Conv")
-    x, w = o.dims(0), o.dims(1)
+def conv_geometry(o: Node, what: str, xi: int = 0, wi: int = 1) -> tuple[int, list[sym.Expr], dict]:
+    """Conv's (and ConvInteger's, QLinearConv's) checks of X (input xi) and W (input wi): the group, the
+    output dims [N, M, out...] and the geometry parameter (strides, pads at the start, dilations)."""
+    r = _spatial_rank(o, what, xi)
+    x, w = o.dims(xi), o.dims(wi)
     if len(w) != len(x):
         raise ModelError(f"{o.where}: W has rank {len(w)} but X has rank {len(x)}; they must be equal")
     group = o.attr_int("group", 1)
@@ -125,6 +129,12 @@ def _conv(o: Node) -> None:
     if isinstance(w[0], int) and w[0] % group:
         raise ModelError(f"{o.where}: W has {w[0]} output maps, not divisible by group {group}")
     outs, begins, _, strides, dilations = _window(o, x[2:], kernel)
+    return group, [x[0], w[0], *outs], {"geometry": [*strides, *begins, *dilations]}
+
+
+def _conv(o: Node) -> None:
+    group, out, params = conv_geometry(o, "Conv")
+    w = o.dims(1)
     bias = o.input(2)
     if bias is None:
         dtype = o.result_dtype()
@@ -133,8 +143,7 @@ def _conv(o: Node) -> None:
         bias = emit(o, FILL, [], {"bits": 0}, [[w[0]]], [t]).results[0]
     elif len(o.dims(2)) != 1:
         raise ModelError(f"{o.where}: B has rank {len(o.dims(2))}; it must be 1-D")
-    replace(o, CONV, [o.input(0), o.input(1), bias], {"group": group}, [[x[0], w[0], *outs]],
-            params={"geometry": [*strides, *begins, *dilations]})
+    replace(o, CONV, [o.input(0), o.input(1), bias], {"group": group}, [out], params=params)
 
 
 register(OpDef("Conv", "conv", _conv, (CONV, FILL)))
@@ -157,8 +166,18 @@ def _pool(o: Node) -> None:
     outs, begins, ends, strides, dilations = _window(o, x[2:], list(kernel), ceil_mode)
     op = "MAX" if is_max else "AVERAGE"
     include_pad = int(o.attr_int("count_include_pad", 0) != 0)
-    replace(o, POOL, [o.input(0)], {"op": op, "count_include_pad": include_pad}, [[x[0], x[1], *outs]],
-            params={"window": [*kernel, *strides, *begins, *ends, *dilations]})
+    out = [x[0], x[1], *outs]
+    window = {"window": [*kernel, *strides, *begins, *ends, *dilations]}
+    dtype = hir.element_dtype(o.input(0))
+    if is_max and dtype in (INT8, UINT8):  # quantized MaxPool (QOperator models): exact through float32
+        with o.op.context:
+            f32 = [ir.Type.parse(hir.tensor_type_str(FLOAT32, d)) for d in (x, out)]
+            back = ir.Type.parse(hir.tensor_type_str(dtype, out))
+        v = emit(o, CAST, [o.input(0)], {"to": FLOAT32}, [x], [f32[0]]).results[0]
+        v = emit(o, POOL, [v], {"op": op, "count_include_pad": include_pad}, [out], [f32[1]], window).results[0]
+        finish(o, [emit(o, CAST, [v], {"to": dtype}, [out], [back]).results[0]])
+        return
+    replace(o, POOL, [o.input(0)], {"op": op, "count_include_pad": include_pad}, [out], params=window)
 
 
 def _global_pool(o: Node) -> None:
@@ -170,7 +189,7 @@ def _global_pool(o: Node) -> None:
             params={"window": window})
 
 
-register(OpDef("MaxPool", "max_pool", _pool, (POOL,)))
+register(OpDef("MaxPool", "max_pool", _pool, (POOL, CAST)))
 register(OpDef("AveragePool", "average_pool", _pool, (POOL,)))
 register(OpDef("GlobalMaxPool", "global_max_pool", _global_pool, (POOL,)))
 register(OpDef("GlobalAveragePool", "global_average_pool", _global_pool, (POOL,)))

@@ -2,13 +2,19 @@
 // per image and group, the input patches become a [C/group * kernel volume, output positions] float
 // matrix that the MatMul core (gemm_core.h) multiplies by the group's weights [M/group, same]. A
 // 1x1 convolution with stride 1 and no pads over float32 multiplies X itself. Accumulates in float.
+// conv_integer (ONNX ConvInteger) is im2col of X less x_zero_point into int32 (padding 0, i.e.
+// x_zero_point less itself) times W less its zero points, accumulated in wrapping int32 (uint32
+// arithmetic) with the output positions innermost, the output maps split over threads.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemm_core.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/tensor_util.h"
 #include "kernels/validate.h"
 
@@ -24,11 +30,11 @@ struct ConvGeometry {
   int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
 };
 
-ConvGeometry geometry_of(const hipdnn_ep_kernel_args_t& args) {
+ConvGeometry geometry_of(const hipdnn_ep_kernel_args_t& args, const hipdnn_ep_tensor_ref_t& geometry) {
   const Dims x = dims_of(args.inputs[0]);
   const Dims w = dims_of(args.inputs[1]);
   const Dims y = dims_of(args.outputs[0]);
-  const auto* geo = static_cast<const int64_t*>(args.inputs[3].data);
+  const auto* geo = static_cast<const int64_t*>(geometry.data);
   const size_t r = x.size() - 2;
   ConvGeometry g{x[0], x[1], w[0], args.int_attrs[HIPDNN_EP_KERNEL_CONV_INT_ATTR_GROUP]};
   const size_t first = 3 - r;  // right-align: a 1-D conv is [1, 1, W]
@@ -75,6 +81,47 @@ void im2col(const T* x, int64_t channels, const ConvGeometry& g, float* col) {
   }
 }
 
+template <typename Fn>
+decltype(auto) dispatch_int8(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
+    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
+// im2col's layout into an int32 matrix (conv_integer): the input already less x_zero_point, 0 outside.
+void im2col_as(const int32_t* x, int64_t channels, const ConvGeometry& g, int32_t* col) {
+  const int64_t out_size = g.out_size();
+  for (int64_t c = 0; c < channels; ++c) {
+    const int32_t* xc = x + c * g.in_size();
+    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          int32_t* row = col + (((c * g.kernel[0] + kd) * g.kernel[1] + kh) * g.kernel[2] + kw) * out_size;
+          for (int64_t od = 0; od < g.out[0]; ++od) {
+            const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilation[0];
+            for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+              const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilation[1];
+              int32_t* dst = row + (od * g.out[1] + oh) * g.out[2];
+              if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                std::fill(dst, dst + g.out[2], 0);
+                continue;
+              }
+              const int32_t* src = xc + (id * g.in[1] + ih) * g.in[2];
+              for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+                const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dilation[2];
+                dst[ow] = iw >= 0 && iw < g.in[2] ? src[iw] : 0;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 bool is_pointwise(const ConvGeometry& g) {
   for (int d = 0; d < 3; ++d) {
     if (g.kernel[d] != 1 || g.stride[d] != 1 || g.pad[d] != 0 || g.in[d] != g.out[d]) return false;
@@ -87,7 +134,7 @@ bool is_pointwise(const ConvGeometry& g) {
 void conv(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& xt = args.inputs[0];
   const hipdnn_ep_tensor_ref_t& wt = args.inputs[1];
-  const ConvGeometry g = geometry_of(args);
+  const ConvGeometry g = geometry_of(args, args.inputs[3]);
   const int64_t out_size = g.out_size();
   if (g.batch == 0 || g.maps == 0 || out_size == 0) return;
   const int64_t cg = g.channels / g.group;  // input channels per group
@@ -122,6 +169,55 @@ void conv(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
       }
     }
   });
+}
+
+void conv_integer(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const ConvGeometry g = geometry_of(args, args.inputs[4]);
+  const int64_t out_size = g.out_size();
+  if (g.batch == 0 || g.maps == 0 || out_size == 0) return;
+  const int64_t cg = g.channels / g.group;
+  const int64_t mg = g.maps / g.group;
+  const int64_t k = cg * g.kernel_size();
+  auto widen = [&](int32_t i, int64_t count, auto&& fn) {
+    dispatch_int8(args.inputs[i].dtype, "conv_integer", [&](auto tag) {
+      const auto* p = static_cast<const typename decltype(tag)::type*>(args.inputs[i].data);
+      for (int64_t j = 0; j < count; ++j) fn(j, static_cast<int32_t>(p[j]));
+    });
+  };
+  int32_t zx = 0;
+  widen(2, 1, [&](int64_t, int32_t v) { zx = v; });
+  const int64_t zw_n = element_count(args.inputs[3]);
+  std::vector<int32_t> zw(static_cast<size_t>(zw_n));
+  widen(3, zw_n, [&](int64_t j, int32_t v) { zw[j] = v; });
+  // W less its zero points, and X less x_zero_point (so that padding, read as 0, contributes 0)
+  std::vector<uint32_t> w(static_cast<size_t>(g.maps * k));
+  widen(1, g.maps * k, [&](int64_t j, int32_t v) { w[j] = static_cast<uint32_t>(v - zw[zw_n == 1 ? 0 : j / k]); });
+  std::vector<int32_t> xs(static_cast<size_t>(g.batch * g.channels * g.in_size()));
+  widen(0, static_cast<int64_t>(xs.size()), [&](int64_t j, int32_t v) { xs[j] = v - zx; });
+  std::vector<int32_t> col(static_cast<size_t>(k * out_size));
+  auto* y = static_cast<int32_t*>(args.outputs[0].data);
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      // im2col into int32 (exact), then Y[m, :] = sum over k of W[m, k] * col[k, :] in wrapping uint32
+      // arithmetic, the output positions innermost (vectorized); maps split over threads
+      im2col_as(xs.data() + (n * g.channels + grp * cg) * g.in_size(), cg, g, col.data());
+      parallel_ranges(mg, k * out_size, [&](int64_t begin, int64_t end) {
+        std::vector<uint32_t> acc(static_cast<size_t>(out_size));
+        for (int64_t m = begin; m < end; ++m) {
+          std::fill(acc.begin(), acc.end(), 0u);
+          const uint32_t* wm = w.data() + (grp * mg + m) * k;
+          for (int64_t kk = 0; kk < k; ++kk) {
+            const uint32_t wv = wm[kk];
+            if (wv == 0) continue;
+            const auto* row = reinterpret_cast<const uint32_t*>(col.data() + kk * out_size);
+            for (int64_t o = 0; o < out_size; ++o) acc[o] += wv * row[o];
+          }
+          int32_t* ym = y + (n * g.maps + grp * mg + m) * out_size;
+          for (int64_t o = 0; o < out_size; ++o) ym[o] = static_cast<int32_t>(acc[o]);
+        }
+      });
+    }
+  }
 }
 
 // ConvTranspose as GEMM + col2im: per image and group, columns[M/group * kernel volume, input positions]

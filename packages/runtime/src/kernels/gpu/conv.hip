@@ -4,6 +4,11 @@
 // stages 16-deep slices of W and of the input patches (zero outside X) in shared memory, and each
 // of the 256 threads accumulates a 4 x 4 block in float registers. Threads of a row of the tile take
 // neighbouring output positions, so the patch loads and the output stores are coalesced.
+// conv_integer (ONNX ConvInteger) computes one output element per thread (grid-stride), accumulating
+// (x - x_zero_point) * (w - w_zero_point) in wrapping int32 (uint32 arithmetic), as the CPU backend.
+#include <cstdint>
+#include <string>
+
 #include "gpu/gpu_device.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
@@ -103,13 +108,60 @@ __global__ void __launch_bounds__(kConvThreads)
   }
 }
 
-}  // namespace
+template <typename X, typename W>
+__global__ void conv_integer_kernel(const X* x, const W* w, const X* zx, const W* zw, int64_t zw_n, int32_t* y,
+                                    ConvParams c, int64_t total) {
+  HIPDNN_EP_GRID_STRIDE(idx, total) {
+    const int64_t p = idx % c.positions;
+    const int64_t m = (idx / c.positions) % c.maps;
+    const int64_t n = idx / (c.positions * c.maps);
+    const int64_t g = m / c.mg;
+    const int32_t zxv = static_cast<int32_t>(*zx);
+    const int32_t zwv = static_cast<int32_t>(zw[zw_n == 1 ? 0 : m]);
+    const int64_t ow = p % c.out[2];
+    const int64_t oh = (p / c.out[2]) % c.out[1];
+    const int64_t od = p / (c.out[2] * c.out[1]);
+    const X* xg = x + (n * c.channels + g * c.cg) * c.in_size;
+    const W* wm = w + m * c.k;
+    uint32_t acc = 0;  // wraps like int32
+    for (int64_t ch = 0; ch < c.cg; ++ch) {
+      for (int64_t kd = 0; kd < c.kernel[0]; ++kd) {
+        const int64_t id = od * c.stride[0] - c.pad[0] + kd * c.dilation[0];
+        if (id < 0 || id >= c.in[0]) continue;
+        for (int64_t kh = 0; kh < c.kernel[1]; ++kh) {
+          const int64_t ih = oh * c.stride[1] - c.pad[1] + kh * c.dilation[1];
+          if (ih < 0 || ih >= c.in[1]) continue;
+          const X* row = xg + ch * c.in_size + (id * c.in[1] + ih) * c.in[2];
+          const W* wrow = wm + ((ch * c.kernel[0] + kd) * c.kernel[1] + kh) * c.kernel[2];
+          for (int64_t kw = 0; kw < c.kernel[2]; ++kw) {
+            const int64_t iw = ow * c.stride[2] - c.pad[2] + kw * c.dilation[2];
+            if (iw < 0 || iw >= c.in[2]) continue;
+            acc += static_cast<uint32_t>(static_cast<int32_t>(row[iw]) - zxv) *
+                   static_cast<uint32_t>(static_cast<int32_t>(wrow[kw]) - zwv);
+          }
+        }
+      }
+    }
+    y[idx] = static_cast<int32_t>(acc);
+  }
+}
 
-void conv(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+template <typename Fn>
+decltype(auto) dispatch_int8_gpu(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
+    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
+// The geometry of a conv or conv_integer call (geometry: its INT64 host input).
+ConvParams conv_params(const hipdnn_ep_kernel_args_t& args, const hipdnn_ep_tensor_ref_t& geometry) {
   const Dims x = dims_of(args.inputs[0]);
   const Dims w = dims_of(args.inputs[1]);
   const Dims y = dims_of(args.outputs[0]);
-  const auto* geo = static_cast<const int64_t*>(args.inputs[3].data);  // host memory
+  const auto* geo = static_cast<const int64_t*>(geometry.data);  // host memory
   const size_t r = x.size() - 2;
   ConvParams c{};
   c.channels = x[1];
@@ -133,6 +185,14 @@ void conv(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   c.k = c.cg * c.kernel[0] * c.kernel[1] * c.kernel[2];
   c.positions = c.out[0] * c.out[1] * c.out[2];
   c.in_size = c.in[0] * c.in[1] * c.in[2];
+  return c;
+}
+
+}  // namespace
+
+void conv(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const Dims x = dims_of(args.inputs[0]);
+  const ConvParams c = conv_params(args, args.inputs[3]);
   const int64_t images = x[0];
   if (images == 0 || c.maps == 0 || c.positions == 0) return;
   const int64_t tiles_p = (c.positions + kTileP - 1) / kTileP;
@@ -152,6 +212,25 @@ void conv(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
         static_cast<const T*>(args.inputs[2].data), static_cast<T*>(args.outputs[0].data), c, images);
   });
   check_launch("conv");
+}
+
+void conv_integer(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const ConvParams c = conv_params(args, args.inputs[4]);
+  const int64_t total = dims_of(args.inputs[0])[0] * c.maps * c.positions;
+  if (total == 0) return;
+  const int64_t zw_n = element_count(args.inputs[3]);
+  const hipStream_t stream = current_stream(state);
+  dispatch_int8_gpu(args.inputs[0].dtype, "conv_integer", [&](auto xtag) {
+    using X = typename decltype(xtag)::type;
+    dispatch_int8_gpu(args.inputs[1].dtype, "conv_integer", [&](auto wtag) {
+      using W = typename decltype(wtag)::type;
+      conv_integer_kernel<X, W><<<grid_for(total), kBlock, 0, stream>>>(
+          static_cast<const X*>(args.inputs[0].data), static_cast<const W*>(args.inputs[1].data),
+          static_cast<const X*>(args.inputs[2].data), static_cast<const W*>(args.inputs[3].data), zw_n,
+          static_cast<int32_t*>(args.outputs[0].data), c, total);
+    });
+  });
+  check_launch("conv_integer");
 }
 
 // ConvTranspose, gather form: one thread per output element sums, over the input channels of its
