@@ -102,9 +102,9 @@ def _window(o: Node, spatial: list[sym.Expr], kernel: list[sym.Expr], ceil_mode:
 # ---------------------------------------------------------------- Conv
 
 
-def conv_geometry(o: Node, what: str, xi: int = 0, wi: int = 1) -> tuple[int, list[sym.Expr], dict]:
-    """Conv's (and ConvInteger's, QLinearConv's) checks of X (input xi) and W (input wi): the group, the
-    output dims [N, M, out...] and the geometry parameter (strides, pads at the start, dilations)."""
+def _weights_and_group(o: Node, what: str, xi: int, wi: int) -> tuple[int, list, list, int, list]:
+    """Conv's and ConvTranspose's shared checks of X (input xi) and W (input wi): the spatial rank, X's and W's
+    dims, the group and the kernel's spatial dims (kernel_shape where W is fed at run time)."""
     r = _spatial_rank(o, what, xi)
     x, w = o.dims(xi), o.dims(wi)
     if len(w) != len(x):
@@ -124,6 +124,13 @@ def conv_geometry(o: Node, what: str, xi: int = 0, wi: int = 1) -> tuple[int, li
                 text = checks.Text(k, ks)
                 o.require("eq", text.values, f"W's spatial dim {i} is {{0}} but kernel_shape says {{1}}")
                 kernel[i] = ks
+    return r, x, w, group, kernel
+
+
+def conv_geometry(o: Node, what: str, xi: int = 0, wi: int = 1) -> tuple[int, list[sym.Expr], dict]:
+    """Conv's (and ConvInteger's, QLinearConv's) checks of X (input xi) and W (input wi): the group, the
+    output dims [N, M, out...] and the geometry parameter (strides, pads at the start, dilations)."""
+    r, x, w, group, kernel = _weights_and_group(o, what, xi, wi)
     text = checks.Text(x[1], sym.mul(w[1], group))
     o.require("eq", text.values, f"X has {{0}} channels but W's dim 1 times group {group} is {{1}}")
     if isinstance(w[0], int) and w[0] % group:
@@ -402,25 +409,7 @@ def _half(total: sym.Expr) -> sym.Expr:
 
 
 def _conv_transpose(o: Node) -> None:
-    r = _spatial_rank(o, "ConvTranspose")
-    x, w = o.dims(0), o.dims(1)
-    if len(w) != len(x):
-        raise ModelError(f"{o.where}: W has rank {len(w)} but X has rank {len(x)}; they must be equal")
-    group = o.attr_int("group", 1)
-    if group < 1:
-        raise ModelError(f"{o.where}: group {group} must be >= 1")
-    kernel = list(w[2:])
-    shape = o.attr_ints("kernel_shape")
-    if shape is not None:
-        if len(shape) != r:
-            raise ModelError(f"{o.where}: kernel_shape {list(shape)} must have one entry per spatial dim ({r})")
-        for i, (k, ks) in enumerate(zip(kernel, shape, strict=True)):
-            if isinstance(k, int) and k != ks:
-                raise ModelError(f"{o.where}: kernel_shape {list(shape)} differs from W's spatial dims")
-            if not isinstance(k, int):
-                text = checks.Text(k, ks)
-                o.require("eq", text.values, f"W's spatial dim {i} is {{0}} but kernel_shape says {{1}}")
-                kernel[i] = ks
+    r, x, w, group, kernel = _weights_and_group(o, "ConvTranspose", 0, 1)
     text = checks.Text(x[1], w[0])
     o.require("eq", text.values, "X has {0} channels but W's dim 0 is {1}; they must be equal")
     if isinstance(w[0], int) and w[0] % group:
