@@ -374,3 +374,19 @@ def test_rotary_embedding_refusals(tmp_path):
         compile_({}, [2, 2, 3, 8], [8, 4], names=("x", "cos", "sin"))
     with pytest.raises(ModelError, match=r"rope.*cos_cache's dim 1 is 4; it must be X's sequence length 3"):
         compile_({}, [2, 2, 3, 8], [2, 4, 4], names=("x", "cos", "sin"))
+
+
+def test_a_3d_output_over_symbolic_dims_keeps_its_computed_hidden_size(tmp_path):
+    """onnx's shape inference writes dim 0 for Attention's 3-D output hidden size over symbolic dims; the
+    artifact must declare the size the program computes (q_num_heads times V's head size), not that 0."""
+    from hipdnn_ep_compiler.artifact import read_metadata
+
+    f = T.FLOAT
+    node = helper.make_node("Attention", ["Q", "K", "V"], ["Y"], q_num_heads=3, kv_num_heads=3)
+    graph = helper.make_graph(
+        [node], "attention", [helper.make_tensor_value_info(n, f, ["b", "s", f"{n}_h"]) for n in "QKV"],
+        [helper.make_tensor_value_info("Y", f, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    compile_model(model, tmp_path / "a")
+    dims = read_metadata(tmp_path / "a")["outputs"][0]["dims"]
+    assert dims[2] != 0 and isinstance(dims[2], str), dims

@@ -68,7 +68,10 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
         declared = o["dims"]
         dims = [int(d) if d.lstrip("-").isdigit() else d for d in refined]
         if declared is not None and len(declared) == len(dims):  # a dim ONNX declares static stays so
-            dims = [d if isinstance(d, int) else r for d, r in zip(declared, dims, strict=True)]
+            # except a declared 0 where the program computes the dim: onnx's shape inference writes 0 for a
+            # dim it cannot compute (Attention-23's 3-D output over symbolic dims), and the run would be refused
+            dims = [r if d == 0 and not isinstance(r, int) else d if isinstance(d, int) else r
+                    for d, r in zip(declared, dims, strict=True)]
         outputs.append(dim_spelling({"name": o["name"], "dtype": o["dtype"]}, dims,
                                     declared if declared is not None and len(declared) == len(dims) else None))
     meta = {
