@@ -61,3 +61,20 @@ def test_cases_were_found():
     names = {c.name for c in CASES}
     for variant, listed in REFUSALS.items():
         assert set(listed) <= names, f"stale {variant} refusals: {sorted(set(listed) - names)}"
+
+
+def test_an_output_off_its_declared_dims_is_refused_and_freed(compiler, run_artifact, state, runtime, tmp_path):
+    """A model declaring a static output dim its program does not produce: the run is refused naming the dim,
+    and the outputs the program allocated are freed (the state fixture fails on any live allocation)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    compiler.compile_model(model, tmp_path / "a")
+    with pytest.raises(runtime.HipdnnEpError, match="output 0 'y': dim 0 is 3 but the artifact was compiled for"):
+        run_artifact(tmp_path / "a", model, state, [np.ones(3, np.float32)])
+    assert run_artifact(tmp_path / "a", model, state, [np.ones(5, np.float32)])[0].shape == (5,)

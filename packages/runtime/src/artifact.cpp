@@ -327,7 +327,16 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
   for (size_t i = 0; i < artifact->outputs.size(); ++i) {
     if (int32_t status = check_tensor(api, "output", i, artifact->outputs[i], outputs[i], HIPDNN_EP_STATUS_INTERNAL);
         status != HIPDNN_EP_STATUS_OK) {
-      return status;
+      // The caller gets no outputs from a failed run: free what the program allocated for them (hipdnn_ep_free
+      // leaves the host's memory alone), keeping this failure's message.
+      const std::string why = hipdnn_ep_last_error();
+      for (size_t k = 0; k < artifact->outputs.size(); ++k) {
+        bool freed = false;  // two outputs may share a block: free each once
+        for (size_t j = 0; j < k; ++j) freed = freed || outputs[j].data == outputs[k].data;
+        if (outputs[k].data != nullptr && !freed) hipdnn_ep_free(state, outputs[k].data);
+      }
+      for (size_t k = 0; k < artifact->outputs.size(); ++k) outputs[k] = hipdnn_ep_tensor_ref_t{nullptr, nullptr, -1, 0};
+      return set_error(status, why);
     }
   }
 #if defined(HIPDNN_EP_WITH_CUDA) || defined(HIPDNN_EP_WITH_HIP)
