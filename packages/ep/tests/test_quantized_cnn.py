@@ -39,7 +39,9 @@ def small_cnn(path):
              helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1)]
     graph = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", T.FLOAT, ["N", 3, 16, 16])],
                               [helper.make_tensor_value_info("y", T.FLOAT, ["N", 10])], inits)
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # what every supported onnxruntime loads (1.23 stops at IR 11)
+    onnx.save(model, str(path))
     return path
 
 
