@@ -260,7 +260,14 @@ class RefRuntime:
 
     def fn_kernel_reduce(self, v):
         def run(i, o, ints, f):
-            fn = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min, "PROD": np.prod,
+            def extreme(f, start):  # an empty set gives the kernel's start value (-inf for MAX, +inf for MIN)
+                def g(x, **k):
+                    lim = np.iinfo(x.dtype) if np.issubdtype(x.dtype, np.integer) else None
+                    return f(x, initial=start(lim), **k) if x.size == 0 else f(x, **k)
+                return g
+            fn = {"SUM": np.sum, "MEAN": np.mean, "PROD": np.prod,
+                  "MAX": extreme(np.max, lambda lim: -np.inf if lim is None else lim.min),
+                  "MIN": extreme(np.min, lambda lim: np.inf if lim is None else lim.max),
                   "L1": lambda x, **k: np.sum(np.abs(x), **k), "L2": lambda x, **k: np.sqrt(np.sum(x * x, **k)),
                   "LOG_SUM": lambda x, **k: np.log(np.sum(x, **k)),
                   "LOG_SUM_EXP": _log_sum_exp,

@@ -67,7 +67,10 @@ register(OpDef("Mean", "mean", _sum_mean, (BINARY, FILL)))
 def _reduce_general(o: Node) -> None:
     # noop_with_empty_axes with no axes reduces nothing; ONNX still applies the element map
     # (ReduceL1 of x is |x|, ReduceSumSquare x * x, ReduceLogSum log(x)).
-    axes = o.const_ints(1, "the reduction axes") if o.input(1) is not None else o.attr_ints("axes")
+    axes = o.host(1) if o.input(1) is not None else o.attr_ints("axes")
+    if o.input(1) is not None and axes is None:
+        _reduce(o)  # refuses: the axes are not readable
+        return
     if not axes and o.attr_int("noop_with_empty_axes", 0):
         key = o.entry.enum_key
         x, d = o.input(0), o.dims(0)

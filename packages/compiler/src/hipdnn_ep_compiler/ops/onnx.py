@@ -10,6 +10,7 @@ from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
+from . import host_axes
 from .node import HOST_INT_TYPES, Node, all_host, broadcast, host_elementwise, host_tensor, norm_axis, replace, show
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
@@ -147,6 +148,12 @@ register(OpDef("LayerNormalization", "layer_norm", _layer_norm, (LAYER_NORM,)))
 
 def _reduce(o: Node) -> None:
     d = o.dims(0)
+    if host_axes.fed(o, 1):  # axes fed as a graph input: known at run time
+        keep = o.attr_int("keepdims", 1) == 1
+        ax = host_axes.axes(o, 1, len(d), "reduction axes")
+        replace(o, host_axes.REDUCE_AXES, [o.input(0)], {"op": o.entry.enum_key},
+                [host_axes.reduced(d, ax, keep)], params={"axes": ax})
+        return
     axes = o.const_ints(1, "the reduction axes")
     if axes is not None and len(o.dims(1)) != 1:
         raise ModelError(f"{o.where}: the axes input has rank {len(o.dims(1))}; it must be 1-D")
@@ -255,6 +262,12 @@ def _alias_like(o: Node) -> None:
             o.fail("the target shape must be computable from input shapes and constants")
         dims = _reshape_dims(o, src, target)
         _require_same_size(o, src, target, dims)
+    elif o.kind == "unsqueeze" and host_axes.fed(o, 1):
+        dims = host_axes.inserted(src, host_axes.axes(o, 1, len(src) + len(o.host(1) or ())))
+    elif o.kind == "squeeze" and host_axes.fed(o, 1):
+        ax = host_axes.axes(o, 1, len(src))
+        host_axes.require_squeezable(o, src, ax)
+        dims = host_axes.kept(src, ax)
     elif o.kind == "unsqueeze":
         axes = o.const_ints(1, "the axes") if o.input(1) is not None else o.attr_ints("axes")
         if not axes:
@@ -280,7 +293,7 @@ def _alias_like(o: Node) -> None:
                                              "Squeeze removes only axes of size 1")
         dims = [x for i, x in enumerate(src) if i not in axes]
     vals = o.host(0)
-    if vals is not None:
+    if vals is not None and all(isinstance(x, int) for x in dims):
         host_tensor(o, vals, dims)
         return
     replace(o, "hipdnn.alias", [o.input(0)], {}, [dims])

@@ -62,6 +62,8 @@ class Kernel:
     same_type: tuple[int, ...] | None = ()
     # How messages name an operand whose element-type rule is its own ("the condition", "indices").
     labels: dict[int, str] = field(default_factory=dict)
+    # How messages name it when its IR name is not its kernel's (reduce_axes: "reduce").
+    shown: str = ""
 
     @property
     def op_name(self) -> str:

@@ -1,0 +1,110 @@
+"""Axes, split sizes and the like fed as small integer graph inputs, read on the host at run time
+(ops/host_axes.py): Reduce*, Squeeze, Unsqueeze, CumSum and Split compiled once, run on the reference
+runtime for several fed values (on fixed and symbolic data dims), compared with onnxruntime's CPU EP;
+bad values refused by the program before anything runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_model, ort_run
+from onnx import TensorProto as T
+from onnx import helper
+
+from hipdnn_ep_compiler import compile_model
+from hipdnn_ep_compiler.errors import UnsupportedError
+
+F, I64, I32 = T.FLOAT, T.INT64, T.INT32
+DYN = pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+
+
+def _compile(node, x_dims, fed, tmp_path, dynamic, n_out=1, opset=18, fed_type=I64):
+    """x (float, dims x_dims or symbolic ones) and the fed integer inputs [(name, n)]."""
+    xd = [f"D{k}" for k in range(len(x_dims))] if dynamic else list(x_dims)
+    inputs = [("x", F, xd)] + [(name, fed_type, [n] if n is not None else []) for name, n in fed]
+    outs = [(f"y{k}" if n_out > 1 else "y", F, None) for k in range(n_out)]
+    model = make_model([node], inputs, outs, opset=opset)
+    return model, compile_model(model, tmp_path / "art")
+
+
+def _run(refruntime, model, info, x, fed: dict, fed_type=np.int64):
+    feeds = {"x": x, **{k: np.asarray(v, fed_type) for k, v in fed.items()}}
+    got = refruntime.run(info.program, list(feeds.values()))
+    want = ort_run(model, feeds)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def _refused(refruntime, info, x, fed: dict, fed_type=np.int64):
+    with pytest.raises(RuntimeError, match="status 1"):
+        refruntime.run(info.program, [x] + [np.asarray(v, fed_type) for v in fed.values()])
+
+
+X = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+
+# ---------------------------------------------------------------- Reduce*
+
+
+@DYN
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMean", "ReduceL2", "ReduceLogSumExp"])
+def test_reduce_over_fed_axes(op, keepdims, dynamic, refruntime, tmp_path):
+    node = helper.make_node(op, ["x", "axes"], ["y"], keepdims=keepdims)
+    model, info = _compile(node, X.shape, [("axes", 2)], tmp_path, dynamic)
+    for axes in ([0, 2], [2, 0], [-1, 1], [1, -3]):
+        _run(refruntime, model, info, X, {"axes": axes})
+    if dynamic:
+        _run(refruntime, model, info, X[:1, :, :3], {"axes": [2, 1]})
+
+
+def test_reduce_over_one_fed_axis(refruntime, tmp_path):
+    node = helper.make_node("ReduceProd", ["x", "axes"], ["y"], keepdims=0)
+    model, info = _compile(node, X.shape, [("axes", 1)], tmp_path, False)
+    for axes in ([0], [1], [-1]):
+        _run(refruntime, model, info, X, {"axes": axes})
+
+
+def test_reduce_fed_axes_refusals(refruntime, tmp_path):
+    """Out of range, or one axis twice: refused by the program with the relation that failed."""
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)
+    model, info = _compile(node, X.shape, [("axes", 2)], tmp_path, False)
+    for bad in ([0, 3], [-4, 0], [1, 1], [1, -2]):
+        _refused(refruntime, info, X, {"axes": bad})
+    texts = [c["text"] for c in info.metadata["checks"]]
+    assert "reduction axes[1] is {2}; it must be in [-3, 2] (the input has rank 3)" in texts
+    assert "reduction axes[0] and reduction axes[1] both name axis {2}; an axis may be named once" in texts
+
+
+def test_reduce_axes_of_symbolic_length_are_refused(tmp_path):
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)
+    model = make_model([node], [("x", F, [2, 3]), ("axes", I64, ["n"])], [("y", F, None)], opset=18)
+    with pytest.raises(UnsupportedError, match="the reduction axes must be computable from constants"):
+        compile_model(model, tmp_path / "a")
+
+
+# ---------------------------------------------------------------- Squeeze, Unsqueeze
+
+
+@DYN
+def test_unsqueeze_fed_axes(dynamic, refruntime, tmp_path):
+    node = helper.make_node("Unsqueeze", ["x", "axes"], ["y"])
+    model, info = _compile(node, X.shape, [("axes", 2)], tmp_path, dynamic)
+    for axes in ([0, 2], [4, 0], [-1, 1], [1, -3], [3, 4]):
+        _run(refruntime, model, info, X, {"axes": axes})
+    for bad in ([0, 5], [-6, 0], [2, 2], [4, -1]):
+        _refused(refruntime, info, X, {"axes": bad})
+
+
+@DYN
+def test_squeeze_fed_axes(dynamic, refruntime, tmp_path):
+    x = np.random.default_rng(1).standard_normal((1, 3, 1, 1)).astype(np.float32)
+    node = helper.make_node("Squeeze", ["x", "axes"], ["y"])
+    model, info = _compile(node, x.shape, [("axes", 2)], tmp_path, dynamic)
+    for axes in ([0, 2], [3, 0], [-1, -2], [2, 3]):
+        _run(refruntime, model, info, x, {"axes": axes})
+    for bad in ([0, 1], [0, 0], [0, 4], [-5, 0], [3, -1]):  # axis 1 has size 3; twice; out of range
+        _refused(refruntime, info, x, {"axes": bad})
+    texts = [c["text"] for c in info.metadata["checks"]]
+    assert any("Squeeze removes only axes of size 1" in t for t in texts)
