@@ -108,3 +108,42 @@ def test_squeeze_fed_axes(dynamic, refruntime, tmp_path):
         _refused(refruntime, info, x, {"axes": bad})
     texts = [c["text"] for c in info.metadata["checks"]]
     assert any("Squeeze removes only axes of size 1" in t for t in texts)
+
+
+# ---------------------------------------------------------------- CumSum
+
+
+@DYN
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_cumsum_fed_axis(exclusive, reverse, dynamic, refruntime, tmp_path):
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    model, info = _compile(node, X.shape, [("axis", None)], tmp_path, dynamic, opset=14)
+    for axis in (0, 1, 2, -1, -3):
+        _run(refruntime, model, info, X, {"axis": axis})
+    for bad in (3, -4):
+        _refused(refruntime, info, X, {"axis": bad})
+
+
+def test_cumsum_fed_axis_of_a_vector(refruntime, tmp_path):
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"])
+    x = np.arange(5, dtype=np.float32)
+    model, info = _compile(node, x.shape, [("axis", 1)], tmp_path, False, opset=14)
+    for axis in ([0], [-1]):
+        _run(refruntime, model, info, x, {"axis": axis})
+    _refused(refruntime, info, x, {"axis": [1]})
+
+
+# ---------------------------------------------------------------- Split
+
+
+@DYN
+@pytest.mark.parametrize("opset", [13, 18])
+def test_split_fed_sizes(opset, dynamic, refruntime, tmp_path):
+    node = helper.make_node("Split", ["x", "split"], ["y0", "y1", "y2"], axis=2)
+    model, info = _compile(node, X.shape, [("split", 3)], tmp_path, dynamic, n_out=3, opset=opset)
+    for sizes in ([1, 2, 1], [0, 4, 0], [4, 0, 0], [2, 1, 1]):
+        _run(refruntime, model, info, X, {"split": sizes})
+    for bad in ([1, 1, 1], [2, 2, 2], [-1, 3, 2], [5, -1, 0]):  # sum off the axis; a negative size
+        _refused(refruntime, info, X, {"split": bad})
+    texts = [c["text"] for c in info.metadata["checks"]]
+    assert "split entry 0 is {0}; sizes must be >= 0" in texts
