@@ -147,3 +147,37 @@ def test_split_fed_sizes(opset, dynamic, refruntime, tmp_path):
         _refused(refruntime, info, X, {"split": bad})
     texts = [c["text"] for c in info.metadata["checks"]]
     assert "split entry 0 is {0}; sizes must be >= 0" in texts
+
+
+# ---------------------------------------------------------------- Slice
+
+
+def _slice_model(tmp_path, dynamic, steps_fed=True):
+    xd = ["D0", "D1", "D2"] if dynamic else list(X.shape)
+    inputs = [("x", F, xd), ("starts", I64, [2]), ("ends", I64, [2]), ("axes", I64, [2])]
+    inputs += [("steps", I64, [2])] if steps_fed else []
+    node = helper.make_node("Slice", [n for n, _, _ in inputs], ["y"])
+    model = make_model([node], inputs, [("y", F, None)], opset=18)
+    return model, compile_model(model, tmp_path / "art")
+
+
+@DYN
+def test_slice_fed_axes_and_steps(dynamic, refruntime, tmp_path):
+    model, info = _slice_model(tmp_path, dynamic)
+    big = np.iinfo(np.int64).max
+    cases = (([0, 1], [2, 3], [0, 2], [1, 1]), ([3, 0], [0, 2], [2, 1], [-1, 1]),
+             ([-1, 1], [-big, 100], [-1, -2], [-2, 2]), ([0, 2], [big, -big], [1, 0], [big, -1]),
+             ([5, -7], [9, 9], [2, 1], [1, 3]), ([1, 1], [1, 0], [0, 1], [1, -1]))
+    for starts, ends, axes, steps in cases:
+        _run(refruntime, model, info, X, {"starts": starts, "ends": ends, "axes": axes, "steps": steps})
+    ok = {"starts": [0, 0], "ends": [1, 1], "axes": [0, 1], "steps": [1, 1]}
+    for bad in ({"axes": [0, 0]}, {"axes": [3, 0]}, {"axes": [-4, 0]}, {"steps": [0, 1]}, {"axes": [1, -2]}):
+        _refused(refruntime, info, X, {**ok, **bad})
+    texts = [c["text"] for c in info.metadata["checks"]]
+    assert "steps[0] is {2}; a slice step must not be 0" in texts
+
+
+def test_slice_fed_axes_constant_steps(refruntime, tmp_path):
+    model, info = _slice_model(tmp_path, False, steps_fed=False)
+    for starts, ends, axes in (([0, 1], [2, 3], [0, 2]), ([1, -2], [3, 9], [2, 1]), ([0, 0], [0, 4], [-3, -1])):
+        _run(refruntime, model, info, X, {"starts": starts, "ends": ends, "axes": axes})
