@@ -181,3 +181,29 @@ def test_slice_fed_axes_constant_steps(refruntime, tmp_path):
     model, info = _slice_model(tmp_path, False, steps_fed=False)
     for starts, ends, axes in (([0, 1], [2, 3], [0, 2]), ([1, -2], [3, 9], [2, 1]), ([0, 0], [0, 4], [-3, -1])):
         _run(refruntime, model, info, X, {"starts": starts, "ends": ends, "axes": axes})
+
+
+# ---------------------------------------------------------------- Pad
+
+
+@DYN
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+def test_pad_fed_axes(mode, dynamic, refruntime, tmp_path):
+    xd = ["D0", "D1", "D2"] if dynamic else list(X.shape)
+    inputs = [("x", F, xd), ("pads", I64, [4]), ("v", F, []), ("axes", I64, [2])]
+    node = helper.make_node("Pad", ["x", "pads", "v", "axes"] if mode == "constant" else ["x", "pads", "", "axes"],
+                            ["y"], mode=mode)
+    if mode != "constant":
+        inputs.pop(2)
+    model = make_model([node], inputs, [("y", F, None)], opset=18)
+    info = compile_model(model, tmp_path / "art")
+    extra = {"v": np.array(2.5, np.float32)} if mode == "constant" else {}
+    cases = [([1, 0, 1, 2], [0, 2]), ([0, 2, 1, 0], [-1, 1])] + ([([1, 1, 0, -1], [2, 0])] if mode != "reflect" else [])
+    for pads, axes in cases:
+        feeds = {"x": X, "pads": np.array(pads, np.int64), **extra, "axes": np.array(axes, np.int64)}
+        got = refruntime.run(info.program, list(feeds.values()))
+        np.testing.assert_allclose(got[0], ort_run(model, feeds)[0])
+    for axes in ([0, 0], [3, 0]):
+        feeds = {"x": X, "pads": np.zeros(4, np.int64), **extra, "axes": np.array(axes, np.int64)}
+        with pytest.raises(RuntimeError, match="status 1"):
+            refruntime.run(info.program, list(feeds.values()))
