@@ -22,8 +22,17 @@ which dim each axis names is a run-time value.  The design, and why:
   permutation is a run-time parameter array (TRANSPOSE_PERM: the transpose kernel's perm input, also
   read on the host), moving the fed axis last and back; again no ABI change.
 
-An axes input whose length is itself symbolic (every input dim made symbolic) cannot be read this way:
-the result's rank would be unknown, and it stays refused.
+Also fed this way, with the same checks: Split's sizes (each output a slice at a run-time start), Slice's
+axes and steps (ops/onnx.py: start and count computed for both signs of a fed step, selected by its sign)
+and Pad's axes (ops/general.py).
+
+Not fed this way:
+- an axes input whose length is itself symbolic (every input dim made symbolic): the number of axes, hence
+  the result's rank and the length of the kernel's parameter array, would be unknown; it stays refused;
+- Resize's scales and roi: they are floats, and the host algebra (symbolic.py, the host program the
+  lowering emits, the runtime's check evaluator in shape_checks.cpp, the metadata's expressions) is int64
+  only.  floor(d * scale) with onnxruntime's float32 rounding would need a float op in all of them and a
+  run-time geometry parameter; they stay constants.
 """
 
 from __future__ import annotations
