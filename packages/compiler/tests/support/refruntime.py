@@ -70,11 +70,23 @@ def _view(ptr: int, dims: tuple, dtype) -> np.ndarray:
 
 
 
+def _log(x: np.ndarray) -> np.ndarray:
+    """log(x), -inf at 0 (IEEE, as the runtime computes it) without numpy's divide warning."""
+    with np.errstate(divide="ignore"):
+        return np.log(x)
+
+
+def _log_sum(x: np.ndarray, axis=None, keepdims=True) -> np.ndarray:
+    """log(sum(x)): -inf over an empty set or a zero sum."""
+    return _log(np.sum(x, axis=axis, keepdims=keepdims))
+
+
 def _log_sum_exp(x: np.ndarray, axis=None, keepdims=True) -> np.ndarray:
     """log(sum(exp(x))) relative to the maximum, as the runtime computes it (an infinite or NaN maximum is
     the result; -inf over an empty set)."""
     if x.size == 0:
-        return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
+        with np.errstate(divide="ignore"):  # log(0) = -inf
+            return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
     m = np.max(x, axis=axis, keepdims=True)
     shift = np.where(np.isfinite(m), m, 0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -211,7 +223,7 @@ class RefRuntime:
         from math import erf
         verf = np.vectorize(erf, otypes=[np.float64])
         ops = {"RELU": lambda x: np.maximum(x, 0), "SIGMOID": lambda x: 1 / (1 + np.exp(-x)), "TANH": np.tanh,
-               "EXP": np.exp, "LOG": np.log, "SQRT": np.sqrt, "NEG": np.negative, "ERF": verf,
+               "EXP": np.exp, "LOG": _log, "SQRT": np.sqrt, "NEG": np.negative, "ERF": verf,
                "GELU_ERF": lambda x: 0.5 * x * (1 + verf(x / np.sqrt(2))),
                "GELU_TANH": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
                "ABS": np.abs, "FLOOR": np.floor, "CEIL": np.ceil, "NOT": np.logical_not, "IS_NAN": np.isnan,
@@ -269,7 +281,7 @@ class RefRuntime:
                   "MAX": extreme(np.max, lambda lim: -np.inf if lim is None else lim.min),
                   "MIN": extreme(np.min, lambda lim: np.inf if lim is None else lim.max),
                   "L1": lambda x, **k: np.sum(np.abs(x), **k), "L2": lambda x, **k: np.sqrt(np.sum(x * x, **k)),
-                  "LOG_SUM": lambda x, **k: np.log(np.sum(x, **k)),
+                  "LOG_SUM": _log_sum,
                   "LOG_SUM_EXP": _log_sum_exp,
                   "SUM_SQUARE": lambda x, **k: np.sum(x * x, **k)}[self._op("hipdnn_ep_reduce_op", ints[0])]
             x = i[0] if np.issubdtype(i[0].dtype, np.integer) else i[0].astype(np.float64)
