@@ -77,11 +77,42 @@ def test_reduce_fed_axes_refusals(refruntime, tmp_path):
     assert "reduction axes[0] and reduction axes[1] both name axis {2}; an axis may be named once" in texts
 
 
-def test_reduce_axes_of_symbolic_length_are_refused(tmp_path):
-    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)
-    model = make_model([node], [("x", F, [2, 3]), ("axes", I64, ["n"])], [("y", F, None)], opset=18)
-    with pytest.raises(UnsupportedError, match="the reduction axes must be computable from constants"):
-        compile_model(model, tmp_path / "a")
+def test_reduce_axes_of_symbolic_length_are_refused_where_no_rank_gives_their_count(tmp_path):
+    for keepdims, y in ((1, ["a", "b"]), (0, None)):  # keepdims: any count; no declared rank to count from
+        node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=keepdims)
+        model = make_model([node], [("x", F, [2, 3]), ("axes", I64, ["n"])], [("y", F, y)], opset=18)
+        with pytest.raises(UnsupportedError, match="the reduction axes must be computable from constants"):
+            compile_model(model, tmp_path / f"a{keepdims}")
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "Squeeze", "Unsqueeze"])
+def test_axes_of_symbolic_length_counted_by_the_result_rank(op, refruntime, tmp_path):
+    """An axes input of symbolic length whose count the declared result rank gives (keepdims 0, Squeeze,
+    Unsqueeze): read on the host, its length checked by the program."""
+    x = np.random.default_rng(2).standard_normal((1, 3, 1)).astype(np.float32)
+    attrs = {"keepdims": 0} if op == "ReduceSum" else {}
+    out_rank = 5 if op == "Unsqueeze" else 1
+    node = helper.make_node(op, ["x", "axes"], ["y"], **attrs)
+    model = make_model([node], [("x", F, ["A", "B", "C"]), ("axes", I64, ["n"])],
+                       [("y", F, [f"o{k}" for k in range(out_rank)])], opset=18)
+    info = compile_model(model, tmp_path / "art")
+    for axes in ([0, 2], [-1, 0], [2, -3] if op != "Unsqueeze" else [1, -2]):
+        _run(refruntime, model, info, x, {"axes": axes})
+    for bad in ([0], [0, 2, 1], [], [0, 0]):  # another count; a repeated axis
+        _refused(refruntime, info, x, {"axes": bad})
+    assert "the axes input has {0} entries; the result needs 2" in [c["text"] for c in info.metadata["checks"]] \
+        or op == "ReduceSum"
+
+
+def test_split_sizes_of_symbolic_length_counted_by_the_outputs(refruntime, tmp_path):
+    node = helper.make_node("Split", ["x", "split"], ["y0", "y1"], axis=1)
+    model = make_model([node], [("x", F, ["A", "B", "C"]), ("split", I64, ["n"])],
+                       [("y0", F, None), ("y1", F, None)], opset=18)
+    info = compile_model(model, tmp_path / "art")
+    for sizes in ([1, 2], [3, 0]):
+        _run(refruntime, model, info, X, {"split": sizes})
+    for bad in ([3], [1, 1, 1], [1, 1]):
+        _refused(refruntime, info, X, {"split": bad})
 
 
 # ---------------------------------------------------------------- Squeeze, Unsqueeze

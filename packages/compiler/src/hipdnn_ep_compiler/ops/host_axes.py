@@ -27,8 +27,10 @@ axes and steps (ops/onnx.py: start and count computed for both signs of a fed st
 and Pad's axes (ops/general.py).
 
 Not fed this way:
-- an axes input whose length is itself symbolic (every input dim made symbolic): the number of axes, hence
-  the result's rank and the length of the kernel's parameter array, would be unknown; it stays refused;
+- an axes input whose length is itself symbolic (every input dim made symbolic), unless the op knows the
+  count (`values`: a keepdims=0 Reduce, Squeeze or Unsqueeze from its declared result rank, Split from
+  its outputs; the program then requires that length, ir.counted_input_values).  A keepdims=1 Reduce
+  would need a parameter array of run-time length (any count is valid there); it stays refused;
 - Resize's scales and roi: they are floats, and the host algebra (symbolic.py, the host program the
   lowering emits, the runtime's check evaluator in shape_checks.cpp, the metadata's expressions) is int64
   only.  floor(d * scale) with onnxruntime's float32 rounding would need a float op in all of them and a
@@ -37,7 +39,10 @@ Not fed this way:
 
 from __future__ import annotations
 
+from torch_mlir import ir
+
 from .. import checks
+from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
 from .node import Node
@@ -59,13 +64,32 @@ def fed(o: Node, i: int) -> bool:
     return values is None or any(not isinstance(v, int) for v in values)
 
 
-def axes(o: Node, i: int, rank: int, what: str = "axes") -> list[sym.Expr]:
-    """Input i's values as axes of a rank-`rank` tensor, normalized (>= 0), with the ONNX rules checked
-    (at compile time for constants, else by the program): each in [-rank, rank - 1], none twice."""
+def result_rank(o: Node, k: int = 0) -> int | None:
+    """The rank of result k as imported (declared or inferred), None when unknown."""
+    t = o.op.results[k].type
+    return t.rank if isinstance(t, ir.RankedTensorType) else None
+
+
+def values(o: Node, i: int, what: str, count: int | None = None) -> list[sym.Expr]:
+    """Input i's values, read on the host.  An input of symbolic length is read when the op knows how
+    many values it needs (`count`: from the result's rank, or the number of outputs); the program then
+    requires the fed length to be that count."""
     vals = o.host(i)
+    if vals is None and count is not None and o.input(i) is not None:
+        vals = hir.counted_input_values(o.input(i), count)
+        if vals is not None:
+            text = checks.Text(o.dims(i)[0], count)
+            o.require("eq", text.values, f"the {what} input has {{0}} entries; the result needs {count}")
     if vals is None:
         o.fail(f"the {what} must be computable from constants, input shapes and small integer inputs "
-               f"(a static 1-D int64 input of at most 16 elements)")
+               f"(a 1-D int64 input of at most 16 elements, of static length or of a length the result gives)")
+    return vals
+
+
+def axes(o: Node, i: int, rank: int, what: str = "axes", count: int | None = None) -> list[sym.Expr]:
+    """Input i's values as axes of a rank-`rank` tensor, normalized (>= 0), with the ONNX rules checked
+    (at compile time for constants, else by the program): each in [-rank, rank - 1], none twice."""
+    vals = values(o, i, what, count)
     if len(o.dims(i)) > 1:
         raise ModelError(f"{o.where}: the {what} input has rank {len(o.dims(i))}; it must be 1-D")
     out: list[sym.Expr] = []

@@ -305,10 +305,7 @@ def _split_sizes(o: Node, dim: sym.Expr, n_out: int) -> list[sym.Expr]:
 def _fed_split_sizes(o: Node, dim: sym.Expr, n_out: int) -> list[sym.Expr]:
     """Split sizes read on the host at run time: each >= 0 and their sum the axis' size, checked by the
     program before anything runs (each output is a slice at a run-time start)."""
-    sizes = o.host(1)
-    if sizes is None:
-        o.fail("split must be computable from constants, input shapes and small integer inputs "
-               "(a static 1-D int64 input of at most 16 elements)")
+    sizes = host_axes.values(o, 1, "split", n_out)
     if len(o.dims(1)) != 1:
         raise ModelError(f"{o.where}: the split input has rank {len(o.dims(1))}; it must be 1-D")
     if len(sizes) != n_out:

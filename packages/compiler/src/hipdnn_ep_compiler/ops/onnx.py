@@ -153,7 +153,9 @@ def _reduce(o: Node) -> None:
     d = o.dims(0)
     if host_axes.fed(o, 1):  # axes fed as a graph input: known at run time
         keep = o.attr_int("keepdims", 1) == 1
-        ax = host_axes.axes(o, 1, len(d), "reduction axes")
+        out_rank = host_axes.result_rank(o)
+        count = len(d) - out_rank if not keep and out_rank is not None else None
+        ax = host_axes.axes(o, 1, len(d), "reduction axes", count)
         replace(o, host_axes.REDUCE_AXES, [o.input(0)], {"op": o.entry.enum_key},
                 [host_axes.reduced(d, ax, keep)], params={"axes": ax})
         return
@@ -266,9 +268,15 @@ def _alias_like(o: Node) -> None:
         dims = _reshape_dims(o, src, target)
         _require_same_size(o, src, target, dims)
     elif o.kind == "unsqueeze" and host_axes.fed(o, 1):
-        dims = host_axes.inserted(src, host_axes.axes(o, 1, len(src) + len(o.host(1) or ())))
+        count = len(o.host(1)) if o.host(1) is not None else None
+        out_rank = host_axes.result_rank(o)
+        if count is None and out_rank is not None and out_rank > len(src):
+            count = out_rank - len(src)
+        dims = host_axes.inserted(src, host_axes.axes(o, 1, len(src) + (count or 0), count=count))
     elif o.kind == "squeeze" and host_axes.fed(o, 1):
-        ax = host_axes.axes(o, 1, len(src))
+        out_rank = host_axes.result_rank(o)
+        count = len(src) - out_rank if out_rank is not None and out_rank < len(src) else None
+        ax = host_axes.axes(o, 1, len(src), count=count)
         host_axes.require_squeezable(o, src, ax)
         dims = host_axes.kept(src, ax)
     elif o.kind == "unsqueeze":
