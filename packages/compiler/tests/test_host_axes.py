@@ -77,12 +77,30 @@ def test_reduce_fed_axes_refusals(refruntime, tmp_path):
     assert "reduction axes[0] and reduction axes[1] both name axis {2}; an axis may be named once" in texts
 
 
-def test_reduce_axes_of_symbolic_length_are_refused_where_no_rank_gives_their_count(tmp_path):
-    for keepdims, y in ((1, ["a", "b"]), (0, None)):  # keepdims: any count; no declared rank to count from
-        node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=keepdims)
-        model = make_model([node], [("x", F, [2, 3]), ("axes", I64, ["n"])], [("y", F, y)], opset=18)
-        with pytest.raises(UnsupportedError, match="the reduction axes must be computable from constants"):
-            compile_model(model, tmp_path / f"a{keepdims}")
+def test_reduce_axes_of_symbolic_length_refusals(tmp_path):
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)  # no declared rank to count from
+    model = make_model([node], [("x", F, [2, 3]), ("axes", I64, ["n"])], [("y", F, None)], opset=18)
+    with pytest.raises(UnsupportedError, match="the reduction axes must be computable from constants"):
+        compile_model(model, tmp_path / "a")
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], noop_with_empty_axes=1)
+    model = make_model([node], [("x", F, [2, 3]), ("axes", I64, ["n"])], [("y", F, ["a", "b"])], opset=18)
+    with pytest.raises(UnsupportedError, match="noop_with_empty_axes with reduction axes of symbolic length"):
+        compile_model(model, tmp_path / "b")
+
+
+@DYN
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceL1"])
+def test_keepdims_reduce_over_axes_of_symbolic_length(op, dynamic, refruntime, tmp_path):
+    """keepdims=1 keeps the rank for any count: up to rank(x) axes are read, the fed length is checked
+    against it, none (length 0) reduces every axis."""
+    xd = ["A", "B", "C"] if dynamic else list(X.shape)
+    node = helper.make_node(op, ["x", "axes"], ["y"])
+    model = make_model([node], [("x", F, xd), ("axes", I64, ["n"])], [("y", F, ["a", "b", "c"])], opset=18)
+    info = compile_model(model, tmp_path / "art")
+    for axes in ([1], [0, 2], [-1, 0, 1], [], [2]):
+        _run(refruntime, model, info, X, {"axes": axes})
+    for bad in ([0, 1, 2, 0], [1, 1], [0, -1, 2], [3], [-4, 0]):  # too many; repeated; out of range
+        _refused(refruntime, info, X, {"axes": bad})
 
 
 @pytest.mark.parametrize("op", ["ReduceSum", "Squeeze", "Unsqueeze"])

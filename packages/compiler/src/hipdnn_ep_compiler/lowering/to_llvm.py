@@ -486,6 +486,9 @@ class _Lowering:
             if p.symbolic:
                 vals = hir.param_values(op, p.attr)
                 ptr = self.int_array(vals, hir.get_int(op, p.slot_attr))
+                if p.counted:  # [count, values...]: a rank-1 ref of `count` values, its dims the count
+                    inputs.append((self.e.gep(ptr, 8), ptr, 1, hir.INT64))
+                    continue
             else:
                 vals = hir.get_ints(op, p.attr)
                 ptr = self.const_array(vals)

@@ -29,8 +29,9 @@ and Pad's axes (ops/general.py).
 Not fed this way:
 - an axes input whose length is itself symbolic (every input dim made symbolic), unless the op knows the
   count (`values`: a keepdims=0 Reduce, Squeeze or Unsqueeze from its declared result rank, Split from
-  its outputs; the program then requires that length, ir.counted_input_values).  A keepdims=1 Reduce
-  would need a parameter array of run-time length (any count is valid there); it stays refused;
+  its outputs; the program then requires that length, ir.counted_input_values), or a keepdims=1 Reduce
+  (`counted_reduction`: any count keeps the rank; up to rank(x) axes are read and the kernel gets an axes
+  array of run-time length, Param.counted); with noop_with_empty_axes it stays refused;
 - Resize's scales and roi: they are floats, and the host algebra (symbolic.py, the host program the
   lowering emits, the runtime's check evaluator in shape_checks.cpp, the metadata's expressions) is int64
   only.  floor(d * scale) with onnxruntime's float32 rounding would need a float op in all of them and a
@@ -52,6 +53,10 @@ from .registry import Kernel, Param, register_kernel
 # them as an INT64 parameter input read on the host).
 REDUCE_AXES = register_kernel(Kernel("reduce_axes", "kernel_reduce", ("op",), op_enum="reduce_op",
                                      params=(Param("axes", 1, symbolic=True),), shown="reduce"))
+# The reduce kernel over an axes input of run-time length: its axes array is counted (Param.counted).
+REDUCE_AXES_COUNTED = register_kernel(Kernel("reduce_axes_counted", "kernel_reduce", ("op",), op_enum="reduce_op",
+                                             params=(Param("axes", 1, symbolic=True, counted=True),),
+                                             shown="reduce"))
 TRANSPOSE_PERM = register_kernel(Kernel("transpose_perm", "kernel_transpose",
                                         params=(Param("perm", 1, symbolic=True),), shown="transpose"))
 
@@ -116,6 +121,47 @@ def axes(o: Node, i: int, rank: int, what: str = "axes", count: int | None = Non
             o.require("eq", text.values, f"{what}[{j}] and {what}[{k}] both name axis {shown}; "
                                          "an axis may be named once")
     return out
+
+
+def counted_reduction(o: Node, d: list[sym.Expr]) -> tuple[list[sym.Expr], list[sym.Expr]] | None:
+    """A keepdims=1 reduction over an axes input of symbolic length L (any count keeps the rank): its first
+    rank(d) elements are read (unique in-range axes are at most that many; L <= rank is checked, the
+    program zero-fills what L does not cover), entry k counts where k < L, and L = 0 reduces every axis.
+    Returns the result dims and the counted parameter array [L, axes...], or None when the input is not
+    such an input."""
+    r = len(d)
+    vals = hir.counted_input_values(o.input(1), r)
+    if vals is None:
+        return None
+    if o.attr_int("noop_with_empty_axes", 0):
+        o.fail("noop_with_empty_axes with reduction axes of symbolic length is not supported (whether the "
+               "node reduces is known only at run time)")
+    n = o.dims(1)[0]
+    text = checks.Text(n, r)
+    o.require("le", text.values, f"the reduction axes input has {{0}} entries; an input of rank {r} has at "
+                                 f"most {r} distinct axes")
+    ax = []
+    for k, a in enumerate(vals):
+        for lo, hi in ((-r, a), (a, r - 1)):  # entries past n are 0 (zero-filled): in range
+            text = checks.Text(lo, hi)
+            shown = text.ref(a)
+            o.require("le", text.values, f"reduction axes[{k}] is {shown}; it must be in [{-r}, {r - 1}] "
+                                         f"(the input has rank {r})")
+        ax.append(sym.select_negative(a, sym.add(a, r), a))
+    live = [sym.select_negative(sym.sub(k, n), 1, 0) for k in range(r)]  # k < n
+    for j in range(r):
+        for k in range(j + 1, r):
+            same = sym.select_zero(live[k], 0, sym.select_zero(sym.sub(ax[j], ax[k]), 1, 0))
+            text = checks.Text(same, 0)
+            shown = text.ref(ax[j])
+            o.require("eq", text.values, f"reduction axes[{j}] and reduction axes[{k}] both name axis {shown}; "
+                                         "an axis may be named once")
+    dims = []
+    for i, x in enumerate(d):
+        named = sym.add(0, *(sym.select_zero(lv, 0, sym.select_zero(sym.sub(a, i), 1, 0))
+                             for lv, a in zip(live, ax, strict=True)))
+        dims.append(sym.select_zero(sym.select_zero(n, 1, named), x, 1))  # no axes: every axis
+    return dims, [n] + ax
 
 
 def member(ax: list[sym.Expr], i: int) -> sym.Expr:

@@ -153,6 +153,11 @@ def _reduce(o: Node) -> None:
     d = o.dims(0)
     if host_axes.fed(o, 1):  # axes fed as a graph input: known at run time
         keep = o.attr_int("keepdims", 1) == 1
+        counted = host_axes.counted_reduction(o, d) if keep and o.host(1) is None else None
+        if counted is not None:
+            replace(o, host_axes.REDUCE_AXES_COUNTED, [o.input(0)], {"op": o.entry.enum_key}, [counted[0]],
+                    params={"axes": counted[1]})
+            return
         out_rank = host_axes.result_rank(o)
         count = len(d) - out_rank if not keep and out_rank is not None else None
         ax = host_axes.axes(o, 1, len(d), "reduction axes", count)

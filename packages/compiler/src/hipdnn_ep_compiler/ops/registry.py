@@ -38,6 +38,9 @@ class Param:
     attr: str
     input: int  # its position among the kernel's inputs
     symbolic: bool = False
+    # The tied values are [count, value 0, value 1, ...]: an array whose length is known at run time (the
+    # first `count` values; the tensor ref's dims point at the count).  Symbolic params only.
+    counted: bool = False
 
     @property
     def slot_attr(self) -> str:
