@@ -1,0 +1,303 @@
+"""The reference of the vision kernels (conv, pool, batch_norm, activation, conv_transpose, resize,
+grid_sample), and the ConvTranspose, Resize and GridSample references they use."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+
+class VisionKernels:
+    @staticmethod
+    def _windows(x, out_spatial, kernel, strides, pads, dilations, fill):
+        """x [N, C, *S] padded with `fill`, as [N, C, *out, *kernel] views of each output's window taps."""
+        r = len(out_spatial)
+        hi = [max(0, (o - 1) * s + (k - 1) * d + 1 - n - p)
+              for o, s, k, d, n, p in zip(out_spatial, strides, kernel, dilations, x.shape[2:], pads, strict=True)]
+        xp = np.pad(x, [(0, 0), (0, 0)] + [(p, h) for p, h in zip(pads, hi, strict=True)], constant_values=fill)
+        taps = np.empty(x.shape[:2] + tuple(out_spatial) + tuple(kernel), x.dtype)
+        for o in np.ndindex(*out_spatial):
+            for k in np.ndindex(*kernel):
+                idx = tuple(oi * s + ki * d for oi, s, ki, d in zip(o, strides, k, dilations, strict=True))
+                taps[(slice(None), slice(None)) + o + k] = xp[(slice(None), slice(None)) + idx]
+        return taps, r
+
+    def fn_kernel_conv(self, v):
+        def run(i, o, ints, f):
+            x, wt, b = (a.astype(np.float64) for a in i[:3])
+            r = x.ndim - 2
+            geo = [int(g) for g in i[3]]
+            strides, pads, dilations = geo[:r], geo[r:2 * r], geo[2 * r:]
+            taps, _ = self._windows(x, o.shape[2:], wt.shape[2:], strides, pads, dilations, 0.0)
+            group = ints[0]
+            cg, mg = x.shape[1] // group, wt.shape[0] // group
+            outs = []
+            for g in range(group):
+                t = taps[:, g * cg:(g + 1) * cg]  # [N, cg, *out, *k]
+                wg = wt[g * mg:(g + 1) * mg]      # [mg, cg, *k]
+                t = np.moveaxis(t, 1, 1 + r)      # [N, *out, cg, *k]
+                outs.append(np.tensordot(t, wg, axes=(list(range(1 + r, 2 + 2 * r)), list(range(1, 2 + r)))))
+            y = np.concatenate(outs, axis=-1) + b  # [N, *out, M]
+            return np.moveaxis(y, -1, 1)
+        return self._kernel(v, run)
+
+    def fn_kernel_conv_integer(self, v):
+        def run(i, o, ints, f):
+            x = i[0].astype(np.float64) - float(i[2].reshape(-1)[0])  # padding (0) is x_zero_point less itself
+            wt = i[1].astype(np.float64) - i[3].astype(np.float64).reshape((-1,) + (1,) * (i[1].ndim - 1))
+            r = x.ndim - 2
+            geo = [int(g) for g in i[4]]
+            strides, pads, dilations = geo[:r], geo[r:2 * r], geo[2 * r:]
+            taps, _ = self._windows(x, o.shape[2:], wt.shape[2:], strides, pads, dilations, 0.0)
+            group = ints[0]
+            cg, mg = x.shape[1] // group, wt.shape[0] // group
+            outs = []
+            for g in range(group):
+                t = np.moveaxis(taps[:, g * cg:(g + 1) * cg], 1, 1 + r)
+                outs.append(np.tensordot(t, wt[g * mg:(g + 1) * mg],
+                                         axes=(list(range(1 + r, 2 + 2 * r)), list(range(1, 2 + r)))))
+            y = np.moveaxis(np.concatenate(outs, axis=-1), -1, 1)  # exact: |y| < 2**53
+            return y.astype(np.int64).astype(np.uint32).astype(np.int32)
+        return self._kernel(v, run)
+
+    def fn_kernel_pool(self, v):
+        def run(i, o, ints, f):
+            x = i[0].astype(np.float64)
+            r = x.ndim - 2
+            geo = [int(g) for g in i[1]]
+            kernel, strides, pads, ends, dilations = (geo[k * r:(k + 1) * r] for k in range(5))
+            taps, _ = self._windows(x, o.shape[2:], kernel, strides, pads, dilations, np.nan)
+            axes = tuple(range(2 + r, 2 + 2 * r))
+            if self._op("hipdnn_ep_pool_op", ints[0]) == "MAX":
+                return np.nanmax(taps, axis=axes)
+            if not ints[1]:
+                return np.nanmean(taps, axis=axes)
+            # count_include_pad: taps inside X and its pads count, ceil_mode's extra ones do not
+            ones = np.ones((1, 1) + x.shape[2:])
+            inside, _ = self._windows(np.pad(ones, [(0, 0), (0, 0)] + list(zip(pads, ends, strict=True)),
+                                             constant_values=1.0), o.shape[2:], kernel, strides,
+                                      [0] * r, dilations, 0.0)
+            return np.nansum(taps, axis=axes) / inside.sum(axis=axes)
+        return self._kernel(v, run)
+
+    def fn_kernel_batch_norm(self, v):
+        def run(i, o, ints, f):
+            x, scale, b, mean, var = (a.astype(np.float64) for a in i)
+            shape = (1, -1) + (1,) * (x.ndim - 2)
+            return (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + f[0]) * scale.reshape(shape) \
+                + b.reshape(shape)
+        return self._kernel(v, run)
+
+    def fn_kernel_activation(self, v):
+        def run(i, o, ints, f):
+            x = i[0].astype(np.float64)
+            a, b = f
+            sp = np.logaddexp(0.0, x)
+            return {"HARD_SIGMOID": lambda: np.clip(a * x + b, 0, 1),
+                    "HARD_SWISH": lambda: x * np.clip(x / 6 + 0.5, 0, 1),
+                    "LEAKY_RELU": lambda: np.where(x < 0, a * x, x),
+                    "ELU": lambda: np.where(x < 0, a * np.expm1(x), x),
+                    "SELU": lambda: b * np.where(x <= 0, a * np.expm1(x), x),
+                    "CELU": lambda: np.maximum(0, x) + np.minimum(0, a * np.expm1(x / a)),
+                    "SOFTPLUS": lambda: sp,
+                    "MISH": lambda: x * np.tanh(sp),
+                    "THRESHOLDED_RELU": lambda: np.where(x > a, x, 0.0)}[self._op("hipdnn_ep_activation_op", ints[0])]()
+        return self._kernel(v, run)
+
+    def fn_kernel_conv_transpose(self, v):
+        def run(i, o, ints, f):
+            r = i[0].ndim - 2
+            geo = [int(g) for g in i[3]]
+            return conv_transpose_ref(i[0], i[1], i[2], geo[:r], geo[r:2 * r], geo[2 * r:], ints[0], o.shape[2:])
+        return self._kernel(v, run)
+
+    def fn_kernel_grid_sample(self, v):
+        def run(i, o, ints, f):
+            return grid_sample_ref(i[0], i[1], *ints)
+        return self._kernel(v, run)
+
+    def fn_kernel_resize(self, v):
+        def run(i, o, ints, f):
+            r = i[0].ndim
+            bits = np.array([int(g) for g in i[1]], np.uint32)
+            vals = bits.view(np.float32).astype(np.float64)
+            scales = [0.0 if bits[d] == 0 else vals[d] for d in range(r)]
+            return resize_ref(i[0], ints[0], ints[1], ints[2], ints[3], ints[4], f[0], f[1], scales,
+                              vals[r:2 * r], vals[2 * r:], o.shape)
+        return self._kernel(v, run)
+
+
+# ---------------------------------------------------------------- ConvTranspose and Resize references
+
+
+def conv_transpose_ref(x, w, b, strides, pads, dilations, group, out_spatial):
+    """ConvTranspose by scattering each kernel tap's contribution (float64 numpy loops over the taps)."""
+    x, w, b = (a.astype(np.float64) for a in (x, w, b))
+    n, c = x.shape[:2]
+    r = x.ndim - 2
+    cg, mg = c // group, w.shape[1]
+    y = np.zeros((n, mg * group, *out_spatial))
+    for g in range(group):
+        xg = x[:, g * cg:(g + 1) * cg]
+        for k in np.ndindex(*w.shape[2:]):
+            wk = w[(slice(g * cg, (g + 1) * cg), slice(None)) + k]  # [cg, mg]
+            contrib = np.einsum("nc...,cm->nm...", xg, wk)  # [N, mg, *in]
+            src, dst = [], []
+            for d in range(r):
+                p = np.arange(x.shape[2 + d])
+                o = p * strides[d] - pads[d] + k[d] * dilations[d]
+                ok = (o >= 0) & (o < out_spatial[d])
+                src.append(p[ok])
+                dst.append(o[ok])
+            ys = y[:, g * mg:(g + 1) * mg]
+            ys[(slice(None), slice(None)) + np.ix_(*dst)] += contrib[(slice(None), slice(None)) + np.ix_(*src)]
+    return y + b.reshape(1, -1, *([1] * r))
+
+
+def resize_axis_weights(mode, coord, nearest, exclude, antialias, a, n_in, n_out, scale, roi_start, roi_end):
+    """Resize along one axis as a [out, in] weight matrix and the rows outside the roi (extrapolated):
+    the ONNX reference's per-coordinate taps, coordinates computed in float32 as onnxruntime does."""
+    f = np.float32
+    m = np.zeros((n_out, n_in))
+    outside = np.zeros(n_out, bool)
+    for o in range(n_out):
+        xo, lo, li, s = f(o), f(n_out), f(n_in), f(scale)
+        if coord == 1:
+            adj = lo / (s * li)
+            x = li / f(2) * (f(1) - adj) + (xo + f(0.5)) / s - f(0.5)
+        elif coord == 2:
+            x = (xo + f(0.5)) / s - f(0.5) if n_out > 1 else f(0)
+        elif coord == 3:
+            x = f(0) if n_out == 1 else xo * (li - f(1)) / (lo - f(1))
+        elif coord == 4:
+            x = xo / s
+        elif coord == 5:
+            x = (xo + f(0.5)) / s
+        elif coord == 6:
+            rs, re = f(roi_start), f(roi_end)
+            x = (rs * (li - f(1)) + xo * (re - rs) * (li - f(1)) / (lo - f(1)) if n_out > 1
+                 else f(0.5) * (rs + re) * (li - f(1)))
+        else:
+            x = (xo + f(0.5)) / s - f(0.5)
+        x = float(x)
+        if coord == 6 and (x < 0 or x > n_in - 1):
+            outside[o] = True
+            continue
+        if mode == 0:
+            if nearest == 1:
+                i = np.floor(x + 0.5) if x >= 0 else -np.floor(-x + 0.5)
+            elif nearest == 2:
+                i = np.floor(x)
+            elif nearest == 3:
+                i = np.ceil(x)
+            elif nearest == 4:
+                i = np.ceil(x) if scale < 1 else np.trunc(x)
+            else:
+                i = np.floor(x) if x == int(x) + 0.5 else (np.floor(x + 0.5) if x >= 0 else -np.floor(-x + 0.5))
+            m[o, min(max(int(i), 0), n_in - 1)] = 1.0
+            continue
+        base = int(np.ceil(x)) - 1
+        ratio = x - base
+        ss = min(scale, 1.0) if antialias else 1.0
+        support = 1.0 if mode == 1 else 2.0
+        start = int(np.floor(-support / ss)) + 1
+        js = np.arange(start, 2 - start)
+        dist = np.abs((js - ratio) * ss)
+        if mode == 1:
+            c = np.maximum(0.0, 1.0 - dist)
+        else:
+            c = np.where(dist <= 1, ((a + 2) * dist - (a + 3)) * dist * dist + 1,
+                         np.where(dist < 2, ((a * dist - 5 * a) * dist + 8 * a) * dist - 4 * a, 0.0))
+        idx = base + js
+        if exclude:
+            c = np.where((idx >= 0) & (idx < n_in), c, 0.0)
+        c = c / c.sum()
+        for k, wk in zip(np.clip(idx, 0, n_in - 1), c, strict=True):
+            m[o, k] += wk
+    return m, outside
+
+
+def resize_ref(x, mode, coord, nearest, exclude, antialias, a, extrapolation, scales, roi_starts, roi_ends, out_shape):
+    """Resize as one weight matrix per axis (separable), extrapolated positions set afterwards."""
+    y = x.astype(np.float64)
+    mask = np.zeros(out_shape, bool)
+    for d, (n_in, n_out) in enumerate(zip(x.shape, out_shape, strict=True)):
+        s = scales[d] if scales[d] != 0 else np.float32(n_out) / np.float32(n_in)
+        m, outside = resize_axis_weights(mode, coord, nearest, exclude, antialias, a, n_in, n_out, float(s),
+                                         roi_starts[d], roi_ends[d])
+        y = np.moveaxis(np.tensordot(m, np.moveaxis(y, d, 0), axes=(1, 0)), 0, d)
+        shape = [1] * len(out_shape)
+        shape[d] = n_out
+        mask |= outside.reshape(shape)
+    y[mask] = extrapolation
+    return y
+
+
+def grid_sample_ref(x, grid, mode, padding, align):
+    """GridSample per output position and tap, in float64 (the ONNX reference's algorithm)."""
+    x, grid = x.astype(np.float64), grid.astype(np.float64)
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    r = len(sp)
+    out = grid.shape[1:-1]
+    y = np.zeros((n, c, *out))
+
+    def reflect(v, lo, hi):
+        rng = hi - lo
+        if rng <= 0:
+            return 0.0
+        if v < lo:
+            dx = lo - v
+            k = int(dx / rng)
+            rr = dx - k * rng
+            return lo + rr if k % 2 == 0 else hi - rr
+        if v > hi:
+            dx = v - hi
+            k = int(dx / rng)
+            rr = dx - k * rng
+            return hi - rr if k % 2 == 0 else lo + rr
+        return v
+
+    def bounds(size):
+        return (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+
+    def index(i, size):
+        if padding == 0:
+            return i if 0 <= i < size else None
+        if padding == 1:
+            return min(max(i, 0), size - 1)
+        return min(max(int(reflect(float(i), *bounds(size))), 0), size - 1)
+
+    def cubic(d, a=-0.75):
+        d = abs(d)
+        if d <= 1:
+            return ((a + 2) * d - (a + 3)) * d * d + 1
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
+
+    for b in range(n):
+        for o in np.ndindex(*out):
+            taps = []
+            for d in range(r):
+                g = grid[(b, *o, r - 1 - d)]
+                s = sp[d]
+                v = (g + 1) / 2 * (s - 1) if align else ((g + 1) * s - 1) / 2
+                if padding == 1 and mode != 2:  # cubic pads each tap's index only (as onnxruntime)
+                    v = min(max(v, 0.0), s - 1.0)
+                elif padding == 2 and mode != 2:
+                    v = reflect(v, *bounds(s))
+                if mode == 1:
+                    taps.append([(int(np.rint(v)), 1.0)])
+                elif mode == 0:
+                    f = np.floor(v)
+                    taps.append([(int(f), 1 - (v - f)), (int(f) + 1, v - f)])
+                else:
+                    f = np.floor(v)
+                    taps.append([(int(f) - 1 + j, cubic(v - f - (j - 1))) for j in range(4)])
+            for combo in itertools.product(*taps):
+                idx = [index(i, sp[d]) for d, (i, _) in enumerate(combo)]
+                if any(i is None for i in idx):
+                    continue
+                w = np.prod([wt for _, wt in combo])
+                y[(b, slice(None), *o)] += w * x[(b, slice(None), *idx)]
+    return y
