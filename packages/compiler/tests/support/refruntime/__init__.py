@@ -7,7 +7,8 @@ one-liners following the manifest's documented semantics.  It is a test oracle f
 programs (dims, offsets, attributes, statuses), not a runtime.
 
 The kernels are mixins by family (general.py, quant.py, llm.py, vision.py) over the ABI's memory,
-tensor and program entry points (base.py); shim.py builds the forwarding library.
+tensor and program entry points (base.py); shim.py builds the forwarding library. The Resize and
+GridSample references are shared with the runtime's kernel tests (packages/abi/reference/kernel_reference.py).
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from .general import GeneralKernels
 from .llm import LlmKernels
 from .quant import QuantKernels
 from .shim import CODE, NP, build_shim
-from .vision import VisionKernels, conv_transpose_ref, grid_sample_ref, resize_axis_weights, resize_ref
+from .vision import VisionKernels, conv_transpose_ref
 
-__all__ = ["CODE", "NP", "RefRuntime", "build_shim", "conv_transpose_ref", "grid_sample_ref", "resize_axis_weights",
-           "resize_ref"]
+__all__ = ["CODE", "NP", "RefRuntime", "build_shim", "conv_transpose_ref"]
 
 
 class RefRuntime(GeneralKernels, QuantKernels, LlmKernels, VisionKernels, RuntimeBase):
