@@ -193,6 +193,56 @@ def test_scatter_nd_matches_onnxruntime(reduction, refruntime, tmp_path):
         np.testing.assert_allclose(got[0], ort_run(model, feeds)[0], rtol=1e-6, atol=1e-6)
 
 
+def test_integer_and_boolean_shape_code_folds_on_the_host(refruntime, tmp_path):
+    """Comparisons, Mod (both signs conventions), Neg/Abs/Sign of host ints and And/Or/Xor/Not of host
+    booleans fold to host values (no kernel call), computed by the program from small integer inputs."""
+    pairs = [("Mod", {}), ("Mod", {"fmod": 1}), ("Less", {}), ("Greater", {}), ("LessOrEqual", {}),
+             ("GreaterOrEqual", {}), ("Equal", {})]
+    nodes = [helper.make_node(op, ["a", "b"], [f"r{k}"], **attrs) for k, (op, attrs) in enumerate(pairs)]
+    nodes += [helper.make_node("Neg", ["a"], ["neg"]), helper.make_node("Abs", ["a"], ["abs"]),
+              helper.make_node("Sign", ["a"], ["sign"]), helper.make_node("Cast", ["a"], ["t"], to=B),
+              helper.make_node("Not", ["r2"], ["not"]), helper.make_node("And", ["r2", "t"], ["and"]),
+              helper.make_node("Or", ["r3", "t"], ["or"]), helper.make_node("Xor", ["r4", "t"], ["xor"])]
+    outs = [f"r{k}" for k in range(len(pairs))] + ["neg", "abs", "sign", "t", "not", "and", "or", "xor"]
+    model = make_model(nodes, [("a", I64, [6]), ("b", I64, [6])], [(o, T.UNDEFINED, None) for o in outs], opset=17)
+    info = compile_model(model, tmp_path / "art")
+    assert not [f["name"] for f in info.metadata["imports"] if "kernel" in f["name"]]
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        a = rng.integers(-9, 10, 6).astype(np.int64)
+        b = rng.choice([-7, -3, -1, 1, 2, 5], 6).astype(np.int64)
+        a[0] = 0
+        got = refruntime.run(info.program, [a, b])
+        for g, w in zip(got, ort_run(model, {"a": a, "b": b}), strict=True):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+
+
+def test_grouped_heads_expand_target_folds_on_the_host(refruntime, tmp_path):
+    """The expanded Attention body's key repeat: Where(And(Not(Equal(Hq, Hkv)), Equal(Mod(Hq, Hkv), 0)),
+    Hq / Hkv, 1) over dims of the inputs is a host value, so the Expand target is known on the host."""
+    nodes = [helper.make_node("Shape", ["q"], ["hq"], start=1, end=2),
+             helper.make_node("Shape", ["k"], ["hkv"], start=1, end=2),
+             helper.make_node("Equal", ["hq", "hkv"], ["same"]), helper.make_node("Not", ["same"], ["grouped"]),
+             helper.make_node("Mod", ["hq", "hkv"], ["rem"]), helper.make_node("Equal", ["rem", "zero"], ["even"]),
+             helper.make_node("And", ["grouped", "even"], ["cond"]), helper.make_node("Div", ["hq", "hkv"], ["ratio"]),
+             helper.make_node("Where", ["cond", "ratio", "one"], ["rep"]),
+             helper.make_node("Shape", ["k"], ["b"], start=0, end=1),
+             helper.make_node("Shape", ["k"], ["rest"], start=2),
+             helper.make_node("Concat", ["b", "hkv", "rep", "rest"], ["target"], axis=0),
+             helper.make_node("Unsqueeze", ["k", "two"], ["ku"]),
+             helper.make_node("Expand", ["ku", "target"], ["out"])]
+    inits = [const("zero", np.zeros(1, np.int64)), const("one", ONE), const("two", np.array([2], np.int64))]
+    model = make_model(nodes, [("q", F, [1, "HQ", 3]), ("k", F, [1, "HKV", 3])], [("out", F, None)], inits, opset=17)
+    info = compile_model(model, tmp_path / "art")
+    rng = np.random.default_rng(0)
+    for hq, hkv in ((4, 2), (3, 3), (6, 1)):
+        feeds = {"q": rng.standard_normal((1, hq, 3)).astype(np.float32),
+                 "k": rng.standard_normal((1, hkv, 3)).astype(np.float32)}
+        got = refruntime.run(info.program, [feeds["q"], feeds["k"]] + load_weights(info.metadata, model))
+        np.testing.assert_array_equal(got[0], ort_run(model, feeds)[0])
+
+
 def test_torch_expand_target_folds_on_the_host(refruntime, tmp_path):
     """torch.onnx spells x.expand(batch, -1) as Expand(x, Where(Equal(t, -1 * ones), ones, t)) with t from the
     input's shape: Equal and Where of those host values fold, so Expand's target is known on the host."""

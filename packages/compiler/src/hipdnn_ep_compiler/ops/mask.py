@@ -61,11 +61,32 @@ def _mod(o: Node) -> None:
         raise ModelError(f"{o.where}: fmod is {fmod}; it must be 0 or 1")
     if not fmod and o.result_dtype() in _FLOAT_TYPES:
         raise ModelError(f"{o.where}: Mod of floating-point inputs needs fmod=1")
+    if all_host(o) and o.result_dtype() in HOST_INT_TYPES:
+        try:
+            if host_elementwise(o, lambda a, b: _host_mod(a, b, fmod)):
+                return
+        except ZeroDivisionError:
+            raise ModelError(f"{o.where}: a divisor is 0") from None
     replace(o, BINARY, [o.input(0), o.input(1)], {"op": "FMOD" if fmod else "MOD"},
             [broadcast(o, o.dims(0), o.dims(1))])
 
 
 _FLOAT_TYPES = (1, 10, 11)  # float32, float16, float64
+
+
+def _host_mod(a: sym.Expr, b: sym.Expr, fmod: int) -> sym.Expr:
+    """a mod b of host ints: the sign of a (fmod=1, C's %) or of b (fmod=0, Python's %)."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError
+        return a - b * sym.div(a, b) if fmod else a % b
+    rem = sym.sub(a, sym.mul(b, sym.div(a, b)))  # truncated: the sign of a
+    if fmod or (sym.nonnegative(a) and sym.nonnegative(b)):
+        return rem
+    # a nonzero remainder whose sign differs from b's moves by b
+    same_sign = sym.select_negative(b, sym.select_negative(rem, rem, sym.add(rem, b)),
+                                    sym.select_negative(rem, sym.add(rem, b), rem))
+    return sym.select_zero(rem, 0, same_sign)
 
 
 register(OpDef("Mod", "mod", _mod, (BINARY,)))
