@@ -149,6 +149,36 @@ def test_op_matches_onnxruntime(op, inputs, attrs, inits, n_out, opset, domain, 
 ONE = np.ones(1, np.int64)
 
 
+@pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+@pytest.mark.parametrize("elem,axis,outs,read", [(F, -1, ["y", "mean", "inv"], "y mean inv"),
+                                                 (F, 1, ["y", "", "inv"], "y inv"),
+                                                 (H, -2, ["y", "mean", "inv"], "y mean inv"),
+                                                 (F, 0, ["y", "mean"], "mean")],
+                         ids=["all", "inv-only-axis1", "f16-stash-f32", "mean-only-axis0"])
+def test_layer_norm_statistics_match_onnxruntime(elem, axis, outs, read, dynamic, refruntime, tmp_path):
+    """LayerNormalization's Mean and InvStdDev outputs (composed, in stash_type float32; X's shape with 1
+    from the axis on); `read` names the graph outputs."""
+    node = helper.make_node("LayerNormalization", ["x", "s", "b"], outs, axis=axis, epsilon=1e-3)
+    normalized = [2, 3, 4][axis:]
+    inits = [const("s", np.linspace(0.5, 1.5, int(np.prod(normalized))).reshape(normalized).astype(NP[elem])),
+             const("b", np.full(normalized, 0.25, NP[elem]))]
+    sizes = [2, 3, 1] if dynamic else [2]
+    model = make_model([node], [("x", elem, ["N" if dynamic else 2, 3, 4])],
+                       [(o, T.UNDEFINED, None) for o in read.split()], inits, opset=17)
+    info = compile_model(model, tmp_path / "art")
+    weights = load_weights(info.metadata, model)
+    rng = np.random.default_rng(0)
+    for n in sizes if axis != 0 else [2]:
+        x = (rng.standard_normal((n, 3, 4)) * 3 + 1).astype(NP[elem])
+        got = refruntime.run(info.program, [x] + weights)
+        want = ort_run(model, {"x": x})
+        assert len(got) == len(want) == len(read.split())
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            tol = 2e-3 if g.dtype == np.float16 else 1e-5
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("reduction", [None, "add", "mul", "max", "min"])
 def test_scatter_elements_matches_onnxruntime(reduction, refruntime, tmp_path):
     """ScatterElements along axis 1 with repeated and negative indices (applied in order with a reduction)."""

@@ -83,7 +83,12 @@ GROUPS: dict[str, Group] = {
          Op("MatMul-weight", "MatMul", ["x", "W"]),
          Op("Gemm", "Gemm", ["a", "G", "C"], {"transB": 1, "alpha": 0.5, "beta": 2.0}),
          Op("Softmax", "Softmax", ["x"], {"axis": 1}), Op("Softmax-last", "Softmax", ["x"], {"axis": -1}),
-         Op("LayerNormalization", "LayerNormalization", ["x", "scale", "bias"], {"axis": -1, "epsilon": 1e-3})],
+         Op("LayerNormalization", "LayerNormalization", ["x", "scale", "bias"], {"axis": -1, "epsilon": 1e-3}),
+         # its Mean and InvStdDev outputs, compared through Identity
+         Op("LayerNormalization-stats", "LayerNormalization", ["x", "scale", "bias"], {"axis": -1},
+            extra_outputs=["ln_mean", "ln_inv_std_dev"]),
+         Op("LayerNormalization-Mean", "Identity", ["ln_mean"]),
+         Op("LayerNormalization-InvStdDev", "Identity", ["ln_inv_std_dev"])],
         {"W": np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5),
          "G": np.linspace(-2, 2, 20, dtype=np.float32).reshape(5, 4), "C": np.arange(5, dtype=np.float32),
          "scale": np.linspace(0.5, 1.5, 4, dtype=np.float32), "bias": np.ones(4, np.float32)}),

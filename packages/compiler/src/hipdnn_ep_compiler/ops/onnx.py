@@ -6,11 +6,26 @@ To add an op, see "Adding an op" in the package README.
 
 from __future__ import annotations
 
+import numpy as np
+from torch_mlir import ir
+
 from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
-from .node import HOST_INT_TYPES, Node, all_host, broadcast, host_elementwise, host_tensor, norm_axis, replace, show
+from .node import (
+    HOST_INT_TYPES,
+    Node,
+    all_host,
+    broadcast,
+    emit,
+    finish,
+    host_elementwise,
+    host_tensor,
+    norm_axis,
+    replace,
+    show,
+)
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
 # ---------------------------------------------------------------- kernel-level ops
@@ -184,12 +199,47 @@ def _layer_norm(o: Node) -> None:
     o.require("le", text.values, f"input shape {text.dims(d)} has {{1}} elements from axis {axis} on; "
                                  "LayerNormalization needs at least 1")
     operands = [o.input(0), o.input(1)] + ([o.input(2)] if o.input(2) is not None else [])
-    replace(o, LAYER_NORM, operands,
-             {"axis": norm_axis(o, o.attr_int("axis", -1), len(d)), "epsilon": o.attr_float("epsilon", 1e-5)},
-             [d])
+    attrs = {"axis": axis, "epsilon": o.attr_float("epsilon", 1e-5)}
+    roles = hir.get_ints(o.op, "result_roles", list(range(len(o.op.results))))
+    if roles == [0]:
+        replace(o, LAYER_NORM, operands, attrs, [d])
+        return
+    # Mean and InvStdDev (outputs 1 and 2, imported only when used): composed, in stash_type
+    out = {}
+    if 0 in roles:
+        out[0] = emit(o, LAYER_NORM, operands, attrs, [d], [o.op.results[roles.index(0)].type]).results[0]
+    stash = hir.element_dtype(o.op.results[next(k for k, r in enumerate(roles) if r > 0)])
+    out[1], out[2] = _layer_norm_stats(o, axis, attrs["epsilon"], stash)
+    finish(o, [out[r] for r in roles])
 
 
-register(OpDef("LayerNormalization", "layer_norm", _layer_norm, (LAYER_NORM,)))
+def _layer_norm_stats(o: Node, axis: int, epsilon: float, stash: int) -> tuple[ir.Value, ir.Value]:
+    """LayerNormalization's Mean and InvStdDev = 1 / sqrt(Var + epsilon) over the axes from `axis` on,
+    of X cast to `stash` (the stash_type), X's shape with 1 from `axis` on (as the ONNX function body
+    computes them, with the two-pass variance)."""
+    from .mask import FILL, _fill_bits  # mask.py builds on this module
+
+    d = o.dims(0)
+    stats = d[:axis] + [1] * (len(d) - axis)
+
+    def call(op, operands: list[ir.Value], op_attrs: dict, dims: list[sym.Expr]) -> ir.Value:
+        with o.op.context:
+            t = ir.Type.parse(hir.tensor_type_str(stash, dims))
+        return emit(o, op, operands, op_attrs, [dims], [t]).results[0]
+
+    x = o.input(0)
+    if hir.element_dtype(x) != stash:
+        x = call(CAST, [x], {"to": stash}, d)
+    axes = list(range(axis, len(d)))
+    mean = call(REDUCE, [x], {"op": "MEAN", "axes": axes}, stats)
+    dev = call(BINARY, [x, mean], {"op": "SUB"}, d)
+    var = call(REDUCE, [call(BINARY, [dev, dev], {"op": "MUL"}, d)], {"op": "MEAN", "axes": axes}, stats)
+    eps = call(FILL, [], {"bits": _fill_bits(np.array([epsilon]), stash)}, [])
+    std = call(UNARY, [call(BINARY, [var, eps], {"op": "ADD"}, stats)], {"op": "SQRT"}, stats)
+    return mean, call(UNARY, [std], {"op": "RECIPROCAL"}, stats)
+
+
+register(OpDef("LayerNormalization", "layer_norm", _layer_norm, (LAYER_NORM, REDUCE, BINARY, UNARY, CAST)))
 
 
 def _reduce(o: Node) -> None:
