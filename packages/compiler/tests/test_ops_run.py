@@ -64,6 +64,7 @@ CASES = [
     *[case(op, X34) for op in ("Abs", "Floor", "Ceil", "Sign", "IsNaN")],
     case("Reciprocal", X34, positive=True),
     case("Mod", XY, {"fmod": 1}, positive=True),
+    case("Mod", XY, opset=28, ident="Mod-float-floor"),
     case("Mod", [("i", I64, ["N", 3, 4])], inits=[const("d", np.array([3, -2, 5, 1], np.int64))], ident="Mod-int"),
     case("Clip", X34, inits=[const("lo", np.array(-0.5, np.float32)), const("hi", np.array(0.5, np.float32))]),
     case("GatherElements", [("x", F, ["N", 3, 4]), ("idx", I64, [1, 3, 2])], {"axis": 2}),
@@ -147,6 +148,30 @@ def test_op_matches_onnxruntime(op, inputs, attrs, inits, n_out, opset, domain, 
 
 
 ONE = np.ones(1, np.int64)
+
+
+@pytest.mark.parametrize("elem", [F, H], ids=["f32", "f16"])
+def test_float_mod_of_floor_division_matches_onnxruntime(elem, refruntime, tmp_path):
+    """Mod with fmod=0 of floats (opset 28): the sign of B; zeros with B's sign, infinities and NaN as
+    numpy's mod (which is what the ONNX spec writes out)."""
+    node = helper.make_node("Mod", ["a", "b"], ["out"], fmod=0)
+    model = make_model([node], [("a", elem, ["N"]), ("b", elem, ["N"])], [("out", elem, None)], opset=28)
+    info = compile_model(model, tmp_path / "art")
+    inf, nan = np.inf, np.nan
+    a = np.array([-4.3, 7.2, 5, 4.3, -7.2, 8, 0, -0.0, 0, -0.0, -3, 3, -1, 1, inf, -inf, 1, 1, nan, 1, 6, -6],
+                 NP[elem])
+    b = np.array([2.1, -3.4, 8, -2.1, 3.4, 5, -2, 2, 2, -2, inf, inf, -inf, -inf, 2, 2, 0, -0.0, 2, nan, 3, -3],
+                 NP[elem])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.mod(a, b)
+    got = refruntime.run(info.program, [a, b])[0]
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3, atol=0)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # signed zeros and infinities
+    try:
+        ort = ort_run(model, {"a": a, "b": b})[0]
+    except Exception as exc:  # noqa: BLE001 - an onnxruntime without Mod-28 (1.23)
+        pytest.skip(f"onnxruntime does not run Mod-28: {exc}")
+    np.testing.assert_allclose(got.astype(np.float64), ort.astype(np.float64), rtol=2e-3, atol=0)
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])

@@ -350,6 +350,8 @@ GROUPS: dict[str, Group] = {
     "misc-opset23": Group([X], [Op("RMSNormalization", "RMSNormalization", ["x", "scale"], {"epsilon": 1e-3})],
                           {"scale": np.linspace(0.5, 1.5, 4, dtype=np.float32)}, opset=23),
     "misc-opset24": Group([X], [Op("Swish", "Swish", ["x"], {"alpha": 0.5})], opset=24),  # skipped on 1.23
+    # Mod of floats with fmod=0 (the remainder of floor division) is defined from opset 28
+    "mod-opset28": Group([X, ("y", T.FLOAT, [3, 4])], [Op("Mod-float-floor", "Mod", ["x", "y"])], opset=28),
 }
 
 # float16 versions of a few math operators, checked against the float32 CPU result of the same inputs.

@@ -30,7 +30,7 @@ from .node import (
     norm_axis,
     replace,
 )
-from .onnx import BINARY, EXPAND, SLICE, UNARY, _binary, _unary
+from .onnx import BINARY, EXPAND, SLICE, UNARY, WHERE, _binary, _unary
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
 RANGE = register_kernel(Kernel("range", "kernel_range", params=(Param("start_delta", 0, symbolic=True),),
@@ -60,7 +60,8 @@ def _mod(o: Node) -> None:
     if fmod not in (0, 1):
         raise ModelError(f"{o.where}: fmod is {fmod}; it must be 0 or 1")
     if not fmod and o.result_dtype() in _FLOAT_TYPES:
-        raise ModelError(f"{o.where}: Mod of floating-point inputs needs fmod=1")
+        _float_floor_mod(o)
+        return
     if all_host(o) and o.result_dtype() in HOST_INT_TYPES:
         try:
             if host_elementwise(o, lambda a, b: _host_mod(a, b, fmod)):
@@ -72,6 +73,34 @@ def _mod(o: Node) -> None:
 
 
 _FLOAT_TYPES = (1, 10, 11)  # float32, float16, float64
+
+
+def _float_floor_mod(o: Node) -> None:
+    """Mod with fmod=0 of floats (defined from opset 28): the remainder of floor division, the sign of B.
+    fmod's remainder r, moved by B where r is nonzero and its sign differs from B's; a zero remainder is
+    zero with B's sign (NaN and infinities as numpy's mod: x mod inf is x or inf, inf mod y is NaN)."""
+    a, b = o.input(0), o.input(1)
+    da, db = o.dims(0), o.dims(1)
+    d = broadcast(o, da, db)
+    dtype = o.result_dtype()
+
+    def call(op, operands: list[ir.Value], attrs: dict, dims: list[sym.Expr], boolean: bool = False) -> ir.Value:
+        with o.op.context:
+            rt = ir.Type.parse(hir.tensor_type_str(9 if boolean else dtype, dims))
+        return emit(o, op, operands, attrs, [dims], [rt]).results[0]
+
+    def fill(value: float) -> ir.Value:
+        return call(FILL, [], {"bits": _fill_bits(np.array([value]), dtype)}, [])
+
+    r = call(BINARY, [a, b], {"op": "FMOD"}, d)
+    zero = fill(0.0)
+    b_negative = call(BINARY, [b, zero], {"op": "LESS"}, db, boolean=True)
+    differ = call(BINARY, [call(BINARY, [r, zero], {"op": "LESS"}, d, boolean=True), b_negative], {"op": "XOR"}, d,
+                  boolean=True)
+    moved = call(WHERE, [differ, call(BINARY, [r, b], {"op": "ADD"}, d), r], {}, d)
+    signed_zero = call(WHERE, [b_negative, fill(-0.0), zero], {}, db)
+    is_zero = call(BINARY, [r, zero], {"op": "EQUAL"}, d, boolean=True)
+    finish(o, [call(WHERE, [is_zero, signed_zero, moved], {}, d)])
 
 
 def _host_mod(a: sym.Expr, b: sym.Expr, fmod: int) -> sym.Expr:
@@ -89,7 +118,7 @@ def _host_mod(a: sym.Expr, b: sym.Expr, fmod: int) -> sym.Expr:
     return sym.select_zero(rem, 0, same_sign)
 
 
-register(OpDef("Mod", "mod", _mod, (BINARY,)))
+register(OpDef("Mod", "mod", _mod, (BINARY, FILL, WHERE)))
 
 
 def _chain(o: Node, key: str, values: list[ir.Value], dims: list[list[sym.Expr]]) -> tuple[ir.Value, list[sym.Expr]]:
