@@ -10,6 +10,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 from hipdnn_ep_compiler import compile_model, load_weights
+from hipdnn_ep_compiler.errors import ModelError, UnsupportedError
 
 F, H, I64, B = T.FLOAT, T.FLOAT16, T.INT64, T.BOOL
 NP = {F: np.float32, H: np.float16, I64: np.int64, B: np.bool_}
@@ -148,6 +149,52 @@ def test_op_matches_onnxruntime(op, inputs, attrs, inits, n_out, opset, domain, 
 
 
 ONE = np.ones(1, np.int64)
+
+
+@pytest.mark.parametrize("start,limit,delta", [(1.0, 5.0, 0.75), (2.5, -1.0, -0.5), (3.0, 1.0, 1.0)],
+                         ids=["fractional", "negative-delta", "empty"])
+def test_float_range_of_constants_matches_onnxruntime(start, limit, delta, refruntime, tmp_path):
+    inits = [const(n, np.array(v, np.float32)) for n, v in (("start", start), ("limit", limit), ("delta", delta))]
+    nodes = [helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
+             helper.make_node("Add", ["r", "x"], ["out"])]
+    model = make_model(nodes, [("x", F, [1])], [("out", F, None)], inits, opset=17)
+    info = compile_model(model, tmp_path / "art")
+    x = np.ones(1, np.float32)
+    got = refruntime.run(info.program, [x] + load_weights(info.metadata, model))[0]
+    want = ort_run(model, {"x": x})[0]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def _dim_range_model(start: float, limit_input: bool = False):
+    """Range(start, Cast(N), 1) in float (the window functions' Range(0, Cast(size), 1)), squared."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], start=0, end=1), helper.make_node("Squeeze", ["s"], ["n"]),
+             helper.make_node("Cast", ["n"], ["nf"], to=F),
+             helper.make_node("Range", ["start", "lim" if limit_input else "nf", "one_f"], ["r"]),
+             helper.make_node("Mul", ["r", "r"], ["out"])]
+    inits = [const("start", np.array(start, np.float32)), const("one_f", np.array(1.0, np.float32))]
+    inputs = [("x", F, ["N", 2])] + ([("lim", F, [])] if limit_input else [])
+    return make_model(nodes, inputs, [("out", F, None)], inits, opset=17)
+
+
+def test_float_range_over_a_dim_matches_onnxruntime(refruntime, tmp_path):
+    model = _dim_range_model(-2.0)
+    info = compile_model(model, tmp_path / "art")
+    for n in (1, 4, 0):
+        x = np.zeros((n, 2), np.float32)
+        got = refruntime.run(info.program, [x] + load_weights(info.metadata, model))[0]
+        np.testing.assert_array_equal(got, ort_run(model, {"x": x})[0])
+
+
+def test_float_range_refusals(tmp_path):
+    with pytest.raises(UnsupportedError, match="needs whole-number start and delta"):
+        compile_model(_dim_range_model(0.5), tmp_path / "a")
+    with pytest.raises(UnsupportedError, match="must be constants, or casts of values computable on the host"):
+        compile_model(_dim_range_model(0.0, limit_input=True), tmp_path / "b")
+    inits = [const(n, np.array(v, np.float32)) for n, v in (("a", 0.0), ("b", 1.0), ("d", 0.0))]
+    model = make_model([helper.make_node("Range", ["a", "b", "d"], ["out"])], [], [("out", F, None)], inits, opset=17)
+    with pytest.raises(ModelError, match="delta is 0"):
+        compile_model(model, tmp_path / "c")
 
 
 @pytest.mark.parametrize("elem", [F, H], ids=["f32", "f16"])

@@ -126,6 +126,9 @@ GROUPS: dict[str, Group] = {
          Op("x-shape", "Shape", ["x"], out_type=T.INT64),
          Op("x-batch", "Gather", ["x-shape", "zero"], {"axis": 0}, out_type=T.INT64),
          Op("Range", "Range", ["zero", "x-batch", "one"], out_type=T.INT64),
+         Op("x-batch-float", "Cast", ["x-batch"], {"to": T.FLOAT}),
+         Op("Range-float", "Range", ["minus_one_f", "x-batch-float", "one_f"]),
+         Op("Range-float-constant", "Range", ["quarter_f", "one_f", "quarter_f"]),
          Op("ConstantOfShape", "ConstantOfShape", ["x-shape"],
             {"value": numpy_helper.from_array(np.array([1.5], np.float32))}),
          Op("ConstantOfShape-int", "ConstantOfShape", ["x-shape"],
@@ -139,7 +142,8 @@ GROUPS: dict[str, Group] = {
          Op("Tile", "Tile", ["x", "repeats"])],
         {"lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32), "divisor": _c([[3, -2, 5, 1]] * 3),
          "zero": _c(0), "one": _c(1), "split": _c([1, 3]), "repeats": _c([1, 2, 1]),
-         "gather_idx": _c([[[3, -1], [0, 1], [2, 2]]])}),
+         "gather_idx": _c([[[3, -1], [0, 1], [2, 2]]]), "minus_one_f": np.array(-1.0, np.float32),
+         "one_f": np.array(1.0, np.float32), "quarter_f": np.array(0.25, np.float32)}),
     # the vision family
     "vision": Group(
         [("img", T.FLOAT, ["N", 4, 7, 6]), ("grid", T.FLOAT, ["N", 5, 4, 2])],
