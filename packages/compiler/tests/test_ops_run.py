@@ -195,6 +195,18 @@ def test_float_range_refusals(tmp_path):
     model = make_model([helper.make_node("Range", ["a", "b", "d"], ["out"])], [], [("out", F, None)], inits, opset=17)
     with pytest.raises(ModelError, match="delta is 0"):
         compile_model(model, tmp_path / "c")
+    inits[1] = const("b", np.array(np.inf, np.float32))
+    model = make_model([helper.make_node("Range", ["a", "b", "d"], ["out"])], [], [("out", F, None)],
+                       [inits[0], inits[1], const("d", np.array(1.0, np.float32))], opset=17)
+    with pytest.raises(ModelError, match="has no finite length"):
+        compile_model(model, tmp_path / "d")
+
+
+def test_host_mod_by_zero_is_refused(tmp_path):
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Mod", ["s", "zero"], ["out"])]
+    model = make_model(nodes, [("x", F, [2, 3])], [("out", I64, None)], [const("zero", np.zeros(1, np.int64))])
+    with pytest.raises(ModelError, match="a divisor is 0"):
+        compile_model(model, tmp_path / "a")
 
 
 @pytest.mark.parametrize("elem", [F, H], ids=["f32", "f16"])

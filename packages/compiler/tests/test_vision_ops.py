@@ -116,6 +116,15 @@ def test_batch_norm_training_mode_matches_onnxruntime(read, attrs, dynamic, refr
             np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
 
 
+def test_batch_norm_training_mode_of_mixed_element_types_is_refused(tmp_path):
+    node = helper.make_node("BatchNormalization", ["x", "s", "bb", "m", "v"], ["y", "rm", "rv"], training_mode=1)
+    inits = [w("s", 3, dtype=np.float16), w("bb", 3, dtype=np.float16), w("m", 3), const("v", np.ones(3, np.float32))]
+    model = make_model([node], [("x", H, [2, 3, 4])], [("y", H, None), ("rm", F, None), ("rv", F, None)], inits,
+                       opset=15)
+    with pytest.raises(UnsupportedError, match="training mode needs X, input_mean and input_var of one element type"):
+        compile_model(model, tmp_path / "art")
+
+
 def test_batch_norm_running_statistics_need_training_mode(tmp_path):
     node = helper.make_node("BatchNormalization", ["x", "s", "bb", "m", "v"], ["y", "rm", "rv"], training_mode=0)
     inits = [w("s", 3), w("bb", 3), w("m", 3), const("v", np.ones(3, np.float32))]

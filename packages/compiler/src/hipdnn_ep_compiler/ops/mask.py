@@ -4,7 +4,8 @@ Floor, IsNaN...).
 
 Most are values of the existing binary and unary kernels (ABI 1.3 enum values); Split, Tile and Clip
 become several kernel calls; Range and ConstantOfShape fold to host values when their result is a
-small static integer tensor, else call the range and fill kernels; GatherElements, CumSum and Trilu
+small static integer tensor, else call the range and fill kernels (a float Range: an int64 range cast,
+scaled and shifted); Mod of floats with fmod=0 is composed around the FMOD kernel; GatherElements, CumSum and Trilu
 have kernels of their own (all ABI 1.3).
 """
 
