@@ -1,8 +1,8 @@
 """ONNX's own backend node tests for every op we claim, run through the reference runtime.
 
 Cases whose graphs need something outside the compiler's contract (parameters such as Reshape
-shapes or Reduce axes fed as runtime graph inputs, unsupported element types, LayerNorm
-statistics outputs) are listed in data/onnx_node_refusals.json with the exact message: they must be
+shapes or Reduce axes fed as runtime graph inputs, unsupported element types, MaxPool's Indices
+output) are listed in data/onnx_node_refusals.json with the exact message: they must be
 refused with it.  Every other case must compile and match the expected outputs.
 (tools/models/update_node_refusals.py at the repository root regenerates the list.)
 """

@@ -10,6 +10,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 from hipdnn_ep_compiler import compile_model, load_weights
+from hipdnn_ep_compiler.errors import ModelError, UnsupportedError
 
 F, H, I64, B = T.FLOAT, T.FLOAT16, T.INT64, T.BOOL
 NP = {F: np.float32, H: np.float16, I64: np.int64, B: np.bool_}
@@ -64,6 +65,7 @@ CASES = [
     *[case(op, X34) for op in ("Abs", "Floor", "Ceil", "Sign", "IsNaN")],
     case("Reciprocal", X34, positive=True),
     case("Mod", XY, {"fmod": 1}, positive=True),
+    case("Mod", XY, opset=28, ident="Mod-float-floor"),
     case("Mod", [("i", I64, ["N", 3, 4])], inits=[const("d", np.array([3, -2, 5, 1], np.int64))], ident="Mod-int"),
     case("Clip", X34, inits=[const("lo", np.array(-0.5, np.float32)), const("hi", np.array(0.5, np.float32))]),
     case("GatherElements", [("x", F, ["N", 3, 4]), ("idx", I64, [1, 3, 2])], {"axis": 2}),
@@ -149,6 +151,118 @@ def test_op_matches_onnxruntime(op, inputs, attrs, inits, n_out, opset, domain, 
 ONE = np.ones(1, np.int64)
 
 
+@pytest.mark.parametrize("start,limit,delta", [(1.0, 5.0, 0.75), (2.5, -1.0, -0.5), (3.0, 1.0, 1.0)],
+                         ids=["fractional", "negative-delta", "empty"])
+def test_float_range_of_constants_matches_onnxruntime(start, limit, delta, refruntime, tmp_path):
+    inits = [const(n, np.array(v, np.float32)) for n, v in (("start", start), ("limit", limit), ("delta", delta))]
+    nodes = [helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
+             helper.make_node("Add", ["r", "x"], ["out"])]
+    model = make_model(nodes, [("x", F, [1])], [("out", F, None)], inits, opset=17)
+    info = compile_model(model, tmp_path / "art")
+    x = np.ones(1, np.float32)
+    got = refruntime.run(info.program, [x] + load_weights(info.metadata, model))[0]
+    want = ort_run(model, {"x": x})[0]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def _dim_range_model(start: float, limit_input: bool = False):
+    """Range(start, Cast(N), 1) in float (the window functions' Range(0, Cast(size), 1)), squared."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], start=0, end=1), helper.make_node("Squeeze", ["s"], ["n"]),
+             helper.make_node("Cast", ["n"], ["nf"], to=F),
+             helper.make_node("Range", ["start", "lim" if limit_input else "nf", "one_f"], ["r"]),
+             helper.make_node("Mul", ["r", "r"], ["out"])]
+    inits = [const("start", np.array(start, np.float32)), const("one_f", np.array(1.0, np.float32))]
+    inputs = [("x", F, ["N", 2])] + ([("lim", F, [])] if limit_input else [])
+    return make_model(nodes, inputs, [("out", F, None)], inits, opset=17)
+
+
+def test_float_range_over_a_dim_matches_onnxruntime(refruntime, tmp_path):
+    model = _dim_range_model(-2.0)
+    info = compile_model(model, tmp_path / "art")
+    for n in (1, 4, 0):
+        x = np.zeros((n, 2), np.float32)
+        got = refruntime.run(info.program, [x] + load_weights(info.metadata, model))[0]
+        np.testing.assert_array_equal(got, ort_run(model, {"x": x})[0])
+
+
+def test_float_range_refusals(tmp_path):
+    with pytest.raises(UnsupportedError, match="needs whole-number start and delta"):
+        compile_model(_dim_range_model(0.5), tmp_path / "a")
+    with pytest.raises(UnsupportedError, match="must be constants, or casts of values computable on the host"):
+        compile_model(_dim_range_model(0.0, limit_input=True), tmp_path / "b")
+    inits = [const(n, np.array(v, np.float32)) for n, v in (("a", 0.0), ("b", 1.0), ("d", 0.0))]
+    model = make_model([helper.make_node("Range", ["a", "b", "d"], ["out"])], [], [("out", F, None)], inits, opset=17)
+    with pytest.raises(ModelError, match="delta is 0"):
+        compile_model(model, tmp_path / "c")
+    inits[1] = const("b", np.array(np.inf, np.float32))
+    model = make_model([helper.make_node("Range", ["a", "b", "d"], ["out"])], [], [("out", F, None)],
+                       [inits[0], inits[1], const("d", np.array(1.0, np.float32))], opset=17)
+    with pytest.raises(ModelError, match="has no finite length"):
+        compile_model(model, tmp_path / "d")
+
+
+def test_host_mod_by_zero_is_refused(tmp_path):
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Mod", ["s", "zero"], ["out"])]
+    model = make_model(nodes, [("x", F, [2, 3])], [("out", I64, None)], [const("zero", np.zeros(1, np.int64))])
+    with pytest.raises(ModelError, match="a divisor is 0"):
+        compile_model(model, tmp_path / "a")
+
+
+@pytest.mark.parametrize("elem", [F, H], ids=["f32", "f16"])
+def test_float_mod_of_floor_division_matches_onnxruntime(elem, refruntime, tmp_path):
+    """Mod with fmod=0 of floats (opset 28): the sign of B; zeros with B's sign, infinities and NaN as
+    numpy's mod (which is what the ONNX spec writes out)."""
+    node = helper.make_node("Mod", ["a", "b"], ["out"], fmod=0)
+    model = make_model([node], [("a", elem, ["N"]), ("b", elem, ["N"])], [("out", elem, None)], opset=28)
+    info = compile_model(model, tmp_path / "art")
+    inf, nan = np.inf, np.nan
+    a = np.array([-4.3, 7.2, 5, 4.3, -7.2, 8, 0, -0.0, 0, -0.0, -3, 3, -1, 1, inf, -inf, 1, 1, nan, 1, 6, -6],
+                 NP[elem])
+    b = np.array([2.1, -3.4, 8, -2.1, 3.4, 5, -2, 2, 2, -2, inf, inf, -inf, -inf, 2, 2, 0, -0.0, 2, nan, 3, -3],
+                 NP[elem])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.mod(a, b)
+    got = refruntime.run(info.program, [a, b])[0]
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3, atol=0)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # signed zeros and infinities
+    try:
+        ort = ort_run(model, {"a": a, "b": b})[0]
+    except Exception as exc:  # noqa: BLE001 - an onnxruntime without Mod-28 (1.23)
+        pytest.skip(f"onnxruntime does not run Mod-28: {exc}")
+    np.testing.assert_allclose(got.astype(np.float64), ort.astype(np.float64), rtol=2e-3, atol=0)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+@pytest.mark.parametrize("elem,axis,outs,read", [(F, -1, ["y", "mean", "inv"], "y mean inv"),
+                                                 (F, 1, ["y", "", "inv"], "y inv"),
+                                                 (H, -2, ["y", "mean", "inv"], "y mean inv"),
+                                                 (F, 0, ["y", "mean"], "mean")],
+                         ids=["all", "inv-only-axis1", "f16-stash-f32", "mean-only-axis0"])
+def test_layer_norm_statistics_match_onnxruntime(elem, axis, outs, read, dynamic, refruntime, tmp_path):
+    """LayerNormalization's Mean and InvStdDev outputs (composed, in stash_type float32; X's shape with 1
+    from the axis on); `read` names the graph outputs."""
+    node = helper.make_node("LayerNormalization", ["x", "s", "b"], outs, axis=axis, epsilon=1e-3)
+    normalized = [2, 3, 4][axis:]
+    inits = [const("s", np.linspace(0.5, 1.5, int(np.prod(normalized))).reshape(normalized).astype(NP[elem])),
+             const("b", np.full(normalized, 0.25, NP[elem]))]
+    sizes = [2, 3, 1] if dynamic else [2]
+    model = make_model([node], [("x", elem, ["N" if dynamic else 2, 3, 4])],
+                       [(o, T.UNDEFINED, None) for o in read.split()], inits, opset=17)
+    info = compile_model(model, tmp_path / "art")
+    weights = load_weights(info.metadata, model)
+    rng = np.random.default_rng(0)
+    for n in sizes if axis != 0 else [2]:
+        x = (rng.standard_normal((n, 3, 4)) * 3 + 1).astype(NP[elem])
+        got = refruntime.run(info.program, [x] + weights)
+        want = ort_run(model, {"x": x})
+        assert len(got) == len(want) == len(read.split())
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            tol = 2e-3 if g.dtype == np.float16 else 1e-5
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("reduction", [None, "add", "mul", "max", "min"])
 def test_scatter_elements_matches_onnxruntime(reduction, refruntime, tmp_path):
     """ScatterElements along axis 1 with repeated and negative indices (applied in order with a reduction)."""
@@ -191,6 +305,56 @@ def test_scatter_nd_matches_onnxruntime(reduction, refruntime, tmp_path):
                  "u": rng.standard_normal(len(idx)).astype(np.float32)}
         got = refruntime.run(info.program, [feeds["x"], feeds["u"]] + load_weights(info.metadata, model))
         np.testing.assert_allclose(got[0], ort_run(model, feeds)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_integer_and_boolean_shape_code_folds_on_the_host(refruntime, tmp_path):
+    """Comparisons, Mod (both signs conventions), Neg/Abs/Sign of host ints and And/Or/Xor/Not of host
+    booleans fold to host values (no kernel call), computed by the program from small integer inputs."""
+    pairs = [("Mod", {}), ("Mod", {"fmod": 1}), ("Less", {}), ("Greater", {}), ("LessOrEqual", {}),
+             ("GreaterOrEqual", {}), ("Equal", {})]
+    nodes = [helper.make_node(op, ["a", "b"], [f"r{k}"], **attrs) for k, (op, attrs) in enumerate(pairs)]
+    nodes += [helper.make_node("Neg", ["a"], ["neg"]), helper.make_node("Abs", ["a"], ["abs"]),
+              helper.make_node("Sign", ["a"], ["sign"]), helper.make_node("Cast", ["a"], ["t"], to=B),
+              helper.make_node("Not", ["r2"], ["not"]), helper.make_node("And", ["r2", "t"], ["and"]),
+              helper.make_node("Or", ["r3", "t"], ["or"]), helper.make_node("Xor", ["r4", "t"], ["xor"])]
+    outs = [f"r{k}" for k in range(len(pairs))] + ["neg", "abs", "sign", "t", "not", "and", "or", "xor"]
+    model = make_model(nodes, [("a", I64, [6]), ("b", I64, [6])], [(o, T.UNDEFINED, None) for o in outs], opset=17)
+    info = compile_model(model, tmp_path / "art")
+    assert not [f["name"] for f in info.metadata["imports"] if "kernel" in f["name"]]
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        a = rng.integers(-9, 10, 6).astype(np.int64)
+        b = rng.choice([-7, -3, -1, 1, 2, 5], 6).astype(np.int64)
+        a[0] = 0
+        got = refruntime.run(info.program, [a, b])
+        for g, w in zip(got, ort_run(model, {"a": a, "b": b}), strict=True):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+
+
+def test_grouped_heads_expand_target_folds_on_the_host(refruntime, tmp_path):
+    """The expanded Attention body's key repeat: Where(And(Not(Equal(Hq, Hkv)), Equal(Mod(Hq, Hkv), 0)),
+    Hq / Hkv, 1) over dims of the inputs is a host value, so the Expand target is known on the host."""
+    nodes = [helper.make_node("Shape", ["q"], ["hq"], start=1, end=2),
+             helper.make_node("Shape", ["k"], ["hkv"], start=1, end=2),
+             helper.make_node("Equal", ["hq", "hkv"], ["same"]), helper.make_node("Not", ["same"], ["grouped"]),
+             helper.make_node("Mod", ["hq", "hkv"], ["rem"]), helper.make_node("Equal", ["rem", "zero"], ["even"]),
+             helper.make_node("And", ["grouped", "even"], ["cond"]), helper.make_node("Div", ["hq", "hkv"], ["ratio"]),
+             helper.make_node("Where", ["cond", "ratio", "one"], ["rep"]),
+             helper.make_node("Shape", ["k"], ["b"], start=0, end=1),
+             helper.make_node("Shape", ["k"], ["rest"], start=2),
+             helper.make_node("Concat", ["b", "hkv", "rep", "rest"], ["target"], axis=0),
+             helper.make_node("Unsqueeze", ["k", "two"], ["ku"]),
+             helper.make_node("Expand", ["ku", "target"], ["out"])]
+    inits = [const("zero", np.zeros(1, np.int64)), const("one", ONE), const("two", np.array([2], np.int64))]
+    model = make_model(nodes, [("q", F, [1, "HQ", 3]), ("k", F, [1, "HKV", 3])], [("out", F, None)], inits, opset=17)
+    info = compile_model(model, tmp_path / "art")
+    rng = np.random.default_rng(0)
+    for hq, hkv in ((4, 2), (3, 3), (6, 1)):
+        feeds = {"q": rng.standard_normal((1, hq, 3)).astype(np.float32),
+                 "k": rng.standard_normal((1, hkv, 3)).astype(np.float32)}
+        got = refruntime.run(info.program, [feeds["q"], feeds["k"]] + load_weights(info.metadata, model))
+        np.testing.assert_array_equal(got[0], ort_run(model, feeds)[0])
 
 
 def test_torch_expand_target_folds_on_the_host(refruntime, tmp_path):

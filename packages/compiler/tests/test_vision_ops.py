@@ -10,7 +10,7 @@ from onnx import TensorProto as T
 from onnx import helper
 
 from hipdnn_ep_compiler import compile_model, load_weights
-from hipdnn_ep_compiler.errors import UnsupportedError
+from hipdnn_ep_compiler.errors import ModelError, UnsupportedError
 
 F, H = T.FLOAT, T.FLOAT16
 NP = {F: np.float32, H: np.float16}
@@ -89,6 +89,49 @@ def test_maxpool_indices_are_refused(tmp_path):
     node = helper.make_node("MaxPool", ["x"], ["out", "idx"], kernel_shape=[2, 2])
     model = make_model([node], [("x", F, [1, 2, 4, 4])], [("out", F, None), ("idx", T.INT64, None)], opset=18)
     with pytest.raises(UnsupportedError, match="the Indices outputs are not supported"):
+        compile_model(model, tmp_path / "art")
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+@pytest.mark.parametrize("read,attrs", [("y rm rv", {"momentum": 0.8, "epsilon": 1e-3}), ("y", {}), ("rv", {})],
+                         ids=["all", "y-only", "running-var"])
+def test_batch_norm_training_mode_matches_onnxruntime(read, attrs, dynamic, refruntime, tmp_path):
+    """Training mode: X normalized with its own per-channel statistics; running_mean/running_var blend the
+    inputs with them by momentum.  `read`: the outputs the graph reads (training mode has all three)."""
+    outs = read.split()
+    node = helper.make_node("BatchNormalization", ["x", "s", "bb", "m", "v"], ["y", "rm", "rv"], training_mode=1,
+                            **attrs)
+    inits = [w("s", 3), w("bb", 3), w("m", 3), const("v", np.linspace(0.5, 2.0, 3, dtype=np.float32))]
+    dims = ["N", 3, "H", 5] if dynamic else [2, 3, 4, 5]
+    model = make_model([node], [("x", F, dims)], [(o, F, None) for o in outs], inits, opset=15)
+    info = compile_model(model, tmp_path / "art")
+    weights = load_weights(info.metadata, model)
+    for n, h in ((2, 4), (1, 3), (3, 1)) if dynamic else ((2, 4),):
+        x = (RNG.standard_normal((n, 3, h, 5)) * 2 + 0.5).astype(np.float32)
+        got = refruntime.run(info.program, [x] + weights)
+        want = ort_run(model, {"x": x})
+        assert len(got) == len(want) == len(outs)
+        for g, e in zip(got, want, strict=True):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+def test_batch_norm_training_mode_of_mixed_element_types_is_refused(tmp_path):
+    node = helper.make_node("BatchNormalization", ["x", "s", "bb", "m", "v"], ["y", "rm", "rv"], training_mode=1)
+    inits = [w("s", 3, dtype=np.float16), w("bb", 3, dtype=np.float16), w("m", 3), const("v", np.ones(3, np.float32))]
+    model = make_model([node], [("x", H, [2, 3, 4])], [("y", H, None), ("rm", F, None), ("rv", F, None)], inits,
+                       opset=15)
+    with pytest.raises(UnsupportedError, match="training mode needs X, input_mean and input_var of one element type"):
+        compile_model(model, tmp_path / "art")
+
+
+def test_batch_norm_running_statistics_need_training_mode(tmp_path):
+    node = helper.make_node("BatchNormalization", ["x", "s", "bb", "m", "v"], ["y", "rm", "rv"], training_mode=0)
+    inits = [w("s", 3), w("bb", 3), w("m", 3), const("v", np.ones(3, np.float32))]
+    model = make_model([node], [("x", F, [2, 3, 4])], [("y", F, None), ("rm", F, None), ("rv", F, None)], inits,
+                       opset=15)
+    # onnx's shape inference refuses it first (the rule refuses it too, for a model that gets past it)
+    with pytest.raises(ModelError, match="should be 1 when Training_mode = False"):
         compile_model(model, tmp_path / "art")
 
 

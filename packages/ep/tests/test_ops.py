@@ -83,7 +83,12 @@ GROUPS: dict[str, Group] = {
          Op("MatMul-weight", "MatMul", ["x", "W"]),
          Op("Gemm", "Gemm", ["a", "G", "C"], {"transB": 1, "alpha": 0.5, "beta": 2.0}),
          Op("Softmax", "Softmax", ["x"], {"axis": 1}), Op("Softmax-last", "Softmax", ["x"], {"axis": -1}),
-         Op("LayerNormalization", "LayerNormalization", ["x", "scale", "bias"], {"axis": -1, "epsilon": 1e-3})],
+         Op("LayerNormalization", "LayerNormalization", ["x", "scale", "bias"], {"axis": -1, "epsilon": 1e-3}),
+         # its Mean and InvStdDev outputs, compared through Identity
+         Op("LayerNormalization-stats", "LayerNormalization", ["x", "scale", "bias"], {"axis": -1},
+            extra_outputs=["ln_mean", "ln_inv_std_dev"]),
+         Op("LayerNormalization-Mean", "Identity", ["ln_mean"]),
+         Op("LayerNormalization-InvStdDev", "Identity", ["ln_inv_std_dev"])],
         {"W": np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5),
          "G": np.linspace(-2, 2, 20, dtype=np.float32).reshape(5, 4), "C": np.arange(5, dtype=np.float32),
          "scale": np.linspace(0.5, 1.5, 4, dtype=np.float32), "bias": np.ones(4, np.float32)}),
@@ -121,6 +126,9 @@ GROUPS: dict[str, Group] = {
          Op("x-shape", "Shape", ["x"], out_type=T.INT64),
          Op("x-batch", "Gather", ["x-shape", "zero"], {"axis": 0}, out_type=T.INT64),
          Op("Range", "Range", ["zero", "x-batch", "one"], out_type=T.INT64),
+         Op("x-batch-float", "Cast", ["x-batch"], {"to": T.FLOAT}),
+         Op("Range-float", "Range", ["minus_one_f", "x-batch-float", "one_f"]),
+         Op("Range-float-constant", "Range", ["quarter_f", "one_f", "quarter_f"]),
          Op("ConstantOfShape", "ConstantOfShape", ["x-shape"],
             {"value": numpy_helper.from_array(np.array([1.5], np.float32))}),
          Op("ConstantOfShape-int", "ConstantOfShape", ["x-shape"],
@@ -134,7 +142,8 @@ GROUPS: dict[str, Group] = {
          Op("Tile", "Tile", ["x", "repeats"])],
         {"lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32), "divisor": _c([[3, -2, 5, 1]] * 3),
          "zero": _c(0), "one": _c(1), "split": _c([1, 3]), "repeats": _c([1, 2, 1]),
-         "gather_idx": _c([[[3, -1], [0, 1], [2, 2]]])}),
+         "gather_idx": _c([[[3, -1], [0, 1], [2, 2]]]), "minus_one_f": np.array(-1.0, np.float32),
+         "one_f": np.array(1.0, np.float32), "quarter_f": np.array(0.25, np.float32)}),
     # the vision family
     "vision": Group(
         [("img", T.FLOAT, ["N", 4, 7, 6]), ("grid", T.FLOAT, ["N", 5, 4, 2])],
@@ -145,6 +154,10 @@ GROUPS: dict[str, Group] = {
                                                     "count_include_pad": 1}),
          Op("GlobalAveragePool", "GlobalAveragePool", ["img"]), Op("GlobalMaxPool", "GlobalMaxPool", ["img"]),
          Op("BatchNormalization", "BatchNormalization", ["img", "g4", "b4", "m4", "v4"]),
+         Op("BatchNormalization-training", "BatchNormalization", ["img", "g4", "b4", "m4", "v4"],
+            {"training_mode": 1, "momentum": 0.8}, extra_outputs=["bn_running_mean", "bn_running_var"]),
+         Op("BatchNormalization-running_mean", "Identity", ["bn_running_mean"]),
+         Op("BatchNormalization-running_var", "Identity", ["bn_running_var"]),
          Op("InstanceNormalization", "InstanceNormalization", ["img", "g4", "b4"]),
          Op("GroupNormalization", "GroupNormalization", ["img", "g2", "b2"], {"num_groups": 2}),
          *(Op(op, op, ["img"]) for op in ("HardSigmoid", "HardSwish", "LeakyRelu", "Elu", "Selu", "Celu", "Softplus",
@@ -345,6 +358,8 @@ GROUPS: dict[str, Group] = {
     "misc-opset23": Group([X], [Op("RMSNormalization", "RMSNormalization", ["x", "scale"], {"epsilon": 1e-3})],
                           {"scale": np.linspace(0.5, 1.5, 4, dtype=np.float32)}, opset=23),
     "misc-opset24": Group([X], [Op("Swish", "Swish", ["x"], {"alpha": 0.5})], opset=24),  # skipped on 1.23
+    # Mod of floats with fmod=0 (the remainder of floor division) is defined from opset 28
+    "mod-opset28": Group([X, ("y", T.FLOAT, [3, 4])], [Op("Mod-float-floor", "Mod", ["x", "y"])], opset=28),
 }
 
 # float16 versions of a few math operators, checked against the float32 CPU result of the same inputs.

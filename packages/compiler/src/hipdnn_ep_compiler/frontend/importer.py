@@ -29,11 +29,14 @@ SMALL_INT_CONSTANT = 1024  # int32/int64 tensors up to this many elements are em
 SMALL_FLOAT_CONSTANT = 16  # float tensors up to this many elements also carry their values (attribute float_values)
 
 # Normalization ops whose extra outputs (statistics) are dropped when unused and refused when used,
-# except the outputs listed in _EXTRA_OUTPUTS (SkipSimplifiedLayerNormalization's input + skip sum).
+# except the outputs listed in _EXTRA_OUTPUTS (SkipSimplifiedLayerNormalization's input + skip sum),
+# and those in _USED_OUTPUTS, imported (and computed) only when used (LayerNormalization's Mean and InvStdDev,
+# BatchNormalization's running_mean/running_var in training mode).
 _STATS_OUTPUTS = {"LayerNormalization": "Mean/InvStdDev", "SimplifiedLayerNormalization": "InvStdDev",
                   "SkipSimplifiedLayerNormalization": "mean/inv_std_var", "MaxPool": "Indices",
                   "BatchNormalization": "running_mean/running_var"}
 _EXTRA_OUTPUTS = {"SkipSimplifiedLayerNormalization": (3,)}
+_USED_OUTPUTS = {"LayerNormalization": (1, 2), "BatchNormalization": (1, 2)}
 
 
 def _attr(attr: onnx.AttributeProto, where: str) -> ir.Attribute:
@@ -200,9 +203,11 @@ class _Importer:
                 if not out:
                     continue
                 if k > 0 and k not in _EXTRA_OUTPUTS.get(node.op_type, ()) and node.op_type in _STATS_OUTPUTS:
-                    if any(out in n.input for n in g.node) or any(out == o.name for o in g.output):
+                    used = any(out in n.input for n in g.node) or any(out == o.name for o in g.output)
+                    if not used:
+                        continue
+                    if k not in _USED_OUTPUTS.get(node.op_type, ()):
                         raise UnsupportedError(f"{where}: the {_STATS_OUTPUTS[node.op_type]} outputs are not supported")
-                    continue
                 dtype, dims = self.tensor_type(out, where, fallback_dtype=fallback)
                 # rank unknown: refine-shapes computes it
                 result_types.append(hir.tensor_type(dtype, dims))

@@ -4,7 +4,8 @@ Floor, IsNaN...).
 
 Most are values of the existing binary and unary kernels (ABI 1.3 enum values); Split, Tile and Clip
 become several kernel calls; Range and ConstantOfShape fold to host values when their result is a
-small static integer tensor, else call the range and fill kernels; GatherElements, CumSum and Trilu
+small static integer tensor, else call the range and fill kernels (a float Range: an int64 range cast,
+scaled and shifted); Mod of floats with fmod=0 is composed around the FMOD kernel; GatherElements, CumSum and Trilu
 have kernels of their own (all ABI 1.3).
 """
 
@@ -31,7 +32,7 @@ from .node import (
     norm_axis,
     replace,
 )
-from .onnx import BINARY, EXPAND, SLICE, UNARY, _binary, _unary
+from .onnx import BINARY, CAST, EXPAND, SLICE, UNARY, WHERE, _binary, _unary
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
 RANGE = register_kernel(Kernel("range", "kernel_range", params=(Param("start_delta", 0, symbolic=True),),
@@ -61,7 +62,14 @@ def _mod(o: Node) -> None:
     if fmod not in (0, 1):
         raise ModelError(f"{o.where}: fmod is {fmod}; it must be 0 or 1")
     if not fmod and o.result_dtype() in _FLOAT_TYPES:
-        raise ModelError(f"{o.where}: Mod of floating-point inputs needs fmod=1")
+        _float_floor_mod(o)
+        return
+    if all_host(o) and o.result_dtype() in HOST_INT_TYPES:
+        try:
+            if host_elementwise(o, lambda a, b: _host_mod(a, b, fmod)):
+                return
+        except ZeroDivisionError:
+            raise ModelError(f"{o.where}: a divisor is 0") from None
     replace(o, BINARY, [o.input(0), o.input(1)], {"op": "FMOD" if fmod else "MOD"},
             [broadcast(o, o.dims(0), o.dims(1))])
 
@@ -69,7 +77,50 @@ def _mod(o: Node) -> None:
 _FLOAT_TYPES = (1, 10, 11)  # float32, float16, float64
 
 
-register(OpDef("Mod", "mod", _mod, (BINARY,)))
+def _float_floor_mod(o: Node) -> None:
+    """Mod with fmod=0 of floats (defined from opset 28): the remainder of floor division, the sign of B.
+    fmod's remainder r, moved by B where r is nonzero and its sign differs from B's; a zero remainder is
+    zero with B's sign (NaN and infinities as numpy's mod: x mod inf is x or inf, inf mod y is NaN)."""
+    a, b = o.input(0), o.input(1)
+    da, db = o.dims(0), o.dims(1)
+    d = broadcast(o, da, db)
+    dtype = o.result_dtype()
+
+    def call(op, operands: list[ir.Value], attrs: dict, dims: list[sym.Expr], boolean: bool = False) -> ir.Value:
+        with o.op.context:
+            rt = ir.Type.parse(hir.tensor_type_str(9 if boolean else dtype, dims))
+        return emit(o, op, operands, attrs, [dims], [rt]).results[0]
+
+    def fill(value: float) -> ir.Value:
+        return call(FILL, [], {"bits": _fill_bits(np.array([value]), dtype)}, [])
+
+    r = call(BINARY, [a, b], {"op": "FMOD"}, d)
+    zero = fill(0.0)
+    b_negative = call(BINARY, [b, zero], {"op": "LESS"}, db, boolean=True)
+    differ = call(BINARY, [call(BINARY, [r, zero], {"op": "LESS"}, d, boolean=True), b_negative], {"op": "XOR"}, d,
+                  boolean=True)
+    moved = call(WHERE, [differ, call(BINARY, [r, b], {"op": "ADD"}, d), r], {}, d)
+    signed_zero = call(WHERE, [b_negative, fill(-0.0), zero], {}, db)
+    is_zero = call(BINARY, [r, zero], {"op": "EQUAL"}, d, boolean=True)
+    finish(o, [call(WHERE, [is_zero, signed_zero, moved], {}, d)])
+
+
+def _host_mod(a: sym.Expr, b: sym.Expr, fmod: int) -> sym.Expr:
+    """a mod b of host ints: the sign of a (fmod=1, C's %) or of b (fmod=0, Python's %)."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            raise ZeroDivisionError
+        return a - b * sym.div(a, b) if fmod else a % b
+    rem = sym.sub(a, sym.mul(b, sym.div(a, b)))  # truncated: the sign of a
+    if fmod or (sym.nonnegative(a) and sym.nonnegative(b)):
+        return rem
+    # a nonzero remainder whose sign differs from b's moves by b
+    same_sign = sym.select_negative(b, sym.select_negative(rem, rem, sym.add(rem, b)),
+                                    sym.select_negative(rem, sym.add(rem, b), rem))
+    return sym.select_zero(rem, 0, same_sign)
+
+
+register(OpDef("Mod", "mod", _mod, (BINARY, FILL, WHERE)))
 
 
 def _chain(o: Node, key: str, values: list[ir.Value], dims: list[list[sym.Expr]]) -> tuple[ir.Value, list[sym.Expr]]:
@@ -129,12 +180,8 @@ def _scalar(o: Node, i: int, what: str) -> sym.Expr | None:
     return vals[0]
 
 
-def _range(o: Node) -> None:
-    if o.result_dtype() not in HOST_INT_TYPES:
-        o.fail("Range is supported on int32 and int64 (its length must be computable before it runs)")
-    start, limit, delta = (_scalar(o, i, w) for i, w in enumerate(("start", "limit", "delta")))
-    if start is None or limit is None or delta is None:
-        o.fail("start, limit and delta must be computable from input shapes, constants and small integer inputs")
+def _range_count(o: Node, start: sym.Expr, limit: sym.Expr, delta: sym.Expr) -> sym.Expr:
+    """max(ceil((limit - start) / delta), 0) over host ints."""
     if delta == 0:
         raise ModelError(f"{o.where}: delta is 0")
     if not isinstance(delta, int):
@@ -143,13 +190,75 @@ def _range(o: Node) -> None:
     count = sym.ceildiv(sym.sub(limit, start), delta)
     if not sym.nonnegative(count):  # Range(0, dim, 1) over a dim is the dim itself, without a max
         count = sym.maximum(count, 0)
+    return count
+
+
+def _float_scalar(o: Node, i: int, what: str) -> float | sym.Expr | None:
+    """A float Range operand known on the host: a small float constant (a float), or a Cast to float of
+    a host int value (its int expression), else None."""
+    v = o.input(i)
+    vals = hir.float_values(v)
+    if vals is None and not hir.is_block_arg(v):
+        op = hir.defining_op(v)
+        if op is not None and op.name == CAST.op_name:
+            vals = hir.host_values(op.operands[0])
+    if vals is None:
+        return None
+    if len(o.dims(i)) > 1 or len(vals) != 1:
+        raise ModelError(f"{o.where}: {what} has shape {o.dims(i)}; it must be a scalar")
+    return vals[0]
+
+
+def _float_range(o: Node) -> None:
+    """Range of floats whose length the host computes: start + i * delta, as an int64 range cast to the
+    element type, times delta, plus start (kernel calls: the range kernel is integer only)."""
+    start, limit, delta = (_float_scalar(o, i, w) for i, w in enumerate(("start", "limit", "delta")))
+    if start is None or limit is None or delta is None:
+        o.fail("start, limit and delta of a floating-point Range must be constants, or casts of values computable "
+               "on the host (input shapes, constants, small integer inputs)")
+    if all(isinstance(v, float) for v in (start, limit, delta)):
+        if delta == 0:
+            raise ModelError(f"{o.where}: delta is 0")
+        # as onnxruntime: limit - start in the element type, divided by delta in double, rounded up
+        np_type = onnx.helper.tensor_dtype_to_np_dtype(o.result_dtype())
+        span = np.float64(np.asarray(limit, np_type) - np.asarray(start, np_type))
+        quotient = span / np.float64(np.asarray(delta, np_type))
+        if not np.isfinite(quotient):
+            raise ModelError(f"{o.where}: Range({start}, {limit}, {delta}) has no finite length")
+        count = max(int(np.ceil(quotient)), 0)
+    else:  # a value computed on the host: exact in integers when start and delta are whole numbers
+        ints = [v if not isinstance(v, float) else int(v) if v.is_integer() else None for v in (start, limit, delta)]
+        if None in ints:
+            o.fail("a floating-point Range whose limit (or start, delta) is computed on the host needs whole-number "
+                   "start and delta constants")
+        count = _range_count(o, *ints)
+    dtype = o.result_dtype()
+    with o.op.context:
+        index_t = ir.Type.parse(hir.tensor_type_str(hir.INT64, [count]))
+        float_t = ir.Type.parse(hir.tensor_type_str(dtype, [count]))
+    idx = emit(o, RANGE, [], {}, [[count]], [index_t], params={"start_delta": [0, 1]}).results[0]
+    steps = emit(o, CAST, [idx], {"to": dtype}, [[count]], [float_t]).results[0]
+    scaled = emit(o, BINARY, [steps, o.input(2)], {"op": "MUL"}, [[count]], [float_t]).results[0]
+    finish(o, [emit(o, BINARY, [scaled, o.input(0)], {"op": "ADD"}, [[count]], [float_t]).results[0]])
+
+
+def _range(o: Node) -> None:
+    if o.result_dtype() in _FLOAT_TYPES:
+        _float_range(o)
+        return
+    if o.result_dtype() not in HOST_INT_TYPES:
+        o.fail("Range is supported on int32, int64 and floating-point types")
+    start, limit, delta = (_scalar(o, i, w) for i, w in enumerate(("start", "limit", "delta")))
+    if start is None or limit is None or delta is None:
+        o.fail("start, limit and delta must be computable from input shapes, constants and small integer inputs")
+    count = _range_count(o, start, limit, delta)
     if isinstance(count, int) and count <= HOST_FOLD_ELEMENTS:
         host_tensor(o, [sym.add(start, sym.mul(k, delta)) for k in range(count)], [count])
         return
     replace(o, RANGE, [], {}, [[count]], params={"start_delta": [start, delta]})
 
 
-register(OpDef("Range", "range", _range, (RANGE,)))
+register(OpDef("Range", "range", _range, (RANGE, CAST, BINARY)))
 
 
 def _value_attr(o: Node) -> np.ndarray:

@@ -6,12 +6,27 @@ To add an op, see "Adding an op" in the package README.
 
 from __future__ import annotations
 
+import numpy as np
+from torch_mlir import ir
+
 from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
 from . import host_axes
-from .node import HOST_INT_TYPES, Node, all_host, broadcast, host_elementwise, host_tensor, norm_axis, replace, show
+from .node import (
+    HOST_INT_TYPES,
+    Node,
+    all_host,
+    broadcast,
+    emit,
+    finish,
+    host_elementwise,
+    host_tensor,
+    norm_axis,
+    replace,
+    show,
+)
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
 # ---------------------------------------------------------------- kernel-level ops
@@ -49,14 +64,48 @@ def _host_equal(a: sym.Expr, b: sym.Expr) -> sym.Expr:
     return sym.select_zero(diff, 1, 0)
 
 
+def _host_less(a: sym.Expr, b: sym.Expr) -> sym.Expr:
+    """a < b as 1 or 0; decided when the difference has a known sign."""
+    diff = sym.sub(a, b)
+    if sym.nonnegative(diff):
+        return 0
+    if sym.nonnegative(sym.sub(-1, diff)):
+        return 1
+    return sym.select_negative(diff, 1, 0)
+
+
+def _truth(a: sym.Expr) -> sym.Expr:
+    """A host boolean as 1 or 0 (a host value of any nonzero int is true)."""
+    return sym.select_zero(a, 0, 1)
+
+
+# Comparisons of host ints and logic over host booleans (shape code: the expanded Attention body's
+# Where(And(Not(Equal(Hq, Hkv)), Equal(Mod(Hq, Hkv), 0)), Hq / Hkv, 1)) fold to host booleans (1 or 0).
+_HOST_COMPARE = {
+    "equal": _host_equal,
+    "less": _host_less,
+    "greater": lambda a, b: _host_less(b, a),
+    "less_or_equal": lambda a, b: sym.sub(1, _host_less(b, a)),
+    "greater_or_equal": lambda a, b: sym.sub(1, _host_less(a, b)),
+}
+_HOST_LOGIC = {
+    "and": lambda a, b: sym.select_zero(a, 0, _truth(b)),
+    "or": lambda a, b: sym.select_zero(a, _truth(b), 1),
+    "xor": lambda a, b: sym.select_zero(a, _truth(b), sym.sub(1, _truth(b))),
+}
+
+
 def _binary(o: Node) -> None:
     if o.kind in ("add", "sub", "mul", "div") and all_host(o) and o.result_dtype() in HOST_INT_TYPES:
         fn = {"add": sym.add, "sub": sym.sub, "mul": sym.mul, "div": sym.div}[o.kind]
         if host_elementwise(o, fn):
             return
-    # Equal of shape values (torch's expand: Where(Equal(shape, -1), 1, shape)) is a host boolean
-    if o.kind == "equal" and all_host(o) and hir.element_dtype(o.input(0)) in HOST_INT_TYPES:
-        if host_elementwise(o, _host_equal):
+    # comparisons of shape values (torch's expand: Where(Equal(shape, -1), 1, shape)) are host booleans
+    if o.kind in _HOST_COMPARE and all_host(o) and hir.element_dtype(o.input(0)) in HOST_INT_TYPES:
+        if host_elementwise(o, _HOST_COMPARE[o.kind]):
+            return
+    if o.kind in _HOST_LOGIC and all_host(o):
+        if host_elementwise(o, _HOST_LOGIC[o.kind]):
             return
     replace(o, BINARY, [o.input(0), o.input(1)], {"op": o.entry.enum_key},
              [broadcast(o, o.dims(0), o.dims(1))])
@@ -67,7 +116,20 @@ for _op_type, _key in (("Add", "ADD"), ("Sub", "SUB"), ("Mul", "MUL"), ("Div", "
     register(OpDef(_op_type, _key.lower(), _binary, (BINARY,), enum_key=_key))
 
 
+_HOST_UNARY = {
+    "neg": lambda x: sym.mul(-1, x),
+    "abs": lambda x: sym.select_negative(x, sym.mul(-1, x), x),
+    "sign": lambda x: sym.select_negative(x, -1, _truth(x)),
+    "not": lambda x: sym.select_zero(x, 1, 0),
+}
+
+
 def _unary(o: Node) -> None:
+    vals = o.host(0)
+    dtype = hir.element_dtype(o.input(0))
+    if vals is not None and o.kind in _HOST_UNARY and (dtype in HOST_INT_TYPES or o.kind == "not"):
+        host_tensor(o, [_HOST_UNARY[o.kind](v) for v in vals], o.dims(0))
+        return
     replace(o, UNARY, [o.input(0)], {"op": o.entry.enum_key}, [o.dims(0)])
 
 
@@ -141,12 +203,47 @@ def _layer_norm(o: Node) -> None:
     o.require("le", text.values, f"input shape {text.dims(d)} has {{1}} elements from axis {axis} on; "
                                  "LayerNormalization needs at least 1")
     operands = [o.input(0), o.input(1)] + ([o.input(2)] if o.input(2) is not None else [])
-    replace(o, LAYER_NORM, operands,
-             {"axis": norm_axis(o, o.attr_int("axis", -1), len(d)), "epsilon": o.attr_float("epsilon", 1e-5)},
-             [d])
+    attrs = {"axis": axis, "epsilon": o.attr_float("epsilon", 1e-5)}
+    roles = hir.get_ints(o.op, "result_roles", list(range(len(o.op.results))))
+    if roles == [0]:
+        replace(o, LAYER_NORM, operands, attrs, [d])
+        return
+    # Mean and InvStdDev (outputs 1 and 2, imported only when used): composed, in stash_type
+    out = {}
+    if 0 in roles:
+        out[0] = emit(o, LAYER_NORM, operands, attrs, [d], [o.op.results[roles.index(0)].type]).results[0]
+    stash = hir.element_dtype(o.op.results[next(k for k, r in enumerate(roles) if r > 0)])
+    out[1], out[2] = _layer_norm_stats(o, axis, attrs["epsilon"], stash)
+    finish(o, [out[r] for r in roles])
 
 
-register(OpDef("LayerNormalization", "layer_norm", _layer_norm, (LAYER_NORM,)))
+def _layer_norm_stats(o: Node, axis: int, epsilon: float, stash: int) -> tuple[ir.Value, ir.Value]:
+    """LayerNormalization's Mean and InvStdDev = 1 / sqrt(Var + epsilon) over the axes from `axis` on,
+    of X cast to `stash` (the stash_type), X's shape with 1 from `axis` on (as the ONNX function body
+    computes them, with the two-pass variance)."""
+    from .mask import FILL, _fill_bits  # mask.py builds on this module
+
+    d = o.dims(0)
+    stats = d[:axis] + [1] * (len(d) - axis)
+
+    def call(op, operands: list[ir.Value], op_attrs: dict, dims: list[sym.Expr]) -> ir.Value:
+        with o.op.context:
+            t = ir.Type.parse(hir.tensor_type_str(stash, dims))
+        return emit(o, op, operands, op_attrs, [dims], [t]).results[0]
+
+    x = o.input(0)
+    if hir.element_dtype(x) != stash:
+        x = call(CAST, [x], {"to": stash}, d)
+    axes = list(range(axis, len(d)))
+    mean = call(REDUCE, [x], {"op": "MEAN", "axes": axes}, stats)
+    dev = call(BINARY, [x, mean], {"op": "SUB"}, d)
+    var = call(REDUCE, [call(BINARY, [dev, dev], {"op": "MUL"}, d)], {"op": "MEAN", "axes": axes}, stats)
+    eps = call(FILL, [], {"bits": _fill_bits(np.array([epsilon]), stash)}, [])
+    std = call(UNARY, [call(BINARY, [var, eps], {"op": "ADD"}, stats)], {"op": "SQRT"}, stats)
+    return mean, call(UNARY, [std], {"op": "RECIPROCAL"}, stats)
+
+
+register(OpDef("LayerNormalization", "layer_norm", _layer_norm, (LAYER_NORM, REDUCE, BINARY, UNARY, CAST)))
 
 
 def _reduce(o: Node) -> None:
@@ -537,6 +634,9 @@ def _cast(o: Node) -> None:
     vals = o.host(0)
     if vals is not None and to in HOST_INT_TYPES:
         host_tensor(o, vals, o.dims(0), dtype=to)
+        return
+    if vals is not None and to == 9:  # a host int or boolean to a host boolean
+        host_tensor(o, [_truth(v) for v in vals], o.dims(0), dtype=to)
         return
     replace(o, CAST, [o.input(0)], {"to": to}, [o.dims(0)])
 

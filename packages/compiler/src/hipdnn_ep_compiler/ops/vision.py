@@ -21,7 +21,7 @@ from .. import symbolic as sym
 from ..errors import ModelError
 from .mask import FILL, _fill_bits
 from .node import Node, broadcast, emit, finish, replace
-from .onnx import BINARY, CAST, EXPAND, LAYER_NORM, UNARY
+from .onnx import BINARY, CAST, EXPAND, LAYER_NORM, REDUCE, UNARY
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
 CONV = register_kernel(Kernel("conv", "kernel_conv", ("group",), params=(Param("geometry", 3, symbolic=True),),
@@ -245,18 +245,54 @@ def _batch_norm(o: Node) -> None:
     x = o.dims(0)
     if len(x) < 2:
         raise ModelError(f"{o.where}: X has rank {len(x)}; BatchNormalization needs at least 2")
-    if o.attr_int("training_mode", 0):
-        o.fail("BatchNormalization in training mode is not supported (inference mode is)")
     for i, what in ((1, "scale"), (2, "B"), (3, "input_mean"), (4, "input_var")):
         d = o.dims(i)
         if len(d) != 1:
             raise ModelError(f"{o.where}: {what} has rank {len(d)}; it must be 1-D [C]")
         text = checks.Text(d[0], x[1])
         o.require("eq", text.values, f"{what} has {{0}} entries but X has {{1}} channels")
-    replace(o, BATCH_NORM, [o.input(i) for i in range(5)], {"epsilon": o.attr_float("epsilon", 1e-5)}, [x])
+    epsilon = o.attr_float("epsilon", 1e-5)
+    roles = hir.get_ints(o.op, "result_roles", list(range(len(o.op.results))))
+    if o.attr_int("training_mode", 0):
+        _batch_norm_training(o, roles, epsilon)
+        return
+    if roles != [0]:
+        raise ModelError(f"{o.where}: the running_mean/running_var outputs are computed in training mode only "
+                         "(training_mode=1)")
+    replace(o, BATCH_NORM, [o.input(i) for i in range(5)], {"epsilon": epsilon}, [x])
 
 
-register(OpDef("BatchNormalization", "batch_norm", _batch_norm, (BATCH_NORM,)))
+def _batch_norm_training(o: Node, roles: list[int], epsilon: float) -> None:
+    """Training mode: X normalized with its own per-channel mean and (population) variance over every
+    axis but 1; running_mean/running_var = input * momentum + current * (1 - momentum)."""
+    x = o.dims(0)
+    c = [x[1]]
+    kept = [1, x[1]] + [1] * (len(x) - 2)
+    axes = [0] + list(range(2, len(x)))
+    dtype = hir.element_dtype(o.input(0))
+    if dtype != o.result_dtype() or any(hir.element_dtype(o.input(i)) != dtype for i in (3, 4)):
+        o.fail("BatchNormalization in training mode needs X, input_mean and input_var of one element type")
+
+    def call(op, operands: list[ir.Value], attrs: dict, dims: list[sym.Expr]) -> ir.Value:
+        with o.op.context:
+            t = ir.Type.parse(hir.tensor_type_str(dtype, dims))
+        return emit(o, op, operands, attrs, [dims], [t]).results[0]
+
+    mean = call(REDUCE, [o.input(0)], {"op": "MEAN", "axes": axes}, kept)
+    dev = call(BINARY, [o.input(0), mean], {"op": "SUB"}, x)
+    var = call(REDUCE, [call(BINARY, [dev, dev], {"op": "MUL"}, x)], {"op": "MEAN", "axes": axes}, c)
+    mean = call("hipdnn.alias", [mean], {}, c)
+    out = {0: call(BATCH_NORM, [o.input(0), o.input(1), o.input(2), mean, var], {"epsilon": epsilon}, x)}
+    momentum = o.attr_float("momentum", 0.9)
+    for role, running, current in ((1, o.input(3), mean), (2, o.input(4), var)):
+        if role in roles:
+            kept_part = call(BINARY, [running, _fill(o, momentum, [])], {"op": "MUL"}, c)
+            new_part = call(BINARY, [current, _fill(o, 1.0 - momentum, [])], {"op": "MUL"}, c)
+            out[role] = call(BINARY, [kept_part, new_part], {"op": "ADD"}, c)
+    finish(o, [out[r] for r in roles])
+
+
+register(OpDef("BatchNormalization", "batch_norm", _batch_norm, (BATCH_NORM, REDUCE, BINARY, FILL)))
 
 # ---------------------------------------------------------------- activations
 

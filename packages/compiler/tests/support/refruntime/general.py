@@ -55,6 +55,9 @@ class GeneralKernels:
             op = self._op("hipdnn_ep_binary_op", ints[0])
             if op == "DIV" and np.issubdtype(i[0].dtype, np.integer):
                 return np.trunc(i[0] / i[1])
+            if np.issubdtype(i[0].dtype, np.floating):  # IEEE results, as the kernels give (inf - inf is NaN)
+                with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                    return ops[op](i[0], i[1])
             return ops[op](i[0], i[1])
         return self._kernel(v, run)
 
@@ -96,8 +99,9 @@ class GeneralKernels:
     def fn_kernel_softmax(self, v):
         def run(i, o, ints, f):
             x = i[0].astype(np.float64)
-            e = np.exp(x - x.max(axis=ints[0], keepdims=True))
-            return e / e.sum(axis=ints[0], keepdims=True)
+            with np.errstate(invalid="ignore"):  # a row of -inf is NaN, as the runtime computes it
+                e = np.exp(x - x.max(axis=ints[0], keepdims=True))
+                return e / e.sum(axis=ints[0], keepdims=True)
         return self._kernel(v, run)
 
     def fn_kernel_layer_norm(self, v):
