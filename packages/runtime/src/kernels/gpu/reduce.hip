@@ -6,6 +6,7 @@
 // is 0, mean NaN and max -inf (floats) or the dtype's minimum (integers), min +inf or the maximum,
 // prod 1, log-sum and log-sum-exp -inf.
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -64,10 +65,10 @@ __device__ __forceinline__ Acc fold_init() {
   constexpr bool kFloat = std::is_floating_point_v<C>;
   if constexpr (F == Fold::kMax) {
     if constexpr (kFloat) return -INFINITY;
-    else return static_cast<Acc>(std::is_same_v<C, int32_t> ? INT32_MIN : INT64_MIN);
+    else return static_cast<Acc>(std::numeric_limits<C>::min());
   } else if constexpr (F == Fold::kMin) {
     if constexpr (kFloat) return INFINITY;
-    else return static_cast<Acc>(std::is_same_v<C, int32_t> ? INT32_MAX : INT64_MAX);
+    else return static_cast<Acc>(std::numeric_limits<C>::max());
   } else if constexpr (F == Fold::kProd) {
     return Acc{1};
   } else {
@@ -82,8 +83,10 @@ __global__ void reduce_kernel(const T* x, T* y, Layout<1> kept, Layout<1> reduce
   constexpr bool kFloat = std::is_floating_point_v<C>;
   constexpr Fold F = fold_of<Op>();
   constexpr bool kExtreme = F == Fold::kMax || F == Fold::kMin;
-  // Extremes of integers compare signed values; sums and products wrap in unsigned 64-bit.
-  using Acc = std::conditional_t<kFloat, double, std::conditional_t<kExtreme, int64_t, uint64_t>>;
+  // Extremes of integers compare the values (signed or unsigned, widened to 64 bits); sums and
+  // products wrap in unsigned 64-bit.
+  using Extreme = std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>;
+  using Acc = std::conditional_t<kFloat, double, std::conditional_t<kExtreme, Extreme, uint64_t>>;
   __shared__ Acc shared[kBlock];
   const Combine<Acc, kFloat, F> combine;
   for (int64_t j = blockIdx.x; j < out_count; j += gridDim.x) {
