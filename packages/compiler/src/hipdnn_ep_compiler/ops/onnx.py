@@ -6,11 +6,24 @@ To add an op, see "Adding an op" in the package README.
 
 from __future__ import annotations
 
+from torch_mlir import ir
+
 from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
-from .node import HOST_INT_TYPES, Node, all_host, broadcast, host_elementwise, host_tensor, norm_axis, replace, show
+from .node import (
+    HOST_INT_TYPES,
+    Node,
+    all_host,
+    broadcast,
+    emit,
+    host_elementwise,
+    host_tensor,
+    norm_axis,
+    replace,
+    show,
+)
 from .registry import Kernel, OpDef, Param, register, register_kernel
 
 # ---------------------------------------------------------------- kernel-level ops
@@ -58,9 +71,32 @@ def _binary(o: Node) -> None:
              [broadcast(o, o.dims(0), o.dims(1))])
 
 
-for _op_type, _key in (("Add", "ADD"), ("Sub", "SUB"), ("Mul", "MUL"), ("Div", "DIV"), ("Pow", "POW"),
+for _op_type, _key in (("Add", "ADD"), ("Sub", "SUB"), ("Mul", "MUL"), ("Div", "DIV"),
                       ("Equal", "EQUAL"), ("Less", "LESS"), ("Greater", "GREATER")):
     register(OpDef(_op_type, _key.lower(), _binary, (BINARY,), enum_key=_key))
+
+_FLOAT_TYPES = (1, 10, 11)  # FLOAT32, FLOAT16, FLOAT64
+
+
+def _pow(o: Node) -> None:
+    """ONNX Pow: the exponent (T1) may have another type than the base (T); the kernel takes one type,
+    so an exponent of another type is cast to the base's. onnxruntime's CPU EP computes pow in double
+    and converts to T: for a float base an integer exponent converts exactly (small ones, which are what
+    a finite result allows); for an integer base the kernel computes in double too. An integer base with
+    a floating-point exponent (2 ** 0.5 truncates to 1) would need the exponent's fraction: refused."""
+    base, exponent = o.input(0), o.input(1)
+    bt, et = hir.element_dtype(base), hir.element_dtype(exponent)
+    if bt != et:
+        if bt not in _FLOAT_TYPES and et in _FLOAT_TYPES:
+            o.fail(f"Pow of an integer base ({hir.DTYPE_NAMES[bt]}) with a floating-point exponent "
+                   f"({hir.DTYPE_NAMES[et]}) is not supported")
+        with o.op.context:
+            cast_type = ir.Type.parse(hir.tensor_type_str(bt, o.dims(1)))
+        exponent = emit(o, CAST, [exponent], {"to": bt}, [o.dims(1)], [cast_type]).results[0]
+    replace(o, BINARY, [base, exponent], {"op": "POW"}, [broadcast(o, o.dims(0), o.dims(1))])
+
+
+register(OpDef("Pow", "pow", _pow, (BINARY, CAST), enum_key="POW"))
 
 
 def _unary(o: Node) -> None:
