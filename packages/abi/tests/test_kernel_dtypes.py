@@ -11,7 +11,6 @@ from conftest import set_minor
 from hipdnn_ep_abi import generate, parse
 from hipdnn_ep_abi.model import ManifestError
 
-
 # binary's POW row and the default row of binary and reduce in the manifest, which these tests edit
 POW_LINE = 'dtypes.POW = ["FLOAT32", "FLOAT16", ["INT32", 3], ["INT64", 3]]'
 INT_DEFAULT = ('dtypes.default = ["FLOAT32", "FLOAT16", "INT32", "INT64", ["INT8", 3], ["UINT8", 3], ["INT16", 3], '
@@ -63,8 +62,8 @@ def test_generated_masks_are_internal_and_match_the_manifest(tmp_path, manifest)
     source.write_text('#include "kernel_dtypes.h"\n'
                       "namespace dt = hipdnn_ep::kernel_dtypes;\n"
                       "static_assert(dt::binary(HIPDNN_EP_BINARY_OP_POW) == "
-                      "(dt::bit(HIPDNN_EP_DTYPE_FLOAT32) | dt::bit(HIPDNN_EP_DTYPE_FLOAT16) | dt::bit(HIPDNN_EP_DTYPE_INT32) | "
-                      "dt::bit(HIPDNN_EP_DTYPE_INT64)));\n"
+                      "(dt::bit(HIPDNN_EP_DTYPE_FLOAT32) | dt::bit(HIPDNN_EP_DTYPE_FLOAT16) | "
+                      "dt::bit(HIPDNN_EP_DTYPE_INT32) | dt::bit(HIPDNN_EP_DTYPE_INT64)));\n"
                       "static_assert(dt::accepts(dt::binary(HIPDNN_EP_BINARY_OP_EQUAL), HIPDNN_EP_DTYPE_BOOL));\n"
                       "static_assert(!dt::accepts(dt::binary(HIPDNN_EP_BINARY_OP_ADD), HIPDNN_EP_DTYPE_BOOL));\n"
                       "static_assert(dt::binary(99) == 0);\n"

@@ -89,7 +89,7 @@ def test_binary_arithmetic_wraps(state, dtype, op):
 
 def _trunc_div(a, b):
     """Integer division truncating toward zero (C and ONNX Runtime), in Python integers."""
-    q = [abs(int(x)) // abs(int(y)) * (1 if (int(x) < 0) == (int(y) < 0) else -1) for x, y in zip(a, b)]
+    q = [abs(int(x)) // abs(int(y)) * (1 if (int(x) < 0) == (int(y) < 0) else -1) for x, y in zip(a, b, strict=True)]
     return np.array(q, dtype=object)
 
 
@@ -129,10 +129,10 @@ def test_binary_integer_mod(state, dtype, op):
     b = full_range((100,), dtype, seed=6)
     b[b == 0] = 7
     if op == "MOD":  # the divisor's sign: Python's %
-        expected = [int(x) % int(y) for x, y in zip(a, b)]
+        expected = [int(x) % int(y) for x, y in zip(a, b, strict=True)]
     else:  # the dividend's sign: C's %
         expected = [int(np.fmod(int(x), int(y))) if abs(int(x)) < 2**53 else
-                    (abs(int(x)) % abs(int(y))) * (1 if int(x) >= 0 else -1) for x, y in zip(a, b)]
+                    (abs(int(x)) % abs(int(y))) * (1 if int(x) >= 0 else -1) for x, y in zip(a, b, strict=True)]
     out = run(state, "binary", [a, b], (100,), ints=[BINARY[op]])
     np.testing.assert_array_equal(out.astype(object), np.array(expected, dtype=object))
 
