@@ -49,7 +49,9 @@ struct Combine {
 // One element's contribution (L1: |x|, L2 and SUM_SQUARE: x * x, LOG_SUM_EXP: exp(x - shift)).
 template <int64_t Op, typename Acc, typename C>
 __device__ __forceinline__ Acc reduce_map(C v, double shift) {
-  if constexpr (Op == HIPDNN_EP_REDUCE_OP_L1) {
+  if constexpr (Op == HIPDNN_EP_REDUCE_OP_L1 && std::is_unsigned_v<C>) {
+    return static_cast<Acc>(v);
+  } else if constexpr (Op == HIPDNN_EP_REDUCE_OP_L1) {
     return v < C{0} ? Acc{0} - static_cast<Acc>(v) : static_cast<Acc>(v);
   } else if constexpr (Op == HIPDNN_EP_REDUCE_OP_L2 || Op == HIPDNN_EP_REDUCE_OP_SUM_SQUARE) {
     return static_cast<Acc>(v) * static_cast<Acc>(v);
