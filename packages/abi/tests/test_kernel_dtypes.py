@@ -12,14 +12,14 @@ from hipdnn_ep_abi import generate, parse
 from hipdnn_ep_abi.model import ManifestError
 
 # binary's POW row and the default row of binary and reduce in the manifest, which these tests edit
-POW_LINE = 'dtypes.POW = ["FLOAT32", "FLOAT16", ["INT32", 3], ["INT64", 3]]'
+POW_LINE = 'dtypes.POW = ["FLOAT32", "FLOAT16", ["INT32", 3], ["INT64", 3], ["FLOAT64", 3]]'
 INT_DEFAULT = ('dtypes.default = ["FLOAT32", "FLOAT16", "INT32", "INT64", ["INT8", 3], ["UINT8", 3], ["INT16", 3], '
                '["UINT16", 3], ["UINT32", 3], ["UINT64", 3]]')
 
 def test_rules_resolve_per_op_with_the_default(manifest):
     binary = manifest.function("hipdnn_ep_kernel_binary")
     rules = manifest.input0_dtypes(binary)
-    assert rules["POW"] == ("FLOAT32", "INT32", "INT64", "FLOAT16")  # in code order
+    assert rules["POW"] == ("FLOAT32", "INT32", "INT64", "FLOAT16", "FLOAT64")  # in code order
     ints = ("UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64")
     assert rules["EQUAL"] == ("FLOAT32", *ints, "BOOL", "FLOAT16", "UINT32", "UINT64")
     assert rules["ADD"] == rules["LESS"] == ("FLOAT32", *ints, "FLOAT16", "UINT32", "UINT64")
@@ -37,7 +37,8 @@ def test_json_carries_the_tables(manifest):
     kernels = {f["name"]: f for f in generate.manifest_json(manifest)["functions"] if f["kind"] == "kernel"}
     binary = kernels["hipdnn_ep_kernel_binary"]
     assert binary["op_enum"] == "hipdnn_ep_binary_op"
-    assert binary["dtypes"]["POW"] == ["FLOAT32", "INT32", "INT64", "FLOAT16"] and "default" in binary["dtypes"]
+    assert binary["dtypes"]["POW"] == ["FLOAT32", "INT32", "INT64", "FLOAT16", "FLOAT64"]
+    assert "default" in binary["dtypes"]
     assert kernels["hipdnn_ep_kernel_where"]["dtypes"] == {"default": ["BOOL"]}
     assert kernels["hipdnn_ep_kernel_slice"]["input_dtypes"] == {"1": ["INT64"], "2": ["INT64"]}
     assert kernels["hipdnn_ep_kernel_fill"]["dtypes"] == {} and kernels["hipdnn_ep_kernel_fill"]["op_enum"] is None
@@ -63,7 +64,8 @@ def test_generated_masks_are_internal_and_match_the_manifest(tmp_path, manifest)
                       "namespace dt = hipdnn_ep::kernel_dtypes;\n"
                       "static_assert(dt::binary(HIPDNN_EP_BINARY_OP_POW) == "
                       "(dt::bit(HIPDNN_EP_DTYPE_FLOAT32) | dt::bit(HIPDNN_EP_DTYPE_FLOAT16) | "
-                      "dt::bit(HIPDNN_EP_DTYPE_INT32) | dt::bit(HIPDNN_EP_DTYPE_INT64)));\n"
+                      "dt::bit(HIPDNN_EP_DTYPE_INT32) | dt::bit(HIPDNN_EP_DTYPE_INT64) | "
+                      "dt::bit(HIPDNN_EP_DTYPE_FLOAT64)));\n"
                       "static_assert(dt::accepts(dt::binary(HIPDNN_EP_BINARY_OP_EQUAL), HIPDNN_EP_DTYPE_BOOL));\n"
                       "static_assert(!dt::accepts(dt::binary(HIPDNN_EP_BINARY_OP_ADD), HIPDNN_EP_DTYPE_BOOL));\n"
                       "static_assert(dt::binary(99) == 0);\n"
@@ -126,26 +128,26 @@ def _next_minor(manifest_text: str) -> int:
 
 def test_dtype_and_enum_value_since_reach_the_json(manifest_text):
     nxt = _next_minor(manifest_text)
-    text = set_minor(manifest_text.replace(POW_LINE, POW_LINE[:-1] + f', ["FLOAT64", {nxt}]]'), nxt)
+    text = set_minor(manifest_text.replace(POW_LINE, POW_LINE[:-1] + f', ["UINT8", {nxt}]]'), nxt)
     text = text.replace('["SUM_SQUARE", 9, 3],\n]', f'["SUM_SQUARE", 9, 3], ["CUBE", 10, {nxt}],\n]')
     m = parse(text)
     binary = m.function("hipdnn_ep_kernel_binary")
-    assert m.input0_since(binary, "POW", "FLOAT64") == nxt
+    assert m.input0_since(binary, "POW", "UINT8") == nxt
     assert m.input0_since(binary, "POW", "FLOAT32") == 1
     assert m.input0_since(binary, "ADD", "FLOAT32") == 1
     data = generate.manifest_json(m)
     fn = next(f for f in data["functions"] if f["name"] == "hipdnn_ep_kernel_binary")
     assert m.input0_since(binary, "POW", "INT32") == 3
-    assert fn["dtypes"]["POW"] == ["FLOAT32", "INT32", "INT64", "FLOAT16", "FLOAT64"]
-    assert fn["dtype_since"]["POW"] == {"INT32": 3, "INT64": 3, "FLOAT64": nxt}
+    assert fn["dtypes"]["POW"] == ["FLOAT32", "UINT8", "INT32", "INT64", "FLOAT16", "FLOAT64"]  # code order
+    assert fn["dtype_since"]["POW"] == {"INT32": 3, "INT64": 3, "FLOAT64": 3, "UINT8": nxt}
     enum = next(e for e in data["enums"] if e["name"] == "hipdnn_ep_reduce_op")
     assert enum["value_since"] == {"MIN": 3, "PROD": 3, "L1": 3, "L2": 3, "LOG_SUM": 3, "LOG_SUM_EXP": 3,
                                    "SUM_SQUARE": 3, "CUBE": nxt}
 
 
-@pytest.mark.parametrize(("entry", "match"), [('["FLOAT64", NEXT + 1]', "outside 1 .* to NEXT"),
-                                              ('["FLOAT64", 0]', "outside 1 .* to NEXT"),
-                                              ('["FLOAT64"]', r"dtype name or \[name, since\]")])
+@pytest.mark.parametrize(("entry", "match"), [('["UINT8", NEXT + 1]', "outside 1 .* to NEXT"),
+                                              ('["UINT8", 0]', "outside 1 .* to NEXT"),
+                                              ('["UINT8"]', r"dtype name or \[name, since\]")])
 def test_dtype_since_is_validated(manifest_text, entry, match):
     nxt = _next_minor(manifest_text)
     entry = entry.replace("NEXT + 1", str(nxt + 1))

@@ -202,11 +202,15 @@ def test_float_pow_with_an_integer_exponent(base, exponent, refruntime, tmp_path
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-3)
 
 
-def test_integer_pow_with_a_float_exponent_is_refused(tmp_path):
-    model = make_model([helper.make_node("Pow", ["a", "b"], ["y"], name="p")], [("a", I32, [3]), ("b", F, [3])],
-                       [("y", I32, None)], opset=18)
-    with pytest.raises(UnsupportedError, match="Pow of an integer base .int32. with a floating-point exponent"):
-        compile_model(model, tmp_path / "art")
+@pytest.mark.parametrize("base,exponent", [(I32, F), (I64, F), (I32, T.DOUBLE), (I64, H)],
+                         ids=["i32-f32", "i64-f32", "i32-f64", "i64-f16"])
+def test_integer_pow_with_a_float_exponent_matches_onnxruntime(base, exponent, refruntime, tmp_path):
+    # computed in FLOAT64 and truncated back, as onnxruntime's std::pow(int, float) and conversion
+    model = make_model([helper.make_node("Pow", ["a", "b"], ["y"])], [("a", base, [7]), ("b", exponent, [7])],
+                       [("y", base, None)], opset=18)
+    a = np.array([2, 3, 4, -2, 7, 10, 0], NP[base])
+    b = np.array([0.5, 2.5, 0.5, 3, -1, 9, 0], np.float64 if exponent == T.DOUBLE else NP[exponent])
+    _check(model, {"a": a, "b": b}, refruntime, tmp_path)
 
 
 @pytest.mark.parametrize("t", [I8, U8, I16, U16, U32, U64], ids=_ids([I8, U8, I16, U16, U32, U64]))

@@ -245,9 +245,13 @@ GROUPS: dict[str, Group] = {
          Op("Where-u32", "Where", ["Less-i8", "to-u32", "seven_u32"], out_type=T.UINT32),
          Op("Pow-i32", "Pow", ["to-i32", "two_i32"], out_type=T.INT32),
          Op("Pow-i64-i32", "Pow", ["i", "two_i32"], out_type=T.INT64),
+         Op("Abs-i32", "Abs", ["to-i32"], out_type=T.INT32),
+         # a negative base with a fractional exponent is NaN, which onnxruntime converts to int as x86 does
+         # (INT_MIN) and the runtime to 0: the bases here are not negative
+         Op("Pow-i32-f32", "Pow", ["Abs-i32", "halves_f32"], out_type=T.INT32),
          Op("Transpose-u64", "Transpose", ["to-u64"], {"perm": [0, 2, 1]}, out_type=T.UINT64)],
         {"seven_u32": np.array(7, np.uint32), "three_u64": np.array(3, np.uint64), "zero_i8": np.array(0, np.int8),
-         "two_i32": np.array([2, 3, 0, 1], np.int32)}),
+         "two_i32": np.array([2, 3, 0, 1], np.int32), "halves_f32": np.array([0.5, 2.5, 1.0, 3.0], np.float32)}),
     # an Einsum that sums and transposes: onnxruntime 1.23's CPU EP fails it (a copy of mismatched sizes)
     "einsum-sum": Group([X], [Op("Einsum-transpose-sum", "Einsum", ["x"], {"equation": "nij->jn"})],
                         min_onnxruntime=(1, 24)),

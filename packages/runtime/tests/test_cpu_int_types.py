@@ -202,6 +202,20 @@ def test_binary_pow_integer_overflow_saturates(state, dtype):
     np.testing.assert_array_equal(out, [info.max, info.min, 49])
 
 
+def test_binary_pow_float64(state):
+    # FLOAT64 is accepted by POW alone: the compiler's integer Pow with a floating-point exponent
+    a = np.array([[2.0, 3.0, 4.0, -2.0, 10.0]])
+    b = np.array([0.5, 2.5, 0.5, 3.0, 9.0])
+    np.testing.assert_array_equal(run(state, "binary", [a, b], (1, 5), ints=[BINARY["POW"]]), np.power(a, b))
+
+
+@pytest.mark.parametrize("op", ["ADD", "MUL", "LESS", "MAX"])
+def test_binary_float64_refuses_other_ops(state, op):
+    with pytest.raises(Exception, match=f"binary op {op} does not support dtype FLOAT64"):
+        run(state, "binary", [np.ones(2), np.ones(2)], (2,), out_dtype=BOOL if op == "LESS" else None,
+            ints=[BINARY[op]])
+
+
 @pytest.mark.parametrize("dtype", SMALL + NEW)
 def test_binary_pow_refuses_other_integers(state, dtype):
     with pytest.raises(Exception, match="POW"):

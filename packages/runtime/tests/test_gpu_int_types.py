@@ -101,6 +101,18 @@ def test_binary_pow_integers(cpu, gpu, dev, dtype):
             ints=[BINARY["POW"]])
 
 
+def test_binary_pow_float64(cpu, gpu, dev):
+    a = np.abs(np.random.default_rng(0).standard_normal((3, 40))) * 10
+    b = np.random.default_rng(1).uniform(-3, 3, (40,))
+    b[:5] = [0.5, 2.0, 3.0, 0.0, -1.0]
+    inputs = [a, b]
+    expected = np.full((3, 40), 77.0)
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_binary", inputs, [expected], [BINARY["POW"]], [])
+    out = _to_device(dev, np.full((3, 40), 77.0))
+    _core.call_kernel(gpu, "hipdnn_ep_kernel_binary", [_to_device(dev, x) for x in inputs], [out], [BINARY["POW"]], [])
+    np.testing.assert_allclose(dev.to_host(out), expected, rtol=1e-15, atol=0)  # device pow: within 1 ulp
+
+
 @pytest.mark.parametrize("dtype", NEW)
 @pytest.mark.parametrize("op", ["BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "SHIFT_LEFT", "SHIFT_RIGHT"])
 def test_binary_bitwise(cpu, gpu, dev, op, dtype):

@@ -70,7 +70,9 @@ struct BinaryOp {
         return x / y;
       }
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_POW) {
-      if constexpr (kInt) return int_pow(x, y); else return static_cast<C>(powf(x, y));
+      if constexpr (kInt) return int_pow(x, y);
+      else if constexpr (std::is_same_v<C, double>) return pow(x, y);
+      else return static_cast<C>(powf(x, y));
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_EQUAL) {
       return x == y;
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_LESS) {
@@ -477,6 +479,12 @@ void binary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
       case HIPDNN_EP_BINARY_OP_XOR: return launch_binary<gbool, gbool, HIPDNN_EP_BINARY_OP_XOR>(state, a, b, out);
       default: fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on BOOL reached the GPU kernel unvalidated");
     }
+  }
+  if (args.inputs[0].dtype == HIPDNN_EP_DTYPE_FLOAT64) {  // POW only (the compiler's integer Pow with a float exponent)
+    if (op != HIPDNN_EP_BINARY_OP_POW) {
+      fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on FLOAT64 reached the GPU kernel unvalidated");
+    }
+    return launch_binary<double, double, HIPDNN_EP_BINARY_OP_POW>(state, args.inputs[0], args.inputs[1], args.outputs[0]);
   }
   if (op >= HIPDNN_EP_BINARY_OP_BITWISE_AND && op <= HIPDNN_EP_BINARY_OP_SHIFT_RIGHT) {
     dispatch_integer(args.inputs[0].dtype, "binary", [&](auto tag) {
