@@ -13,7 +13,7 @@ from onnx import TensorProto as T
 from onnx import helper
 
 from hipdnn_ep_compiler import compile_model, load_weights
-from hipdnn_ep_compiler.errors import UnsupportedError
+from hipdnn_ep_compiler.errors import AbiTargetError, UnsupportedError
 
 I8, U8, I16, U16, I32, U32, I64, U64 = T.INT8, T.UINT8, T.INT16, T.UINT16, T.INT32, T.UINT32, T.INT64, T.UINT64
 F, H, BOOL = T.FLOAT, T.FLOAT16, T.BOOL
@@ -23,6 +23,7 @@ NEW = [I16, U16, U32, U64]
 SMALL = [I8, U8]
 IDS = {I8: "i8", U8: "u8", I16: "i16", U16: "u16", I32: "i32", U32: "u32", I64: "i64", U64: "u64", F: "f32",
        H: "f16", BOOL: "bool"}
+IDS_LONG = {I16: "int16", U16: "uint16", U32: "uint32", U64: "uint64"}
 
 
 def _ids(types):
@@ -227,3 +228,15 @@ def test_the_new_types_are_graph_input_and_output_types(tmp_path):
         model = make_model([helper.make_node("Identity", ["x"], ["y"])], [("x", t, [2])], [("y", t, [2])], opset=18)
         info = compile_model(model, tmp_path / f"art{t}")
         assert info.metadata["inputs"][0]["dtype"] == t
+
+
+@pytest.mark.parametrize("t", NEW, ids=_ids(NEW))
+def test_a_graph_passing_a_new_type_through_needs_abi_1_3(t, tmp_path):
+    # no kernel touches the tensor (an alias), so the graph's own element types set the minimum ABI
+    model = make_model([helper.make_node("Identity", ["x"], ["y"])], [("x", t, [2])], [("y", t, [2])], opset=18)
+    assert compile_model(model, tmp_path / "new").metadata["abi"]["min_minor"] == 3
+    with pytest.raises(AbiTargetError, match=rf"graph input 'x' has element type {IDS_LONG[t]}, which runtime ABI "
+                                             r"1.3 added; the target ABI is 1.2"):
+        compile_model(model, tmp_path / "old", abi="1.2")
+    u8 = make_model([helper.make_node("Identity", ["x"], ["y"])], [("x", U8, [2])], [("y", U8, [2])], opset=18)
+    assert compile_model(u8, tmp_path / "u8", abi="1.1").metadata["abi"]["min_minor"] == 0
