@@ -63,9 +63,10 @@ def test_cases_were_found():
         assert set(listed) <= names, f"stale {variant} refusals: {sorted(set(listed) - names)}"
 
 
-def test_an_output_off_its_declared_dims_is_refused_and_freed(compiler, run_artifact, state, runtime, tmp_path):
-    """A model declaring a static output dim its program does not produce: the run is refused naming the dim,
-    and the outputs the program allocated are freed (the state fixture fails on any live allocation)."""
+def test_an_output_declared_off_what_the_model_computes_gets_the_computed_dims(compiler, run_artifact, state,
+                                                                               tmp_path):
+    """Declared output shapes are hints, as onnxruntime treats them (it warns where a run differs): a model
+    declaring [5] for an output that follows its input runs at any size (the runtime refused it before)."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -75,6 +76,5 @@ def test_an_output_off_its_declared_dims_is_refused_and_freed(compiler, run_arti
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     compiler.compile_model(model, tmp_path / "a")
-    with pytest.raises(runtime.HipdnnEpError, match="output 0 'y': dim 0 is 3 but the artifact was compiled for"):
-        run_artifact(tmp_path / "a", model, state, [np.ones(3, np.float32)])
-    assert run_artifact(tmp_path / "a", model, state, [np.ones(5, np.float32)])[0].shape == (5,)
+    for n in (3, 5):
+        assert run_artifact(tmp_path / "a", model, state, [np.ones(n, np.float32)])[0].shape == (n,)

@@ -289,6 +289,9 @@ def readme_with_table(readme: str, c: Contract, kind: str = "metadata") -> str:
 
 CPP_HEADER = "hipdnn_ep/metadata_schema.h"
 CPP_PROTOCOL_HEADER = "hipdnn_ep/protocol_schema.h"
+# The JSON readers of field types (integers, strings, sizes, lists, optionals) that both schema headers use.
+CPP_READER_HEADER = "hipdnn_ep/schema_reader.h"
+CPP_READER_NAMESPACE = "hipdnn_ep::schema_reader"
 
 
 @dataclass(frozen=True)
@@ -337,12 +340,12 @@ def cpp_header(c: Contract, source: str = "metadata.toml", style: CppStyle = MET
            f"// The {c.name} schema {c.major}.{c.minor}: typed structs and their readers"
            f"{' and writers' if style.writers else ''} (needs nlohmann/json).\n"
            f"#ifndef {guard}\n#define {guard}\n\n"
-           "#include <cmath>\n#include <cstdint>\n#include <optional>\n#include <string>\n#include <vector>\n\n"
-           f"#include <nlohmann/json.hpp>\n\nnamespace {style.namespace} {{\n\n"
+           "#include <cstdint>\n#include <optional>\n#include <string>\n#include <vector>\n\n"
+           f"#include \"{CPP_READER_HEADER}\"\n\nnamespace {style.namespace} {{\n\n"
            f"constexpr int kMajor = {c.major};\nconstexpr int kMinor = {c.minor};\n\n"
-           "using Json = nlohmann::json;\n\n"
-           "// A size: an int when static, else the expression of a size known at run time.\n"
-           "struct Size {\n  bool is_int = false;\n  int64_t value = 0;\n  std::string text;\n};\n\n"]
+           f"// The field types' readers ({CPP_READER_HEADER}); each struct's reader is below.\n"
+           f"using ::{CPP_READER_NAMESPACE}::Json;\nusing ::{CPP_READER_NAMESPACE}::Read;\n"
+           f"using ::{CPP_READER_NAMESPACE}::Size;\nnamespace detail = ::{CPP_READER_NAMESPACE}::detail;\n\n"]
     for o in order:
         out.append(f"struct {name_of[o]} {{\n")
         for f in members[o]:
@@ -351,7 +354,7 @@ def cpp_header(c: Contract, source: str = "metadata.toml", style: CppStyle = MET
             out.append(f"  {t if f.required else f'std::optional<{t}>'} {f.path.rsplit('.', 1)[-1]}{init};"
                        f"  // {f.doc}\n")
         out.append("};\n\n")
-    out.append(_CPP_READERS_HEAD)
+    out.append("// The readers of the structs: each refuses what is not an object, and reads its members.\n")
     signature = "inline bool Read(const Json& v, {}* out, const std::string& where, std::string* error)"
     for o in order:
         out.append(signature.format(name_of[o]) + ";\n")
@@ -413,7 +416,7 @@ Json ToJson(const std::optional<T>& v) {
 '''
 
 
-_CPP_READERS_HEAD = r'''namespace detail {
+_CPP_READERS = r'''namespace detail {
 
 inline std::string Join(const std::string& where, const std::string& key) {
   return where.empty() ? key : where + "." + key;
@@ -520,3 +523,20 @@ bool Optional(const Json& object, const char* key, std::optional<T>* out, const 
 }  // namespace detail
 
 '''
+
+
+def cpp_reader_header(source: str = "metadata.toml and protocol.toml") -> str:
+    """The readers of the field types (integers, strings, sizes, lists, optionals, the required and optional
+    members of an object) on nlohmann/json, included by every schema header (cpp_header)."""
+    guard = "HIPDNN_EP_" + re.sub(r"[^A-Z0-9]", "_", CPP_READER_HEADER.split("/")[-1].upper())
+    return (f"// {PY_BANNER.format(source=source)}\n"
+            "// The JSON readers of the schemas' field types (needs nlohmann/json): a reader refuses a value of\n"
+            "// another type, naming the field (`inputs[2].dims[0]`).\n"
+            f"#ifndef {guard}\n#define {guard}\n\n"
+            "#include <cmath>\n#include <cstdint>\n#include <optional>\n#include <string>\n#include <vector>\n\n"
+            f"#include <nlohmann/json.hpp>\n\nnamespace {CPP_READER_NAMESPACE} {{\n\n"
+            "using Json = nlohmann::json;\n\n"
+            "// A size: an int when static, else the expression of a size known at run time.\n"
+            "struct Size {\n  bool is_int = false;\n  int64_t value = 0;\n  std::string text;\n};\n\n"
+            + _CPP_READERS +
+            f"}}  // namespace {CPP_READER_NAMESPACE}\n\n#endif  // {guard}\n")

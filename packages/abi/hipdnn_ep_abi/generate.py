@@ -312,6 +312,8 @@ def write_all(m: Manifest, out_dir: Path) -> list[Path]:
         "abi_manifest_data.cpp": manifest_data_cpp(m),
         KERNEL_DTYPES_HEADER: kernel_dtypes(m),
         KERNEL_LIST_HEADER: kernel_list(m),
+        # the field types' JSON readers, which both schema headers below include
+        "contracts/" + contracts.CPP_READER_HEADER: contracts.cpp_reader_header(),
         # the artifact metadata's typed readers (packages/abi/metadata.toml), for the runtime and the EP
         "contracts/" + contracts.CPP_HEADER: contracts.cpp_header(contracts.load()),
         # the compiler protocol's typed readers and writers (packages/abi/protocol.toml), for the EP

@@ -38,6 +38,56 @@ def set_minor(text: str, minor: int) -> str:
     return re.sub(r"(?m)^minor = \d+$", f"minor = {minor}", text, count=1)
 
 
+# ---------------------------------------------------------------- contract (metadata.toml, protocol.toml) edits
+
+def field_block(path: str) -> re.Pattern:
+    """The [[fields]] block of a contract's field `path`."""
+    return re.compile(r'\[\[fields\]\]\npath = "' + re.escape(path) + r'"\n(?:(?!\[\[fields\]\]).*\n)*')
+
+
+def without_field(text: str, path: str) -> str:
+    new, n = field_block(path).subn("", text)
+    assert n == 1
+    return new
+
+
+def retyped_field(text: str, path: str, type_: str) -> str:
+    block = field_block(path).search(text)[0]
+    return text.replace(block, re.sub(r'type = "[^"]*"', f'type = "{type_}"', block))
+
+
+def added_field(text: str, path: str, since: int, required: bool = False) -> str:
+    return text + (f'\n[[fields]]\npath = "{path}"\ntype = "string"\nrequired = {str(required).lower()}\n'
+                   f'since = {since}\ndoc = "a new field"\n')
+
+
+def contract_violations(released: Path, text: str) -> list[str]:
+    """The bump-rule violations of contract `text` against the released snapshot `released`."""
+    from hipdnn_ep_abi import contracts
+
+    return [str(v) for v in contracts.check(contracts.load(released), contracts.parse(text))]
+
+
+JSON_INCLUDE = Path(__file__).resolve().parents[3] / "third_party/nlohmann-json"
+
+
+def build_cpp_program(folder: Path, header: str, header_text: str, source: str) -> Path:
+    """Compiles `source` (a C++ program including the generated `header`, written from `header_text` beside
+    the shared field readers) into folder/program; skips without c++ or third_party/nlohmann-json."""
+    from hipdnn_ep_abi import contracts
+
+    if shutil.which("c++") is None or not (JSON_INCLUDE / "nlohmann/json.hpp").exists():
+        pytest.skip("needs c++ and third_party/nlohmann-json (tools/release/fetch_third_party.sh)")
+    (folder / "hipdnn_ep").mkdir()
+    (folder / contracts.CPP_READER_HEADER).write_text(contracts.cpp_reader_header())
+    (folder / header).write_text(header_text)
+    (folder / "program.cpp").write_text(source)
+    subprocess.run(["c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-DJSON_USE_IMPLICIT_CONVERSIONS=0",
+                    "-I", str(folder), "-isystem", str(JSON_INCLUDE), str(folder / "program.cpp"), "-o",
+                    str(folder / "program")], check=True)
+    return folder / "program"
+
+
 def declare_writes(text: str, name: str, writes: str) -> str:
     """Adds `writes = {...}` to the [[functions]] block of `name` (a snapshot released before
     write bounds were declared has none)."""

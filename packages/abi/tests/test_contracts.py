@@ -6,7 +6,17 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import import_schema, write_schemas
+from conftest import (
+    added_field,
+    build_cpp_program,
+    contract_violations,
+    field_block,
+    import_schema,
+    retyped_field,
+    set_minor,
+    without_field,
+    write_schemas,
+)
 from hipdnn_ep_abi import contracts
 from hipdnn_ep_abi.__main__ import main
 
@@ -14,33 +24,8 @@ CURRENT = contracts.METADATA.read_text()
 RELEASED = contracts.released_snapshots("metadata")
 
 
-def _field_block(path: str) -> re.Pattern:
-    return re.compile(r'\[\[fields\]\]\npath = "' + re.escape(path) + r'"\n(?:(?!\[\[fields\]\]).*\n)*')
-
-
-def _without(text: str, path: str) -> str:
-    new, n = _field_block(path).subn("", text)
-    assert n == 1
-    return new
-
-
-def _retyped(text: str, path: str, type_: str) -> str:
-    block = _field_block(path).search(text)[0]
-    return text.replace(block, re.sub(r'type = "[^"]*"', f'type = "{type_}"', block))
-
-
-def _with_minor(text: str, minor: int) -> str:
-    return re.sub(r"(?m)^minor = \d+$", f"minor = {minor}", text, count=1)
-
-
-def _added(text: str, path: str, since: int, required: bool = False) -> str:
-    return text + (f'\n[[fields]]\npath = "{path}"\ntype = "string"\nrequired = {str(required).lower()}\n'
-                   f'since = {since}\ndoc = "a new field"\n')
-
-
 def _check(text: str) -> list[str]:
-    new = contracts.parse(text)
-    return [str(v) for v in contracts.check(contracts.load(RELEASED[-1]), new)]
+    return contract_violations(RELEASED[-1], text)
 
 
 def test_a_released_snapshot_exists_and_the_schema_follows_it():
@@ -50,49 +35,49 @@ def test_a_released_snapshot_exists_and_the_schema_follows_it():
 
 @pytest.mark.parametrize("field", ["kernel_nodes", "imports[].hash", "memory_plan.pool_bytes", "symbols"])
 def test_a_field_removed_without_a_major_bump_fails_naming_it(field):
-    found = _check(_without(CURRENT, field) if field != "symbols" else
-                   _without(_without(_without(CURRENT, "symbols[].name"), "symbols[].value"), "symbols"))
+    found = _check(without_field(CURRENT, field) if field != "symbols" else
+                   without_field(without_field(without_field(CURRENT, "symbols[].name"), "symbols[].value"), "symbols"))
     assert any(f"field '{field}'" in v and "removed without a major bump" in v for v in found), found
 
 
 @pytest.mark.parametrize(("field", "type_"), [("inputs[].dims", "list<int>"), ("checks[].values", "list<string>"),
                                               ("graph_hash", "int"), ("kernel_nodes", "list<string?>")])
 def test_a_field_retyped_without_a_major_bump_fails_naming_it(field, type_):
-    found = _check(_retyped(CURRENT, field, type_))
+    found = _check(retyped_field(CURRENT, field, type_))
     assert any(f"field '{field}'" in v and "retyped from" in v and type_ in v for v in found), found
 
 
 def test_an_optional_field_made_required_fails():
-    block = _field_block("kernel_nodes").search(CURRENT)[0]
+    block = field_block("kernel_nodes").search(CURRENT)[0]
     found = _check(CURRENT.replace(block, block.replace('type = "list<string>"\n',
                                                         'type = "list<string>"\nrequired = true\n')))
     assert any("field 'kernel_nodes'" in v and "made required" in v for v in found), found
 
 
 def test_a_new_major_may_change_anything():
-    text = re.sub(r"(?m)^major = \d+$", "major = 99", _without(CURRENT, "kernel_nodes"), count=1)
+    text = re.sub(r"(?m)^major = \d+$", "major = 99", without_field(CURRENT, "kernel_nodes"), count=1)
     assert _check(text) == []
 
 
 def test_an_optional_field_added_with_a_minor_bump_passes():
     minor = contracts.load(RELEASED[-1]).minor + 1
-    assert _check(_added(_with_minor(CURRENT, minor), "notes", since=minor)) == []
+    assert _check(added_field(set_minor(CURRENT, minor), "notes", since=minor)) == []
 
 
 def test_a_field_added_without_a_minor_bump_fails_naming_it():
-    found = _check(_added(CURRENT, "notes", since=contracts.load().minor))
+    found = _check(added_field(CURRENT, "notes", since=contracts.load().minor))
     assert any("field 'notes'" in v and "frozen" in v for v in found), found
 
 
 def test_a_required_field_added_fails_naming_it():
     minor = contracts.load(RELEASED[-1]).minor + 1
-    found = _check(_added(_with_minor(CURRENT, minor), "notes", since=minor, required=True))
+    found = _check(added_field(set_minor(CURRENT, minor), "notes", since=minor, required=True))
     assert any("field 'notes'" in v and "added as required" in v for v in found), found
 
 
 def test_the_gate_command_fails_on_a_removed_field_and_names_it(tmp_path, monkeypatch, capsys):
     edited = tmp_path / "metadata.toml"
-    edited.write_text(_without(CURRENT, "kernel_nodes"))
+    edited.write_text(without_field(CURRENT, "kernel_nodes"))
     monkeypatch.setattr(contracts, "METADATA", edited)
     assert main(["contracts", "check-compat"]) == 1
     assert "artifact metadata field 'kernel_nodes': removed without a major bump" in capsys.readouterr().err
@@ -147,7 +132,6 @@ def test_the_generated_validator_names_each_broken_field(tmp_path):
     assert "compiler.extra: not a declared field" not in problems(meta, known_only=False)
 
 
-JSON_INCLUDE = contracts.ROOT.parents[1] / "third_party/nlohmann-json"
 READER = r"""
 #include <iostream>
 #include <iterator>
@@ -166,22 +150,14 @@ int main() {
 
 @pytest.fixture(scope="module")
 def cpp_reader(tmp_path_factory):
-    import shutil
     import subprocess
 
-    if shutil.which("c++") is None or not (JSON_INCLUDE / "nlohmann/json.hpp").exists():
-        pytest.skip("needs c++ and third_party/nlohmann-json (tools/release/fetch_third_party.sh)")
-    tmp = tmp_path_factory.mktemp("reader")
-    (tmp / "hipdnn_ep").mkdir()
-    (tmp / contracts.CPP_HEADER).write_text(contracts.cpp_header(contracts.load()))
-    (tmp / "reader.cpp").write_text(READER)
-    subprocess.run(["c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-DJSON_USE_IMPLICIT_CONVERSIONS=0",
-                    "-I", str(tmp), "-isystem", str(JSON_INCLUDE), str(tmp / "reader.cpp"), "-o", str(tmp / "reader")],
-                   check=True)
+    reader = build_cpp_program(tmp_path_factory.mktemp("reader"), contracts.CPP_HEADER,
+                               contracts.cpp_header(contracts.load()), READER)
 
     def run(meta: dict) -> tuple[int, str]:
         import json
-        proc = subprocess.run([str(tmp / "reader")], input=json.dumps(meta), capture_output=True, text=True)
+        proc = subprocess.run([str(reader)], input=json.dumps(meta), capture_output=True, text=True)
         return proc.returncode, proc.stdout
     return run
 

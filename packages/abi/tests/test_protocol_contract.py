@@ -9,7 +9,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import import_schema, write_schemas
+from conftest import (
+    added_field,
+    build_cpp_program,
+    contract_violations,
+    field_block,
+    import_schema,
+    retyped_field,
+    set_minor,
+    without_field,
+    write_schemas,
+)
 from hipdnn_ep_abi import contracts
 from hipdnn_ep_abi.__main__ import CONTRACT_COPIES, CONTRACT_README, CONTRACT_SHARED_COPIES, main
 
@@ -18,32 +28,8 @@ RELEASED = contracts.released_snapshots("protocol")
 REPO = contracts.ROOT.parents[1]
 
 
-def _field_block(path: str) -> re.Pattern:
-    return re.compile(r'\[\[fields\]\]\npath = "' + re.escape(path) + r'"\n(?:(?!\[\[fields\]\]).*\n)*')
-
-
-def _without(text: str, path: str) -> str:
-    new, n = _field_block(path).subn("", text)
-    assert n == 1
-    return new
-
-
-def _retyped(text: str, path: str, type_: str) -> str:
-    block = _field_block(path).search(text)[0]
-    return text.replace(block, re.sub(r'type = "[^"]*"', f'type = "{type_}"', block))
-
-
-def _with_minor(text: str, minor: int) -> str:
-    return re.sub(r"(?m)^minor = \d+$", f"minor = {minor}", text, count=1)
-
-
-def _added(text: str, path: str, since: int, required: bool = False) -> str:
-    return text + (f'\n[[fields]]\npath = "{path}"\ntype = "string"\nrequired = {str(required).lower()}\n'
-                   f'since = {since}\ndoc = "a new field"\n')
-
-
 def _check(text: str) -> list[str]:
-    return [str(v) for v in contracts.check(contracts.load(RELEASED[-1]), contracts.parse(text))]
+    return contract_violations(RELEASED[-1], text)
 
 
 def test_a_released_snapshot_exists_and_the_protocol_follows_it():
@@ -62,7 +48,7 @@ def test_the_compiler_speaks_the_declared_protocol():
 @pytest.mark.parametrize("field", ["compile_request.model", "support_response.models[].nodes[].index",
                                    "capabilities_response.install_files", "error_response.error.message"])
 def test_a_field_removed_without_a_major_bump_fails_naming_it(field):
-    found = _check(_without(CURRENT, field))
+    found = _check(without_field(CURRENT, field))
     assert any(f"compiler protocol field '{field}'" in v and "removed without a major bump" in v for v in found), found
 
 
@@ -71,33 +57,34 @@ def test_a_field_removed_without_a_major_bump_fails_naming_it(field):
                                               ("capabilities_response.abi.minors", "list<string>"),
                                               ("support_request.models", "string")])
 def test_a_field_retyped_without_a_major_bump_fails_naming_it(field, type_):
-    found = _check(_retyped(CURRENT, field, type_))
+    found = _check(retyped_field(CURRENT, field, type_))
     assert any(f"field '{field}'" in v and "retyped from" in v and type_ in v for v in found), found
 
 
 def test_an_optional_field_made_required_fails():
-    block = _field_block("compile_request.manifest").search(CURRENT)[0]
+    block = field_block("compile_request.manifest").search(CURRENT)[0]
     found = _check(CURRENT.replace(block, block.replace('type = "string"\n', 'type = "string"\nrequired = true\n')))
     assert any("field 'compile_request.manifest'" in v and "made required" in v for v in found), found
 
 
 def test_a_new_protocol_may_change_anything():
-    text = re.sub(r"(?m)^major = \d+$", "major = 4", _without(CURRENT, "compile_request.manifest"), count=1)
+    text = re.sub(r"(?m)^major = \d+$", "major = 4", without_field(CURRENT, "compile_request.manifest"), count=1)
     assert _check(text) == []
 
 
 def test_an_optional_field_added_with_a_minor_bump_passes_and_without_one_fails():
     minor = contracts.load(RELEASED[-1]).minor + 1
-    assert _check(_added(_with_minor(CURRENT, minor), "compile_request.notes", since=minor)) == []
-    found = _check(_added(CURRENT, "compile_request.notes", since=contracts.load(contracts.PROTOCOL).minor))
+    assert _check(added_field(set_minor(CURRENT, minor), "compile_request.notes", since=minor)) == []
+    found = _check(added_field(CURRENT, "compile_request.notes", since=contracts.load(contracts.PROTOCOL).minor))
     assert any("field 'compile_request.notes'" in v and "frozen" in v for v in found), found
-    found = _check(_added(_with_minor(CURRENT, minor), "compile_request.notes", since=minor, required=True))
+    found = _check(added_field(set_minor(CURRENT, minor), "compile_request.notes", since=minor, required=True))
     assert any("field 'compile_request.notes'" in v and "added as required" in v for v in found), found
 
 
 def test_the_gate_command_fails_on_a_removed_or_retyped_field_and_names_it(tmp_path, monkeypatch, capsys):
     edited = tmp_path / "protocol.toml"
-    edited.write_text(_retyped(_without(CURRENT, "compile_request.model"), "support_response.models", "list<string>"))
+    edited.write_text(retyped_field(without_field(CURRENT, "compile_request.model"), "support_response.models",
+                                    "list<string>"))
     monkeypatch.setattr(contracts, "PROTOCOL", edited)
     assert main(["contracts", "check-compat"]) == 1
     err = capsys.readouterr().err
@@ -173,7 +160,7 @@ def test_a_stale_validator_fails_the_check(tmp_path, capsys, edit):
 def test_a_schema_edited_without_regenerating_fails_the_check(tmp_path, monkeypatch, capsys):
     root = _tree(tmp_path / "repo")
     edited = tmp_path / "protocol.toml"
-    edited.write_text(_added(_with_minor(CURRENT, 1), "compile_request.notes", since=1))
+    edited.write_text(added_field(set_minor(CURRENT, 1), "compile_request.notes", since=1))
     monkeypatch.setattr(contracts, "PROTOCOL", edited)
     assert main(["contracts", "generate", "--check", "--root", str(root)]) == 1
     err = capsys.readouterr().err
@@ -208,7 +195,6 @@ def test_the_generated_validator_names_each_broken_field(tmp_path):
         problems({}, message="run_request")
 
 
-JSON_INCLUDE = REPO / "third_party/nlohmann-json"
 PROGRAM = r"""
 #include <iostream>
 #include <iterator>
@@ -242,19 +228,12 @@ int main(int, char** argv) {
 
 @pytest.fixture(scope="module")
 def cpp_program(tmp_path_factory):
-    if shutil.which("c++") is None or not (JSON_INCLUDE / "nlohmann/json.hpp").exists():
-        pytest.skip("needs c++ and third_party/nlohmann-json (tools/release/fetch_third_party.sh)")
-    tmp = tmp_path_factory.mktemp("protocol")
-    (tmp / "hipdnn_ep").mkdir()
-    (tmp / contracts.CPP_PROTOCOL_HEADER).write_text(
-        contracts.cpp_header(contracts.load(contracts.PROTOCOL), "protocol.toml", contracts.PROTOCOL_CPP))
-    (tmp / "program.cpp").write_text(PROGRAM)
-    subprocess.run(["c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-DJSON_USE_IMPLICIT_CONVERSIONS=0",
-                    "-I", str(tmp), "-isystem", str(JSON_INCLUDE), str(tmp / "program.cpp"), "-o",
-                    str(tmp / "program")], check=True)
+    program = build_cpp_program(
+        tmp_path_factory.mktemp("protocol"), contracts.CPP_PROTOCOL_HEADER,
+        contracts.cpp_header(contracts.load(contracts.PROTOCOL), "protocol.toml", contracts.PROTOCOL_CPP), PROGRAM)
 
     def run(mode: str, text: str = "") -> tuple[int, str]:
-        proc = subprocess.run([str(tmp / "program"), mode], input=text, capture_output=True, text=True)
+        proc = subprocess.run([str(program), mode], input=text, capture_output=True, text=True)
         return proc.returncode, proc.stdout
     return run
 

@@ -287,3 +287,34 @@ def test_shape_inference_gets_large_weights_as_typed_inputs_and_gives_the_same_m
     assert loaded.SerializeToString(deterministic=True) == whole.SerializeToString(deterministic=True)
     assert [d.dim_value for d in loaded.graph.output[0].type.tensor_type.shape.dim][1:] == [32, 32]  # read "target"
     assert loader.INFERENCE_DATA_LIMIT < 8 * 1024
+
+
+
+def test_an_output_declared_with_other_dims_gets_the_computed_ones(tmp_path):
+    """Declared output shapes are hints (onnxruntime warns where a run differs): onnx's inference knows no
+    com.microsoft op, so a wrong declared shape reaches the compiler, and the artifact declares what the
+    program computes. It declared [2, 17], and the runtime refused every run of the model."""
+    from hipdnn_ep_compiler.artifact import read_metadata
+
+    node = helper.make_node("FastGelu", ["x"], ["y"], domain="com.microsoft")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", T.FLOAT, [2, 18])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, [2, "h"])])
+    graph.output[0].type.tensor_type.shape.dim[1].dim_value = 17
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    compile_model(model, tmp_path / "a")
+    assert read_metadata(tmp_path / "a")["outputs"][0]["dims"] == [2, 18]
+
+
+def test_a_pool_under_ceil_mode_declares_the_size_it_computes(tmp_path):
+    """onnx's inference sizes AveragePool under ceil_mode by an older rule than the spec's (a last window
+    starting in the right padding is dropped): 5 where the program and onnxruntime compute 4. The artifact
+    declared onnx's 5, so the runtime refused every run."""
+    from hipdnn_ep_compiler.artifact import read_metadata
+
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 2], pads=[1, 0, 1, 1],
+                            count_include_pad=1, ceil_mode=1, strides=[2, 2])
+    model = make_model([node], [("x", T.FLOAT, [2, 4, 9, 8])], [("y", T.FLOAT, None)], [], opset=18)
+    compile_model(model, tmp_path / "a")
+    want = ort_run(model, {"x": np.zeros((2, 4, 9, 8), np.float32)})[0].shape
+    assert read_metadata(tmp_path / "a")["outputs"][0]["dims"] == list(want) == [2, 4, 5, 4]

@@ -317,6 +317,9 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
   std::vector<const OrtValueInfo*> gout(num_out);
   if (num_out) ThrowIfError(ort, ort.Graph_GetOutputs(graph, gout.data(), num_out));
   for (const OrtValueInfo* vi : gout) {
+    // onnxruntime 1.23 lists a null among a candidate view's outputs where a node of the view leaves an
+    // optional output out (Attention's present_key/value before qk_matmul_output); its name API crashes on it
+    if (vi == nullptr) continue;
     std::string name = ValueName(ort, vi);
     out.outputs.push_back(name);
     typed.insert(name);
@@ -370,7 +373,9 @@ SubgraphModel DescribeSubgraph(const ApiPtrs& api, const OrtGraph* graph) {
   ThrowIfError(ort, ort.Graph_GetNumOutputs(graph, &n));
   values.assign(n, nullptr);
   if (n) ThrowIfError(ort, ort.Graph_GetOutputs(graph, values.data(), n));
-  for (const OrtValueInfo* vi : values) out.outputs.push_back(ValueName(ort, vi));
+  for (const OrtValueInfo* vi : values) {
+    if (vi != nullptr) out.outputs.push_back(ValueName(ort, vi));  // see WriteSubgraphModel: 1.23 lists nulls
+  }
   ThrowIfError(ort, ort.Graph_GetNumInitializers(graph, &n));
   values.assign(n, nullptr);
   if (n) ThrowIfError(ort, ort.Graph_GetInitializers(graph, values.data(), n));

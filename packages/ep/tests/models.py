@@ -80,6 +80,18 @@ def reference(x: np.ndarray, y: np.ndarray, middle: str = "Mul") -> np.ndarray:
     return np.maximum(c, 0)
 
 
+def elementwise_feeds(shape: tuple[int, ...], seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded x and y of `elementwise`'s model."""
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal(shape).astype(np.float32), "y": rng.standard_normal(shape).astype(np.float32)}
+
+
+def check_elementwise(sess, feeds: dict[str, np.ndarray], middle: str = "Mul") -> None:
+    """A session of `elementwise`'s model computes `reference` on `feeds`."""
+    np.testing.assert_allclose(sess.run(None, feeds)[0], reference(feeds["x"], feeds["y"], middle),
+                               rtol=1e-5, atol=1e-6)
+
+
 def matmul_chain(path: Path, widths: list[int]) -> Path:
     """x: [batch, seq, widths[0]] through one MatMul per further width (weights seeded):
     activations grow with batch * seq, so a memory limit admits small shapes only."""

@@ -13,11 +13,10 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import onnxruntime as ort
 import pytest
 from conftest import NO_FALLBACK, Env, make_session
-from models import elementwise, reference
+from models import check_elementwise, elementwise, elementwise_feeds
 
 # A host process: registers the EP and creates one session (the model and EP options in argv).
 HOST = """
@@ -31,15 +30,8 @@ ort.InferenceSession(sys.argv[1], sess_options=so, enable_fallback=0)
 """
 
 
-def _feeds(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(0)
-    return {"x": rng.standard_normal(shape).astype(np.float32), "y": rng.standard_normal(shape).astype(np.float32)}
-
-
 def _check(sess, shape: tuple[int, ...], middle: str = "Mul") -> None:
-    feeds = _feeds(shape)
-    np.testing.assert_allclose(sess.run(None, feeds)[0], reference(feeds["x"], feeds["y"], middle),
-                               rtol=1e-5, atol=1e-6)
+    check_elementwise(sess, elementwise_feeds(shape), middle)
 
 
 def _running(pid: int) -> bool:

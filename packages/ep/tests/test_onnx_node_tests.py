@@ -37,9 +37,6 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))
 # and fewer cases run whole on the EP (119 measured), so the share asserted there is lower.
 ORT_1_23 = ort.__version__.startswith("1.23.")
 KNOWN_ON_ORT_1_23 = ("test_sequence_map_",)
-# and on 1.23 the EP's worker crashes (SIGSEGV) in strict mode on these ai.onnx Attention-23 cases with the
-# qk_matmul_output output (1.24 and newer pass them): an open defect, kept visible here rather than skipped
-CRASH_ON_ORT_1_23 = ("test_attention_4d_with_qk_matmul", "test_attention_23_fullymasked_qk_matmul_output_mode3")
 
 
 def _value(v):
@@ -167,8 +164,6 @@ def test_strict_claimed_cases_are_right(outcomes) -> None:
     bad = [n for n in names if _status(outcomes, n, "strict") in ("wrong", "run_error", "crash", "not run")]
     bad += [n for n in names if _status(outcomes, n, "strict") == "session_error"
             and _status(outcomes, n, "cpu") == "pass"]
-    if ORT_1_23:
-        bad = [n for n in bad if not n.startswith(CRASH_ON_ORT_1_23)]
     assert not bad, f"{len(bad)} cases:\n" + _listing(outcomes, bad, "strict")
 
 
@@ -177,7 +172,7 @@ def test_fallback_keeps_every_case_the_cpu_ep_passes(outcomes) -> None:
     names = _names(outcomes)
     lost = [n for n in names if _status(outcomes, n, "cpu") == "pass" and _status(outcomes, n, "fallback") != "pass"]
     if ORT_1_23:
-        lost = [n for n in lost if not n.startswith(KNOWN_ON_ORT_1_23 + CRASH_ON_ORT_1_23)]
+        lost = [n for n in lost if not n.startswith(KNOWN_ON_ORT_1_23)]
     assert not lost, f"{len(lost)} cases:\n" + _listing(outcomes, lost, "fallback")
 
 

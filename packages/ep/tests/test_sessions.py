@@ -1,17 +1,11 @@
 """Sessions through onnxruntime with the plugin registered, on the real
-compiler and runtime: partitioning and fallback, weights, the compile cache,
-concurrency, and every error a user can reach."""
+compiler and runtime: partitioning and fallback, concurrency, and the errors of a
+session's model, inputs and options (the compile cache: test_compile_cache.py; a broken
+runtime or compiler: test_broken_installs.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import signal
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import hipdnn_ep_compiler
@@ -19,32 +13,16 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from conftest import LOG_POINTER, NO_FALLBACK, Env, cpu_session, make_session
-from hipdnn_ep._abi_info import REQUIRED_RUNTIME_ABI
-from hipdnn_ep_compiler.abi import load_abi
-from models import UNSUPPORTED, elementwise, many_initializers, reference, save, unsupported_node, with_weights
+from conftest import NO_FALLBACK, Env, cpu_session, make_session
+from models import UNSUPPORTED, check_elementwise, elementwise, elementwise_feeds, save, unsupported_node
 from onnx import TensorProto, helper
 
 COMPILER = f"hipdnn-ep-compiler {hipdnn_ep_compiler.__version__}"
-# the newest runtime ABI the installed compiler targets, and the one this EP was built for
-COMPILER_ABI = f"{load_abi().major}.{load_abi().minor}"
-EP_ABI = REQUIRED_RUNTIME_ABI
-EP_PIN = rf"'hipdnn-ep-runtime>={EP_ABI[0]}\.{EP_ABI[1]},<{EP_ABI[0] + 1}'"
-
-
-def _feeds(shape: tuple[int, ...], seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return {"x": rng.standard_normal(shape).astype(np.float32), "y": rng.standard_normal(shape).astype(np.float32)}
-
-
-def _check(sess, feeds: dict[str, np.ndarray], middle: str = "Mul") -> None:
-    np.testing.assert_allclose(sess.run(None, feeds)[0], reference(feeds["x"], feeds["y"], middle),
-                               rtol=1e-5, atol=1e-6)
 
 
 def test_fixed_shape_runs_on_the_ep_without_fallback(tmp_path: Path, ep_devices, env: Env) -> None:
     sess = make_session(elementwise(tmp_path / "m.onnx", [3, 4]), ep_devices, env.options, NO_FALLBACK)
-    _check(sess, _feeds((3, 4)))
+    check_elementwise(sess, elementwise_feeds((3, 4)))
     assert env.compiled_ops() == [["Add", "Mul", "Relu"]]
 
 
@@ -53,7 +31,7 @@ def test_dynamic_shape_compiles_once_and_runs_many_shapes(tmp_path: Path, ep_dev
     sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
     cpu = cpu_session(model)
     for shape in [(1, 1), (2, 5), (7, 3), (0, 4), (16, 128)]:
-        feeds = _feeds(shape, seed=shape[0])
+        feeds = elementwise_feeds(shape, seed=shape[0])
         (got,) = sess.run(None, feeds)
         assert got.shape == shape
         np.testing.assert_allclose(got, cpu.run(None, feeds)[0], rtol=1e-6)
@@ -102,7 +80,8 @@ def test_a_value_read_by_several_nodes_of_a_dynamic_partition(tmp_path: Path, ep
     sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
     cpu = cpu_session(model)
     for shape in [(2, 3), (5, 1), (1, 7)]:
-        feeds = {k: v for k, v in _feeds(shape, seed=shape[0]).items() if k in {i.name for i in sess.get_inputs()}}
+        feeds = {k: v for k, v in elementwise_feeds(shape, seed=shape[0]).items()
+                 if k in {i.name for i in sess.get_inputs()}}
         np.testing.assert_allclose(sess.run(None, feeds)[0], cpu.run(None, feeds)[0], rtol=1e-6)
     checked = [onnx.load(p, load_external_data=False) for r in env.requests() for p in r.get("model_copies", [])]
     assert checked, "the partition was checked by the compiler"
@@ -126,7 +105,7 @@ def test_independent_branches_compile_as_one_program(tmp_path: Path, ep_devices,
     vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["n", 4]) for n in ("x", "y", "s", "n")]
     model = save(helper.make_graph(nodes, "branches", vi[:2], vi[2:]), tmp_path / "b.onnx")
     sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
-    feeds = _feeds((3, 4))
+    feeds = elementwise_feeds((3, 4))
     for got, want in zip(sess.run(None, feeds), cpu_session(model).run(None, feeds), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
     assert [sorted(ops) for ops in env.compiled_ops()] == [["Add", "Neg", "Relu", "Tanh"]]
@@ -134,7 +113,7 @@ def test_independent_branches_compile_as_one_program(tmp_path: Path, ep_devices,
 
 def test_unsupported_node_falls_back_to_cpu(tmp_path: Path, ep_devices, env: Env) -> None:
     sess = make_session(elementwise(tmp_path / "m.onnx", ["n", 4], middle=UNSUPPORTED), ep_devices, env.options)
-    _check(sess, _feeds((5, 4)), UNSUPPORTED)
+    check_elementwise(sess, elementwise_feeds((5, 4)), UNSUPPORTED)
     # the unsupported node splits the graph: Add before it and Add+Relu after it are two partitions.
     assert sorted(env.compiled_ops()) == [["Add"], ["Add", "Relu"]]
 
@@ -263,182 +242,6 @@ def test_a_value_of_unknown_shape_from_another_ep_is_not_taken_for_a_scalar(tmp_
     np.testing.assert_allclose(got, np.sqrt((x * x).sum(axis=1, keepdims=True)), rtol=1e-6)
 
 
-@pytest.mark.parametrize("n", [16, 512], ids=["inline-weights", "external-weights"])
-def test_initializers_reach_the_program(tmp_path: Path, ep_devices, env: Env, n: int) -> None:
-    model = with_weights(tmp_path / "w.onnx", n)
-    sess = make_session(model, ep_devices, env.options, NO_FALLBACK)
-    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
-    np.testing.assert_allclose(sess.run(None, {"x": x})[0], cpu_session(model).run(None, {"x": x})[0], rtol=1e-6)
-    (compiled,) = env.compiled_models()
-    weights = {t.name: t.data_location == TensorProto.EXTERNAL for t in compiled.graph.initializer}
-    assert weights == {"w_big": n * 4 > 1024, "w_small": n * 4 > 1024}
-    assert {v.name for v in compiled.graph.value_info} == {"m", "s"}
-
-
-def test_weights_are_passed_by_reference_and_are_not_part_of_the_cache_key(tmp_path: Path, ep_devices,
-                                                                          env: Env) -> None:
-    """Weights (initializers over 1 KiB) reach the compiler as names, element types and dims only:
-    no weight bytes are written for it, and two models that differ only in their weights' values
-    share one compiled artifact, each running with its own weights."""
-    n = 512  # both initializers are 2 KiB
-    models = [with_weights(tmp_path / f"w{seed}.onnx", n, seed) for seed in (1, 2)]
-    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
-    outputs = []
-    for model in models:
-        got = make_session(model, ep_devices, env.options, NO_FALLBACK).run(None, {"x": x})[0]
-        np.testing.assert_allclose(got, cpu_session(model).run(None, {"x": x})[0], rtol=1e-6)
-        outputs.append(got)
-    assert not np.allclose(outputs[0], outputs[1]), "the two models' weights differ"
-    assert len(env.compiles()) == 1, "only the weights' values differ: the second session hits the cache"
-    assert len(env.cache_entries()) == 1
-
-    copies = [Path(c) for r in env.requests() for c in [r.get("model_copy"), *r.get("model_copies", [])] if c]
-    assert copies, "the spy recorded the support and compile requests' models"
-    for copy in copies:
-        assert sorted(p.name for p in copy.parent.iterdir()) in (["model.onnx"],
-                                                                   ["model.onnx", "runtime_abi_manifest.json"])
-        assert copy.stat().st_size < n * 4, "the model holds no weight bytes"
-        sent = onnx.load(str(copy), load_external_data=False)
-        assert {p.key: p.value for p in sent.metadata_props} == {"hipdnn_ep.weights": "host"}
-        for t in sent.graph.initializer:
-            assert t.data_location == TensorProto.EXTERNAL and not t.raw_data, t.name
-    (entry,) = env.cache_entries()
-    meta = hipdnn_ep_compiler.read_metadata(next(p for p in entry.rglob("*.so")))
-    assert {w["name"]: w["source"] for w in meta["weights"]} == {"w_big": {"kind": "host"},
-                                                                   "w_small": {"kind": "host"}}
-
-
-def test_compile_cache_hit_miss_and_invalidation(tmp_path: Path, ep_devices, env: Env,
-                                                 spy_python_other_version: Path) -> None:
-    model = elementwise(tmp_path / "m.onnx", ["n", 4])
-    feeds = _feeds((2, 4))
-    for _ in range(2):
-        _check(make_session(model, ep_devices, env.options, NO_FALLBACK), feeds)
-    assert len(env.compiles()) == 1, "the second session must hit the cache"
-
-    _check(make_session(elementwise(tmp_path / "o.onnx", ["n", 4], middle="Add"), ep_devices, env.options,
-                        NO_FALLBACK), feeds, "Add")
-    assert len(env.compiles()) == 2, "another graph is a miss"
-    assert len(env.cache_entries()) == 2
-
-    # Another compiler version is another key.
-    other = dict(env.options, compiler_python=str(spy_python_other_version))
-    _check(make_session(model, ep_devices, other, NO_FALLBACK), feeds)
-    assert len(env.compiles()) == 3
-    described = [json.loads((e / "entry.json").read_text()) for e in env.cache_entries()]
-    assert sorted(d["compiler"] for d in described) == [COMPILER, COMPILER, COMPILER + "+other"]
-
-    # A damaged entry is never used: it is recompiled.
-    for entry in env.cache_entries():
-        (entry / "entry.json").write_text((entry / "entry.json").read_text().replace('"cpu"', '"cuda"'))
-    _check(make_session(model, ep_devices, env.options, NO_FALLBACK), feeds)
-    assert len(env.compiles()) == 4
-
-
-def test_repeated_sessions_of_one_model_share_one_cache_entry(tmp_path: Path, ep_devices, env: Env) -> None:
-    """The subgraph the EP writes, and so the cache key, depends on the graph's content only
-    (ORT hands initializers over in an order that changes from session to session)."""
-    model = many_initializers(tmp_path / "m.onnx")
-    x = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
-    want = cpu_session(model).run(None, {"x": x})[0]
-    for _ in range(6):
-        np.testing.assert_allclose(make_session(model, ep_devices, env.options, NO_FALLBACK).run(None, {"x": x})[0],
-                                   want, rtol=1e-5)
-    assert len(env.compiles()) == 1
-    assert len(env.cache_entries()) == 1
-
-
-def test_runtime_abi_is_part_of_the_cache_key(tmp_path: Path, ep_devices, env: Env, runtime_reporting_abi) -> None:
-    """A runtime of a newer minor than the compiler knows: the code is compiled
-    anew (the key holds the runtime ABI) for the newest ABI the compiler knows."""
-    model = elementwise(tmp_path / "m.onnx", ["n", 4])
-    feeds = _feeds((2, 4))
-    _check(make_session(model, ep_devices, env.options, NO_FALLBACK), feeds)
-    newer = dict(env.options, runtime_library=str(runtime_reporting_abi(1, 7)))
-    _check(make_session(model, ep_devices, newer, NO_FALLBACK), feeds)
-    _check(make_session(model, ep_devices, newer, NO_FALLBACK), feeds)
-    import hipdnn_ep_runtime
-
-    runtime_abi = "{}.{}".format(*hipdnn_ep_runtime.abi_version())
-    assert [r["abi"] for r in env.compiles()] == [COMPILER_ABI, COMPILER_ABI]
-    described = sorted((json.loads((e / "entry.json").read_text()) for e in env.cache_entries()),
-                       key=lambda d: d["abi"])
-    assert [(d["abi"], d["target_abi"]) for d in described] == [(runtime_abi, COMPILER_ABI), ("1.7", COMPILER_ABI)]
-
-
-def test_compiles_against_the_installed_runtime_manifest(tmp_path: Path, ep_devices, env: Env) -> None:
-    """Each compile request carries the manifest of the runtime that will run the code."""
-    import hipdnn_ep_runtime
-
-    _check(make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, env.options, NO_FALLBACK),
-           _feeds((2, 4)))
-    (request,) = env.compiles()
-    assert Path(request["manifest"]).name == "runtime_abi_manifest.json"
-    sent = Path(request["model_copy"]).parent / "runtime_abi_manifest.json"
-    assert json.loads(sent.read_text()) == hipdnn_ep_runtime.abi_manifest()
-
-
-def test_a_runtime_manifest_mismatch_is_found_at_compile_time(tmp_path: Path, ep_devices, env: Env) -> None:
-    """A runtime whose manifest lacks a function the dynamic-shape code calls: the compile refuses,
-    naming it, instead of producing code for the compiler's own idea of the runtime."""
-    import hipdnn_ep_runtime
-
-    real = Path(hipdnn_ep_runtime.library_path())
-    manifest = hipdnn_ep_runtime.abi_manifest()
-    manifest["functions"] = [f for f in manifest["functions"] if f["name"] != "hipdnn_ep_get_host_scratch_base"]
-    text = json.dumps(manifest, separators=(",", ":"), ensure_ascii=False)
-    c_string = text.replace("\\", "\\\\").replace('"', '\\"')
-    src = tmp_path / "shim.c"
-    src.write_text(f'const char* hipdnn_ep_abi_manifest(void) {{ return "{c_string}"; }}\n')
-    shim = tmp_path / "libruntime_shim_manifest.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(shim), str(src), f"-Wl,-soname,{shim.name}",
-                    "-Wl,--no-as-needed", f"-L{real.parent}", f"-l:{real.name}", f"-Wl,-rpath,{real.parent}"],
-                   check=True)
-    options = dict(env.options, runtime_library=str(shim))
-    expected = (r"'hipdnn_ep_get_host_scratch_base', which the runtime ABI manifest "
-                rf"\(runtime_abi_manifest\.json, ABI {re.escape(COMPILER_ABI)}\) does not declare")
-    with pytest.raises(Exception, match=expected):
-        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
-
-
-def test_compiler_for_another_abi_major_is_refused(tmp_path: Path, ep_devices, env: Env,
-                                                   spy_python_abi2: Path) -> None:
-    options = dict(env.options, compiler_python=str(spy_python_abi2))
-    expected = (rf"{COMPILER} cannot compile for the runtime's ABI {re.escape(COMPILER_ABI)} \(it targets ABI 2\.0, "
-                r"2\.1\)\. "
-                r"Fix: install a hipdnn-ep-compiler for runtime ABI major 1")
-    with pytest.raises(Exception, match=expected):
-        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
-    assert env.compiles() == []
-
-
-def test_cache_disabled_compiles_every_session(tmp_path: Path, ep_devices, env: Env) -> None:
-    model = elementwise(tmp_path / "m.onnx", ["n", 4])
-    options = dict(env.options, cache_enable="0")
-    for _ in range(2):
-        _check(make_session(model, ep_devices, options, NO_FALLBACK), _feeds((1, 4)))
-    assert len(env.compiles()) == 2
-    assert not env.cache_dir.exists(), "with the cache disabled no cache folder is created"
-
-
-def test_two_processes_compiling_at_once_share_one_entry(tmp_path: Path, env: Env) -> None:
-    model = elementwise(tmp_path / "m.onnx", ["n", 4])
-    script = (
-        "import sys, json, numpy as np, onnxruntime as ort, hipdnn_ep\n"
-        "so = ort.SessionOptions(); so.add_session_config_entry('session.disable_cpu_ep_fallback', '1')\n"
-        f"so.add_provider_for_devices(hipdnn_ep.register(ort), json.loads({json.dumps(json.dumps(env.options))}))\n"
-        "s = ort.InferenceSession(sys.argv[1], sess_options=so, enable_fallback=0)\n"
-        "x = np.ones((2, 4), np.float32); print(s.run(None, {'x': x, 'y': x})[0].sum())\n"
-    )
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(model)], stdout=subprocess.PIPE, text=True)
-             for _ in range(2)]
-    outs = [p.communicate(timeout=120)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0]
-    assert [float(o) for o in outs] == [16.0, 16.0]  # relu((1 + 1) * 1) * 8
-    assert len(env.cache_entries()) == 1
-    assert not list(env.cache_dir.glob(".tmp-*")), "temporary folders are cleaned up"
-
-
 def test_concurrent_runs_from_two_threads(tmp_path: Path, ep_devices, shared_env: Env) -> None:
     sess = make_session(elementwise(tmp_path / "m.onnx", ["n", 8]), ep_devices, shared_env.options, NO_FALLBACK)
     errors: list[BaseException] = []
@@ -446,7 +249,7 @@ def test_concurrent_runs_from_two_threads(tmp_path: Path, ep_devices, shared_env
     def worker(seed: int) -> None:
         try:
             for i in range(50):
-                _check(sess, _feeds((1 + (seed + i) % 9, 8), seed=seed * 100 + i))
+                check_elementwise(sess, elementwise_feeds((1 + (seed + i) % 9, 8), seed=seed * 100 + i))
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
 
@@ -462,11 +265,11 @@ def test_two_sessions_in_one_process(tmp_path: Path, ep_devices, shared_env: Env
     a = make_session(elementwise(tmp_path / "a.onnx", ["n", 4]), ep_devices, shared_env.options, NO_FALLBACK)
     b = make_session(elementwise(tmp_path / "b.onnx", ["n", 4], middle="Add"), ep_devices, shared_env.options,
                      NO_FALLBACK)
-    feeds = _feeds((3, 4))
-    _check(a, feeds)
-    _check(b, feeds, "Add")
+    feeds = elementwise_feeds((3, 4))
+    check_elementwise(a, feeds)
+    check_elementwise(b, feeds, "Add")
     del a
-    _check(b, feeds, "Add")
+    check_elementwise(b, feeds, "Add")
 
 
 def test_wrong_dtype_and_rank_are_clear_errors(tmp_path: Path, ep_devices, shared_env: Env) -> None:
@@ -477,7 +280,7 @@ def test_wrong_dtype_and_rank_are_clear_errors(tmp_path: Path, ep_devices, share
     x = np.ones((2, 4, 1), np.float32)
     with pytest.raises(Exception, match="(?i)rank|dimensions"):
         sess.run(None, {"x": x, "y": x})
-    _check(sess, _feeds((2, 4)))
+    check_elementwise(sess, elementwise_feeds((2, 4)))
 
 
 def test_inconsistent_dynamic_dims_are_a_clear_error(tmp_path: Path, ep_devices, shared_env: Env) -> None:
@@ -487,8 +290,8 @@ def test_inconsistent_dynamic_dims_are_a_clear_error(tmp_path: Path, ep_devices,
         sess.run(None, {"x": np.ones((2, 4), np.float32), "y": np.ones((3, 4), np.float32)})
     # Broadcastable dims are computed as ONNX defines them.
     feeds = {"x": np.ones((3, 4), np.float32), "y": np.full((1, 4), 2, np.float32)}
-    _check(sess, feeds)
-    _check(sess, _feeds((2, 4)))
+    check_elementwise(sess, feeds)
+    check_elementwise(sess, elementwise_feeds((2, 4)))
 
 
 def test_corrupt_model_is_a_clear_error(tmp_path: Path, ep_devices, env: Env) -> None:
@@ -528,150 +331,6 @@ def test_nodes_the_compiler_refuses_fall_back_to_cpu(tmp_path: Path, ep_devices,
         make_session(model, ep_devices, env.options, NO_FALLBACK)
 
 
-def test_missing_runtime_is_a_clear_error(tmp_path: Path, ep_devices, env: Env) -> None:
-    options = dict(env.options, runtime_library=str(tmp_path / "nowhere" / "libhipdnn_ep_runtime.so.1"))
-    with pytest.raises(Exception, match=r"(?s)cannot load the hipdnn-ep runtime library.*nowhere.*pip install"):
-        make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, options, NO_FALLBACK)
-
-
-@pytest.mark.parametrize(("abi", "problem"), [((2, 0), "its ABI major differs"),
-                                              ((1, 0), "its ABI minor is older than needed")])
-def test_runtime_of_another_abi_is_refused(tmp_path: Path, ep_devices, env: Env, runtime_reporting_abi,
-                                           abi: tuple[int, int], problem: str) -> None:
-    options = dict(env.options, runtime_library=str(runtime_reporting_abi(*abi)))
-    with pytest.raises(Exception, match=rf"has ABI {abi[0]}\.{abi[1]}, this EP needs ABI {EP_ABI[0]}\.{EP_ABI[1]}"
-                                         rf".*{problem}\. Fix: pip install {EP_PIN}"):
-        make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, options, NO_FALLBACK)
-    assert env.compiles() == []
-
-
-def test_runtime_of_the_right_abi_lacking_functions_is_a_broken_install(tmp_path: Path, ep_devices,
-                                                                      env: Env) -> None:
-    """The ABI the EP needs, but functions the EP calls are missing: reinstalling is the fix, not upgrading."""
-    src = tmp_path / "lonely.c"
-    src.write_text("#include <stdint.h>\nuint32_t hipdnn_ep_abi_version(void) { return "
-                   f"({EP_ABI[0]}u << 16) | {EP_ABI[1]}u; }}\n")
-    lib = tmp_path / "libruntime_lonely.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
-    options = dict(env.options, runtime_library=str(lib))
-    abi = rf"{EP_ABI[0]}\.{EP_ABI[1]}"
-    with pytest.raises(Exception, match=rf"has ABI {abi}, this EP needs ABI {abi} .*missing functions: "
-                                         rf"\[hipdnn_ep_abi_manifest, .*Fix: pip install --force-reinstall {EP_PIN}"):
-        make_session(elementwise(tmp_path / "m.onnx", [2, 4]), ep_devices, options, NO_FALLBACK)
-
-
-def test_missing_compiler(tmp_path: Path, ep_devices, env: Env, broken_compiler, capfd) -> None:
-    model = elementwise(tmp_path / "m.onnx", ["n", 4])
-    options = dict(env.options, compiler_python=str(tmp_path / "no-python"))
-    # With fallback the model still runs (on the CPU EP), and a warning at ORT's default log level
-    # says why and how to fix it: a broken install is not a verdict on the model ...
-    _check(make_session(model, ep_devices, options), _feeds((2, 4)))
-    err = capfd.readouterr().err
-    assert re.search(r"(?s)the compiler could not be used, so this graph's nodes run on other EPs: .*cannot start"
-                     r".*no-python.*Fix: install hipdnn-ep-compiler", err), err
-    # ... also where an interpreter starts but cannot import what the compiler needs.
-    broken = dict(env.options, compiler_python=str(broken_compiler("no-numpy")))
-    _check(make_session(elementwise(tmp_path / "m2.onnx", ["n", 4]), ep_devices, broken), _feeds((2, 4)))
-    err = capfd.readouterr().err
-    assert re.search(r"(?s)the compiler could not be used.*No module named 'numpy'.*Fix: install", err), err
-    # ... without it, every node is listed with the reason.
-    with pytest.raises(Exception, match=r"(?s)node 'add0' \(Add\): the compiler is unavailable.*cannot start"):
-        make_session(model, ep_devices, options, NO_FALLBACK)
-
-
-@pytest.mark.parametrize(("kind", "message"), [
-    ("garbage", r"answered without a valid JSON response.*stdout:\nthis is not JSON"),
-    ("crash", r"exited with code .* without a valid JSON response.*stderr:\nSegmentation fault in the compiler"),
-    ("not-ok", r"reported an error: no error message"),
-    ("other-protocol", r"answered in compiler protocol 4, but this EP speaks protocol 3\. Install a "
-                       r"hipdnn-ep-compiler that speaks it"),
-    # a compiler before 0.4.1, which cannot read weights held by reference (protocol 3)
-    ("refuses-protocol", r"reported an error: BadRequest: unsupported protocol 3; this compiler speaks 1, 2 "
-                         r"\(upgrade the older of hipdnn-ep and hipdnn-ep-compiler\)"),
-    # answers that break packages/abi/protocol.toml, refused naming the field
-    ("retyped-field", r"answered a capabilities request with a malformed capabilities_response \(field "
-                      r"'compiler_version': expected a string; packages/abi/protocol.toml declares it\): install "
-                      r"matching hipdnn-ep and hipdnn-ep-compiler versions"),
-    ("missing-field", r"malformed capabilities_response \(field 'build_id': missing \(required\)"),
-    ("oversized-value", r"malformed capabilities_response \(field 'abi.major': expected an integer"),
-    ("malformed-error", r"reported an error: an error the compiler did not word \(malformed error_response: field "
-                        r"'error.kind': expected a string\)"),
-])
-def test_misbehaving_compiler_is_a_clear_error(tmp_path: Path, ep_devices, env: Env, broken_compiler,
-                                               kind: str, message: str) -> None:
-    options = dict(env.options, compiler_python=str(broken_compiler(kind)))
-    with pytest.raises(Exception, match=rf"(?s){message}"):
-        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
-
-
-@pytest.mark.parametrize(("kind", "dims", "message"), [
-    ("malformed-support", ["n", 11], r"answered a support request with a malformed support_response \(field "
-                                     r"'models\[0\].nodes\[0\].index': expected an integer"),
-    ("malformed-compile", ["n", 13], r"answered a compile request with a malformed compile_response \(field "
-                                     r"'artifact': expected a string; packages/abi/protocol.toml declares it\)"),
-])
-def test_a_malformed_support_or_compile_answer_is_refused_naming_the_field(tmp_path: Path, ep_devices, env: Env,
-                                                                          broken_compiler, kind: str, dims: list,
-                                                                          message: str) -> None:
-    """The real compiler, but its support (or compile) answer breaks protocol.toml; a graph of its own, so
-    that no support verdict or artifact of another test answers for it."""
-    options = dict(env.options, compiler_python=str(broken_compiler(kind)))
-    with pytest.raises(Exception, match=rf"(?s){message}"):
-        make_session(elementwise(tmp_path / "m.onnx", dims, "Sub"), ep_devices, options, NO_FALLBACK)
-
-
-def _server_pids(env: Env) -> list[int]:
-    """The process id of the compiler that answered each compile request (from the spy's copies)."""
-    return [int(Path(r["model_copy"]).parent.name.split("-")[1]) for r in env.compiles()]
-
-
-def test_one_compiler_process_serves_every_session_and_is_restarted_when_it_dies(tmp_path: Path, ep_devices,
-                                                                                   env: Env) -> None:
-    for k, middle in enumerate(("Mul", "Add")):
-        _check(make_session(elementwise(tmp_path / f"m{k}.onnx", ["n", 4], middle), ep_devices, env.options,
-                            NO_FALLBACK), _feeds((2, 4)), middle)
-    first, second = _server_pids(env)
-    assert first == second, "the second session's compile went to the same compiler process"
-    os.kill(first, signal.SIGKILL)
-    _check(make_session(elementwise(tmp_path / "m2.onnx", [3, 4]), ep_devices, env.options, NO_FALLBACK),
-           _feeds((3, 4)))
-    assert _server_pids(env)[-1] != first, "a new compiler process took over"
-
-
-def test_a_compiler_that_dies_during_a_request_is_replaced_once_and_announced(tmp_path: Path, ep_devices, env: Env,
-                                                                              capfd) -> None:
-    _check(make_session(elementwise(tmp_path / "m0.onnx", ["n", 7]), ep_devices, env.options, NO_FALLBACK),
-           _feeds((2, 7)))
-    first = _server_pids(env)[-1]
-    crash = LOG_POINTER.with_name("crash")
-    crash.touch()
-    try:  # the running process dies on the request, and so does the one started to retry it
-        with pytest.raises(Exception, match=rf"(?s)exited with code {128 + signal.SIGSEGV} without a valid JSON "
-                                            r"response.*It was the second compiler process to end during this "
-                                            rf"request \(the first one \(pid {first}\) was killed by signal "
-                                            rf"{signal.SIGSEGV} during a request\)"):
-            make_session(elementwise(tmp_path / "m1.onnx", ["n", 7], "Sub"), ep_devices, env.options, NO_FALLBACK)
-    finally:
-        crash.unlink()
-    _check(make_session(elementwise(tmp_path / "m2.onnx", ["n", 7], "Add"), ep_devices, env.options, NO_FALLBACK),
-           _feeds((2, 7)), "Add")
-    assert _server_pids(env)[-1] != first
-    err = capfd.readouterr().err
-    assert re.search(rf"the compiler process \(pid {first}\) was killed by signal {signal.SIGSEGV} during a "
-                     r"request; a new one \(pid \d+\) takes over", err), err
-    assert re.search(rf"the compiler process \(pid \d+\) was killed by signal {signal.SIGSEGV} during a "
-                     r"request; a new one \(pid \d+\) takes over", err.split("takes over", 1)[1]), err
-
-
-def test_compile_timeout_stops_a_hung_compiler(tmp_path: Path, ep_devices, env: Env, broken_compiler) -> None:
-    options = dict(env.options, compiler_python=str(broken_compiler("hang")), compile_timeout="1")
-    start = time.monotonic()
-    with pytest.raises(Exception, match=r"did not answer within 1 s and was stopped\. Raise the EP option "
-                                        r"compile_timeout"):
-        make_session(elementwise(tmp_path / "m.onnx", ["n", 4]), ep_devices, options, NO_FALLBACK)
-    assert time.monotonic() - start < 30
-
-
 def test_cpu_backend_runs_without_streams(tmp_path: Path, ep_devices, env: Env, capfd) -> None:
     """Streams are a GPU matter: a CPU-backend node never takes one (no stream note in the session's
     info log), and runs as before."""
@@ -682,7 +341,7 @@ def test_cpu_backend_runs_without_streams(tmp_path: Path, ep_devices, env: Env, 
         so.add_session_config_entry(k, v)
     so.add_provider_for_devices(ep_devices, env.options)
     sess = ort.InferenceSession(str(model), sess_options=so, enable_fallback=0)
-    _check(sess, _feeds((2, 4)))
+    check_elementwise(sess, elementwise_feeds((2, 4)))
     err = capfd.readouterr().err
     assert "HipdnnEp" in err, "the info log reaches stderr"
     assert "runs on ONNX Runtime's stream" not in err and "own stream" not in err

@@ -227,6 +227,19 @@ def test_run_validates_inputs(make_artifact: ArtifactFactory, state: rt.State) -
     assert state.memory_stats()["live_allocations"] == 0, "refused runs free their input copies"
 
 
+def test_an_output_off_its_declared_dims_is_refused_and_freed(make_artifact: ArtifactFactory,
+                                                              state: rt.State) -> None:
+    """Metadata that declares an output dim its program does not produce (a damaged artifact): the run is
+    refused naming the dim, and the outputs the program allocated are freed."""
+    meta = good_metadata()
+    meta["outputs"][0]["dims"] = [5]
+    artifact = rt.Artifact(make_artifact(meta).directory)
+    with pytest.raises(rt.HipdnnEpError, match=r"output 0 'y': dim 0 is 4 but the artifact was compiled for \[5\]"):
+        artifact.run(state, _inputs(4))
+    assert state.memory_stats()["live_allocations"] == 0
+    assert artifact.run(state, _inputs(5))[0].shape == (5,)
+
+
 def test_failing_program_reports_the_runtime_error(make_artifact: ArtifactFactory) -> None:
     with rt.State(memory_limit=700_000) as state:  # the input copy fits, the output does not
         artifact = rt.Artifact(make_artifact().directory)

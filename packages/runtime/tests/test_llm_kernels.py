@@ -4,6 +4,7 @@ backend against numpy references written from the com.microsoft op definitions."
 from __future__ import annotations
 
 import pytest
+from kernel_reference import gqa_ref, rope_ref
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -130,20 +131,6 @@ def rope_caches(max_pos, rotary_dim, dtype):
     return np.cos(ang).astype(dtype), np.sin(ang).astype(dtype)
 
 
-def rope_ref(x, pos, cos, sin, interleaved, rotary_dim=None):
-    """x [..., head_size] with pos broadcast to x's leading dims (without the head dim)."""
-    x = x.astype(np.float64).copy()
-    half = cos.shape[1] if rotary_dim is None else rotary_dim // 2
-    c, s = cos[pos][..., :half].astype(np.float64), sin[pos][..., :half].astype(np.float64)
-    if interleaved:
-        x1, x2 = x[..., 0:2 * half:2].copy(), x[..., 1:2 * half:2].copy()
-        x[..., 0:2 * half:2], x[..., 1:2 * half:2] = x1 * c - x2 * s, x2 * c + x1 * s
-    else:
-        x1, x2 = x[..., :half].copy(), x[..., half:2 * half].copy()
-        x[..., :half], x[..., half:2 * half] = x1 * c - x2 * s, x2 * c + x1 * s
-    return x
-
-
 @pytest.mark.parametrize("dtype", [F32, F16])
 @pytest.mark.parametrize("interleaved", [0, 1])
 def test_rotary_embedding_bsd(state, dtype, interleaved):
@@ -175,44 +162,6 @@ def test_rotary_embedding_refuses_a_position_outside_the_cache(state):
 
 
 # ---------------------------------------------------------------- group_query_attention
-
-def gqa_ref(q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_len, cos=None, sin=None,
-            interleaved=False, scale=0.0, softcap=0.0, window=-1):
-    """The op's semantics in numpy: q [B,S,H*D], k/v [B,S,KV*D], past [B,KV,P,D] -> output, present K, V."""
-    bsz, seq, _ = q.shape
-    d = q.shape[2] // heads
-    first = seq == total
-    q = q.reshape(bsz, seq, heads, d).astype(np.float64)
-    k = k.reshape(bsz, seq, kv_heads, d).astype(np.float64)
-    v = v.reshape(bsz, seq, kv_heads, d).astype(np.float64)
-    pk = np.zeros((bsz, kv_heads, present_len, d))
-    pv = np.zeros((bsz, kv_heads, present_len, d))
-    out = np.zeros((bsz, seq, heads, d))
-    scale = scale or 1 / np.sqrt(d)
-    for b in range(bsz):
-        valid = int(seqlens_k[b]) + 1
-        past_len = 0 if first else valid - seq
-        if past_len:
-            pk[b, :, :past_len], pv[b, :, :past_len] = past_k[b, :, :past_len], past_v[b, :, :past_len]
-        pos = np.array([(s if s < valid else 1) if first else past_len + s for s in range(seq)])
-        kb, qb = k[b], q[b]
-        if cos is not None:
-            kb = rope_ref(kb, pos[:, None], cos, sin, interleaved)
-            qb = rope_ref(qb, pos[:, None], cos, sin, interleaved)
-        pk[b, :, past_len:past_len + seq] = kb.transpose(1, 0, 2)
-        pv[b, :, past_len:past_len + seq] = v[b].transpose(1, 0, 2)
-        for h in range(heads):
-            g = h // (heads // kv_heads)
-            for s in range(seq):
-                end = min(past_len + s + 1, valid)
-                begin = max(0, end - window) if window > 0 else 0
-                sc = pk[b, g, begin:end] @ qb[s, h] * scale
-                if softcap > 0:
-                    sc = softcap * np.tanh(sc / softcap)
-                p = np.exp(sc - sc.max())
-                out[b, s, h] = (p / p.sum()) @ pv[b, g, begin:end]
-    return out.reshape(bsz, seq, heads * d), pk, pv
-
 
 def gqa_arguments(q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_len, cos=None, sin=None,
                   packed=False):

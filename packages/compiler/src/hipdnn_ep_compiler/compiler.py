@@ -83,17 +83,14 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
     signature = hir.get_json(hir.main_func(module), "hipdnn.signature")
     imports = [abi.functions[n] for n in lowered.imports]
     wtypes = _weight_types(module)
+    # a graph output's dims are those the program computes: ONNX Runtime treats declared output shapes as
+    # hints (it warns where the run differs), and onnx's inference writes wrong ones (dim 0 for a dim it
+    # cannot compute over symbolic dims; pool sizes under ceil_mode by an older rule); their names stay
     outputs = []
     for o, refined in zip(signature["outputs"], lowered.output_dims, strict=False):
-        declared = o["dims"]
         dims = [int(d) if d.lstrip("-").isdigit() else d for d in refined]
-        if declared is not None and len(declared) == len(dims):  # a dim ONNX declares static stays so
-            # except a declared 0 where the program computes the dim: onnx's shape inference writes 0 for a
-            # dim it cannot compute (Attention-23's 3-D output over symbolic dims), and the run would be refused
-            dims = [r if d == 0 and not isinstance(r, int) else d if isinstance(d, int) else r
-                    for d, r in zip(declared, dims, strict=True)]
-        outputs.append(dim_spelling({"name": o["name"], "dtype": o["dtype"]}, dims,
-                                    declared if declared is not None and len(declared) == len(dims) else None))
+        names = o["dims"] if o["dims"] is not None and len(o["dims"]) == len(dims) else None
+        outputs.append(dim_spelling({"name": o["name"], "dtype": o["dtype"]}, dims, names))
     meta = {
         "format": FORMAT,
         "compiler": {"name": "hipdnn-ep-compiler", "version": __version__, "build_id": build_id()},

@@ -1,21 +1,43 @@
 // RUN: hipdnn-ep-compile opt %s --pass-pipeline=lower-to-llvm --split-input-file | filecheck %s
+// RUN: hipdnn-ep-compile opt %s --pass-pipeline=lower-to-llvm --split-input-file --abi 1.2 | filecheck %s --check-prefix=ABI12
+// RUN: not hipdnn-ep-compile opt %s --pass-pipeline=lower-to-llvm --split-input-file --abi 1.0 | filecheck %s --check-prefix=ABI10
 
-// Only the runtime functions the program calls are declared (from the manifest), then the entry
-// point calls them: pool, output allocation (from ABI 1.3 the output's shape is stored first and
-// hipdnn_ep_output_alloc gives its memory, the host's when it provides some), one kernel per op,
-// and frees outputs on failure.
-// CHECK-DAG:   llvm.func @hipdnn_ep_get_pool_base(!llvm.ptr, i64, !llvm.ptr) -> i32
-// CHECK-DAG:   llvm.func @hipdnn_ep_output_alloc(!llvm.ptr, !llvm.ptr, i32, i64) -> i32
-// CHECK-DAG:   llvm.func @hipdnn_ep_kernel_binary(
-// CHECK-DAG:   llvm.func @hipdnn_ep_kernel_unary(
-// CHECK-DAG:   llvm.func @hipdnn_ep_free(
-// CHECK-NOT:   llvm.func @hipdnn_ep_get_host_scratch_base
-// CHECK:       llvm.func @hipdnn_ep_program_run(
-// CHECK:       llvm.call @hipdnn_ep_get_pool_base(
-// CHECK:       llvm.call @hipdnn_ep_output_alloc(
+// Only the runtime functions the program calls are declared (from the manifest), in the order of
+// first use, then the entry point calls them: pool (its 256 bytes), output allocation (from ABI 1.3
+// the output's shape is stored first and hipdnn_ep_output_alloc gives output 0 its 24 bytes, the
+// host's memory when it provides some), one kernel per op with the manifest's enum code of its op
+// (binary ADD 0, unary TANH 2), and frees outputs on failure.  ({{\A}}: the start of the output.)
+// CHECK:       {{\A}}llvm.func @hipdnn_ep_get_pool_base(!llvm.ptr, i64, !llvm.ptr) -> i32
+// CHECK-NEXT:  llvm.func @hipdnn_ep_output_alloc(!llvm.ptr, !llvm.ptr, i32, i64) -> i32
+// CHECK-NEXT:  llvm.func @hipdnn_ep_kernel_binary(!llvm.ptr, !llvm.ptr) -> i32
+// CHECK-NEXT:  llvm.func @hipdnn_ep_kernel_unary(!llvm.ptr, !llvm.ptr) -> i32
+// CHECK-NEXT:  llvm.func @hipdnn_ep_free(!llvm.ptr, !llvm.ptr) -> i32
+// CHECK-NEXT:  llvm.mlir.global private constant
+// CHECK:       llvm.func @hipdnn_ep_program_run(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr) -> i32 {
+// CHECK-DAG:   [[ADD:%[0-9]+]] = llvm.mlir.constant(0 : i64) : i64
+// CHECK-DAG:   [[TANH:%[0-9]+]] = llvm.mlir.constant(2 : i64) : i64
+// CHECK-DAG:   [[OUT0:%[0-9]+]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-DAG:   [[BYTES:%[0-9]+]] = llvm.mlir.constant(24 : i64) : i64
+// CHECK-DAG:   [[POOL:%[0-9]+]] = llvm.mlir.constant(256 : i64) : i64
+// CHECK:       llvm.call @hipdnn_ep_get_pool_base(%arg0, [[POOL]], %{{[0-9]+}})
+// CHECK:       llvm.call @hipdnn_ep_output_alloc(%arg0, %arg2, [[OUT0]], [[BYTES]])
+// CHECK:       llvm.store [[ADD]], %{{[0-9]+}} : i64, !llvm.ptr
 // CHECK:       llvm.call @hipdnn_ep_kernel_binary(
+// CHECK:       llvm.store [[TANH]], %{{[0-9]+}} : i64, !llvm.ptr
 // CHECK:       llvm.call @hipdnn_ep_kernel_unary(
 // CHECK:       llvm.call @hipdnn_ep_free(
+// CHECK-NOT:   llvm.func
+//
+// Targeting ABI 1.2 gives the 1.2 program, which allocates the output with hipdnn_ep_malloc.
+// ABI12:       llvm.func @hipdnn_ep_get_pool_base(!llvm.ptr, i64, !llvm.ptr) -> i32
+// ABI12-NEXT:  llvm.func @hipdnn_ep_malloc(!llvm.ptr, i64, !llvm.ptr) -> i32
+// ABI12-NEXT:  llvm.func @hipdnn_ep_kernel_binary(!llvm.ptr, !llvm.ptr) -> i32
+// ABI12-NOT:   hipdnn_ep_output_alloc
+// ABI12:       llvm.call @hipdnn_ep_malloc(%arg0, %{{[0-9]+}}, %{{[0-9]+}})
+// ABI12-NOT:   hipdnn_ep_output_alloc
+//
+// ABI 1.0 has no kernels: the first one the graph needs is refused, naming the ABI that has it.
+// ABI10: // error: the graph needs runtime function 'hipdnn_ep_kernel_binary', introduced in ABI 1.1; the target ABI is 1.0. Fix: target ABI 1.1 or newer (--abi 1.1, with hipdnn-ep-runtime>=1.1 installed)
 func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %c0 = arith.constant 0 : index
   %c256 = arith.constant 256 : index

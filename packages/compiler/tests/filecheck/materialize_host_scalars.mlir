@@ -1,13 +1,18 @@
 // RUN: hipdnn-ep-compile opt %s --pass-pipeline=materialize-host-scalars --split-input-file | filecheck %s
 
 // Identical dynamic dims arrays share one scratch slot range; a host value used on the device is
-// materialized; a dynamic slice start gets a slot of its own.
+// materialized; a dynamic slice start gets a slot of its own (slots 0-1 the dims, 2-3 the host
+// value's elements, 4-5 the slice starts).
 // CHECK-LABEL: func.func @main
-// CHECK-SAME:  hipdnn.host_scratch_slots = 6 : i64
-// CHECK:       "hipdnn.unary"(%arg0) {{.*}}hipdnn.dims_slot = [0]
-// CHECK:       "hipdnn.unary"({{.*}}hipdnn.dims_slot = [0]
-// CHECK:       "hipdnn.materialize"([[D:%.+]], [[C4:%.+]]) {hipdnn.dims_slot = [-1], hipdnn.values_slot = 2
-// CHECK:       "hipdnn.slice"({{.*}}hipdnn.starts_slot = 4
+// CHECK-SAME:  attributes {hipdnn.host_scratch_slots = 6 : i64}
+// CHECK:       "hipdnn.unary"(%arg0) {hipdnn.dims_slot = [0], op = "RELU"}
+// CHECK:       "hipdnn.unary"(%0) {hipdnn.dims_slot = [0], op = "EXP"}
+// CHECK:       "hipdnn.tie_dims"(%1,
+// CHECK:       [[D:%.+]] = tensor.dim %arg0, {{%.+}} : tensor<?x4xf32>
+// CHECK-NEXT:  [[C4:%.+]] = arith.constant 4 : index
+// CHECK-NEXT:  [[M:%.+]] = "hipdnn.materialize"([[D]], [[C4]]) {hipdnn.dims_slot = [-1], hipdnn.values_slot = 2 : i64} : (index, index) -> tensor<2xi64>
+// CHECK-NEXT:  [[S:%.+]] = "hipdnn.slice"(%1) {hipdnn.dims_slot = [-1], hipdnn.starts_slot = 4 : i64, steps = [1, 1]} : (tensor<?x4xf32>) -> tensor<1x4xf32>
+// CHECK:       return %1, [[M]], [[S]]
 // CHECK-NOT:   hipdnn.host_tensor
 func.func @main(%arg0: tensor<?x4xf32>) -> (tensor<?x4xf32>, tensor<2xi64>, tensor<1x4xf32>) {
   %0 = "hipdnn.unary"(%arg0) {op = "RELU"} : (tensor<?x4xf32>) -> tensor<?x4xf32>

@@ -151,6 +151,42 @@ Dims spatial_input(const hipdnn_ep_tensor_ref_t& x, const char* what) {
   return d;
 }
 
+void check_conv_weights(const Dims& x, const Dims& w, int64_t group, ConvWeights layout) {
+  if (w.size() != x.size()) fail_invalid("W has dims " + format_dims(w) + "; it must have X's rank " + std::to_string(x.size()));
+  if (layout == ConvWeights::kForward) {
+    if (group < 1 || x[1] % group != 0 || w[0] % group != 0 || w[1] * group != x[1]) {
+      fail_invalid("group " + std::to_string(group) + " does not fit X channels " + std::to_string(x[1]) + " and W dims " +
+                   format_dims(w) + " (X channels = W dim 1 * group, W dim 0 divisible by group)");
+    }
+  } else if (group < 1 || w[0] != x[1] || x[1] % group != 0) {
+    fail_invalid("group " + std::to_string(group) + " does not fit X channels " + std::to_string(x[1]) + " and W dims " +
+                 format_dims(w) + " (W dim 0 = X channels, divisible by group)");
+  }
+}
+
+void check_conv_geometry(const hipdnn_ep_tensor_ref_t& geometry, const std::string& name, dt::Mask mask,
+                         const Dims& x, const Dims& w, const Dims& y, int64_t maps, ConvWeights layout) {
+  const size_t r = x.size() - 2;
+  const Dims geo = int64_vector(geometry, name, mask);
+  if (geo.size() != 3 * r) fail_invalid(name + " has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(3 * r));
+  if (y.size() != x.size() || y[0] != x[0] || y[1] != maps) {
+    fail_invalid("output 0 has dims " + format_dims(y) + ", expected [" + std::to_string(x[0]) + ", " + std::to_string(maps) + ", ...]");
+  }
+  for (size_t d = 0; d < r; ++d) {
+    if (layout == ConvWeights::kTransposed) {  // every output position is bounds-checked: any pad and output size is safe
+      if (geo[d] < 1 || geo[2 * r + d] < 1 || w[2 + d] < 1) {
+        fail_invalid("spatial dim " + std::to_string(d) + ": kernel " + std::to_string(w[2 + d]) + ", stride " +
+                     std::to_string(geo[d]) + " and dilation " + std::to_string(geo[2 * r + d]) + " must be >= 1");
+      }
+    } else if (geo[d] < 1 || geo[r + d] < 0 || geo[2 * r + d] < 1 || w[2 + d] < 1) {
+      // positions outside X read 0: any output size is safe to compute
+      fail_invalid("spatial dim " + std::to_string(d) + ": kernel " + std::to_string(w[2 + d]) + ", stride " +
+                   std::to_string(geo[d]) + ", dilation " + std::to_string(geo[2 * r + d]) + " must be >= 1 and pad " +
+                   std::to_string(geo[r + d]) + " >= 0");
+    }
+  }
+}
+
 }  // namespace validation
 
 bool binary_op_writes_bool(int64_t op) {

@@ -111,14 +111,9 @@ void validate_conv_integer(const hipdnn_ep_kernel_args_t* args) {
   require_dtype(dt::conv_integer, "conv_integer", call.in(0).dtype);
   require_input_dtype(call.in(1), "input 1 (W)", dt::conv_integer_input_1);
   const Dims x = spatial_input(call.in(0), "conv_integer");
-  const size_t r = x.size() - 2;
   const Dims w = dims_of(call.in(1));
   const int64_t group = call.int_attr(HIPDNN_EP_KERNEL_CONV_INTEGER_INT_ATTR_GROUP);
-  if (w.size() != x.size()) fail_invalid("W has dims " + format_dims(w) + "; it must have X's rank " + std::to_string(x.size()));
-  if (group < 1 || x[1] % group != 0 || w[0] % group != 0 || w[1] * group != x[1]) {
-    fail_invalid("group " + std::to_string(group) + " does not fit X channels " + std::to_string(x[1]) + " and W dims " +
-                 format_dims(w) + " (X channels = W dim 1 * group, W dim 0 divisible by group)");
-  }
+  check_conv_weights(x, w, group, ConvWeights::kForward);
   call.expect_dtype(call.in(2), "input 2 (x_zero_point)", call.in(0).dtype);
   call.expect_dtype(call.in(3), "input 3 (w_zero_point)", call.in(1).dtype);
   if (call.in(2).rank > 1 || element_count(call.in(2)) != 1) {
@@ -129,19 +124,8 @@ void validate_conv_integer(const hipdnn_ep_kernel_args_t* args) {
     fail_invalid("input 3 (w_zero_point) has dims " + format_dims(dims_of(call.in(3))) + "; it must hold one value or " +
                  std::to_string(w[0]) + " (one per output map)");
   }
-  const Dims geo = int64_vector(call.in(4), "input 4 (geometry)", dt::conv_integer_input_4);
-  if (geo.size() != 3 * r) fail_invalid("input 4 (geometry) has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(3 * r));
-  const Dims y = dims_of(call.out(0));
-  if (y.size() != x.size() || y[0] != x[0] || y[1] != w[0]) {
-    fail_invalid("output 0 has dims " + format_dims(y) + ", expected [" + std::to_string(x[0]) + ", " + std::to_string(w[0]) + ", ...]");
-  }
-  for (size_t d = 0; d < r; ++d) {  // positions outside X contribute 0: any output size is safe to compute
-    if (geo[d] < 1 || geo[r + d] < 0 || geo[2 * r + d] < 1 || w[2 + d] < 1) {
-      fail_invalid("spatial dim " + std::to_string(d) + ": kernel " + std::to_string(w[2 + d]) + ", stride " +
-                   std::to_string(geo[d]) + ", dilation " + std::to_string(geo[2 * r + d]) + " must be >= 1 and pad " +
-                   std::to_string(geo[r + d]) + " >= 0");
-    }
-  }
+  check_conv_geometry(call.in(4), "input 4 (geometry)", dt::conv_integer_input_4, x, w, dims_of(call.out(0)), w[0],
+                      ConvWeights::kForward);
   call.expect_dtype(call.out(0), output_name(0), HIPDNN_EP_DTYPE_INT32);
 }
 

@@ -72,6 +72,18 @@ void expect_dims(const hipdnn_ep_tensor_ref_t& t, const std::string& name, const
 // X [N, C, spatial...] with 1 to 3 spatial dims.
 Dims spatial_input(const hipdnn_ep_tensor_ref_t& x, const char* what);
 
+// conv and conv_integer take W [M, C / group, kernel...]; conv_transpose takes W [C, M / group, kernel...].
+enum class ConvWeights { kForward, kTransposed };
+
+// W against X [N, C, spatial...]: the same rank, and a group that divides the channels as `layout` needs.
+void check_conv_weights(const Dims& x, const Dims& w, int64_t group, ConvWeights layout);
+
+// The geometry input `name` (strides, pads, dilations: 3 INT64 entries per spatial dim of X), the output
+// dims y = [N, maps, ...] and, per spatial dim, kernel (W's), stride and dilation >= 1; pads >= 0 for
+// kForward (kTransposed bounds-checks every output position, so any pad is safe).
+void check_conv_geometry(const hipdnn_ep_tensor_ref_t& geometry, const std::string& name, dt::Mask mask,
+                         const Dims& x, const Dims& w, const Dims& y, int64_t maps, ConvWeights layout);
+
 }  // namespace hipdnn_ep::kernels::validation
 
 #endif  // HIPDNN_EP_KERNELS_VALIDATE_UTIL_H_

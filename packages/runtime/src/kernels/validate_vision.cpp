@@ -35,30 +35,14 @@ void validate_conv(const hipdnn_ep_kernel_args_t* args) {
   const int32_t dtype = call.in(0).dtype;
   require_dtype(dt::conv, "conv", dtype);
   const Dims x = spatial_input(call.in(0), "conv");
-  const size_t r = x.size() - 2;
   const Dims w = dims_of(call.in(1));
   const int64_t group = call.int_attr(HIPDNN_EP_KERNEL_CONV_INT_ATTR_GROUP);
   call.expect_dtype(call.in(1), input_name(1), dtype);
   call.expect_dtype(call.in(2), input_name(2), dtype);
-  if (w.size() != x.size()) fail_invalid("W has dims " + format_dims(w) + "; it must have X's rank " + std::to_string(x.size()));
-  if (group < 1 || x[1] % group != 0 || w[0] % group != 0 || w[1] * group != x[1]) {
-    fail_invalid("group " + std::to_string(group) + " does not fit X channels " + std::to_string(x[1]) + " and W dims " +
-                 format_dims(w) + " (X channels = W dim 1 * group, W dim 0 divisible by group)");
-  }
+  check_conv_weights(x, w, group, ConvWeights::kForward);
   if (dims_of(call.in(2)) != Dims{w[0]}) fail_invalid("B has dims " + format_dims(dims_of(call.in(2))) + ", expected [" + std::to_string(w[0]) + "]");
-  const Dims geo = int64_vector(call.in(3), "input 3 (geometry)", dt::conv_input_3);
-  if (geo.size() != 3 * r) fail_invalid("input 3 (geometry) has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(3 * r));
-  const Dims y = dims_of(call.out(0));
-  if (y.size() != x.size() || y[0] != x[0] || y[1] != w[0]) {
-    fail_invalid("output 0 has dims " + format_dims(y) + ", expected [" + std::to_string(x[0]) + ", " + std::to_string(w[0]) + ", ...]");
-  }
-  for (size_t d = 0; d < r; ++d) {  // positions outside X read 0: any output size is safe to compute
-    if (geo[d] < 1 || geo[r + d] < 0 || geo[2 * r + d] < 1 || w[2 + d] < 1) {
-      fail_invalid("spatial dim " + std::to_string(d) + ": kernel " + std::to_string(w[2 + d]) + ", stride " +
-                   std::to_string(geo[d]) + ", dilation " + std::to_string(geo[2 * r + d]) + " must be >= 1 and pad " +
-                   std::to_string(geo[r + d]) + " >= 0");
-    }
-  }
+  check_conv_geometry(call.in(3), "input 3 (geometry)", dt::conv_input_3, x, w, dims_of(call.out(0)), w[0],
+                      ConvWeights::kForward);
   call.expect_dtype(call.out(0), output_name(0), dtype);
 }
 
@@ -88,30 +72,15 @@ void validate_conv_transpose(const hipdnn_ep_kernel_args_t* args) {
   const int32_t dtype = call.in(0).dtype;
   require_dtype(dt::conv_transpose, "conv_transpose", dtype);
   const Dims x = spatial_input(call.in(0), "conv_transpose");
-  const size_t r = x.size() - 2;
   const Dims w = dims_of(call.in(1));
   const int64_t group = call.int_attr(HIPDNN_EP_KERNEL_CONV_TRANSPOSE_INT_ATTR_GROUP);
   call.expect_dtype(call.in(1), input_name(1), dtype);
   call.expect_dtype(call.in(2), input_name(2), dtype);
-  if (w.size() != x.size()) fail_invalid("W has dims " + format_dims(w) + "; it must have X's rank " + std::to_string(x.size()));
-  if (group < 1 || w[0] != x[1] || x[1] % group != 0) {
-    fail_invalid("group " + std::to_string(group) + " does not fit X channels " + std::to_string(x[1]) + " and W dims " +
-                 format_dims(w) + " (W dim 0 = X channels, divisible by group)");
-  }
+  check_conv_weights(x, w, group, ConvWeights::kTransposed);
   const int64_t maps = w[1] * group;
   if (dims_of(call.in(2)) != Dims{maps}) fail_invalid("B has dims " + format_dims(dims_of(call.in(2))) + ", expected [" + std::to_string(maps) + "]");
-  const Dims geo = int64_vector(call.in(3), "input 3 (geometry)", dt::conv_transpose_input_3);
-  if (geo.size() != 3 * r) fail_invalid("input 3 (geometry) has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(3 * r));
-  const Dims y = dims_of(call.out(0));
-  if (y.size() != x.size() || y[0] != x[0] || y[1] != maps) {
-    fail_invalid("output 0 has dims " + format_dims(y) + ", expected [" + std::to_string(x[0]) + ", " + std::to_string(maps) + ", ...]");
-  }
-  for (size_t d = 0; d < r; ++d) {  // every output position is bounds-checked: any pad and output size is safe
-    if (geo[d] < 1 || geo[2 * r + d] < 1 || w[2 + d] < 1) {
-      fail_invalid("spatial dim " + std::to_string(d) + ": kernel " + std::to_string(w[2 + d]) + ", stride " +
-                   std::to_string(geo[d]) + " and dilation " + std::to_string(geo[2 * r + d]) + " must be >= 1");
-    }
-  }
+  check_conv_geometry(call.in(3), "input 3 (geometry)", dt::conv_transpose_input_3, x, w, dims_of(call.out(0)), maps,
+                      ConvWeights::kTransposed);
   call.expect_dtype(call.out(0), output_name(0), dtype);
 }
 

@@ -12,6 +12,8 @@ channel with a per-channel w_scale), through quantize_linear with scale 1 and y'
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from torch_mlir import ir
 
@@ -182,6 +184,54 @@ def _matmul_integer(o: Node) -> None:
 register(OpDef("MatMulInteger", "matmul_integer", _matmul_integer, (MATMUL_INTEGER,)))
 
 
+def _scale_per(o: Node, i: int, what: str, per: sym.Expr, shapes: str, along: str) -> bool:
+    """Checks input i (a scale) is one value or [per] (`shapes` says which in the refusal): True when it is
+    one per `along` (a column, an output channel)."""
+    d = o.dims(i)
+    if len(d) > 1 or (d and not isinstance(d[0], int) and d[0] != per):
+        o.fail(f"{what} of shape {show(d)} is not supported (one value, or {shapes})")
+    if sym.product(d) == 1:
+        return False
+    _same_dims(o, d, [per], f"{what} has shape {{0}}; per {along} it must be {{1}}")
+    return True
+
+
+def _scale_f32(o: Node, i: int, dims: list[sym.Expr]) -> ir.Value:
+    """Input i as FLOAT32 of dims (float16 scales are widened: ORT computes the multiplier in float)."""
+    v = o.input(i)
+    if hir.element_dtype(v) != FLOAT32:
+        v = emit(o, CAST, [v], {"to": FLOAT32}, [o.dims(i)], [_type(o, FLOAT32, o.dims(i))]).results[0]
+    return emit(o, "hipdnn.alias", [v], {}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+
+
+def _qlinear_multiplier(o: Node, ds: list[sym.Expr]) -> ir.Value:
+    """QLinearMatMul's and QLinearConv's input 1 * input 4 / input 6 (their scales), FLOAT32 of dims ds."""
+    ab = emit(o, BINARY, [_scale_f32(o, 1, []), _scale_f32(o, 4, ds)], {"op": "MUL"}, [ds],
+              [_type(o, FLOAT32, ds)]).results[0]
+    return emit(o, BINARY, [ab, _scale_f32(o, 6, [])], {"op": "DIV"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
+
+
+def _qlinear_y_zero_point(o: Node, ydt: int) -> ir.Value:
+    """QLinearMatMul's and QLinearConv's y_zero_point (input 7), whose element type is the output's."""
+    if ydt != hir.element_dtype(o.input(7)) or ydt not in QUANT_TYPES:
+        raise ModelError(f"{o.where}: y_zero_point's element type must be the output's (INT8 or UINT8)")
+    return emit(o, "hipdnn.alias", [o.input(7)], {}, [[]], [_type(o, ydt, [])]).results[0]
+
+
+def _requantize(o: Node, acc: ir.Value, mult: ir.Value, dims: list[sym.Expr],
+                zero_point: Callable[[Node, int], ir.Value | None]) -> None:
+    """The node's result: quantize_linear(acc * mult) with scale 1 and the zero point `zero_point` gives for
+    the output's element type (None: none), as onnxruntime requantizes an integer product (acc: FLOAT32)."""
+    real = emit(o, BINARY, [acc, mult], {"op": "MUL"}, [dims], [_type(o, FLOAT32, dims)]).results[0]
+    one = emit(o, FILL, [], {"bits": _fill_bits(np.array([1.0]), FLOAT32)}, [[]],
+               [_type(o, FLOAT32, [])]).results[0]
+    ydt = o.result_dtype()
+    zp = zero_point(o, ydt)
+    y = emit(o, QUANTIZE, [real, one] + ([zp] if zp is not None else []), {"axis": 0, "block_size": 0}, [dims],
+             [_type(o, ydt, dims)]).results[0]
+    finish(o, [y])
+
+
 def _qlinear_matmul(o: Node) -> None:
     # inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point
     for i, what in ((1, "a_scale"), (6, "y_scale"), (7, "y_zero_point")):
@@ -189,37 +239,11 @@ def _qlinear_matmul(o: Node) -> None:
     acc, out = _integer_product(o, 0, 3, 2, 5)
     f32 = emit(o, CAST, [acc], {"to": FLOAT32}, [out], [_type(o, FLOAT32, out)]).results[0]
 
-    bs = o.dims(4)
     n = out[-1] if len(o.dims(3)) > 1 else 1
-    if len(bs) > 1 or (bs and not isinstance(bs[0], int) and bs[0] != n):
-        o.fail(f"b_scale of shape {show(bs)} is not supported (one value, or [N] = [{sym.to_str(n)}] per column, "
-               "with a static length)")
-    per_column = sym.product(bs) != 1
-    if per_column:
-        _same_dims(o, bs, [n], "b_scale has shape {0}; per column it must be {1}")
-
-    def scale(i: int, dims: list[sym.Expr]) -> ir.Value:
-        """Input i as FLOAT32 of dims (float16 scales are widened: ORT computes the multiplier in float)."""
-        v = o.input(i)
-        if hir.element_dtype(v) != FLOAT32:
-            v = emit(o, CAST, [v], {"to": FLOAT32}, [o.dims(i)], [_type(o, FLOAT32, o.dims(i))]).results[0]
-        return emit(o, "hipdnn.alias", [v], {}, [dims], [_type(o, FLOAT32, dims)]).results[0]
-
+    per_column = _scale_per(o, 4, "b_scale", n, f"[N] = [{sym.to_str(n)}] per column, with a static length", "column")
     # multiplier = a_scale * b_scale / y_scale, as onnxruntime's requantization
-    ds = [n] if per_column else []
-    ab = emit(o, BINARY, [scale(1, []), scale(4, ds)], {"op": "MUL"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
-    mult = emit(o, BINARY, [ab, scale(6, [])], {"op": "DIV"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
-    real_dims = out
-    real = emit(o, BINARY, [f32, mult], {"op": "MUL"}, [real_dims], [_type(o, FLOAT32, real_dims)]).results[0]
-    one = emit(o, FILL, [], {"bits": _fill_bits(np.array([1.0]), FLOAT32)}, [[]],
-               [_type(o, FLOAT32, [])]).results[0]
-    ydt = o.result_dtype()
-    if ydt != hir.element_dtype(o.input(7)) or ydt not in QUANT_TYPES:
-        raise ModelError(f"{o.where}: y_zero_point's element type must be the output's (INT8 or UINT8)")
-    zp = emit(o, "hipdnn.alias", [o.input(7)], {}, [[]], [_type(o, ydt, [])]).results[0]
-    y = emit(o, QUANTIZE, [real, one, zp], {"axis": 0, "block_size": 0}, [real_dims],
-             [_type(o, ydt, real_dims)]).results[0]
-    finish(o, [y])
+    mult = _qlinear_multiplier(o, [n] if per_column else [])
+    _requantize(o, f32, mult, out, _qlinear_y_zero_point)
 
 
 register(OpDef("QLinearMatMul", "qlinear_matmul", _qlinear_matmul, (MATMUL_INTEGER, CAST, BINARY, FILL, QUANTIZE)))
@@ -284,33 +308,11 @@ def _qlinear_conv(o: Node) -> None:
         acc = emit(o, BINARY, [acc, b], {"op": "ADD"}, [out], [_type(o, INT32, out)]).results[0]
     f32 = emit(o, CAST, [acc], {"to": FLOAT32}, [out], [_type(o, FLOAT32, out)]).results[0]
 
-    ws = o.dims(4)
-    if len(ws) > 1 or (ws and not isinstance(ws[0], int) and ws[0] != maps):
-        o.fail(f"w_scale of shape {show(ws)} is not supported (one value, or [M] = [{sym.to_str(maps)}] per output "
-               "channel)")
-    per_channel = sym.product(ws) != 1
-    if per_channel:
-        _same_dims(o, ws, [maps], "w_scale has shape {0}; per output channel it must be {1}")
-
-    def scale(i: int, dims: list[sym.Expr]) -> ir.Value:
-        v = o.input(i)
-        if hir.element_dtype(v) != FLOAT32:
-            v = emit(o, CAST, [v], {"to": FLOAT32}, [o.dims(i)], [_type(o, FLOAT32, o.dims(i))]).results[0]
-        return emit(o, "hipdnn.alias", [v], {}, [dims], [_type(o, FLOAT32, dims)]).results[0]
-
+    per_channel = _scale_per(o, 4, "w_scale", maps, f"[M] = [{sym.to_str(maps)}] per output channel",
+                             "output channel")
     # multiplier = x_scale * w_scale / y_scale, as onnxruntime's requantization (in float)
-    ds = [maps, *ones] if per_channel else []
-    xw = emit(o, BINARY, [scale(1, []), scale(4, ds)], {"op": "MUL"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
-    mult = emit(o, BINARY, [xw, scale(6, [])], {"op": "DIV"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
-    real = emit(o, BINARY, [f32, mult], {"op": "MUL"}, [out], [_type(o, FLOAT32, out)]).results[0]
-    one = emit(o, FILL, [], {"bits": _fill_bits(np.array([1.0]), FLOAT32)}, [[]],
-               [_type(o, FLOAT32, [])]).results[0]
-    ydt = o.result_dtype()
-    if ydt != hir.element_dtype(o.input(7)) or ydt not in QUANT_TYPES:
-        raise ModelError(f"{o.where}: y_zero_point's element type must be the output's (INT8 or UINT8)")
-    zp = emit(o, "hipdnn.alias", [o.input(7)], {}, [[]], [_type(o, ydt, [])]).results[0]
-    y = emit(o, QUANTIZE, [real, one, zp], {"axis": 0, "block_size": 0}, [out], [_type(o, ydt, out)]).results[0]
-    finish(o, [y])
+    mult = _qlinear_multiplier(o, [maps, *ones] if per_channel else [])
+    _requantize(o, f32, mult, out, _qlinear_y_zero_point)
 
 
 register(OpDef("QLinearConv", "qlinear_conv", _qlinear_conv, (CONV_INTEGER, FILL, BINARY, CAST, QUANTIZE)))
@@ -479,12 +481,7 @@ def _qgemm(o: Node) -> None:
         acc = emit(o, BINARY, [acc, o.input(6)], {"op": "ADD"}, [out], [_type(o, INT32, out)]).results[0]
     f32 = emit(o, CAST, [acc], {"to": FLOAT32}, [out], [_type(o, FLOAT32, out)]).results[0]
 
-    bs = o.dims(4)
-    if len(bs) > 1 or (bs and not isinstance(bs[0], int) and bs[0] != n):
-        o.fail(f"b_scale of shape {show(bs)} is not supported (one value, or [N] per column)")
-    ds = [n] if sym.product(bs) != 1 else []
-    if ds:
-        _same_dims(o, bs, [n], "b_scale has shape {0}; per column it must be {1}")
+    ds = [n] if _scale_per(o, 4, "b_scale", n, "[N] per column", "column") else []
 
     def value(i: int, dims: list[sym.Expr]) -> ir.Value:
         if hir.element_dtype(o.input(i)) != FLOAT32:
@@ -506,16 +503,13 @@ def _qgemm(o: Node) -> None:
         return
     _one_value(o, 7, "y_scale")
     mult = mul(mult, value(7, []), "DIV")
-    real = emit(o, BINARY, [f32, mult], {"op": "MUL"}, [out], [_type(o, FLOAT32, out)]).results[0]
-    one = emit(o, FILL, [], {"bits": _fill_bits(np.array([1.0]), FLOAT32)}, [[]],
-               [_type(o, FLOAT32, [])]).results[0]
-    ydt = o.result_dtype()
-    if ydt not in QUANT_TYPES:
-        o.fail(f"an output of element type {ydt} is not supported (INT8 and UINT8 are)")
-    zp = _per_tensor(o, 8, "y_zero_point", ydt)
-    y = emit(o, QUANTIZE, [real, one] + ([zp] if zp is not None else []), {"axis": 0, "block_size": 0}, [out],
-             [_type(o, ydt, out)]).results[0]
-    finish(o, [y])
+
+    def zero_point(o: Node, ydt: int) -> ir.Value | None:
+        if ydt not in QUANT_TYPES:
+            o.fail(f"an output of element type {ydt} is not supported (INT8 and UINT8 are)")
+        return _per_tensor(o, 8, "y_zero_point", ydt)
+
+    _requantize(o, f32, mult, out, zero_point)
 
 
 register(OpDef("QGemm", "qgemm", _qgemm, (TRANSPOSE, MATMUL_INTEGER, BINARY, CAST, FILL, QUANTIZE), domains=(MS,)))

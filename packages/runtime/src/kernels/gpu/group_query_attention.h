@@ -1,6 +1,7 @@
-// What the GroupQueryAttention kernels share (group_query_attention.hip and, on CUDA, the tensor-core
-// prefill in group_query_attention_flash.hip): the call's parameters, each batch row's lengths as the
-// device data gives them, and the flash launch.
+// What the GroupQueryAttention kernels share (group_query_attention.hip, the decode in
+// group_query_attention_decode.hip and, on CUDA, the tensor-core prefill in group_query_attention_flash.hip):
+// the call's parameters, each batch row's lengths as the device data gives them, and the decode and flash
+// launches.
 #ifndef HIPDNN_EP_KERNELS_GPU_GROUP_QUERY_ATTENTION_H_
 #define HIPDNN_EP_KERNELS_GPU_GROUP_QUERY_ATTENTION_H_
 
@@ -9,6 +10,8 @@
 #include "kernels/gpu/gpu_common.h"
 
 namespace hipdnn_ep::kernels::gpu {
+
+constexpr int kMaxHeadSize = 256;  // the GPU kernels' largest head size
 
 struct GqaParams {
   int64_t batch, seq, heads, kv_heads, head_size, past, present;
@@ -51,6 +54,13 @@ __device__ __forceinline__ bool row_lengths(const GqaParams& g, const int32_t* s
 __device__ __forceinline__ int64_t token_position(const RowLengths& r, int64_t s) {
   return r.first_prompt ? (s < r.valid ? s : 1) : r.past_len + s;
 }
+
+// Decode (one new token per sequence; group_query_attention_decode.hip): the output from the present
+// cache, in one or two launches. Instantiated for dispatch_float_gpu's types (float and __half).
+template <typename T>
+void launch_gqa_decode(hipdnn_ep_state_t* state, const GqaParams& g, const T* query, const T* cos, const T* sin,
+                       const int32_t* seqlens, const int32_t* total, const T* present_k, const T* present_v, T* out,
+                       hipStream_t stream);
 
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
 // Prefill on tensor cores where it applies (float16, head size 64 or 128, 16-byte aligned caches, a

@@ -1,0 +1,73 @@
+"""The reference of the LLM kernels (MatMulNBits, RMSNorm, rotary embedding, GroupQueryAttention); the rotary
+embedding's and GroupQueryAttention's semantics are kernel_reference's (shared with the runtime's tests)."""
+
+from __future__ import annotations
+
+import numpy as np
+from kernel_reference import gqa_ref, rope_ref
+
+
+class LlmKernels:
+    def fn_kernel_matmul_nbits(self, v):
+        def run(i, o, ints, f):
+            k, n, _, block = ints
+            b, scales, zp = i[1], i[2], i[3] if len(i) > 3 else None
+            blocks = -(-k // block)
+            q = np.stack([b & 15, b >> 4], axis=-1).reshape(n, blocks, block).astype(np.float64)
+            z = (np.full((n, blocks), 8.0) if zp is None else
+                 np.stack([zp & 15, zp >> 4], axis=-1).reshape(n, -1)[:, :blocks].astype(np.float64))
+            w = ((q - z[..., None]) * scales.reshape(n, blocks, 1)).reshape(n, -1)[:, :k]
+            y = i[0].astype(np.float64) @ w.T
+            return y + i[4] if len(i) > 4 and i[4] is not None else y
+        return self._kernel(v, run)
+
+    def fn_kernel_rms_norm(self, v):
+        def run(i, outs, ints, f):
+            x = i[0].astype(np.float64)
+            for extra in i[2:]:
+                x = x + extra if extra is not None else x
+            axes = tuple(range(ints[0], x.ndim))
+            y = x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + f[0]) * i[1]
+            return [y, x][:len(outs)]
+        return self._kernel_outputs(v, run)
+
+    def fn_kernel_rotary_embedding(self, v):
+        def run(i, o, ints, f):
+            x, pos, cos, sin = i
+            interleaved, heads, rdim = ints
+            rdim = rdim or 2 * cos.shape[1]
+            if x.ndim == 4:
+                b, h, s, d = x.shape
+                xs = x.transpose(0, 2, 1, 3)
+            else:
+                b, s, hidden = x.shape
+                d = hidden // heads if heads else rdim
+                xs = x.reshape(b, s, hidden // d, d)
+            if pos.size == b * s and pos.ndim == 2:
+                p = pos.reshape(b, s)
+            else:
+                p = np.broadcast_to(pos[0] + np.arange(s), (b, s))
+            y = rope_ref(xs, p[:, :, None], cos, sin, interleaved, rdim)
+            return y.transpose(0, 2, 1, 3) if x.ndim == 4 else y.reshape(x.shape)
+        return self._kernel(v, run)
+
+    def fn_kernel_group_query_attention(self, v):
+        def run(i, outs, ints, f):
+            heads, kvh, window, do_rotary, interleaved = ints
+            scale, softcap = f
+            q = i[0]
+            width = q.shape[2]
+            packed = i[1] is None
+            d = width // (heads + 2 * kvh) if packed else width // heads
+            if packed:
+                q, k, v_ = q[..., :heads * d], q[..., heads * d:(heads + kvh) * d], q[..., (heads + kvh) * d:]
+            else:
+                k, v_ = i[1], i[2]
+            past_k, past_v = (i[3], i[4]) if len(i) > 3 and i[3] is not None else (None, None)
+            seqlens, total = i[5], int(i[6].reshape(-1)[0])
+            present_len = outs[1].shape[2]
+            cos, sin = (i[7], i[8]) if do_rotary else (None, None)
+            out, pk, pv = gqa_ref(q, k, v_, past_k, past_v, seqlens, total, heads, kvh, present_len, cos, sin,
+                                  interleaved, scale, softcap, window)
+            return [out, pk, pv]
+        return self._kernel_outputs(v, run)

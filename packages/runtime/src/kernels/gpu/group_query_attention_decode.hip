@@ -1,0 +1,293 @@
+// GroupQueryAttention's decode (one new token per sequence) on the GPU backends: gqa_decode_kernel over
+// splits of each row's keys and gqa_decode_merge_kernel; see group_query_attention.hip for the whole kernel.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+
+#include "gpu/gpu_device.h"
+#include "kernels/gpu/device_math.h"
+#include "kernels/gpu/gpu_common.h"
+#include "kernels/gpu/group_query_attention.h"
+#include "kernels/gpu/rotary.h"
+
+namespace hipdnn_ep::kernels::gpu {
+namespace {
+
+// Decode (one new token per sequence): one block per (key split, KV head, batch row, chunk of up to
+// kDecodeHeads query heads of the KV head's group). A block's 256 threads form slots of `lanes`
+// lanes (lanes * 8 >= head size, a power of two); a slot holds one key row, 8 elements per lane
+// (one 16-byte load of float16), so a pass reads 256 / lanes keys at once, and kDecodeBatch passes'
+// loads of K and V are in flight together. Each slot keeps a running max, sum and weighted sum of
+// values per query head (online softmax); the slots are merged through shared memory at the end.
+// Short caches take one split: the block writes the output. Longer ones are split over enough
+// blocks to fill the GPU, each writes its unnormalized sum, max and exp sum, and a second kernel
+// merges the splits of each head (rescaling each by exp(its max - the overall max)).
+constexpr int kDecodeThreads = 256;
+constexpr int kDecodeBatch = 4;         // keys per slot whose loads are in flight together
+constexpr int kDecodeHeads = 8;         // query heads per block at most (larger groups use more blocks)
+constexpr int kDecodeSingleBatches = 4;  // caches of at most this many batches of passes take one split
+
+// Keys [begin, end) of batch row b's new token (end 0: the row's lengths were refused).
+__device__ __forceinline__ void decode_key_range(const GqaParams& g, const int32_t* seqlens, const int32_t* total,
+                                                 int64_t b, RowLengths* len, int64_t* begin, int64_t* end) {
+  *begin = *end = 0;
+  if (!row_lengths(g, seqlens, total, b, nullptr, false, len)) return;  // reported by gqa_present_kernel
+  *end = imin(len->past_len + 1, len->valid);
+  *begin = g.window > 0 ? imax(0, *end - g.window) : 0;
+}
+
+struct DecodeSplit {
+  int lanes;               // lanes per key row
+  int64_t keys_per_split;  // a multiple of the keys of one batch of passes
+  int64_t splits;
+  bool vector;             // rows are read with 16-byte loads
+};
+
+// Splits > 1: partial[b, h, split] = the split's unnormalized output (d floats), then its max score
+// and exp sum. One split: out[b, 0, h] directly.
+template <typename T, int G>
+__global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g, const T* query, const T* cos,
+                                                                    const T* sin, const int32_t* seqlens,
+                                                                    const int32_t* total, const T* present_k,
+                                                                    const T* present_v, DecodeSplit split,
+                                                                    float* partial, T* out) {
+  __shared__ float slot_max[kDecodeThreads][G];
+  __shared__ float slot_sum[kDecodeThreads][G];
+  __shared__ float reduce[kDecodeThreads * 8];
+  __shared__ float q_shared[G * kMaxHeadSize];
+  const int64_t d = g.head_size, group = g.heads / g.kv_heads;
+  const int64_t b = blockIdx.z, kvh = blockIdx.y / ((group + G - 1) / G);
+  const int64_t head0 = kvh * group + (blockIdx.y % ((group + G - 1) / G)) * G;  // this block's first query head
+  const int heads = static_cast<int>(imin(G, (kvh + 1) * group - head0));
+  RowLengths len;
+  int64_t begin, end;
+  decode_key_range(g, seqlens, total, b, &len, &begin, &end);
+  const int64_t k_lo = begin + blockIdx.x * split.keys_per_split;
+  const int64_t k_hi = imin(end, k_lo + split.keys_per_split);
+  if (k_lo >= k_hi) return;  // past the row's keys: the merge reads only splits that have some
+  const int lanes = split.lanes, slots = kDecodeThreads / lanes;
+  const int slot = threadIdx.x / lanes, sub = threadIdx.x % lanes;
+  const int64_t i0 = static_cast<int64_t>(sub) * 8;  // this lane's 8 elements of a row
+
+  // The block's queries, rotated, staged in shared memory (8 elements per thread, loads issued
+  // together); then this lane's elements of each, times the scale.
+  const int64_t position = g.do_rotary ? token_position(len, 0) : 0;
+  const bool rotate = g.do_rotary && position >= 0 && position < g.rotary_positions;  // else reported
+  const int64_t pieces = (d + 7) / 8;
+  for (int64_t t = threadIdx.x; t < heads * pieces; t += kDecodeThreads) {
+    const int64_t r = t / pieces, c0 = (t % pieces) * 8;
+    float v[8];
+    rotated8(query + b * g.seq * g.token_stride + (head0 + r) * d, c0, d, cos + position * g.rotary_width,
+             sin + position * g.rotary_width, g.rotary_dim, g.interleaved, rotate, v);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      if (c0 + e < d) q_shared[r * d + c0 + e] = v[e];
+    }
+  }
+  __syncthreads();
+  float q[G][8];
+#pragma unroll
+  for (int r = 0; r < G; ++r) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) q[r][e] = r < heads && i0 + e < d ? q_shared[r * d + i0 + e] * g.scale : 0.0f;
+  }
+  float m[G], l[G], acc[G][8];
+#pragma unroll
+  for (int r = 0; r < G; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[r][e] = 0.0f;
+  }
+  const T* k_head = present_k + (b * g.kv_heads + kvh) * g.present * d;
+  const T* v_head = present_v + (b * g.kv_heads + kvh) * g.present * d;
+  // Every thread runs the same passes (the lane sums shuffle across slots of a warp); keys past
+  // k_hi are masked.
+  for (int64_t base = k_lo; base < k_hi; base += static_cast<int64_t>(slots) * kDecodeBatch) {
+    float kx[kDecodeBatch][8], vx[kDecodeBatch][8];
+#pragma unroll
+    for (int j = 0; j < kDecodeBatch; ++j) {
+      const int64_t key = base + j * slots + slot;
+      if (key < k_hi) {
+        load8(k_head + key * d, i0, d, split.vector, kx[j]);
+        load8(v_head + key * d, i0, d, split.vector, vx[j]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) kx[j][e] = vx[j][e] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < G; ++r) {
+      float s[kDecodeBatch];
+      float mx = m[r];
+#pragma unroll
+      for (int j = 0; j < kDecodeBatch; ++j) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) dot += q[r][e] * kx[j][e];
+        for (int mask = lanes / 2; mask > 0; mask >>= 1) dot += lane_xor(dot, mask);
+        if (g.softcap > 0.0f) dot = g.softcap * tanhf(dot / g.softcap);
+        s[j] = base + j * slots + slot < k_hi ? dot : -INFINITY;
+        mx = fmaxf(mx, s[j]);
+      }
+      if (mx == -INFINITY) continue;  // no key of this slot yet
+      const float c = expf(m[r] - mx);
+      float sum = l[r] * c;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[r][e] *= c;
+#pragma unroll
+      for (int j = 0; j < kDecodeBatch; ++j) {
+        const float p = expf(s[j] - mx);
+        sum += p;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r][e] += p * vx[j][e];
+      }
+      m[r] = mx;
+      l[r] = sum;
+    }
+  }
+  // Merge the slots: each head's overall max, every slot's weight exp(its max - that), the sums.
+  if (sub == 0) {
+#pragma unroll
+    for (int r = 0; r < G; ++r) {
+      slot_max[slot][r] = m[r];
+      slot_sum[slot][r] = l[r];
+    }
+  }
+  __syncthreads();
+  const int64_t row_stride = split.splits * (d + 2);
+#pragma unroll
+  for (int r = 0; r < G; ++r) {
+    if (r >= heads) break;  // the same for the whole block
+    float mx = -INFINITY;
+    for (int s = 0; s < slots; ++s) mx = fmaxf(mx, slot_max[s][r]);
+    const float w = m[r] == -INFINITY ? 0.0f : expf(m[r] - mx);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) reduce[threadIdx.x * 8 + e] = acc[r][e] * w;
+    __syncthreads();
+    const int64_t h = head0 + r;
+    for (int64_t i = threadIdx.x; i < d; i += kDecodeThreads) {
+      float value = 0.0f, sum = 0.0f;
+      for (int s = 0; s < slots; ++s) {
+        value += reduce[(s * lanes + i / 8) * 8 + i % 8];
+        if (slot_max[s][r] != -INFINITY) sum += expf(slot_max[s][r] - mx) * slot_sum[s][r];
+      }
+      if (split.splits == 1) {
+        store(out, (b * g.heads + h) * d + i, value / sum);
+      } else {
+        float* row = partial + (b * g.heads + h) * row_stride + blockIdx.x * (d + 2);
+        row[i] = value;
+        if (i == 0) {
+          row[d] = mx;
+          row[d + 1] = sum;
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// out[b, 0, h] = sum over splits of exp(m_c - m) * o_c / sum over splits of exp(m_c - m) * l_c.
+constexpr int kDecodeMaxSplits = 512;
+
+template <typename T>
+__global__ void __launch_bounds__(128) gqa_decode_merge_kernel(GqaParams g, const int32_t* seqlens,
+                                                               const int32_t* total, const float* partial,
+                                                               int64_t keys_per_split, int64_t splits, T* out) {
+  __shared__ float split_max[kDecodeMaxSplits], split_sum[kDecodeMaxSplits];
+  const int64_t h = blockIdx.x, b = blockIdx.y, d = g.head_size;
+  RowLengths len;
+  int64_t begin, end;
+  decode_key_range(g, seqlens, total, b, &len, &begin, &end);
+  if (end <= begin) return;  // refused lengths: the row stays as it was, reported by gqa_present_kernel
+  const int used = static_cast<int>((end - begin + keys_per_split - 1) / keys_per_split);
+  const float* row = partial + (b * g.heads + h) * splits * (d + 2);
+  for (int c = threadIdx.x; c < used; c += blockDim.x) {
+    split_max[c] = row[c * (d + 2) + d];
+    split_sum[c] = row[c * (d + 2) + d + 1];
+  }
+  __syncthreads();
+  float m = -INFINITY;
+  for (int c = 0; c < used; ++c) m = fmaxf(m, split_max[c]);
+  float sum = 0.0f;
+  for (int c = 0; c < used; ++c) sum += expf(split_max[c] - m) * split_sum[c];
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    float acc = 0.0f;
+#pragma unroll 8
+    for (int c = 0; c < used; ++c) acc += expf(split_max[c] - m) * row[c * (d + 2) + i];
+    store(out, (b * g.heads + h) * d + i, acc / sum);
+  }
+}
+
+// Decode: gqa_decode_kernel over the splits of each row's keys, then the merge when there are several.
+template <typename T, int G>
+void launch_decode_heads(hipdnn_ep_state_t* state, const GqaParams& g, const T* query, const T* cos, const T* sin,
+                         const int32_t* seqlens, const int32_t* total, const T* present_k, const T* present_v, T* out,
+                         DecodeSplit split, hipStream_t stream) {
+  const int64_t group = g.heads / g.kv_heads;
+  const int64_t head_blocks = (group + G - 1) / G;
+  std::unique_ptr<TempBuffer> partial;
+  float* partial_data = nullptr;
+  if (split.splits > 1) {
+    partial = std::make_unique<TempBuffer>(
+        state, static_cast<uint64_t>(g.batch * g.heads * split.splits * (g.head_size + 2)) * sizeof(float));
+    partial_data = static_cast<float*>(partial->data());
+  }
+  const dim3 grid(static_cast<unsigned>(split.splits), static_cast<unsigned>(g.kv_heads * head_blocks),
+                  static_cast<unsigned>(g.batch));
+  gqa_decode_kernel<T, G><<<grid, kDecodeThreads, 0, stream>>>(g, query, cos, sin, seqlens, total, present_k,
+                                                               present_v, split, partial_data, out);
+  check_launch("group_query_attention (decode)");
+  if (split.splits > 1) {
+    gqa_decode_merge_kernel<<<dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), 128, 0,
+                              stream>>>(g, seqlens, total, partial_data, split.keys_per_split, split.splits, out);
+    check_launch("group_query_attention (decode merge)");
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void launch_gqa_decode(hipdnn_ep_state_t* state, const GqaParams& g, const T* query, const T* cos, const T* sin,
+                       const int32_t* seqlens, const int32_t* total, const T* present_k, const T* present_v, T* out,
+                       hipStream_t stream) {
+  DecodeSplit split{};
+  split.lanes = 1;
+  while (split.lanes * 8 < g.head_size) split.lanes *= 2;
+  split.vector = (g.head_size * static_cast<int64_t>(sizeof(T))) % 16 == 0 && aligned(present_k, 16) &&
+                 aligned(present_v, 16);
+  const int64_t group = g.heads / g.kv_heads;
+  int heads = 1;  // query heads per block: a power of two, at most kDecodeHeads
+  while (heads < group && heads < kDecodeHeads) heads *= 2;
+  const int64_t pass = static_cast<int64_t>(kDecodeThreads / split.lanes) * kDecodeBatch;
+  const int64_t keys = g.window > 0 ? std::min(g.present, g.window) : g.present;  // per row at most
+  if (keys <= pass * kDecodeSingleBatches) {
+    split.keys_per_split = (keys + pass - 1) / pass * pass;
+  } else {
+    // Enough splits for about two blocks per multiprocessor, each a whole number of batches.
+    int sms = 0;
+    if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, gpu_device(state).ordinal()) != hipSuccess ||
+        sms < 1) {
+      sms = 1;
+    }
+    const int64_t blocks = g.batch * g.kv_heads * ((group + heads - 1) / heads);
+    const int64_t wanted = std::min<int64_t>(kDecodeMaxSplits, std::max<int64_t>(1, (2 * sms + blocks - 1) / blocks));
+    split.keys_per_split = ((keys + wanted - 1) / wanted + pass - 1) / pass * pass;
+  }
+  split.splits = (keys + split.keys_per_split - 1) / split.keys_per_split;
+  switch (heads) {
+    case 1: return launch_decode_heads<T, 1>(state, g, query, cos, sin, seqlens, total, present_k, present_v, out, split, stream);
+    case 2: return launch_decode_heads<T, 2>(state, g, query, cos, sin, seqlens, total, present_k, present_v, out, split, stream);
+    case 4: return launch_decode_heads<T, 4>(state, g, query, cos, sin, seqlens, total, present_k, present_v, out, split, stream);
+    default: return launch_decode_heads<T, kDecodeHeads>(state, g, query, cos, sin, seqlens, total, present_k, present_v, out, split, stream);
+  }
+}
+
+template void launch_gqa_decode<float>(hipdnn_ep_state_t*, const GqaParams&, const float*, const float*, const float*,
+                                       const int32_t*, const int32_t*, const float*, const float*, float*, hipStream_t);
+template void launch_gqa_decode<__half>(hipdnn_ep_state_t*, const GqaParams&, const __half*, const __half*,
+                                        const __half*, const int32_t*, const int32_t*, const __half*, const __half*,
+                                        __half*, hipStream_t);
+
+}  // namespace hipdnn_ep::kernels::gpu

@@ -1,0 +1,28 @@
+// What the MatMulNBits kernels share (matmul_nbits.hip and, on CUDA, the tensor-core decode GEMV in
+// matmul_nbits_mma.hip): the call's parameters and the tensor-core launch.
+#ifndef HIPDNN_EP_KERNELS_GPU_MATMUL_NBITS_H_
+#define HIPDNN_EP_KERNELS_GPU_MATMUL_NBITS_H_
+
+#include <cstdint>
+
+#include "kernels/gpu/gpu_common.h"
+
+namespace hipdnn_ep::kernels::gpu {
+
+struct NbitsArgs {
+  const uint8_t* b;
+  const uint8_t* zp;  // null: zero point 8
+  int64_t m, k, n, block, blocks, col_bytes, zp_stride;
+};
+
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+// The decode GEMV on tensor cores where it applies (float16 is the caller's; up to 8 rows of A, blocks of
+// a multiple of 128, 16-byte aligned B, a GPU of compute capability 8.0 or more): launches it and returns
+// true, else false (the caller runs the scalar GEMV). The caller checks the launch.
+bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
+                     hipStream_t stream);
+#endif
+
+}  // namespace hipdnn_ep::kernels::gpu
+
+#endif  // HIPDNN_EP_KERNELS_GPU_MATMUL_NBITS_H_
