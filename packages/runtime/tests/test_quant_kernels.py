@@ -197,6 +197,24 @@ def test_conv_integer(state, xtype, wtype, case, per_channel):
     np.testing.assert_array_equal(y, want)
 
 
+@pytest.mark.parametrize(("xtype", "wtype"), [(U8, I8), (I8, I8), (U8, U8)])
+def test_conv_integer_is_exact_at_the_extremes_over_long_sums(state, xtype, wtype):
+    # 64 channels x 3x3 = 576 products per output (several of the CPU kernel's 256-column float chunks), each
+    # of the largest magnitude, 255 * 255, or mixed: the float GEMM chunks must still sum them exactly
+    rng = np.random.default_rng(7)
+    lo_x, hi_x, lo_w, hi_w = np.iinfo(xtype).min, np.iinfo(xtype).max, np.iinfo(wtype).min, np.iinfo(wtype).max
+    x = np.full((2, 64, 5, 5), hi_x, xtype)
+    x[1] = rng.choice([lo_x, hi_x], (64, 5, 5))
+    w = np.full((6, 64, 3, 3), lo_w, wtype)
+    w[3:] = rng.choice([lo_w, hi_w], (3, 64, 3, 3))
+    zx, zw = np.array(lo_x, xtype), np.array([hi_w] * 3 + [lo_w] * 3, wtype)
+    want = conv_integer_reference(x, w, zx, zw, 1, (1, 1), (1, 1), (1, 1))
+    assert np.abs(want).max() > 2 ** 24  # past float32's exact integers
+    geometry = np.array([1, 1, 1, 1, 1, 1], np.int64)
+    (y,) = call(state, "conv_integer", [x, w, zx, zw, geometry], [(want.shape, I32)], ints=[1])
+    np.testing.assert_array_equal(y, want)
+
+
 def test_conv_integer_checks_its_arguments(state):
     x, w, geo = np.zeros((1, 2, 3, 3), U8), np.zeros((4, 2, 1, 1), I8), np.array([1, 1, 0, 0, 1, 1], np.int64)
     with pytest.raises(InvalidArgumentError, match=r"input 3 \(w_zero_point\) has dims \[3\]; it must hold one value "
