@@ -292,3 +292,45 @@ def test_gemm_with_beta_stays(refruntime, tmp_path):
     ops = fused_ops(model)
     assert "onnx.gemm" in ops and "onnx.qgemm" not in ops
     compare(model, feeds, refruntime, tmp_path, steps=(1, 0.05))
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("bias", [True, False])
+def test_gemm_without_a_q_is_qgemm_of_a_float_output(trans_b, bias, refruntime, tmp_path):
+    # onnxruntime's Gemm selector needs no Q: DQ(A) + DQ(B) [+ DQ(C)] -> Gemm is QGemm without y_scale
+    rng = np.random.default_rng(6)
+    b = rng.integers(-100, 100, (7, 5) if trans_b else (5, 7)).astype(np.int8)
+    bs = rng.uniform(0.01, 0.03, (7,)).astype(np.float32)
+    xs = np.float32(0.03)
+    inits = [const("as", xs), const("az", np.uint8(120)), const("b", b), const("bs", bs),
+             const("bz", np.zeros(7, np.int8)), const("c", rng.integers(-300, 300, (7,)).astype(np.int32)),
+             const("cs", (xs * bs).astype(np.float32))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "as", "az"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "as", "az"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bd"], axis=0 if trans_b else 1),
+             helper.make_node("DequantizeLinear", ["c", "cs"], ["cd"], axis=0),
+             helper.make_node("Gemm", ["xd", "bd"] + (["cd"] if bias else []), ["y"], transB=trans_b)]
+    model = model_of(nodes, [("x", T.FLOAT, [4, 5])], [("y", T.FLOAT, [4, 7])], inits)
+    feeds = [{"x": np.random.default_rng(k).normal(0, 1.5, (4, 5)).astype(np.float32)} for k in range(3)]
+    ops = fused_ops(model)
+    assert "onnx.qgemm" in ops and "onnx.gemm" not in ops
+    compare(model, feeds, refruntime, tmp_path)
+
+
+def test_gemm_before_a_relu_the_q_does_not_make_redundant_stays(refruntime, tmp_path):
+    # onnxruntime takes the Relu into the Gemm's group, which then fuses with no Q (its zero point is not 0)
+    rng = np.random.default_rng(7)
+    inits = [const("as", np.float32(0.03)), const("az", np.uint8(120)),
+             const("b", rng.integers(-100, 100, (5, 7)).astype(np.int8)), const("bs", np.float32(0.02)),
+             const("ys", np.float32(0.05)), const("yz", np.uint8(20))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "as", "az"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "as", "az"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"]),
+             helper.make_node("Gemm", ["xd", "bd"], ["m"]), helper.make_node("Relu", ["m"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    model = model_of(nodes, [("x", T.FLOAT, [4, 5])], [("y", T.FLOAT, [4, 7])], inits)
+    feeds = [{"x": np.random.default_rng(k).normal(0, 1.5, (4, 5)).astype(np.float32)} for k in range(2)]
+    ops = fused_ops(model)
+    assert "onnx.gemm" in ops and "onnx.qgemm" not in ops
+    compare(model, feeds, refruntime, tmp_path, steps=(1, 0.05))

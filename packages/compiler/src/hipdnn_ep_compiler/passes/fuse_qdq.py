@@ -17,6 +17,9 @@ Where a group is fused, as onnxruntime's QDQ selectors decide (qdq_selectors.cc,
   the columns of a 2-D B, axis 1; Gemm: B's N axis, 0 under transB); no blocked scales; FLOAT32 scales;
   every scale and zero point a constant (a DQ with other consumers stays for them: onnxruntime's
   EnsureUniqueDQForNodeUnit duplicates it);
+- a Gemm of DQs whose result no Q reads becomes QGemm with a FLOAT32 output (no y_scale), as onnxruntime's
+  Gemm selector allows (unless a Relu or Clip read by one node follows it: onnxruntime then takes that
+  into the group, which fuses only with a Q);
 - a bias is the INT32 DQ of Conv's B or Gemm's C (Gemm with beta 1), taken into the accumulator as
   onnxruntime does: its zero point must be zero and, where the scales are known here (constants of at
   most 16 values), its scale x_scale * w_scale;
@@ -50,6 +53,10 @@ def _producer(value: ir.Value) -> ir.Operation | None:
 def _inputs(op: ir.Operation) -> dict[int, ir.Value]:
     roles = hir.get_ints(op, "operand_roles", list(range(len(op.operands))))
     return {r: op.operands[k] for k, r in enumerate(roles)}
+
+
+def _op_of(owner) -> ir.Operation:
+    return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
 def _one_use(value: ir.Value) -> bool:
@@ -185,13 +192,15 @@ def _bias(value: ir.Value | None, x: _Quant, w: _Quant, channels: int) -> tuple[
     return True, b.data
 
 
-def _operands(x: _Quant, w: _Quant, q: _Quant, bias: ir.Value | None, bias_role: int | None
+def _operands(x: _Quant, w: _Quant, q: _Quant | None, bias: ir.Value | None, bias_role: int | None
               ) -> tuple[list[ir.Value], list[int]]:
     """The fused op's operands and their input positions: x, its scale and zero point, w, its scale and
     zero point, then (QLinear*) y's scale and zero point and the bias, or (QGemm) the bias, y's scale and
     zero point."""
     slots = [(0, x.data), (1, x.scale), (2, x.zero_point), (3, w.data), (4, w.scale), (5, w.zero_point)]
-    if bias_role == 6:  # QGemm: C before y's
+    if q is None:  # QGemm of a FLOAT32 output: no y_scale
+        slots += [(6, bias)]
+    elif bias_role == 6:  # QGemm: C before y's
         slots += [(6, bias), (7, q.scale), (8, q.zero_point)]
     else:
         slots += [(6, q.scale), (7, q.zero_point), (8, bias)]
@@ -218,12 +227,20 @@ def _group(q_op: ir.Operation):
         return None
     if src is None or src.name not in ("onnx.conv", "onnx.matmul", "onnx.gemm"):
         return None
+    found = _integer_op(src, q, ydt)
+    return None if found is None else (*found[:3], src, act, found[3])
+
+
+def _integer_op(src: ir.Operation, q: _Quant | None, ydt: int | None):
+    """(name, operands, roles, DQ ops) of the integer op for Conv/MatMul/Gemm `src`, whose inputs must all
+    be DQs, requantized by Q `q` to element type ydt (None: Gemm's FLOAT32 output, as QGemm without
+    y_scale), or None."""
     ins = _inputs(src)
     x = _dequantized(ins[0]) if 0 in ins else None
     w = _dequantized(ins[1]) if 1 in ins else None
     if x is None or w is None or x.dtype not in _RANGE or w.dtype not in _RANGE or not x.per_tensor():
         return None
-    if x.dtype != ydt or (x.dtype == INT8 and w.dtype != INT8):
+    if (ydt is not None and x.dtype != ydt) or (x.dtype == INT8 and w.dtype != INT8):
         return None
     wshape = _shape(w.data)
     if src.name == "onnx.conv":
@@ -247,16 +264,44 @@ def _group(q_op: ir.Operation):
         return None
     operands, roles = _operands(x, w, q, bias, bias_role)
     dqs = [x.op, w.op] + ([_producer(ins[2])] if bias is not None else [])
-    return name, operands, roles, src, act, dqs
+    return name, operands, roles, dqs
 
 
 def _fuse(q_op, rewriter) -> bool:
-    """The pattern: False when the group was rewritten (the bindings' convention)."""
+    """The pattern at a Q: False when the group was rewritten (the bindings' convention)."""
     q_op = q_op.operation
     found = _group(q_op)
     if found is None:
         return True
-    name, operands, roles, src, act, dqs = found
+    _rewrite(rewriter, q_op, *found)
+    return False
+
+
+def _fuse_float_gemm(gemm, rewriter) -> bool:
+    """The pattern at a Gemm of DQs whose result no Q reads: QGemm with a FLOAT32 output, as onnxruntime's
+    Gemm selector allows (its MatMul and Conv selectors need the Q)."""
+    gemm = gemm.operation
+    out = gemm.results[0]
+    users = [_op_of(u) for u in hir.users(out)]
+    if hir.element_dtype(out) != FLOAT32 or any(u.name == "onnx.quantize_linear" for u in users):
+        return True
+    if len(users) == 1 and users[0].name in ("onnx.relu", "onnx.clip"):
+        # onnxruntime takes a Relu or Clip read by one node as the group's (redundant under a Q, or no group)
+        after = [_op_of(u) for u in hir.users(users[0].results[0])]
+        if len(after) == 1 and after[0].name != "func.return":
+            return True
+    found = _integer_op(gemm, None, None)
+    if found is None:
+        return True
+    name, operands, roles, dqs = found
+    _rewrite(rewriter, gemm, name, operands, roles, gemm, None, dqs)
+    return False
+
+
+def _rewrite(rewriter, last: ir.Operation, name: str, operands: list[ir.Value], roles: list[int],
+             src: ir.Operation, act: ir.Operation | None, dqs: list[ir.Operation]) -> None:
+    """Replace the group's last op (its Q, or the float Gemm) with the integer op; erase what it leaves unread."""
+    q_op = last
     with q_op.context, q_op.location:
         attrs = {k: src.attributes[k] for k in src.attributes if k not in _SKIP_ATTRS}
         attrs["operand_roles"] = hir.to_attr(roles)
@@ -266,7 +311,8 @@ def _fuse(q_op, rewriter) -> bool:
     rewriter.replace_op(q_op, [new.results[0]])
     if act is not None:
         rewriter.erase_op(act)
-    rewriter.erase_op(src)
+    if src != q_op:
+        rewriter.erase_op(src)
     unique = []
     for dq in dqs:
         if not any(dq == u for u in unique):
@@ -274,7 +320,6 @@ def _fuse(q_op, rewriter) -> bool:
     for dq in unique:  # a DQ that other ops read stays for them
         if all(len(list(r.uses)) == 0 for r in dq.results):
             rewriter.erase_op(dq)
-    return False
 
 
 def _config() -> rewrite.GreedyRewriteConfig:
@@ -289,5 +334,6 @@ def _config() -> rewrite.GreedyRewriteConfig:
 def run(module: ir.Module) -> ir.Module:
     patterns = rewrite.RewritePatternSet(module.context)
     patterns.add("onnx.quantize_linear", _fuse)
+    patterns.add("onnx.gemm", _fuse_float_gemm)
     rewrite.apply_patterns_and_fold_greedily(module, patterns.freeze(), _config())
     return module
