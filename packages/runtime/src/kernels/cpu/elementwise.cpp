@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/int_pow.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/tensor_util.h"
@@ -41,18 +42,7 @@ T int_divide(T a, T b) {
   return static_cast<T>(a / b);
 }
 
-// Integer Pow as ONNX Runtime's CPU EP computes it: pow in double, then converted to T (truncated
-// toward zero; a result out of T's range saturates, where ONNX Runtime's conversion is undefined).
-template <typename T>
-T int_pow(T a, T b) {
-  const double r = std::pow(static_cast<double>(a), static_cast<double>(b));
-  if (std::isnan(r)) return T{0};
-  constexpr T lo = std::numeric_limits<T>::min();
-  constexpr T hi = std::numeric_limits<T>::max();
-  if (r <= static_cast<double>(lo)) return lo;
-  if (r >= static_cast<double>(hi)) return hi;
-  return static_cast<T>(r);
-}
+// Integer Pow: int_pow.h (exact, shared with the other backend)
 
 // Integer Mod: fmod == false takes the divisor's sign (Python's %), true the
 // dividend's (C's %); by zero is an error.

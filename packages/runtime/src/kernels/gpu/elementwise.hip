@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/int_pow.h"
 #include "gpu/gpu_device.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
@@ -31,18 +32,7 @@ __device__ __forceinline__ T wrap_mul(T a, T b) {
   return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
 }
 
-// Integer Pow as the CPU backend (and ONNX Runtime's CPU EP): pow in double, truncated toward
-// zero, saturated at T's range (NaN: 0).
-template <typename T>
-__device__ __forceinline__ T int_pow(T a, T b) {
-  const double r = pow(static_cast<double>(a), static_cast<double>(b));
-  if (isnan(r)) return T{0};
-  constexpr T lo = std::numeric_limits<T>::min();
-  constexpr T hi = std::numeric_limits<T>::max();
-  if (r <= static_cast<double>(lo)) return lo;
-  if (r >= static_cast<double>(hi)) return hi;
-  return static_cast<T>(r);
-}
+// Integer Pow: int_pow.h (exact, shared with the other backend)
 
 // One functor per binary op; Int: integer arithmetic (wrapping).
 template <int64_t Op, typename C>
