@@ -8,13 +8,14 @@ and printed as one table:
   session cold     a new process, an empty compile cache: InferenceSession with the EP, CPU fallback off
                    (support check + compile + load, as a user meets it)
   session warm     a new process, the cache the cold one filled
-  ORT CPU session  InferenceSession with ORT's CPU EP alone, same model
-  max |error|      the EP's outputs against ORT's CPU EP on the same feeds
+  ORT session      InferenceSession with ORT's CPU EP alone (--reference cuda: its CUDA EP), same model
+  max |error|      the EP's outputs against that reference on the same feeds
 
     pip install torch transformers onnxscript      (besides the hipdnn-ep wheels)
     python tools/bench/compile_bench.py [--layers 12] [--seq 128] [--profile N] [--keep DIR]
     python tools/bench/compile_bench.py --model bert-fp16.onnx    (an export made before: no torch needed)
-    python tools/bench/compile_bench.py --backend cuda            (sessions and runs on the GPU)
+    python tools/bench/compile_bench.py --backend cuda --reference cuda   (on a GPU, against ORT's CUDA EP;
+                                                                           needs onnxruntime-gpu)
 
 --profile N prints the N most expensive functions (cProfile, cumulative) of the in-process compile.
 """
@@ -92,9 +93,12 @@ def _run_ms(sess, f: dict, repeat: int = 20) -> float:
     return statistics.median(times) * 1e3
 
 
-def child(model: str, cache: str, batch: int, seq: int, backend: str) -> None:
-    """In a fresh process: the EP session's creation time, its outputs' error against ORT's CPU EP and
-    the Run time of both."""
+REFERENCE = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+
+
+def child(model: str, cache: str, batch: int, seq: int, backend: str, reference: str) -> None:
+    """In a fresh process: the EP session's creation time, its outputs' error against ORT's reference EP
+    and the Run time of both."""
     import hipdnn_ep
     import numpy as np
     import onnxruntime as ort
@@ -111,7 +115,7 @@ def child(model: str, cache: str, batch: int, seq: int, backend: str) -> None:
         return
     created = time.perf_counter() - t
     t = time.perf_counter()
-    cpu = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    cpu = ort.InferenceSession(model, providers=[REFERENCE[reference]])
     cpu_created = time.perf_counter() - t
     f = feeds(batch, seq)
     err = max(float(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64))))
@@ -120,9 +124,9 @@ def child(model: str, cache: str, batch: int, seq: int, backend: str) -> None:
                       "run_ms": _run_ms(sess, f), "cpu_run_ms": _run_ms(cpu, f)}))
 
 
-def in_child(model: Path, cache: Path, batch: int, seq: int, backend: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", str(model), str(cache), str(batch), str(seq), backend],
-                         capture_output=True, text=True, check=False)
+def in_child(model: Path, cache: Path, batch: int, seq: int, backend: str, reference: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", str(model), str(cache), str(batch), str(seq), backend,
+                          reference], capture_output=True, text=True, check=False)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     return json.loads(lines[-1]) if lines else {"error": (out.stderr.strip().splitlines() or ["no output"])[-1]}
 
@@ -139,11 +143,13 @@ def main() -> None:
     ap.add_argument("--model", type=Path, help="measure this model (inputs input_ids, attention_mask) instead "
                                                "of exporting one")
     ap.add_argument("--backend", default="cpu", help="the EP's backend for the sessions (cpu, cuda, hip)")
-    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--reference", choices=list(REFERENCE), default="cpu",
+                    help="ORT's EP the outputs and times are compared with (cuda: its CUDA EP)")
+    ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        model, cache, batch, seq, backend = args.child
-        child(model, cache, int(batch), int(seq), backend)
+        model, cache, batch, seq, backend, reference = args.child
+        child(model, cache, int(batch), int(seq), backend, reference)
         return
     folder = args.keep or Path(tempfile.mkdtemp(prefix="compile-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -174,8 +180,9 @@ def main() -> None:
         print(f"compile refused: {exc}")
     if profiler:
         profiler.disable()
-    cold = in_child(model, folder / "cache", args.batch, args.seq, args.backend)
-    warm = in_child(model, folder / "cache", args.batch, args.seq, args.backend)
+    cold = in_child(model, folder / "cache", args.batch, args.seq, args.backend, args.reference)
+    warm = in_child(model, folder / "cache", args.batch, args.seq, args.backend, args.reference)
+    ref = f"ORT {args.reference.upper()}"
 
     cpu_s = cold.get("cpu_session", float("nan"))
 
@@ -187,18 +194,18 @@ def main() -> None:
             ("compile (in process)", compile_s, ""),
             ("session cold (new process, empty cache)", cold.get("session", float("nan")), cold.get("error", "")),
             ("session warm (new process, filled cache)", warm.get("session", float("nan")), warm.get("error", "")),
-            ("ORT CPU EP session", cpu_s, "")]
+            (f"{ref} EP session", cpu_s, "")]
     if args.model:
         print(f"\n{args.model.name}: {len(m.graph.node)} nodes, run at batch {args.batch}, seq {args.seq}")
     else:
         print(f"\nBERT-base export: {len(m.graph.node)} nodes, {args.layers} layers, hidden {args.hidden}, fp16 "
               f"(keep_io_types), run at batch {args.batch}, seq {args.seq}")
-    print(f"{'':44} {'seconds':>9} {'vs ORT CPU':>10}  note")
+    print(f"{'':44} {'seconds':>9} {'vs ' + ref:>10}  note")
     for name, secs, note in rows:
         print(f"{name:44} {secs:9.2f} {ratio(secs) if name != rows[0][0] else '':>10}  {note}")
     if "max_error" in cold:
-        print(f"{'max |error| vs ORT CPU (fp16 model)':44} {cold['max_error']:9.2e}")
-        print(f"{'Run, ms (EP ' + args.backend + ' / ORT CPU)':44} {warm.get('run_ms', float('nan')):9.2f} "
+        print(f"{'max |error| vs ' + ref + ' (fp16 model)':44} {cold['max_error']:9.2e}")
+        print(f"{'Run, ms (EP ' + args.backend + ' / ' + ref + ')':44} {warm.get('run_ms', float('nan')):9.2f} "
               f"{warm.get('cpu_run_ms', float('nan')):9.2f}")
     print("ops: " + ", ".join(f"{k} {v}" for k, v in sorted(ops.items())))
     for (op, why), n in refused.most_common():

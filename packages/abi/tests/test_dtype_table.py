@@ -10,7 +10,8 @@ import pytest
 from hipdnn_ep_abi import ManifestError, compat, generate, parse
 
 C_TYPES = {"FLOAT32": "float", "UINT8": "uint8_t", "INT8": "int8_t", "INT32": "int32_t", "INT64": "int64_t",
-           "BOOL": "bool", "FLOAT16": "uint16_t", "FLOAT64": "double"}
+           "BOOL": "bool", "FLOAT16": "uint16_t", "FLOAT64": "double", "UINT16": "uint16_t", "INT16": "int16_t",
+           "UINT32": "uint32_t", "UINT64": "uint64_t"}
 
 
 def test_header_and_json_carry_every_dtype_with_its_size(tmp_path, manifest):
@@ -30,7 +31,7 @@ def test_header_and_json_carry_every_dtype_with_its_size(tmp_path, manifest):
                       "constexpr int bytes_of(int code) {\n  switch (code) {\n"
                       "#define CASE(name, code, bytes) case code: return bytes;\n"
                       "    HIPDNN_EP_DTYPES(CASE)\n  }\n  return 0;\n}\n" + checks +
-                      "static_assert(bytes_of(4) == 0, \"not a dtype\");\n")
+                      "static_assert(bytes_of(8) == 0, \"not a dtype\");\n")
     proc = subprocess.run([cxx, "-std=c++17", "-Wall", "-Werror", "-fsyntax-only", "-I", str(tmp_path / "include"),
                            str(source)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

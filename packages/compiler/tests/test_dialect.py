@@ -47,7 +47,7 @@ def test_a_declared_op_verifies():
 def test_the_pipeline_refuses_ir_that_breaks_a_declaration():
     module = _module('''  %0 = "hipdnn.binary"(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>''')
-    with pytest.raises(RuntimeError, match="IR fails verification before refine-shapes: hipdnn.binary: 1 operands"):
+    with pytest.raises(RuntimeError, match="IR fails verification before fuse-qdq: hipdnn.binary: 1 operands"):
         run_pipeline(module)
 
 

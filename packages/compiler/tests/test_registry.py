@@ -48,9 +48,9 @@ def test_a_new_op_needs_only_its_entry(scratch_registry, refruntime, tmp_path):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     (y,) = refruntime.run(info.program, [x])
     np.testing.assert_array_equal(y, 2 * x)
-    # the element-type rule comes with the kernel: int8 is refused, naming the node and the kernel
-    (verdict,) = check_support(_model(TensorProto.INT8))
-    assert not verdict.supported and verdict.reason == "binary ADD does not support element type int8"
+    # the element-type rule comes with the kernel: bool is refused, naming the node and the kernel
+    (verdict,) = check_support(_model(TensorProto.BOOL))
+    assert not verdict.supported and verdict.reason == "binary ADD does not support element type bool"
 
 
 def test_registering_an_op_twice_is_refused(scratch_registry):

@@ -238,6 +238,33 @@ GROUPS: dict[str, Group] = {
          "mask_u8": _c([0x0F, 0xF0, 0x3C, 0xFF], np.uint8), "mask_i32": _c([1, 2, 4, -8], np.int32),
          "mask_i64": _c([5, -6, 7, 0]), "shift_u8": _c([0, 1, 7, 9], np.uint8),
          "w45": np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)}),
+    # the integer types of runtime ABI 1.3 (INT16, UINT16, UINT32, UINT64; cast from 'i', negative values
+    # wrapping), INT8 arithmetic and comparisons, integer Pow with an exponent of another integer type
+    "int-types": Group(
+        [("i", T.INT64, ["N", 3, 4])],
+        [Op("to-u16", "Cast", ["i"], {"to": T.UINT16}, out_type=T.UINT16),
+         Op("to-i16", "Cast", ["i"], {"to": T.INT16}, out_type=T.INT16),
+         Op("to-u32", "Cast", ["i"], {"to": T.UINT32}, out_type=T.UINT32),
+         Op("to-u64", "Cast", ["i"], {"to": T.UINT64}, out_type=T.UINT64),
+         Op("to-i8", "Cast", ["i"], {"to": T.INT8}, out_type=T.INT8),
+         Op("to-i32", "Cast", ["i"], {"to": T.INT32}, out_type=T.INT32),
+         Op("Add-u16", "Add", ["to-u16", "to-u16"], out_type=T.UINT16),
+         Op("Mul-i16", "Mul", ["to-i16", "to-i16"], out_type=T.INT16),
+         Op("Sub-u32", "Sub", ["to-u32", "seven_u32"], out_type=T.UINT32),
+         Op("Div-u64", "Div", ["to-u64", "three_u64"], out_type=T.UINT64),
+         Op("Less-i8", "Less", ["to-i8", "zero_i8"], out_type=T.BOOL),
+         Op("Max-u32", "Max", ["to-u32", "seven_u32"], out_type=T.UINT32),
+         Op("Abs-i16", "Abs", ["to-i16"], out_type=T.INT16),
+         Op("Where-u32", "Where", ["Less-i8", "to-u32", "seven_u32"], out_type=T.UINT32),
+         Op("Pow-i32", "Pow", ["to-i32", "two_i32"], out_type=T.INT32),
+         Op("Pow-i64-i32", "Pow", ["i", "two_i32"], out_type=T.INT64),
+         Op("Abs-i32", "Abs", ["to-i32"], out_type=T.INT32),
+         # a negative base with a fractional exponent is NaN, which onnxruntime converts to int as x86 does
+         # (INT_MIN) and the runtime to 0: the bases here are not negative
+         Op("Pow-i32-f32", "Pow", ["Abs-i32", "halves_f32"], out_type=T.INT32),
+         Op("Transpose-u64", "Transpose", ["to-u64"], {"perm": [0, 2, 1]}, out_type=T.UINT64)],
+        {"seven_u32": np.array(7, np.uint32), "three_u64": np.array(3, np.uint64), "zero_i8": np.array(0, np.int8),
+         "two_i32": np.array([2, 3, 0, 1], np.int32), "halves_f32": np.array([0.5, 2.5, 1.0, 3.0], np.float32)}),
     # an Einsum that sums and transposes: onnxruntime 1.23's CPU EP fails it (a copy of mismatched sizes)
     "einsum-sum": Group([X], [Op("Einsum-transpose-sum", "Einsum", ["x"], {"equation": "nij->jn"})],
                         min_onnxruntime=(1, 24)),

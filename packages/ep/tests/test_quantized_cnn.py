@@ -4,7 +4,8 @@ onnxruntime's `quantize_static` the way users do it, in both formats:
   tensor and per channel;
 - QOperator (QLinearConv, com.microsoft QLinearAdd/QLinearGlobalAveragePool/QGemm), where supported.
 The EP claims the QDQ model whole with CPU fallback off; its outputs are compared with ORT's CPU EP on the
-same model (which fuses DequantizeLinear -> Conv -> QuantizeLinear into its integer QLinearConv)."""
+same model (which fuses DequantizeLinear -> Conv -> QuantizeLinear into its integer QLinearConv, as the
+compiler's fuse-qdq pass does)."""
 
 from __future__ import annotations
 
@@ -83,9 +84,10 @@ def test_qdq_cnn_is_claimed_whole_and_matches_the_cpu_ep(env, ep_devices, tmp_pa
         x = images(n)
         (got,), (want,) = sess.run(None, {"x": x}), cpu.run(None, {"x": x})
         assert got.dtype == want.dtype == np.float32
-        # exact: the EP runs the QDQ graph as written (dequantize, float Conv/Add/Gemm, quantize), the CPU EP
-        # its fused integer kernels; a float sum rounded differently could move one requantized value by one
-        # step (y_scale), which this model at these inputs never does
+        # exact: the compiler's fuse-qdq pass compiles each DQ -> Conv/Gemm -> Q group as the CPU EP's fused
+        # integer kernels (QLinearConv, QGemm: int32 accumulation, one float requantization); the groups it
+        # leaves float (the Add, GlobalAveragePool) requantize a float result, which could move a value one
+        # step (y_scale) where onnxruntime's own QLinear kernels round otherwise: never at these inputs
         np.testing.assert_array_equal(got, want)
 
 

@@ -161,8 +161,8 @@ ERROR_CASES = {
                               "different dtypes FLOAT32 and INT64"),
     "binary_float64": ("binary", [np.ones(2), np.ones(2)], [np.empty(2)], [0], [], UNSUPPORTED,
                        "does not support dtype FLOAT64"),
-    "binary_pow_int": ("binary", [np.ones(2, I64)] * 2, [np.empty(2, I64)], [BINARY["POW"]], [], UNSUPPORTED,
-                       "binary op POW does not support dtype INT64"),
+    "binary_pow_int": ("binary", [np.ones(2, np.int16)] * 2, [np.empty(2, np.int16)], [BINARY["POW"]], [], UNSUPPORTED,
+                       "binary op POW does not support dtype INT16"),
     "binary_no_broadcast": ("binary", [X, np.ones((4,), F32)], [Y], [0], [], InvalidArgumentError,
                             r"input dims \[2, 3\] and \[4\] do not broadcast"),
     "binary_compare_writes_bool": ("binary", [X, X], [Y], [BINARY["LESS"]], [], InvalidArgumentError,
@@ -274,7 +274,8 @@ def _dtype_rule_cases():
 
 
 NUMPY_OF = {"FLOAT32": F32, "UINT8": np.uint8, "INT8": np.int8, "INT32": I32, "INT64": I64, "BOOL": BOOL,
-            "FLOAT16": F16, "FLOAT64": np.float64}
+            "FLOAT16": F16, "FLOAT64": np.float64, "INT16": np.int16, "UINT16": np.uint16, "UINT32": np.uint32,
+            "UINT64": np.uint64}
 
 
 @pytest.mark.parametrize("kernel,op,index,dtype,accepted", list(_dtype_rule_cases()))

@@ -132,6 +132,23 @@ def test_matmul_integer(state, atype, btype, shapes, zero_points):
     np.testing.assert_array_equal(y, want)
 
 
+@pytest.mark.parametrize(("atype", "btype"), [(U8, I8), (I8, I8), (U8, U8)])
+def test_matmul_integer_is_exact_at_the_extremes_over_long_sums(state, atype, btype):
+    # 700 products per output (several of the CPU kernel's 256-column float chunks), each of the largest
+    # magnitude, 255 * 255, or mixed: the float GEMM chunks must still sum them exactly
+    rng = np.random.default_rng(8)
+    lo_a, hi_a, lo_b, hi_b = np.iinfo(atype).min, np.iinfo(atype).max, np.iinfo(btype).min, np.iinfo(btype).max
+    a = rng.choice([lo_a, hi_a], (2, 4, 700)).astype(atype)
+    a[0] = hi_a
+    b = rng.choice([lo_b, hi_b], (700, 6)).astype(btype)
+    b[:, :3] = lo_b
+    za, zb = np.array([lo_a] * 4, atype), np.array([hi_b] * 6, btype)
+    want = matmul_integer_reference(a, b, za, zb)
+    assert np.abs(want.astype(np.int64)).max() > 2 ** 24  # past float32's exact integers
+    (y,) = call(state, "matmul_integer", [a, b, za, zb], [(want.shape, I32)])
+    np.testing.assert_array_equal(y, want)
+
+
 def test_quantize_linear_checks_the_scale_shape(state):
     with pytest.raises(InvalidArgumentError, match=r"scale has dims \[5\]; per axis 1 of X \[4, 6\] it must be \[6\]"):
         call(state, "quantize_linear", [np.zeros((4, 6), F32), np.ones(5, F32), None], [((4, 6), I8)], ints=[1, 0])
@@ -194,6 +211,24 @@ def test_conv_integer(state, xtype, wtype, case, per_channel):
     want = conv_integer_reference(x, w, zx, zw, group, strides, pads, dilations)
     geometry = np.array([*strides, *pads, *dilations], np.int64)
     (y,) = call(state, "conv_integer", [x, w, zx, zw, geometry], [(want.shape, I32)], ints=[group])
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize(("xtype", "wtype"), [(U8, I8), (I8, I8), (U8, U8)])
+def test_conv_integer_is_exact_at_the_extremes_over_long_sums(state, xtype, wtype):
+    # 64 channels x 3x3 = 576 products per output (several of the CPU kernel's 256-column float chunks), each
+    # of the largest magnitude, 255 * 255, or mixed: the float GEMM chunks must still sum them exactly
+    rng = np.random.default_rng(7)
+    lo_x, hi_x, lo_w, hi_w = np.iinfo(xtype).min, np.iinfo(xtype).max, np.iinfo(wtype).min, np.iinfo(wtype).max
+    x = np.full((2, 64, 5, 5), hi_x, xtype)
+    x[1] = rng.choice([lo_x, hi_x], (64, 5, 5))
+    w = np.full((6, 64, 3, 3), lo_w, wtype)
+    w[3:] = rng.choice([lo_w, hi_w], (3, 64, 3, 3))
+    zx, zw = np.array(lo_x, xtype), np.array([hi_w] * 3 + [lo_w] * 3, wtype)
+    want = conv_integer_reference(x, w, zx, zw, 1, (1, 1), (1, 1), (1, 1))
+    assert np.abs(want).max() > 2 ** 24  # past float32's exact integers
+    geometry = np.array([1, 1, 1, 1, 1, 1], np.int64)
+    (y,) = call(state, "conv_integer", [x, w, zx, zw, geometry], [(want.shape, I32)], ints=[1])
     np.testing.assert_array_equal(y, want)
 
 

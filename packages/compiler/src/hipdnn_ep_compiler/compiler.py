@@ -20,7 +20,7 @@ from ._version import __version__
 from .abi import RuntimeAbi, load_abi
 from .artifact import BACKENDS, FORMAT, PROGRAM, ArtifactInfo, check_runtime_reads, check_written
 from .build_id import build_id
-from .errors import CompileError, UnsupportedError
+from .errors import AbiTargetError, CompileError, UnsupportedError
 from .frontend import load_model
 from .frontend.importer import dim_spelling, import_model
 from .link import link_shared_object
@@ -58,6 +58,26 @@ def _int_or_expr(e: sym.Expr) -> int | str:
     return e if isinstance(e, int) else sym.to_str(e)
 
 
+def _io_dtype_minor(signature: dict, wtypes: dict, abi: RuntimeAbi) -> int:
+    """The ABI minor from which the runtime knows every element type of the graph's inputs, outputs and
+    weights (a tensor the program passes on untouched, an Identity of UINT16, calls no kernel that would
+    note it); a type newer than the target is refused, naming the tensor."""
+    found = [(f"graph input '{t['name']}'", t["dtype"]) for t in signature["inputs"]]
+    found += [(f"graph output '{t['name']}'", t["dtype"]) for t in signature["outputs"]]
+    found += [(f"weight '{name}'", dtype) for name, (dtype, _) in wtypes.items()]
+    minor = 0
+    for what, code in found:
+        name = hir.DTYPE_NAMES.get(code, str(code))
+        since = abi.enum_since.get((f"{abi.prefix}_dtype", name.upper()), 0)
+        if since > abi.target_minor:
+            raise AbiTargetError(f"{what} has element type {name}, which runtime ABI {abi.major}.{since} added; the "
+                                 f"target ABI is {abi.major}.{abi.target_minor}. Fix: target ABI "
+                                 f"{abi.major}.{since} or newer (with a hipdnn-ep-runtime>={abi.major}.{since} "
+                                 "installed)")
+        minor = max(minor, since)
+    return minor
+
+
 def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, backend: str) -> dict:
     """The artifact's metadata (call under the lowering's symbol scope: Lowered.scope)."""
     signature = hir.get_json(hir.main_func(module), "hipdnn.signature")
@@ -76,7 +96,8 @@ def build_metadata(model: onnx.ModelProto, module, lowered, abi: RuntimeAbi, bac
         "compiler": {"name": "hipdnn-ep-compiler", "version": __version__, "build_id": build_id()},
         "backend": backend,
         # every function, element type and enum value the program uses exists from min_minor on
-        "abi": {"major": abi.major, "min_minor": max([f.since for f in imports] + [lowered.min_minor])},
+        "abi": {"major": abi.major, "min_minor": max([f.since for f in imports] +
+                                                     [lowered.min_minor, _io_dtype_minor(signature, wtypes, abi)])},
         "imports": [{"name": f.name, "hash": f.hash, "since": f.since} for f in imports],
         "inputs": signature["inputs"],
         "outputs": outputs,

@@ -9,7 +9,7 @@ import json
 from .abi import bundled_manifest_path
 
 _MLIR = {"FLOAT32": "f32", "UINT8": "ui8", "INT8": "i8", "INT32": "i32", "INT64": "i64", "BOOL": "i1",
-         "FLOAT16": "f16", "FLOAT64": "f64"}
+         "FLOAT16": "f16", "FLOAT64": "f64", "UINT16": "ui16", "INT16": "i16", "UINT32": "ui32", "UINT64": "ui64"}
 
 
 def _dtype_enum() -> dict:

@@ -455,6 +455,16 @@ def float_values(value: ir.Value) -> list[float] | None:
     return [float(ir.FloatAttr(a).value) for a in ir.ArrayAttr(op.attributes["float_values"])]
 
 
+def int_values(value: ir.Value) -> list[int] | None:
+    """Element values of a small constant INT8/UINT8 tensor (a hipdnn.weight with int_values), else None."""
+    if is_block_arg(value):
+        return None
+    op = defining_op(value)
+    if op is None or op.name != "hipdnn.weight" or "int_values" not in op.attributes:
+        return None
+    return [int(ir.IntegerAttr(a).value) for a in ir.ArrayAttr(op.attributes["int_values"])]
+
+
 HOST_READABLE_INPUT_ELEMENTS = 16
 
 

@@ -25,7 +25,8 @@ from .artifact import read_metadata
 from .dtypes import DTYPES
 from .errors import ArtifactError
 
-_NUMPY = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64}
+_NUMPY = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_,
+          10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
 
 
 HOST_WEIGHTS_KEY = "hipdnn_ep.weights"

@@ -15,20 +15,20 @@ func.func @main(%arg0: tensor<4xf16>, %arg1: tensor<4xf16>, %arg2: tensor<4xi64>
 
 // -----
 
-// The manifest's type table refuses int8 for binary ADD.
-// CHECK: // error: node 'a': binary ADD does not support element type int8
-func.func @main(%arg0: tensor<4xi8>, %arg1: tensor<4xi8>) -> tensor<4xi8> {
-  %0 = "hipdnn.binary"(%arg0, %arg1) {op = "ADD", "onnx.node" = "node 'a'"} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
-  return %0 : tensor<4xi8>
+// The manifest's type table refuses float64 for binary ADD.
+// CHECK: // error: node 'a': binary ADD does not support element type float64
+func.func @main(%arg0: tensor<4xf64>, %arg1: tensor<4xf64>) -> tensor<4xf64> {
+  %0 = "hipdnn.binary"(%arg0, %arg1) {op = "ADD", "onnx.node" = "node 'a'"} : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  return %0 : tensor<4xf64>
 }
 
 // -----
 
-// The table is per op: int64 ADD is accepted, int64 POW is not.
-// CHECK: // error: node 'n': binary POW does not support element type int64
-func.func @main(%arg0: tensor<4xi64>, %arg1: tensor<4xi64>) -> tensor<4xi64> {
-  %0 = "hipdnn.binary"(%arg0, %arg1) {op = "POW", "onnx.node" = "node 'n'"} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
-  return %0 : tensor<4xi64>
+// The table is per op: int8 ADD is accepted, int8 POW is not.
+// CHECK: // error: node 'n': binary POW does not support element type int8
+func.func @main(%arg0: tensor<4xi8>, %arg1: tensor<4xi8>) -> tensor<4xi8> {
+  %0 = "hipdnn.binary"(%arg0, %arg1) {op = "POW", "onnx.node" = "node 'n'"} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  return %0 : tensor<4xi8>
 }
 
 // -----

@@ -46,11 +46,11 @@ def _run_with(text, abi):
 
 
 def test_rules_come_from_the_manifest():
-    """A runtime whose manifest says POW takes int64 gets int64 POW; one that drops float16 refuses it."""
+    """A runtime whose manifest says POW takes int8 gets int8 POW; one that drops float16 refuses it."""
     with pytest.raises(UnsupportedError):
-        _run_with(_pow("i64"), load_abi())
-    grown = _abi_with(("hipdnn_ep_kernel_binary", lambda f: f["dtypes"]["POW"].append("INT64")))
-    _run_with(_pow("i64"), grown)
+        _run_with(_pow("i8"), load_abi())
+    grown = _abi_with(("hipdnn_ep_kernel_binary", lambda f: f["dtypes"]["POW"].append("INT8")))
+    _run_with(_pow("i8"), grown)
     narrowed = _abi_with(("hipdnn_ep_kernel_binary", lambda f: f["dtypes"].update(POW=["FLOAT32"])))
     with pytest.raises(UnsupportedError, match="^node 'p': binary POW does not support element type float16$"):
         _run_with(_pow("f16"), narrowed)

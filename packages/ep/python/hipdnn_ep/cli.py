@@ -181,7 +181,8 @@ def _random_inputs(session: Any, dims: dict[str, int], seed: int) -> dict[str, A
 
     types = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
              "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8,
-             "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_}
+             "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_, "tensor(int16)": np.int16,
+             "tensor(uint16)": np.uint16, "tensor(uint32)": np.uint32, "tensor(uint64)": np.uint64}
     rng = np.random.default_rng(seed)
     feeds = {}
     for inp in session.get_inputs():

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -160,10 +161,39 @@ decltype(auto) dispatch_numeric(int32_t dtype, const char* what, Fn&& fn) {
     case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<Half>{});
     case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
     case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
+    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
+    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
+    case HIPDNN_EP_DTYPE_INT16: return fn(TypeTag<int16_t>{});
+    case HIPDNN_EP_DTYPE_UINT16: return fn(TypeTag<uint16_t>{});
+    case HIPDNN_EP_DTYPE_UINT32: return fn(TypeTag<uint32_t>{});
+    case HIPDNN_EP_DTYPE_UINT64: return fn(TypeTag<uint64_t>{});
     default: break;
   }
   fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
 }
+
+// Calls fn(TypeTag<T>{}) for the integer dtypes (the bitwise ops).
+template <typename Fn>
+decltype(auto) dispatch_integer(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
+    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
+    case HIPDNN_EP_DTYPE_UINT16: return fn(TypeTag<uint16_t>{});
+    case HIPDNN_EP_DTYPE_INT16: return fn(TypeTag<int16_t>{});
+    case HIPDNN_EP_DTYPE_UINT32: return fn(TypeTag<uint32_t>{});
+    case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
+    case HIPDNN_EP_DTYPE_UINT64: return fn(TypeTag<uint64_t>{});
+    case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
+    default: break;
+  }
+  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
+// The unsigned type that integer arithmetic on T wraps in: T's own unsigned type, or
+// unsigned int for the types narrower than int (whose operands would promote to signed int,
+// where a product can overflow).
+template <typename T>
+using WrapUnsigned = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 
 // BOOL elements are one byte; any nonzero byte reads as true and true is
 // written as 1. A struct, not bool, so that reading a byte other than 0/1 is
@@ -191,6 +221,10 @@ decltype(auto) dispatch_any(int32_t dtype, const char* what, Fn&& fn) {
     case HIPDNN_EP_DTYPE_BOOL: return fn(TypeTag<Bool>{});
     case HIPDNN_EP_DTYPE_FLOAT16: return fn(TypeTag<Half>{});
     case HIPDNN_EP_DTYPE_FLOAT64: return fn(TypeTag<double>{});
+    case HIPDNN_EP_DTYPE_INT16: return fn(TypeTag<int16_t>{});
+    case HIPDNN_EP_DTYPE_UINT16: return fn(TypeTag<uint16_t>{});
+    case HIPDNN_EP_DTYPE_UINT32: return fn(TypeTag<uint32_t>{});
+    case HIPDNN_EP_DTYPE_UINT64: return fn(TypeTag<uint64_t>{});
     default: break;
   }
   fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));

@@ -20,6 +20,10 @@ constexpr DtypeEntry kDtypes[] = {
     {HIPDNN_EP_DTYPE_INT32, uint8_t(nb::dlpack::dtype_code::Int), 32, "int32"},
     {HIPDNN_EP_DTYPE_INT64, uint8_t(nb::dlpack::dtype_code::Int), 64, "int64"},
     {HIPDNN_EP_DTYPE_BOOL, uint8_t(nb::dlpack::dtype_code::Bool), 8, "bool"},
+    {HIPDNN_EP_DTYPE_INT16, uint8_t(nb::dlpack::dtype_code::Int), 16, "int16"},
+    {HIPDNN_EP_DTYPE_UINT16, uint8_t(nb::dlpack::dtype_code::UInt), 16, "uint16"},
+    {HIPDNN_EP_DTYPE_UINT32, uint8_t(nb::dlpack::dtype_code::UInt), 32, "uint32"},
+    {HIPDNN_EP_DTYPE_UINT64, uint8_t(nb::dlpack::dtype_code::UInt), 64, "uint64"},
 };
 
 }  // namespace

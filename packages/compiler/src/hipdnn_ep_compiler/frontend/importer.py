@@ -150,6 +150,9 @@ class _Importer:
             elif dtype in (1, 10, 11) and n <= SMALL_FLOAT_CONSTANT and not external:
                 # small float constants (Resize's scales and roi) stay weights, their values readable by shape rules
                 attrs["float_values"] = hir.to_attr([float(v) for v in numpy_helper.to_array(tensor).reshape(-1)])
+            elif dtype in (2, 3) and n <= SMALL_FLOAT_CONSTANT and not external:
+                # small 8-bit constants (quantization zero points) stay weights, their values readable by fuse-qdq
+                attrs["int_values"] = hir.to_attr([int(v) for v in numpy_helper.to_array(tensor).reshape(-1)])
             op = self.create("hipdnn.weight", [], [ttype], attrs)
         self.values[name] = op.results[0]
         self.dtypes[name] = dtype

@@ -111,9 +111,41 @@ def _binary(o: Node) -> None:
              [broadcast(o, o.dims(0), o.dims(1))])
 
 
-for _op_type, _key in (("Add", "ADD"), ("Sub", "SUB"), ("Mul", "MUL"), ("Div", "DIV"), ("Pow", "POW"),
+for _op_type, _key in (("Add", "ADD"), ("Sub", "SUB"), ("Mul", "MUL"), ("Div", "DIV"),
                       ("Equal", "EQUAL"), ("Less", "LESS"), ("Greater", "GREATER")):
     register(OpDef(_op_type, _key.lower(), _binary, (BINARY,), enum_key=_key))
+
+_FLOAT_TYPES = (1, 10, 11)  # FLOAT32, FLOAT16, FLOAT64
+_FLOAT64 = 11
+
+
+def _pow(o: Node) -> None:
+    """ONNX Pow: the exponent (T1) may have another type than the base (T); the kernel takes one type.
+    onnxruntime's CPU EP computes pow in double and converts the result to T. So: an exponent of another
+    type is cast to the base's where that is exact (a float base with an integer exponent, whose finite
+    results need small exponents; an integer base with an integer exponent of another width); an integer
+    base with a floating-point exponent (2 ** 0.5 truncates to 1) computes in FLOAT64 and is cast back
+    (truncated toward zero, as onnxruntime's conversion)."""
+    base, exponent = o.input(0), o.input(1)
+    bt, et = hir.element_dtype(base), hir.element_dtype(exponent)
+    dims = broadcast(o, o.dims(0), o.dims(1))
+    if bt != et and bt not in _FLOAT_TYPES and et in _FLOAT_TYPES:
+        with o.op.context:
+            f64 = [ir.Type.parse(hir.tensor_type_str(_FLOAT64, o.dims(k))) for k in (0, 1)]
+            out_f64 = ir.Type.parse(hir.tensor_type_str(_FLOAT64, dims))
+        wide = [emit(o, CAST, [v], {"to": _FLOAT64}, [o.dims(k)], [f64[k]]).results[0] if t != _FLOAT64 else v
+                for k, (v, t) in enumerate(((base, bt), (exponent, et)))]
+        power = emit(o, BINARY, wide, {"op": "POW"}, [dims], [out_f64]).results[0]
+        replace(o, CAST, [power], {"to": bt}, [dims])
+        return
+    if bt != et:
+        with o.op.context:
+            cast_type = ir.Type.parse(hir.tensor_type_str(bt, o.dims(1)))
+        exponent = emit(o, CAST, [exponent], {"to": bt}, [o.dims(1)], [cast_type]).results[0]
+    replace(o, BINARY, [base, exponent], {"op": "POW"}, [dims])
+
+
+register(OpDef("Pow", "pow", _pow, (BINARY, CAST), enum_key="POW"))
 
 
 _HOST_UNARY = {

@@ -211,8 +211,13 @@ def _qlinear_multiplier(o: Node, ds: list[sym.Expr]) -> ir.Value:
     return emit(o, BINARY, [ab, _scale_f32(o, 6, [])], {"op": "DIV"}, [ds], [_type(o, FLOAT32, ds)]).results[0]
 
 
-def _qlinear_y_zero_point(o: Node, ydt: int) -> ir.Value:
-    """QLinearMatMul's and QLinearConv's y_zero_point (input 7), whose element type is the output's."""
+def _qlinear_y_zero_point(o: Node, ydt: int) -> ir.Value | None:
+    """QLinearMatMul's and QLinearConv's y_zero_point (input 7), whose element type is the output's (None
+    where fuse-qdq fused a QuantizeLinear without one)."""
+    if o.input(7) is None:
+        if ydt not in QUANT_TYPES:
+            raise ModelError(f"{o.where}: the output's element type must be INT8 or UINT8")
+        return None
     if ydt != hir.element_dtype(o.input(7)) or ydt not in QUANT_TYPES:
         raise ModelError(f"{o.where}: y_zero_point's element type must be the output's (INT8 or UINT8)")
     return emit(o, "hipdnn.alias", [o.input(7)], {}, [[]], [_type(o, ydt, [])]).results[0]
@@ -235,7 +240,8 @@ def _requantize(o: Node, acc: ir.Value, mult: ir.Value, dims: list[sym.Expr],
 def _qlinear_matmul(o: Node) -> None:
     # inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point
     for i, what in ((1, "a_scale"), (6, "y_scale"), (7, "y_zero_point")):
-        _one_value(o, i, what)
+        if o.input(i) is not None:
+            _one_value(o, i, what)
     acc, out = _integer_product(o, 0, 3, 2, 5)
     f32 = emit(o, CAST, [acc], {"to": FLOAT32}, [out], [_type(o, FLOAT32, out)]).results[0]
 
@@ -296,7 +302,8 @@ register(OpDef("ConvInteger", "conv_integer", _conv_integer, (CONV_INTEGER, FILL
 def _qlinear_conv(o: Node) -> None:
     # inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B (INT32 [M])
     for i, what in ((1, "x_scale"), (6, "y_scale"), (7, "y_zero_point")):
-        _one_value(o, i, what)
+        if o.input(i) is not None:
+            _one_value(o, i, what)
     acc, out = _conv_product(o, 0, 3, 2, 5)
     maps = o.dims(3)[0]
     ones = [1] * (len(out) - 2)

@@ -29,6 +29,27 @@ def _log_sum_exp(x: np.ndarray, axis=None, keepdims=True) -> np.ndarray:
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
+
+def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division truncating toward zero (the runtime's; MIN / -1 wraps), exact for 64-bit values."""
+    with np.errstate(over="ignore"):
+        q = np.floor_divide(a, b)
+        if np.issubdtype(a.dtype, np.signedinteger):
+            r = a - q * b
+            q = np.where((r != 0) & ((a < 0) != (b < 0)), q + 1, q)
+    return q
+
+
+def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer Pow as the runtime computes it: pow in double, truncated toward zero, saturated."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        r = np.trunc(np.power(a.astype(np.float64), b.astype(np.float64)))
+    info = np.iinfo(a.dtype)
+    r = np.where(np.isnan(r), 0, r)
+    out = np.clip(r, float(info.min), float(info.max)).astype(object)
+    out = np.where(r >= float(info.max), info.max, np.where(r <= float(info.min), info.min, out))
+    return np.array([int(v) for v in np.asarray(out).reshape(-1)], dtype=a.dtype).reshape(np.shape(r))
+
 class GeneralKernels:
     def fn_kernel_binary(self, v):
         import operator
@@ -54,7 +75,9 @@ class GeneralKernels:
         def run(i, o, ints, f):
             op = self._op("hipdnn_ep_binary_op", ints[0])
             if op == "DIV" and np.issubdtype(i[0].dtype, np.integer):
-                return np.trunc(i[0] / i[1])
+                return _int_divide(i[0], i[1])
+            if op == "POW" and np.issubdtype(i[0].dtype, np.integer):
+                return _int_pow(i[0], i[1])
             if np.issubdtype(i[0].dtype, np.floating):  # IEEE results, as the kernels give (inf - inf is NaN)
                 with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                     return ops[op](i[0], i[1])
@@ -179,8 +202,7 @@ class GeneralKernels:
                 val = np.where(nan == 1, 0, key).astype(np.float64)
                 order = np.lexsort((-val, -nan) if largest else (val, nan), axis=-1)
             else:
-                key = key.astype(np.int64)
-                order = np.argsort(-key if largest else key, axis=-1, kind="stable")
+                order = np.argsort(~key if largest else key, axis=-1, kind="stable")  # ~ reverses the order
             idx = order[..., :k]
             vals = np.take_along_axis(np.moveaxis(x, axis, -1), idx, axis=-1)
             return np.moveaxis(vals, -1, axis), np.moveaxis(idx, -1, axis)

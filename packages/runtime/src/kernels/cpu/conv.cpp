@@ -2,9 +2,9 @@
 // per image and group, the input patches become a [C/group * kernel volume, output positions] float
 // matrix that the MatMul core (gemm_core.h) multiplies by the group's weights [M/group, same]. A
 // 1x1 convolution with stride 1 and no pads over float32 multiplies X itself. Accumulates in float.
-// conv_integer (ONNX ConvInteger) is im2col of X less x_zero_point into int32 (padding 0, i.e.
-// x_zero_point less itself) times W less its zero points, accumulated in wrapping int32 (uint32
-// arithmetic) with the output positions innermost, the output maps split over threads.
+// conv_integer (ONNX ConvInteger) is im2col of X less x_zero_point (padding 0, i.e. x_zero_point less
+// itself) times W less its zero points through the same float GEMM core, exact: chunks of 256 columns,
+// whose sums of integer products stay below 2^24, each added to the int32 result in wrapping arithmetic.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -91,37 +91,6 @@ decltype(auto) dispatch_int8(int32_t dtype, const char* what, Fn&& fn) {
   fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
 }
 
-// im2col's layout into an int32 matrix (conv_integer): the input already less x_zero_point, 0 outside.
-void im2col_as(const int32_t* x, int64_t channels, const ConvGeometry& g, int32_t* col) {
-  const int64_t out_size = g.out_size();
-  for (int64_t c = 0; c < channels; ++c) {
-    const int32_t* xc = x + c * g.in_size();
-    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          int32_t* row = col + (((c * g.kernel[0] + kd) * g.kernel[1] + kh) * g.kernel[2] + kw) * out_size;
-          for (int64_t od = 0; od < g.out[0]; ++od) {
-            const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilation[0];
-            for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-              const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilation[1];
-              int32_t* dst = row + (od * g.out[1] + oh) * g.out[2];
-              if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-                std::fill(dst, dst + g.out[2], 0);
-                continue;
-              }
-              const int32_t* src = xc + (id * g.in[1] + ih) * g.in[2];
-              for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-                const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dilation[2];
-                dst[ow] = iw >= 0 && iw < g.in[2] ? src[iw] : 0;
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
 bool is_pointwise(const ConvGeometry& g) {
   for (int d = 0; d < 3; ++d) {
     if (g.kernel[d] != 1 || g.stride[d] != 1 || g.pad[d] != 0 || g.in[d] != g.out[d]) return false;
@@ -189,33 +158,32 @@ void conv_integer(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const int64_t zw_n = element_count(args.inputs[3]);
   std::vector<int32_t> zw(static_cast<size_t>(zw_n));
   widen(3, zw_n, [&](int64_t j, int32_t v) { zw[j] = v; });
-  // W less its zero points, and X less x_zero_point (so that padding, read as 0, contributes 0)
-  std::vector<uint32_t> w(static_cast<size_t>(g.maps * k));
-  widen(1, g.maps * k, [&](int64_t j, int32_t v) { w[j] = static_cast<uint32_t>(v - zw[zw_n == 1 ? 0 : j / k]); });
-  std::vector<int32_t> xs(static_cast<size_t>(g.batch * g.channels * g.in_size()));
-  widen(0, static_cast<int64_t>(xs.size()), [&](int64_t j, int32_t v) { xs[j] = v - zx; });
-  std::vector<int32_t> col(static_cast<size_t>(k * out_size));
+  // W less its zero points and X less x_zero_point (padding, read as 0, then contributes 0), as floats:
+  // both are integers in [-255, 255], so every product is an integer below 2^16 in magnitude and any sum
+  // of kChunk of them stays below 2^24, exact in float whatever the order. The float GEMM core sums
+  // chunks of kChunk columns; each chunk's (exact) sum is added to the int32 result in wrapping uint32.
+  constexpr int64_t kChunk = 256;
+  std::vector<float> w(static_cast<size_t>(g.maps * k));
+  widen(1, g.maps * k, [&](int64_t j, int32_t v) { w[j] = static_cast<float>(v - zw[zw_n == 1 ? 0 : j / k]); });
+  std::vector<float> xs(static_cast<size_t>(g.batch * g.channels * g.in_size()));
+  widen(0, static_cast<int64_t>(xs.size()), [&](int64_t j, int32_t v) { xs[j] = static_cast<float>(v - zx); });
+  std::vector<float> col(static_cast<size_t>(k * out_size));
+  std::vector<float> part(static_cast<size_t>(mg * out_size));
   auto* y = static_cast<int32_t*>(args.outputs[0].data);
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t grp = 0; grp < g.group; ++grp) {
-      // im2col into int32 (exact), then Y[m, :] = sum over k of W[m, k] * col[k, :] in wrapping uint32
-      // arithmetic, the output positions innermost (vectorized); maps split over threads
-      im2col_as(xs.data() + (n * g.channels + grp * cg) * g.in_size(), cg, g, col.data());
-      parallel_ranges(mg, k * out_size, [&](int64_t begin, int64_t end) {
-        std::vector<uint32_t> acc(static_cast<size_t>(out_size));
-        for (int64_t m = begin; m < end; ++m) {
-          std::fill(acc.begin(), acc.end(), 0u);
-          const uint32_t* wm = w.data() + (grp * mg + m) * k;
-          for (int64_t kk = 0; kk < k; ++kk) {
-            const uint32_t wv = wm[kk];
-            if (wv == 0) continue;
-            const auto* row = reinterpret_cast<const uint32_t*>(col.data() + kk * out_size);
-            for (int64_t o = 0; o < out_size; ++o) acc[o] += wv * row[o];
-          }
-          int32_t* ym = y + (n * g.maps + grp * mg + m) * out_size;
-          for (int64_t o = 0; o < out_size; ++o) ym[o] = static_cast<int32_t>(acc[o]);
+      im2col(xs.data() + (n * g.channels + grp * cg) * g.in_size(), cg, g, col.data());
+      auto* yg = reinterpret_cast<uint32_t*>(y + (n * g.maps + grp * mg) * out_size);
+      std::fill(yg, yg + mg * out_size, 0u);
+      for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
+        const int64_t kc = std::min(kChunk, k - k0);
+        std::fill(part.begin(), part.end(), 0.0f);
+        gemm_accumulate(mg, out_size, kc, w.data(), HIPDNN_EP_DTYPE_FLOAT32, grp * mg * k + k0, k,
+                        col.data() + k0 * out_size, out_size, part.data());
+        for (int64_t j = 0; j < mg * out_size; ++j) {
+          yg[j] += static_cast<uint32_t>(static_cast<int32_t>(part[j]));
         }
-      });
+      }
     }
   }
 }

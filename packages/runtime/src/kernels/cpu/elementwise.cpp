@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/int_pow.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/tensor_util.h"
@@ -17,9 +18,10 @@ namespace hipdnn_ep::kernels::cpu {
 namespace {
 
 // Signed integer arithmetic wraps (two's complement) instead of being UB.
+// Narrow types compute in unsigned int (WrapUnsigned): their operands would promote to int.
 template <typename T>
 T wrapping(T a, T b, char op) {
-  using U = std::make_unsigned_t<T>;
+  using U = WrapUnsigned<T>;
   const U ua = static_cast<U>(a);
   const U ub = static_cast<U>(b);
   switch (op) {
@@ -34,20 +36,28 @@ T wrapping(T a, T b, char op) {
 template <typename T>
 T int_divide(T a, T b) {
   if (b == 0) fail_invalid("integer division by zero");
-  if (b == -1) return wrapping<T>(T{0}, a, '-');  // INT_MIN / -1 would trap
-  return a / b;
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return wrapping<T>(T{0}, a, '-');  // INT_MIN / -1 would trap
+  }
+  return static_cast<T>(a / b);
 }
 
-// out[i] = fn(a[i], b[i]) over the broadcast shape of the output.
+// Integer Pow: int_pow.h (exact, shared with the other backend)
+
 // Integer Mod: fmod == false takes the divisor's sign (Python's %), true the
 // dividend's (C's %); by zero is an error.
 template <typename T>
 T int_mod(T a, T b, bool fmod) {
   if (b == 0) fail_invalid("integer division by zero");  // the message the GPU backends give
-  if (b == -1) return T{0};  // INT_MIN % -1 would trap
-  const T r = static_cast<T>(a % b);
-  if (!fmod && r != 0 && ((r < 0) != (b < 0))) return static_cast<T>(r + b);
-  return r;
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return T{0};  // INT_MIN % -1 would trap
+    const T r = static_cast<T>(a % b);
+    if (!fmod && r != 0 && ((r < 0) != (b < 0))) return static_cast<T>(r + b);
+    return r;
+  } else {
+    (void)fmod;
+    return static_cast<T>(a % b);
+  }
 }
 
 template <typename TIn, typename TOut, typename Fn>
@@ -116,19 +126,6 @@ void bitwise_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_
   }
 }
 
-// The integer dtypes of the bitwise ops.
-template <typename Fn>
-void dispatch_bitwise(int32_t dtype, const char* what, Fn&& fn) {
-  switch (dtype) {
-    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
-    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
-    case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
-    case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
-    default: break;
-  }
-  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
-}
-
 template <typename T>
 void binary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_ref_t& b,
                   const hipdnn_ep_tensor_ref_t& out) {
@@ -150,6 +147,8 @@ void binary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_t
     case HIPDNN_EP_BINARY_OP_POW:
       if constexpr (std::is_floating_point_v<C>) {
         return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return static_cast<C>(std::pow(x, y)); });
+      } else if constexpr (kInt) {
+        return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return int_pow(x, y); });
       }
       break;
     case HIPDNN_EP_BINARY_OP_EQUAL:
@@ -255,10 +254,15 @@ template <typename T>
 void unary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_tensor_ref_t& out) {
   using C = typename ComputeType<T>::type;
   if constexpr (std::is_integral_v<C>) {
-    if (op == HIPDNN_EP_UNARY_OP_RELU) return map_unary<T>(in, out, [](C x) { return x < 0 ? C{0} : x; });
-    if (op == HIPDNN_EP_UNARY_OP_NEG) return map_unary<T>(in, out, [](C x) { return wrapping<C>(C{0}, x, '-'); });
-    if (op == HIPDNN_EP_UNARY_OP_ABS) return map_unary<T>(in, out, [](C x) { return x < 0 ? wrapping<C>(C{0}, x, '-') : x; });
-    if (op == HIPDNN_EP_UNARY_OP_SIGN) return map_unary<T>(in, out, [](C x) { return static_cast<C>((x > 0) - (x < 0)); });
+    if constexpr (std::is_signed_v<C>) {
+      if (op == HIPDNN_EP_UNARY_OP_RELU) return map_unary<T>(in, out, [](C x) { return x < 0 ? C{0} : x; });
+      if (op == HIPDNN_EP_UNARY_OP_NEG) return map_unary<T>(in, out, [](C x) { return wrapping<C>(C{0}, x, '-'); });
+      if (op == HIPDNN_EP_UNARY_OP_ABS) return map_unary<T>(in, out, [](C x) { return x < 0 ? wrapping<C>(C{0}, x, '-') : x; });
+      if (op == HIPDNN_EP_UNARY_OP_SIGN) return map_unary<T>(in, out, [](C x) { return static_cast<C>((x > 0) - (x < 0)); });
+    } else {  // unsigned: Relu and Neg are not defined by ONNX (the manifest refuses them)
+      if (op == HIPDNN_EP_UNARY_OP_ABS) return map_unary<T>(in, out, [](C x) { return x; });
+      if (op == HIPDNN_EP_UNARY_OP_SIGN) return map_unary<T>(in, out, [](C x) { return static_cast<C>(x != 0); });
+    }
   } else {
     if (op == HIPDNN_EP_UNARY_OP_IS_NAN) {
       const auto* x = static_cast<const T*>(in.data);
@@ -365,8 +369,15 @@ void binary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
       default: fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on BOOL reached the CPU kernel unvalidated");
     }
   }
+  if (args.inputs[0].dtype == HIPDNN_EP_DTYPE_FLOAT64) {  // POW only (the compiler's integer Pow with a float exponent)
+    if (op != HIPDNN_EP_BINARY_OP_POW) {
+      fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on FLOAT64 reached the CPU kernel unvalidated");
+    }
+    return broadcast_binary<double, double>(args.inputs[0], args.inputs[1], args.outputs[0],
+                                            [](double x, double y) { return std::pow(x, y); });
+  }
   if (is_bitwise_binary(op)) {
-    dispatch_bitwise(args.inputs[0].dtype, "binary", [&](auto tag) {
+    dispatch_integer(args.inputs[0].dtype, "binary", [&](auto tag) {
       bitwise_typed<typename decltype(tag)::type>(op, args.inputs[0], args.inputs[1], args.outputs[0]);
     });
     return;
@@ -383,7 +394,7 @@ void unary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
     return;
   }
   if (op == HIPDNN_EP_UNARY_OP_BITWISE_NOT) {
-    dispatch_bitwise(args.inputs[0].dtype, "unary", [&](auto tag) {
+    dispatch_integer(args.inputs[0].dtype, "unary", [&](auto tag) {
       using T = typename decltype(tag)::type;
       map_unary<T>(args.inputs[0], args.outputs[0], [](T x) { return static_cast<T>(~x); });
     });

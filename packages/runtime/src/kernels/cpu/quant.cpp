@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gemm_core.h"
 #include "kernels/tensor_util.h"
 #include "kernels/validate.h"
 
@@ -127,16 +128,20 @@ void matmul_integer(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   };
   const std::vector<int32_t> za = zero_points(2, s.m);
   const std::vector<int32_t> zb = zero_points(3, s.n);
-  // operands widened to int32 with their zero points subtracted: one row of A, one matrix of B
-  auto widen = [&](int32_t i, int64_t offset, int64_t count, std::vector<int32_t>& out) {
+  // operands less their zero points, as floats: integers in [-255, 255], so every product is below 2^16
+  // in magnitude and a sum of kChunk of them below 2^24, exact in float whatever the order. The float
+  // GEMM core (gemm_core.h) sums kChunk columns at a time; each chunk's exact sum is added to the int32
+  // result in wrapping (uint32) arithmetic.
+  constexpr int64_t kChunk = 256;
+  auto widen = [&](int32_t i, int64_t offset, int64_t count, std::vector<float>& out, auto&& zero) {
     dispatch_int8(args.inputs[i].dtype, "matmul_integer", [&](auto tag) {
       const auto* p = static_cast<const typename decltype(tag)::type*>(args.inputs[i].data) + offset;
-      for (int64_t j = 0; j < count; ++j) out[j] = p[j];
+      for (int64_t j = 0; j < count; ++j) out[j] = static_cast<float>(static_cast<int32_t>(p[j]) - zero(j));
     });
   };
-  std::vector<int32_t> b(static_cast<size_t>(s.k * s.n));
-  std::vector<int32_t> a(static_cast<size_t>(s.k));
-  std::vector<uint32_t> acc(static_cast<size_t>(s.n));
+  std::vector<float> a(static_cast<size_t>(s.m * s.k));
+  std::vector<float> b(static_cast<size_t>(s.k * s.n));
+  std::vector<float> part(static_cast<size_t>(s.m * s.n));
   auto* y = static_cast<int32_t*>(args.outputs[0].data);
   for (int64_t batch = 0; batch < batches; ++batch) {
     int64_t a_off = 0;
@@ -146,19 +151,15 @@ void matmul_integer(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
       a_off += idx * a_strides[d];
       b_off += idx * b_strides[d];
     }
-    widen(1, b_off * s.k * s.n, s.k * s.n, b);
-    for (int64_t kk = 0; kk < s.k; ++kk) {
-      for (int64_t j = 0; j < s.n; ++j) b[kk * s.n + j] -= zb[j];
-    }
-    for (int64_t i = 0; i < s.m; ++i) {
-      widen(0, (a_off * s.m + i) * s.k, s.k, a);
-      std::fill(acc.begin(), acc.end(), 0u);
-      for (int64_t kk = 0; kk < s.k; ++kk) {
-        const auto av = static_cast<uint32_t>(a[kk] - za[i]);
-        const int32_t* brow = &b[kk * s.n];
-        for (int64_t j = 0; j < s.n; ++j) acc[j] += av * static_cast<uint32_t>(brow[j]);  // wraps like int32
-      }
-      for (int64_t j = 0; j < s.n; ++j) y[(batch * s.m + i) * s.n + j] = static_cast<int32_t>(acc[j]);
+    widen(0, a_off * s.m * s.k, s.m * s.k, a, [&](int64_t j) { return za[j / s.k]; });
+    widen(1, b_off * s.k * s.n, s.k * s.n, b, [&](int64_t j) { return zb[j % s.n]; });
+    auto* yb = reinterpret_cast<uint32_t*>(y + batch * s.m * s.n);
+    std::fill(yb, yb + s.m * s.n, 0u);
+    for (int64_t k0 = 0; k0 < s.k; k0 += kChunk) {
+      const int64_t kc = std::min(kChunk, s.k - k0);
+      std::fill(part.begin(), part.end(), 0.0f);
+      gemm_accumulate(s.m, s.n, kc, a.data(), HIPDNN_EP_DTYPE_FLOAT32, k0, s.k, b.data() + k0 * s.n, s.n, part.data());
+      for (int64_t j = 0; j < s.m * s.n; ++j) yb[j] += static_cast<uint32_t>(static_cast<int32_t>(part[j]));
     }
   }
 }

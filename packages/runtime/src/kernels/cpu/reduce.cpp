@@ -51,7 +51,10 @@ void reduce_fold(int64_t op, Acc& a, C v, double shift) {
       return;
     }
     case HIPDNN_EP_REDUCE_OP_PROD: a = static_cast<Acc>(a * static_cast<Acc>(v)); return;
-    case HIPDNN_EP_REDUCE_OP_L1: a += v < C{0} ? Acc{0} - static_cast<Acc>(v) : static_cast<Acc>(v); return;
+    case HIPDNN_EP_REDUCE_OP_L1:
+      if constexpr (std::is_unsigned_v<C>) a += static_cast<Acc>(v);
+      else a += v < C{0} ? Acc{0} - static_cast<Acc>(v) : static_cast<Acc>(v);
+      return;
     case HIPDNN_EP_REDUCE_OP_L2:
     case HIPDNN_EP_REDUCE_OP_SUM_SQUARE: a += static_cast<Acc>(v) * static_cast<Acc>(v); return;
     case HIPDNN_EP_REDUCE_OP_LOG_SUM_EXP:

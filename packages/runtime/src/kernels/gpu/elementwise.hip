@@ -4,8 +4,10 @@
 // division by zero is INVALID_ARGUMENT, cast saturates float -> integer.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
+#include "kernels/int_pow.h"
 #include "gpu/gpu_device.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
@@ -16,19 +18,21 @@ namespace {
 
 template <typename T>
 __device__ __forceinline__ T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+  using U = WrapUnsigned<T>;  // narrow types in unsigned int: no promotion to signed int
   return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
 }
 template <typename T>
 __device__ __forceinline__ T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+  using U = WrapUnsigned<T>;
   return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
 }
 template <typename T>
 __device__ __forceinline__ T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+  using U = WrapUnsigned<T>;
   return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
 }
+
+// Integer Pow: int_pow.h (exact, shared with the other backend)
 
 // One functor per binary op; Int: integer arithmetic (wrapping).
 template <int64_t Op, typename C>
@@ -48,13 +52,17 @@ struct BinaryOp {
           report_error(errors, kErrorIntDivByZero);
           return C{0};
         }
-        if (y == -1) return wrap_sub(C{0}, x);  // INT_MIN / -1 would trap
+        if constexpr (std::is_signed_v<C>) {
+          if (y == -1) return wrap_sub(C{0}, x);  // INT_MIN / -1 would trap
+        }
         return static_cast<C>(x / y);
       } else {
         return x / y;
       }
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_POW) {
-      return static_cast<C>(powf(x, y));
+      if constexpr (kInt) return int_pow(x, y);
+      else if constexpr (std::is_same_v<C, double>) return pow(x, y);
+      else return static_cast<C>(powf(x, y));
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_EQUAL) {
       return x == y;
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_LESS) {
@@ -81,10 +89,14 @@ struct BinaryOp {
           report_error(errors, kErrorIntDivByZero);
           return C{0};
         }
-        if (y == -1) return C{0};  // INT_MIN % -1 would trap
-        const C r = static_cast<C>(x % y);
-        if (Op == HIPDNN_EP_BINARY_OP_MOD && r != 0 && ((r < 0) != (y < 0))) return static_cast<C>(r + y);
-        return r;
+        if constexpr (std::is_signed_v<C>) {
+          if (y == -1) return C{0};  // INT_MIN % -1 would trap
+          const C r = static_cast<C>(x % y);
+          if (Op == HIPDNN_EP_BINARY_OP_MOD && r != 0 && ((r < 0) != (y < 0))) return static_cast<C>(r + y);
+          return r;
+        } else {
+          return static_cast<C>(x % y);
+        }
       } else {
         return static_cast<C>(fmodf(x, y));
       }
@@ -168,8 +180,7 @@ void binary_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_r
     case HIPDNN_EP_BINARY_OP_MUL: return launch_binary<T, T, HIPDNN_EP_BINARY_OP_MUL>(state, a, b, out);
     case HIPDNN_EP_BINARY_OP_DIV: return launch_binary<T, T, HIPDNN_EP_BINARY_OP_DIV>(state, a, b, out);
     case HIPDNN_EP_BINARY_OP_POW:
-      if constexpr (std::is_floating_point_v<C>) return launch_binary<T, T, HIPDNN_EP_BINARY_OP_POW>(state, a, b, out);
-      break;
+      return launch_binary<T, T, HIPDNN_EP_BINARY_OP_POW>(state, a, b, out);
     case HIPDNN_EP_BINARY_OP_EQUAL: return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_EQUAL>(state, a, b, out);
     case HIPDNN_EP_BINARY_OP_LESS: return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_LESS>(state, a, b, out);
     case HIPDNN_EP_BINARY_OP_GREATER: return launch_binary<T, gbool, HIPDNN_EP_BINARY_OP_GREATER>(state, a, b, out);
@@ -207,19 +218,6 @@ void bitwise_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_
   fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " reached the GPU bitwise kernel unvalidated");
 }
 
-// The integer dtypes of the bitwise ops.
-template <typename Fn>
-void dispatch_bitwise_gpu(int32_t dtype, const char* what, Fn&& fn) {
-  switch (dtype) {
-    case HIPDNN_EP_DTYPE_UINT8: return fn(TypeTag<uint8_t>{});
-    case HIPDNN_EP_DTYPE_INT8: return fn(TypeTag<int8_t>{});
-    case HIPDNN_EP_DTYPE_INT32: return fn(TypeTag<int32_t>{});
-    case HIPDNN_EP_DTYPE_INT64: return fn(TypeTag<int64_t>{});
-    default: break;
-  }
-  fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
-}
-
 template <typename T>
 struct BitwiseNotOp {
   __device__ __forceinline__ T operator()(T x) const { return static_cast<T>(~x); }
@@ -239,10 +237,18 @@ struct UnaryOp {
     if constexpr (std::is_same_v<C, bool>) {
       return !x;  // NOT
     } else if constexpr (std::is_integral_v<C>) {
-      if constexpr (Op == HIPDNN_EP_UNARY_OP_RELU) return x < 0 ? C{0} : x;
-      else if constexpr (Op == HIPDNN_EP_UNARY_OP_ABS) return x < 0 ? wrap_sub(C{0}, x) : x;
-      else if constexpr (Op == HIPDNN_EP_UNARY_OP_SIGN) return static_cast<C>((x > 0) - (x < 0));
-      else return wrap_sub(C{0}, x);  // NEG
+      if constexpr (!std::is_signed_v<C>) {  // ABS and SIGN (Relu and Neg are refused for unsigned)
+        if constexpr (Op == HIPDNN_EP_UNARY_OP_SIGN) return static_cast<C>(x != 0);
+        else return x;
+      } else if constexpr (Op == HIPDNN_EP_UNARY_OP_RELU) {
+        return x < 0 ? C{0} : x;
+      } else if constexpr (Op == HIPDNN_EP_UNARY_OP_ABS) {
+        return x < 0 ? wrap_sub(C{0}, x) : x;
+      } else if constexpr (Op == HIPDNN_EP_UNARY_OP_SIGN) {
+        return static_cast<C>((x > 0) - (x < 0));
+      } else {
+        return wrap_sub(C{0}, x);  // NEG
+      }
     } else if constexpr (Op == HIPDNN_EP_UNARY_OP_IS_NAN) {
       return static_cast<bool>(isnan(x));
     } else {
@@ -357,6 +363,10 @@ template <> struct Limits<uint8_t> { static constexpr uint8_t lo = 0, hi = 255; 
 template <> struct Limits<int8_t> { static constexpr int8_t lo = -128, hi = 127; };
 template <> struct Limits<int32_t> { static constexpr int32_t lo = INT32_MIN, hi = INT32_MAX; };
 template <> struct Limits<int64_t> { static constexpr int64_t lo = INT64_MIN, hi = INT64_MAX; };
+template <> struct Limits<int16_t> { static constexpr int16_t lo = INT16_MIN, hi = INT16_MAX; };
+template <> struct Limits<uint16_t> { static constexpr uint16_t lo = 0, hi = UINT16_MAX; };
+template <> struct Limits<uint32_t> { static constexpr uint32_t lo = 0, hi = UINT32_MAX; };
+template <> struct Limits<uint64_t> { static constexpr uint64_t lo = 0, hi = UINT64_MAX; };
 
 template <typename TOut>
 __device__ __forceinline__ TOut float_to_int(double v) {
@@ -460,8 +470,14 @@ void binary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
       default: fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on BOOL reached the GPU kernel unvalidated");
     }
   }
+  if (args.inputs[0].dtype == HIPDNN_EP_DTYPE_FLOAT64) {  // POW only (the compiler's integer Pow with a float exponent)
+    if (op != HIPDNN_EP_BINARY_OP_POW) {
+      fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on FLOAT64 reached the GPU kernel unvalidated");
+    }
+    return launch_binary<double, double, HIPDNN_EP_BINARY_OP_POW>(state, args.inputs[0], args.inputs[1], args.outputs[0]);
+  }
   if (op >= HIPDNN_EP_BINARY_OP_BITWISE_AND && op <= HIPDNN_EP_BINARY_OP_SHIFT_RIGHT) {
-    dispatch_bitwise_gpu(args.inputs[0].dtype, "binary", [&](auto tag) {
+    dispatch_integer(args.inputs[0].dtype, "binary", [&](auto tag) {
       bitwise_typed<typename decltype(tag)::type>(state, op, args.inputs[0], args.inputs[1], args.outputs[0]);
     });
     return;
@@ -477,7 +493,7 @@ void unary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   if (op == HIPDNN_EP_UNARY_OP_BITWISE_NOT) {
     const int64_t n = element_count(args.inputs[0]);
     if (n == 0) return;
-    dispatch_bitwise_gpu(args.inputs[0].dtype, "unary", [&](auto tag) {
+    dispatch_integer(args.inputs[0].dtype, "unary", [&](auto tag) {
       using T = typename decltype(tag)::type;
       unary_kernel<<<grid_for(n), kBlock, 0, current_stream(state)>>>(
           static_cast<const T*>(args.inputs[0].data), static_cast<T*>(args.outputs[0].data), n, BitwiseNotOp<T>{});

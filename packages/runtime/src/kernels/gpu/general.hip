@@ -143,11 +143,11 @@ template <typename C>
 __device__ __forceinline__ C scatter_combine(int64_t reduction, C a, C b) {
   switch (reduction) {
     case 1:
-      if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<std::make_unsigned_t<C>>(a) + b);
+      if constexpr (std::is_integral_v<C>) return static_cast<C>(static_cast<WrapUnsigned<C>>(a) + static_cast<WrapUnsigned<C>>(b));
       else return a + b;
     case 2:
       if constexpr (std::is_integral_v<C>) {
-        return static_cast<C>(static_cast<std::make_unsigned_t<C>>(a) * static_cast<std::make_unsigned_t<C>>(b));
+        return static_cast<C>(static_cast<WrapUnsigned<C>>(a) * static_cast<WrapUnsigned<C>>(b));
       } else {
         return a * b;
       }

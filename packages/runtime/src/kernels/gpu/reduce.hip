@@ -6,6 +6,7 @@
 // is 0, mean NaN and max -inf (floats) or the dtype's minimum (integers), min +inf or the maximum,
 // prod 1, log-sum and log-sum-exp -inf.
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -48,7 +49,9 @@ struct Combine {
 // One element's contribution (L1: |x|, L2 and SUM_SQUARE: x * x, LOG_SUM_EXP: exp(x - shift)).
 template <int64_t Op, typename Acc, typename C>
 __device__ __forceinline__ Acc reduce_map(C v, double shift) {
-  if constexpr (Op == HIPDNN_EP_REDUCE_OP_L1) {
+  if constexpr (Op == HIPDNN_EP_REDUCE_OP_L1 && std::is_unsigned_v<C>) {
+    return static_cast<Acc>(v);
+  } else if constexpr (Op == HIPDNN_EP_REDUCE_OP_L1) {
     return v < C{0} ? Acc{0} - static_cast<Acc>(v) : static_cast<Acc>(v);
   } else if constexpr (Op == HIPDNN_EP_REDUCE_OP_L2 || Op == HIPDNN_EP_REDUCE_OP_SUM_SQUARE) {
     return static_cast<Acc>(v) * static_cast<Acc>(v);
@@ -64,10 +67,10 @@ __device__ __forceinline__ Acc fold_init() {
   constexpr bool kFloat = std::is_floating_point_v<C>;
   if constexpr (F == Fold::kMax) {
     if constexpr (kFloat) return -INFINITY;
-    else return static_cast<Acc>(std::is_same_v<C, int32_t> ? INT32_MIN : INT64_MIN);
+    else return static_cast<Acc>(std::numeric_limits<C>::min());
   } else if constexpr (F == Fold::kMin) {
     if constexpr (kFloat) return INFINITY;
-    else return static_cast<Acc>(std::is_same_v<C, int32_t> ? INT32_MAX : INT64_MAX);
+    else return static_cast<Acc>(std::numeric_limits<C>::max());
   } else if constexpr (F == Fold::kProd) {
     return Acc{1};
   } else {
@@ -82,8 +85,10 @@ __global__ void reduce_kernel(const T* x, T* y, Layout<1> kept, Layout<1> reduce
   constexpr bool kFloat = std::is_floating_point_v<C>;
   constexpr Fold F = fold_of<Op>();
   constexpr bool kExtreme = F == Fold::kMax || F == Fold::kMin;
-  // Extremes of integers compare signed values; sums and products wrap in unsigned 64-bit.
-  using Acc = std::conditional_t<kFloat, double, std::conditional_t<kExtreme, int64_t, uint64_t>>;
+  // Extremes of integers compare the values (signed or unsigned, widened to 64 bits); sums and
+  // products wrap in unsigned 64-bit.
+  using Extreme = std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>;
+  using Acc = std::conditional_t<kFloat, double, std::conditional_t<kExtreme, Extreme, uint64_t>>;
   __shared__ Acc shared[kBlock];
   const Combine<Acc, kFloat, F> combine;
   for (int64_t j = blockIdx.x; j < out_count; j += gridDim.x) {
