@@ -250,25 +250,33 @@ def test_shared_dequantize_feeds_two_fused_groups(refruntime, tmp_path):
     compare(model, feeds, refruntime, tmp_path)
 
 
-@pytest.mark.parametrize("trans_b", [0, 1])
-@pytest.mark.parametrize("bias", [True, False])
-def test_gemm_group_fused_as_qgemm(trans_b, bias, refruntime, tmp_path):
-    rng = np.random.default_rng(4)
+def _qdq_gemm(trans_b: int, bias: bool, seed: int, with_q: bool):
+    """DQ(A) + DQ(B per output column) [+ DQ(C int32)] -> Gemm [-> Q -> DQ]: the model and its feeds."""
+    rng = np.random.default_rng(seed)
     b = rng.integers(-100, 100, (7, 5) if trans_b else (5, 7)).astype(np.int8)
     bs = rng.uniform(0.01, 0.03, (7,)).astype(np.float32)
     xs = np.float32(0.03)
     inits = [const("as", xs), const("az", np.uint8(120)), const("b", b), const("bs", bs),
-             const("bz", np.zeros(7, np.int8)), const("ys", np.float32(0.05)), const("yz", np.uint8(128)),
-             const("c", rng.integers(-300, 300, (7,)).astype(np.int32)), const("cs", (xs * bs).astype(np.float32))]
+             const("bz", np.zeros(7, np.int8)), const("c", rng.integers(-300, 300, (7,)).astype(np.int32)),
+             const("cs", (xs * bs).astype(np.float32))]
     nodes = [helper.make_node("QuantizeLinear", ["x", "as", "az"], ["xq"]),
              helper.make_node("DequantizeLinear", ["xq", "as", "az"], ["xd"]),
              helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bd"], axis=0 if trans_b else 1),
              helper.make_node("DequantizeLinear", ["c", "cs"], ["cd"], axis=0),
-             helper.make_node("Gemm", ["xd", "bd"] + (["cd"] if bias else []), ["m"], transB=trans_b, alpha=1.0),
-             helper.make_node("QuantizeLinear", ["m", "ys", "yz"], ["yq"]),
-             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+             helper.make_node("Gemm", ["xd", "bd"] + (["cd"] if bias else []), ["m" if with_q else "y"],
+                              transB=trans_b)]
+    if with_q:
+        inits += [const("ys", np.float32(0.05)), const("yz", np.uint8(128))]
+        nodes += [helper.make_node("QuantizeLinear", ["m", "ys", "yz"], ["yq"]),
+                  helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
     model = model_of(nodes, [("x", T.FLOAT, [4, 5])], [("y", T.FLOAT, [4, 7])], inits)
-    feeds = [{"x": np.random.default_rng(k).normal(0, 1.5, (4, 5)).astype(np.float32)} for k in range(3)]
+    return model, [{"x": np.random.default_rng(k).normal(0, 1.5, (4, 5)).astype(np.float32)} for k in range(3)]
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("bias", [True, False])
+def test_gemm_group_fused_as_qgemm(trans_b, bias, refruntime, tmp_path):
+    model, feeds = _qdq_gemm(trans_b, bias, 4, with_q=True)
     ops = fused_ops(model)
     assert "onnx.qgemm" in ops and "onnx.gemm" not in ops
     compare(model, feeds, refruntime, tmp_path)
@@ -298,20 +306,7 @@ def test_gemm_with_beta_stays(refruntime, tmp_path):
 @pytest.mark.parametrize("bias", [True, False])
 def test_gemm_without_a_q_is_qgemm_of_a_float_output(trans_b, bias, refruntime, tmp_path):
     # onnxruntime's Gemm selector needs no Q: DQ(A) + DQ(B) [+ DQ(C)] -> Gemm is QGemm without y_scale
-    rng = np.random.default_rng(6)
-    b = rng.integers(-100, 100, (7, 5) if trans_b else (5, 7)).astype(np.int8)
-    bs = rng.uniform(0.01, 0.03, (7,)).astype(np.float32)
-    xs = np.float32(0.03)
-    inits = [const("as", xs), const("az", np.uint8(120)), const("b", b), const("bs", bs),
-             const("bz", np.zeros(7, np.int8)), const("c", rng.integers(-300, 300, (7,)).astype(np.int32)),
-             const("cs", (xs * bs).astype(np.float32))]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "as", "az"], ["xq"]),
-             helper.make_node("DequantizeLinear", ["xq", "as", "az"], ["xd"]),
-             helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bd"], axis=0 if trans_b else 1),
-             helper.make_node("DequantizeLinear", ["c", "cs"], ["cd"], axis=0),
-             helper.make_node("Gemm", ["xd", "bd"] + (["cd"] if bias else []), ["y"], transB=trans_b)]
-    model = model_of(nodes, [("x", T.FLOAT, [4, 5])], [("y", T.FLOAT, [4, 7])], inits)
-    feeds = [{"x": np.random.default_rng(k).normal(0, 1.5, (4, 5)).astype(np.float32)} for k in range(3)]
+    model, feeds = _qdq_gemm(trans_b, bias, 6, with_q=False)
     ops = fused_ops(model)
     assert "onnx.qgemm" in ops and "onnx.gemm" not in ops
     compare(model, feeds, refruntime, tmp_path)
