@@ -265,6 +265,22 @@ GROUPS: dict[str, Group] = {
          Op("Transpose-u64", "Transpose", ["to-u64"], {"perm": [0, 2, 1]}, out_type=T.UINT64)],
         {"seven_u32": np.array(7, np.uint32), "three_u64": np.array(3, np.uint64), "zero_i8": np.array(0, np.int8),
          "two_i32": np.array([2, 3, 0, 1], np.int32), "halves_f32": np.array([0.5, 2.5, 1.0, 3.0], np.float32)}),
+    # FLOAT64 where the kernels compute in double (runtime ABI 1.3): binary arithmetic and comparisons,
+    # Mod with fmod=1, Softmax, LogSoftmax, reductions (the ops are covered in float32 by the other groups)
+    "float64": Group(
+        [X, ("p", T.FLOAT, ["N", 3, 4])],
+        [Op("x-f64", "Cast", ["x"], {"to": T.DOUBLE}, out_type=T.DOUBLE),
+         Op("p-f64", "Cast", ["p"], {"to": T.DOUBLE}, out_type=T.DOUBLE),
+         Op("Mul-f64", "Mul", ["x-f64", "p-f64"], out_type=T.DOUBLE),
+         Op("Div-f64", "Div", ["x-f64", "p-f64"], out_type=T.DOUBLE),
+         Op("Max-f64", "Max", ["x-f64", "p-f64"], out_type=T.DOUBLE),
+         Op("Mod-f64", "Mod", ["x-f64", "p-f64"], {"fmod": 1}, out_type=T.DOUBLE),
+         Op("Less-f64", "Less", ["x-f64", "p-f64"], out_type=T.BOOL),
+         Op("Softmax-f64", "Softmax", ["x-f64"], out_type=T.DOUBLE),
+         Op("LogSoftmax-f64", "LogSoftmax", ["x-f64"], {"axis": 1}, out_type=T.DOUBLE),
+         Op("ReduceSum-f64", "ReduceSum", ["x-f64", "axis1"], {"keepdims": 0}, out_type=T.DOUBLE),
+         Op("ReduceLogSumExp-f64", "ReduceLogSumExp", ["x-f64", "axis1"], out_type=T.DOUBLE)],
+        {"axis1": _c([1])}),
     # an Einsum that sums and transposes: onnxruntime 1.23's CPU EP fails it (a copy of mismatched sizes)
     "einsum-sum": Group([X], [Op("Einsum-transpose-sum", "Einsum", ["x"], {"equation": "nij->jn"})],
                         min_onnxruntime=(1, 24)),
