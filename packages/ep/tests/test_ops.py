@@ -382,6 +382,15 @@ GROUPS: dict[str, Group] = {
          "ss": np.array(1 / 256, np.float32), "gc": np.array([-40, 0, 25, 7, -3], np.int32),
          "wq": (np.arange(20).reshape(4, 5) * 29 % 255 - 127).astype(np.int8), "wz": np.array(0, np.int8),
          "ws": np.array(0.02, np.float32), "ys": np.array(0.1, np.float32), "yz": np.array(100, np.uint8)}),
+    # 16-bit QuantizeLinear/DequantizeLinear (ai.onnx opset 21; runtime ABI 1.3)
+    "quant16": Group(
+        [("x", T.FLOAT, ["N", 3, 4])],
+        [Op("Quantize-i16", "QuantizeLinear", ["x", "qs16", "qz16"], out_type=T.INT16),
+         Op("Dequantize-i16", "DequantizeLinear", ["Quantize-i16", "qs16", "qz16"]),
+         Op("Quantize-u16", "QuantizeLinear", ["x", "qs16", "qzu16"], out_type=T.UINT16),
+         Op("Dequantize-u16", "DequantizeLinear", ["Quantize-u16", "qs16", "qzu16"])],
+        {"qs16": np.array(1e-4, np.float32), "qz16": np.array(-7, np.int16), "qzu16": np.array(30000, np.uint16)},
+        opset=21),
     # small ops on existing kernels (compiler ops/misc.py), at opset 20: onnxruntime 1.23's CPU EP lacks the
     # opset 22 versions of some (LpNormalization); RMSNormalization is opset 23, Swish 24 (1.23 stops at 23)
     "misc": Group(
