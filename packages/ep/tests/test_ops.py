@@ -150,6 +150,11 @@ GROUPS: dict[str, Group] = {
         [Op("Conv", "Conv", ["img", "cw", "cb"], {"pads": [1, 1, 1, 1], "strides": [2, 1]}),
          Op("Conv-depthwise-same", "Conv", ["img", "dw"], {"group": 4, "auto_pad": "SAME_UPPER"}),
          Op("MaxPool", "MaxPool", ["img"], {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1}),
+         # MaxPool's Indices (the max_pool_indices kernel), column-major over the spatial dims
+         Op("MaxPool-with-indices", "MaxPool", ["img"], {"kernel_shape": [2, 3], "pads": [1, 0, 0, 1],
+                                                         "storage_order": 1},
+            extra_outputs=["maxpool_indices"], extra_types=[T.INT64]),
+         Op("MaxPool-indices", "Identity", ["maxpool_indices"], out_type=T.INT64),
          Op("AveragePool", "AveragePool", ["img"], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1],
                                                     "count_include_pad": 1}),
          Op("GlobalAveragePool", "GlobalAveragePool", ["img"]), Op("GlobalMaxPool", "GlobalMaxPool", ["img"]),
