@@ -14,15 +14,15 @@ from hipdnn_ep_abi.model import ManifestError
 # binary's POW row and the default row of binary and reduce in the manifest, which these tests edit
 POW_LINE = 'dtypes.POW = ["FLOAT32", "FLOAT16", ["INT32", 3], ["INT64", 3], ["FLOAT64", 3]]'
 INT_DEFAULT = ('dtypes.default = ["FLOAT32", "FLOAT16", "INT32", "INT64", ["INT8", 3], ["UINT8", 3], ["INT16", 3], '
-               '["UINT16", 3], ["UINT32", 3], ["UINT64", 3]]')
+               '["UINT16", 3], ["UINT32", 3], ["UINT64", 3], ["FLOAT64", 3]]')
 
 def test_rules_resolve_per_op_with_the_default(manifest):
     binary = manifest.function("hipdnn_ep_kernel_binary")
     rules = manifest.input0_dtypes(binary)
     assert rules["POW"] == ("FLOAT32", "INT32", "INT64", "FLOAT16", "FLOAT64")  # in code order
     ints = ("UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64")
-    assert rules["EQUAL"] == ("FLOAT32", *ints, "BOOL", "FLOAT16", "UINT32", "UINT64")
-    assert rules["ADD"] == rules["LESS"] == ("FLOAT32", *ints, "FLOAT16", "UINT32", "UINT64")
+    assert rules["EQUAL"] == ("FLOAT32", *ints, "BOOL", "FLOAT16", "FLOAT64", "UINT32", "UINT64")
+    assert rules["ADD"] == rules["LESS"] == ("FLOAT32", *ints, "FLOAT16", "FLOAT64", "UINT32", "UINT64")
     assert set(rules) == {name for name, _ in manifest.enum("hipdnn_ep_binary_op").values}
 
 
@@ -110,15 +110,15 @@ def test_an_op_key_needs_an_op_enum(manifest_text):
 
 
 def test_listing_every_op_needs_no_default(manifest_text):
-    reduce_rules = INT_DEFAULT + '\ndtypes.MEAN = ["FLOAT32", "FLOAT16"]'
+    reduce_rules = INT_DEFAULT + '\ndtypes.MEAN = ["FLOAT32", "FLOAT16", ["FLOAT64", 3]]'
     assert reduce_rules in manifest_text
     # every op listed (L2, LOG_SUM and LOG_SUM_EXP already are): no default needed
     full = ('dtypes.SUM = ["FLOAT32"]\ndtypes.MEAN = ["FLOAT32", "FLOAT16"]\ndtypes.MAX = ["INT64"]\n'
             'dtypes.MIN = ["INT32"]\ndtypes.PROD = ["INT32"]\ndtypes.L1 = ["INT32"]\ndtypes.SUM_SQUARE = ["INT32"]')
     m = parse(manifest_text.replace(reduce_rules, full))
-    floats = ("FLOAT32", "FLOAT16")
+    floats = ("FLOAT32", "FLOAT16", "FLOAT64")
     assert m.input0_dtypes(m.function("hipdnn_ep_kernel_reduce")) == {
-        "SUM": ("FLOAT32",), "MEAN": floats, "MAX": ("INT64",), "MIN": ("INT32",), "PROD": ("INT32",),
+        "SUM": ("FLOAT32",), "MEAN": ("FLOAT32", "FLOAT16"), "MAX": ("INT64",), "MIN": ("INT32",), "PROD": ("INT32",),
         "L1": ("INT32",), "L2": floats, "LOG_SUM": floats, "LOG_SUM_EXP": floats, "SUM_SQUARE": ("INT32",)}
 
 

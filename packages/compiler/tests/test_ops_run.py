@@ -378,3 +378,53 @@ def test_torch_expand_target_folds_on_the_host(refruntime, tmp_path):
         feeds = {"ids": np.zeros((n, 5), np.int64)}
         got = refruntime.run(info.program, [feeds["ids"]] + load_weights(info.metadata, model))
         np.testing.assert_array_equal(got[0], ort_run(model, feeds)[0])
+
+
+def test_split_sizes_from_shapes_are_host_values(refruntime, tmp_path):
+    """RotaryEmbedding's expansion splits x into [rotary_dim, head - rotary_dim] with the sizes computed from
+    shapes (Shape, Slice, Sub, Concat): they are host values, so Split compiles over a symbolic head size."""
+    nodes = [helper.make_node("Shape", ["cos"], ["half"], start=1, end=2),
+             helper.make_node("Add", ["half", "half"], ["rot"]),
+             helper.make_node("Shape", ["x"], ["head"], start=2, end=3),
+             helper.make_node("Sub", ["head", "rot"], ["rest"]),
+             helper.make_node("Concat", ["rot", "rest"], ["sizes"], axis=0),
+             helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=2)]
+    model = make_model(nodes, [("x", F, [2, 3, "H"]), ("cos", F, [1, "R"])], [("a", F, None), ("b", F, None)],
+                       opset=18)
+    info = compile_model(model, tmp_path / "art")
+    rng = np.random.default_rng(0)
+    for head, half in ((8, 2), (6, 3), (5, 0)):
+        feeds = {"x": rng.standard_normal((2, 3, head)).astype(np.float32),
+                 "cos": np.zeros((1, half), np.float32)}
+        got = refruntime.run(info.program, [feeds["x"], feeds["cos"]])
+        for g, w in zip(got, ort_run(model, feeds), strict=True):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_split_sizes_from_a_small_graph_input(refruntime, tmp_path):
+    model = make_model([helper.make_node("Split", ["x", "s"], ["a", "b", "c"], axis=1)],
+                       [("x", F, [2, 7]), ("s", I64, [3])], [("a", F, None), ("b", F, None), ("c", F, None)],
+                       opset=18)
+    info = compile_model(model, tmp_path / "art")
+    x = np.arange(14, dtype=np.float32).reshape(2, 7)
+    for s in ([1, 2, 4], [0, 7, 0], [3, 3, 1]):
+        feeds = {"x": x, "s": np.array(s, np.int64)}
+        got = refruntime.run(info.program, [x, feeds["s"]])
+        for g, w in zip(got, ort_run(model, feeds), strict=True):
+            np.testing.assert_array_equal(g, w)
+    # sizes that do not add up to the axis, or a negative one: the program fails the run (its message,
+    # "split sizes [..] add up to 8 but the axis has size 7", is the runtime's to report)
+    for bad in ([1, 3, 4], [-1, 4, 4]):
+        with pytest.raises(RuntimeError, match="status 1"):
+            refruntime.run(info.program, [x, np.array(bad, np.int64)])
+
+
+def test_split_sizes_computed_by_a_kernel_are_refused(tmp_path):
+    nodes = [helper.make_node("ReduceMax", ["v"], ["m"], keepdims=1),
+             helper.make_node("Cast", ["m"], ["mi"], to=I64),
+             helper.make_node("Concat", ["mi", "mi"], ["s"], axis=0),
+             helper.make_node("Split", ["x", "s"], ["a", "b"], axis=0, name="split")]
+    model = make_model(nodes, [("x", F, [4]), ("v", F, [1])], [("a", F, None), ("b", F, None)], opset=18)
+    with pytest.raises(UnsupportedError, match="'split' .*split must be computable on the host: a constant, a "
+                                               "shape value or a small int32/int64 graph input"):
+        compile_model(model, tmp_path / "art")

@@ -35,10 +35,10 @@ def run_both(model, feeds_list, refruntime, tmp_path, exact=True):
                 np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
 
 
-NP = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT32: np.int32}
+NP = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT16: np.int16, T.UINT16: np.uint16, T.INT32: np.int32}
 
 
-@pytest.mark.parametrize("qtype", [T.INT8, T.UINT8])
+@pytest.mark.parametrize("qtype", [T.INT8, T.UINT8, T.INT16, T.UINT16])
 @pytest.mark.parametrize("layout", ["tensor", "axis", "block"])
 @pytest.mark.parametrize("zero_point", [True, False])
 def test_quantize_linear(qtype, layout, zero_point, refruntime, tmp_path):
@@ -52,7 +52,7 @@ def test_quantize_linear(qtype, layout, zero_point, refruntime, tmp_path):
     inits = [const("s", scale)]
     names = ["x", "s"]
     if zero_point:
-        lo, hi = (-20, 20) if qtype == T.INT8 else (100, 150)
+        lo, hi = (-20, 20) if qtype in (T.INT8, T.INT16) else (100, 150)
         inits.append(const("z", rng.integers(lo, hi, scale_shape).astype(NP[qtype])))
         names.append("z")
     else:
@@ -61,13 +61,13 @@ def test_quantize_linear(qtype, layout, zero_point, refruntime, tmp_path):
     model = model_of([node], [("x", T.FLOAT, x_dims)], [("y", qtype, x_dims)], inits)
     feeds = []
     for n in (3,) if layout == "block" else (3, 1):
-        x = (rng.standard_normal((n, 6, 8)) * 8).astype(np.float32)
+        x = (rng.standard_normal((n, 6, 8)) * (8 if qtype in (T.INT8, T.UINT8) else 3000)).astype(np.float32)
         x[0, 0, :4] = np.array([0.5, 1.5, -2.5, 1e6]) * (scale.reshape(-1)[0])  # ties to even, saturation
         feeds.append({"x": x})
     run_both(model, feeds, refruntime, tmp_path)
 
 
-@pytest.mark.parametrize("qtype", [T.INT8, T.UINT8, T.INT32])
+@pytest.mark.parametrize("qtype", [T.INT8, T.UINT8, T.INT16, T.UINT16, T.INT32])
 @pytest.mark.parametrize("layout", ["tensor", "axis", "block"])
 def test_dequantize_linear(qtype, layout, refruntime, tmp_path):
     rng = np.random.default_rng(1)
@@ -137,10 +137,18 @@ def test_qlinear_matmul(per_column, refruntime, tmp_path):
     run_both(model, feeds, refruntime, tmp_path)
 
 
-def test_quantize_to_int16_is_refused(tmp_path):
-    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q", output_dtype=T.INT16)
-    model = model_of([node], [("x", T.FLOAT, [4])], [("y", T.INT16, [4])], [const("s", np.array(0.1, np.float32))])
-    with pytest.raises(UnsupportedError, match=r"'q'.*quantizing to element type 5 is not supported \(INT8 and UINT8"):
+def test_quantize_to_int4_is_refused_naming_the_type(tmp_path):
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q", output_dtype=T.INT4)
+    model = model_of([node], [("x", T.FLOAT, [4])], [("y", T.INT4, [4])], [const("s", np.array(0.1, np.float32))])
+    with pytest.raises(UnsupportedError, match=r"'y' has element type INT4, which hipdnn-ep does not support"):
+        compile_model(model, tmp_path / "art")
+
+
+def test_dequantize_of_a_type_the_kernel_lacks_is_refused_naming_it(tmp_path):
+    node = helper.make_node("DequantizeLinear", ["x", "s"], ["y"], name="dq")
+    model = model_of([node], [("x", T.UINT32, [4])], [("y", T.FLOAT, [4])], [const("s", np.array(0.1, np.float32))])
+    with pytest.raises(UnsupportedError, match=r"'dq'.*dequantizing element type uint32 is not supported "
+                                               r"\(INT8, UINT8, INT16, UINT16 and INT32 are\)"):
         compile_model(model, tmp_path / "art")
 
 
@@ -159,7 +167,8 @@ def test_dequantize_to_a_type_other_than_the_scales_is_refused(tmp_path):
     node = helper.make_node("DequantizeLinear", ["x", "s"], ["y"], name="dq", output_dtype=T.FLOAT16)
     model = model_of([node], [("x", T.UINT8, [4])], [("y", T.FLOAT16, [4])], [const("s", np.array(0.1, np.float32))],
                      opset=24)
-    with pytest.raises(UnsupportedError, match=r"'dq'.*an output of element type 10 other than the scale's \(1\)"):
+    with pytest.raises(UnsupportedError,
+                       match=r"'dq'.*an output of element type float16 other than the scale's \(float32\)"):
         compile_model(model, tmp_path / "art")
 
 
@@ -237,7 +246,7 @@ def test_qlinear_conv_with_int16_input_is_refused(tmp_path):
              const("yz", np.array(0, np.int16))]
     node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qc")
     model = model_of([node], [("x", T.INT16, [1, 1, 3, 3])], [("y", T.INT16, [1, 2, 3, 3])], inits, opset=10)
-    with pytest.raises(UnsupportedError, match=r"'qc'.*of element type 5 is not supported \(INT8 and UINT8 are\)"):
+    with pytest.raises(UnsupportedError, match=r"'qc'.*of element type int16 is not supported \(INT8 and UINT8 are\)"):
         compile_model(model, tmp_path / "art")
 
 

@@ -42,10 +42,9 @@ def test_a_graph_that_compiles_is_supported_entirely():
 
 
 def test_element_types_the_kernels_lack_are_refused_per_node():
+    # float64: binary ADD and MUL accept it (ABI 1.3), unary RELU does not
     assert _verdicts(_chain(TensorProto.DOUBLE)) == [
-        ("add", False, "binary ADD does not support element type float64"),
-        ("mid", False, "unary RELU does not support element type float64"),
-        ("mul", False, "binary MUL does not support element type float64")]
+        ("add", True, ""), ("mid", False, "unary RELU does not support element type float64"), ("mul", True, "")]
 
 
 def test_a_refused_node_leaves_the_rest_supported():
@@ -80,8 +79,9 @@ def test_support_over_the_protocol(tmp_path):
     r = handle({"protocol": 2, "action": "support", "models": [str(tmp_path / "m.onnx"), str(tmp_path / "f.onnx")]})
     assert r["ok"] and r["protocol"] == 2
     first, second = r["models"]
-    assert first["nodes"][0] == {"index": 0, "name": "add", "op_type": "Add", "domain": "", "supported": False,
-                                 "reason": "binary ADD does not support element type float64"}
+    assert first["nodes"][0] == {"index": 0, "name": "add", "op_type": "Add", "domain": "", "supported": True}
+    assert first["nodes"][1] == {"index": 1, "name": "mid", "op_type": "Relu", "domain": "", "supported": False,
+                                 "reason": "unary RELU does not support element type float64"}
     assert all(n["supported"] and "reason" not in n for n in second["nodes"])
     # protocol 1 clients get capabilities and compile as before, but no support
     assert handle({"protocol": 1, "action": "capabilities"})["protocol"] == 1
@@ -124,7 +124,7 @@ def test_a_model_that_compiles_whole_is_shape_inferred_once(tmp_path, monkeypatc
     assert len(calls) == 1
     calls.clear()
     onnx.save(_chain(TensorProto.DOUBLE), tmp_path / "i.onnx")
-    assert not any(v.supported for v in check_support(tmp_path / "i.onnx"))
+    assert not all(v.supported for v in check_support(tmp_path / "i.onnx"))  # float64 Relu is refused
     assert len(calls) > 2
 
 

@@ -85,11 +85,46 @@ def test_vision_op_matches_onnxruntime(op, x_dims, attrs, inits, elem, sizes, op
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
 
 
-def test_maxpool_indices_are_refused(tmp_path):
-    node = helper.make_node("MaxPool", ["x"], ["out", "idx"], kernel_shape=[2, 2])
-    model = make_model([node], [("x", F, [1, 2, 4, 4])], [("out", F, None), ("idx", T.INT64, None)], opset=18)
-    with pytest.raises(UnsupportedError, match="the Indices outputs are not supported"):
-        compile_model(model, tmp_path / "art")
+MAXPOOL_INDICES_CASES = [
+    ("2d", ["N", 3, "H", "W"], {"kernel_shape": [2, 2]}),
+    ("2d-column-major", ["N", 3, "H", "W"], {"kernel_shape": [3, 2], "strides": [2, 1], "storage_order": 1}),
+    ("2d-pads-dilations", ["N", 3, "H", "W"], {"kernel_shape": [3, 3], "pads": [1, 2, 1, 0], "dilations": [2, 1]}),
+    ("2d-ceil", ["N", 3, "H", "W"], {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+    ("1d", ["N", 3, "W"], {"kernel_shape": [3], "pads": [1, 1]}),
+    ("3d-column-major", ["N", 2, 3, "H", "W"], {"kernel_shape": [2, 2, 2], "storage_order": 1}),
+]
+
+
+@pytest.mark.parametrize("outputs", ["both", "indices"])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])
+@pytest.mark.parametrize("ident,x_dims,attrs", MAXPOOL_INDICES_CASES, ids=[c[0] for c in MAXPOOL_INDICES_CASES])
+def test_maxpool_indices_match_onnxruntime(ident, x_dims, attrs, dynamic, outputs, refruntime, tmp_path):
+    node = helper.make_node("MaxPool", ["x"], ["out", "idx"], **attrs)  # "indices": Y is not a graph output
+    sizes = [(2, 6, 7), (1, 5, 4)] if dynamic else [(2, 6, 7)]
+    first = dict(zip("NHW", sizes[0], strict=True))
+    decl = [d if not isinstance(d, str) else (d if dynamic else first[d]) for d in x_dims]
+    outs = ([("out", F, None)] if outputs == "both" else []) + [("idx", T.INT64, None)]
+    model = make_model([node], [("x", F, decl)], outs, opset=12)
+    info = compile_model(model, tmp_path / "art")
+    rng = np.random.default_rng(3)
+    for n, h, wd in sizes:
+        env = {"N": n, "H": h, "W": wd}
+        x = rng.standard_normal([env[d] if isinstance(d, str) else d for d in x_dims]).astype(np.float32)
+        x.reshape(-1)[:4] = 2.0  # a tie: the first maximum's index
+        for got, want in zip(refruntime.run(info.program, [x]), ort_run(model, {"x": x}), strict=True):
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+
+
+def test_maxpool_indices_of_uint8_match_onnxruntime(refruntime, tmp_path):
+    node = helper.make_node("MaxPool", ["x"], ["out", "idx"], kernel_shape=[2, 2], strides=[2, 2])
+    model = make_model([node], [("x", T.UINT8, [1, 2, 4, 6])], [("out", T.UINT8, None), ("idx", T.INT64, None)],
+                       opset=12)
+    info = compile_model(model, tmp_path / "art")
+    x = np.random.default_rng(4).integers(0, 256, (1, 2, 4, 6)).astype(np.uint8)
+    for got, want in zip(refruntime.run(info.program, [x]), ort_run(model, {"x": x}), strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["fixed", "dynamic"])

@@ -150,6 +150,11 @@ GROUPS: dict[str, Group] = {
         [Op("Conv", "Conv", ["img", "cw", "cb"], {"pads": [1, 1, 1, 1], "strides": [2, 1]}),
          Op("Conv-depthwise-same", "Conv", ["img", "dw"], {"group": 4, "auto_pad": "SAME_UPPER"}),
          Op("MaxPool", "MaxPool", ["img"], {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1}),
+         # MaxPool's Indices (the max_pool_indices kernel), column-major over the spatial dims
+         Op("MaxPool-with-indices", "MaxPool", ["img"], {"kernel_shape": [2, 3], "pads": [1, 0, 0, 1],
+                                                         "storage_order": 1},
+            extra_outputs=["maxpool_indices"], extra_types=[T.INT64]),
+         Op("MaxPool-indices", "Identity", ["maxpool_indices"], out_type=T.INT64),
          Op("AveragePool", "AveragePool", ["img"], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1],
                                                     "count_include_pad": 1}),
          Op("GlobalAveragePool", "GlobalAveragePool", ["img"]), Op("GlobalMaxPool", "GlobalMaxPool", ["img"]),
@@ -265,6 +270,22 @@ GROUPS: dict[str, Group] = {
          Op("Transpose-u64", "Transpose", ["to-u64"], {"perm": [0, 2, 1]}, out_type=T.UINT64)],
         {"seven_u32": np.array(7, np.uint32), "three_u64": np.array(3, np.uint64), "zero_i8": np.array(0, np.int8),
          "two_i32": np.array([2, 3, 0, 1], np.int32), "halves_f32": np.array([0.5, 2.5, 1.0, 3.0], np.float32)}),
+    # FLOAT64 where the kernels compute in double (runtime ABI 1.3): binary arithmetic and comparisons,
+    # Mod with fmod=1, Softmax, LogSoftmax, reductions (the ops are covered in float32 by the other groups)
+    "float64": Group(
+        [X, ("p", T.FLOAT, ["N", 3, 4])],
+        [Op("x-f64", "Cast", ["x"], {"to": T.DOUBLE}, out_type=T.DOUBLE),
+         Op("p-f64", "Cast", ["p"], {"to": T.DOUBLE}, out_type=T.DOUBLE),
+         Op("Mul-f64", "Mul", ["x-f64", "p-f64"], out_type=T.DOUBLE),
+         Op("Div-f64", "Div", ["x-f64", "p-f64"], out_type=T.DOUBLE),
+         Op("Max-f64", "Max", ["x-f64", "p-f64"], out_type=T.DOUBLE),
+         Op("Mod-f64", "Mod", ["x-f64", "p-f64"], {"fmod": 1}, out_type=T.DOUBLE),
+         Op("Less-f64", "Less", ["x-f64", "p-f64"], out_type=T.BOOL),
+         Op("Softmax-f64", "Softmax", ["x-f64"], out_type=T.DOUBLE),
+         Op("LogSoftmax-f64", "LogSoftmax", ["x-f64"], {"axis": 1}, out_type=T.DOUBLE),
+         Op("ReduceSum-f64", "ReduceSum", ["x-f64", "axis1"], {"keepdims": 0}, out_type=T.DOUBLE),
+         Op("ReduceLogSumExp-f64", "ReduceLogSumExp", ["x-f64", "axis1"], out_type=T.DOUBLE)],
+        {"axis1": _c([1])}),
     # an Einsum that sums and transposes: onnxruntime 1.23's CPU EP fails it (a copy of mismatched sizes)
     "einsum-sum": Group([X], [Op("Einsum-transpose-sum", "Einsum", ["x"], {"equation": "nij->jn"})],
                         min_onnxruntime=(1, 24)),
@@ -366,6 +387,15 @@ GROUPS: dict[str, Group] = {
          "ss": np.array(1 / 256, np.float32), "gc": np.array([-40, 0, 25, 7, -3], np.int32),
          "wq": (np.arange(20).reshape(4, 5) * 29 % 255 - 127).astype(np.int8), "wz": np.array(0, np.int8),
          "ws": np.array(0.02, np.float32), "ys": np.array(0.1, np.float32), "yz": np.array(100, np.uint8)}),
+    # 16-bit QuantizeLinear/DequantizeLinear (ai.onnx opset 21; runtime ABI 1.3)
+    "quant16": Group(
+        [("x", T.FLOAT, ["N", 3, 4])],
+        [Op("Quantize-i16", "QuantizeLinear", ["x", "qs16", "qz16"], out_type=T.INT16),
+         Op("Dequantize-i16", "DequantizeLinear", ["Quantize-i16", "qs16", "qz16"]),
+         Op("Quantize-u16", "QuantizeLinear", ["x", "qs16", "qzu16"], out_type=T.UINT16),
+         Op("Dequantize-u16", "DequantizeLinear", ["Quantize-u16", "qs16", "qzu16"])],
+        {"qs16": np.array(1e-4, np.float32), "qz16": np.array(-7, np.int16), "qzu16": np.array(30000, np.uint16)},
+        opset=21),
     # small ops on existing kernels (compiler ops/misc.py), at opset 20: onnxruntime 1.23's CPU EP lacks the
     # opset 22 versions of some (LpNormalization); RMSNormalization is opset 23, Swish 24 (1.23 stops at 23)
     "misc": Group(

@@ -36,7 +36,8 @@ def test_manifest_lists_the_kernels_tested_here():
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention",
               # the vision kernels: test_vision_kernels.py
-              "conv", "pool", "batch_norm", "activation", "conv_transpose", "resize", "grid_sample",
+              "conv", "pool", "max_pool_indices", "batch_norm", "activation", "conv_transpose", "resize",
+              "grid_sample",
               # the quantization kernels: test_quant_kernels.py
               "quantize_linear", "dequantize_linear", "dynamic_quantize_linear", "matmul_integer", "conv_integer"}
     assert set(KERNELS) == {"hipdnn_ep_kernel_" + k for k in tested}
@@ -90,6 +91,8 @@ def good_call(kernel):
                   np.array([1, 1, 0, 0, 1, 1], I64)], [np.zeros((1, 2, 3, 3), F32)], [1], []),
         "pool": ([np.ones((1, 2, 3, 3), F32), np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1], I64)],
                  [np.zeros((1, 2, 3, 3), F32)], [0, 0], []),
+        "max_pool_indices": ([np.ones((1, 2, 3, 3), F32), np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1], I64)],
+                             [np.zeros((1, 2, 3, 3), F32), np.zeros((1, 2, 3, 3), I64)], [0], []),
         "batch_norm": ([np.ones((1, 2, 3), F32)] + [np.ones(2, F32)] * 4, [np.zeros((1, 2, 3), F32)], [], [1e-5]),
         "activation": ([f], [o], [0], [0.5, 0.5]),
         "conv_transpose": ([np.ones((1, 2, 3, 3), F32), np.ones((2, 2, 1, 1), F32), np.ones(2, F32),
@@ -159,8 +162,8 @@ ERROR_CASES = {
     "binary_unknown_op": ("binary", [X, X], [Y], [99], [], InvalidArgumentError, "unknown binary op 99"),
     "binary_dtype_mismatch": ("binary", [X, np.ones((2, 3), I64)], [Y], [0], [], InvalidArgumentError,
                               "different dtypes FLOAT32 and INT64"),
-    "binary_float64": ("binary", [np.ones(2), np.ones(2)], [np.empty(2)], [0], [], UNSUPPORTED,
-                       "does not support dtype FLOAT64"),
+    "binary_mod_float64": ("binary", [np.ones(2), np.ones(2)], [np.empty(2)], [BINARY["MOD"]], [], UNSUPPORTED,
+                           "binary op MOD does not support dtype FLOAT64"),
     "binary_pow_int": ("binary", [np.ones(2, np.int16)] * 2, [np.empty(2, np.int16)], [BINARY["POW"]], [], UNSUPPORTED,
                        "binary op POW does not support dtype INT16"),
     "binary_no_broadcast": ("binary", [X, np.ones((4,), F32)], [Y], [0], [], InvalidArgumentError,

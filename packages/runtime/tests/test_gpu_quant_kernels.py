@@ -18,6 +18,7 @@ _core = rt._core
 pytestmark = pytest.mark.gpu
 
 F32, F16, U8, I8, I32 = np.float32, np.float16, np.uint8, np.int8, np.int32
+I16, U16 = np.int16, np.uint16
 
 
 # inputs the kernels read on the host (conv_integer's geometry): they stay numpy arrays on the GPU state too
@@ -38,13 +39,13 @@ def run_both(cpu, gpu, dev, kernel, inputs, outputs, ints=()):
 
 
 @pytest.mark.parametrize("xtype", [F32, F16])
-@pytest.mark.parametrize("qtype", [I8, U8])
+@pytest.mark.parametrize("qtype", [I8, U8, I16, U16])
 @pytest.mark.parametrize("layout", LAYOUTS + [((64, 300, 33), (300,), 1, 0), ((64, 300, 33), (64, 10, 33), 1, 32)],
                          ids=str)
 def test_quantize_linear(cpu, gpu, dev, xtype, qtype, layout):
     x_shape, s_shape, axis, block = layout
     rng = np.random.default_rng(11)
-    x = (rng.standard_normal(x_shape) * 30).astype(xtype)
+    x = (rng.standard_normal(x_shape) * (30 if qtype in (I8, U8) or xtype == F16 else 3000)).astype(xtype)
     scale = rng.uniform(0.05, 0.2, s_shape).astype(xtype)
     zp = rng.integers(0, 20, s_shape).astype(qtype)
     for z in (zp, None):
@@ -53,7 +54,7 @@ def test_quantize_linear(cpu, gpu, dev, xtype, qtype, layout):
         np.testing.assert_array_equal(y, want)
 
 
-@pytest.mark.parametrize("qtype", [I8, U8, I32])
+@pytest.mark.parametrize("qtype", [I8, U8, I16, U16, I32])
 @pytest.mark.parametrize("stype", [F32, F16])
 @pytest.mark.parametrize("layout", LAYOUTS + [((64, 300, 33), (64, 10, 33), 1, 32)], ids=str)
 def test_dequantize_linear(cpu, gpu, dev, qtype, stype, layout):

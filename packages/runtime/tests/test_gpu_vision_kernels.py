@@ -86,6 +86,24 @@ def test_pool(cpu, gpu, dev, case, mode, dtype):
             ints=[POOL[mode.split("-")[0]], int(mode.endswith("include-pad"))], tol=tol)
 
 
+@pytest.mark.parametrize("column_major", [0, 1])
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", POOLS, ids=[f"{len(c[0]) - 2}d-{i}" for i, c in enumerate(POOLS)])
+def test_max_pool_indices(cpu, gpu, dev, case, dtype, column_major):
+    xs, kernel, strides, pads, ends, dilations, out = case
+    x = rand(xs, dtype, 6)
+    x.reshape(-1)[:3] = 9.0  # a tie: the first maximum's index on both
+    geo = np.array([*kernel, *strides, *pads, *ends, *dilations], I64)
+    shape = (*xs[:2], *out)
+    expected = [np.full(shape, 77, dtype), np.full(shape, 77, I64)]
+    name = "hipdnn_ep_kernel_max_pool_indices"
+    _core.call_kernel(cpu, name, [x, geo], expected, [column_major], [])
+    outs = [dev.to_device(np.full(shape, 77, dtype)), dev.to_device(np.full(shape, 77, I64))]
+    _core.call_kernel(gpu, name, [dev.to_device(x), geo], outs, [column_major], [])
+    for o, e in zip(outs, expected, strict=True):
+        np.testing.assert_array_equal(dev.to_host(o), e)  # comparisons only: exact
+
+
 @pytest.mark.parametrize("dtype", [F32, F16])
 def test_batch_norm(cpu, gpu, dev, dtype):
     x = rand((3, 17, 9, 11), dtype, 5)

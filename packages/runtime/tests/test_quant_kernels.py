@@ -11,6 +11,7 @@ rt = pytest.importorskip("hipdnn_ep_runtime")
 _core = rt._core
 
 F32, F16, U8, I8, I32 = np.float32, np.float16, np.uint8, np.int8, np.int32
+I16, U16 = np.int16, np.uint16
 InvalidArgumentError = rt.InvalidArgumentError
 
 
@@ -43,15 +44,17 @@ LAYOUTS = [((4, 6), (), 0, 0), ((4, 6), (1,), 1, 0), ((4, 6, 5), (6,), 1, 0), ((
 
 
 @pytest.mark.parametrize("xtype", [F32, F16])
-@pytest.mark.parametrize("qtype", [I8, U8])
+@pytest.mark.parametrize("qtype", [I8, U8, I16, U16])
 @pytest.mark.parametrize("layout", LAYOUTS, ids=str)
 @pytest.mark.parametrize("zero_point", [False, True])
 def test_quantize_linear(state, xtype, qtype, layout, zero_point):
     x_shape, s_shape, axis, block = layout
     rng = np.random.default_rng(len(x_shape) + block)
     scale = rng.uniform(0.05, 0.2, s_shape).astype(xtype)
-    x = (rng.standard_normal(x_shape) * 20).astype(xtype)
-    zp = rng.integers(-10 if qtype == I8 else 120, 10 if qtype == I8 else 136, s_shape).astype(qtype)
+    wide = qtype in (I16, U16)  # 16-bit: values past the 8-bit range, saturating at the 16-bit one
+    x = (rng.standard_normal(x_shape) * (20 if not wide or xtype == F16 else 3000)).astype(xtype)
+    signed = np.iinfo(qtype).min < 0
+    zp = rng.integers(-10 if signed else 120, 10 if signed else 136, s_shape).astype(qtype)
     (y,) = call(state, "quantize_linear", [x, scale, zp if zero_point else None], [(x_shape, qtype)],
                 ints=[axis, block])
     q = np.rint(x.astype(F32) / expand(x_shape, scale, axis, block).astype(F32))
@@ -66,9 +69,18 @@ def test_quantize_linear_rounds_half_to_even_and_saturates(state):
     np.testing.assert_array_equal(y, [0, 2, 2, 0, -2, 127, -128, 0])
     (u,) = call(state, "quantize_linear", [x, np.array(1.0, F32), np.array(3, U8)], [((8,), U8)], ints=[0, 0])
     np.testing.assert_array_equal(u, [3, 5, 5, 3, 1, 255, 0, 0])
+    (y,) = call(state, "quantize_linear", [x, np.array(1.0, F32), np.array(0, I16)], [((8,), I16)], ints=[0, 0])
+    np.testing.assert_array_equal(y, [0, 2, 2, 0, -2, 32767, -32768, 0])
+    (u,) = call(state, "quantize_linear", [x, np.array(1.0, F32), np.array(3, U16)], [((8,), U16)], ints=[0, 0])
+    np.testing.assert_array_equal(u, [3, 5, 5, 3, 1, 65535, 0, 0])
 
 
-@pytest.mark.parametrize("qtype", [I8, U8, I32])
+def test_quantize_linear_refuses_other_output_types(state):
+    with pytest.raises(rt.HipdnnEpError, match="quantize_linear does not write dtype INT32"):
+        call(state, "quantize_linear", [np.zeros(4, F32), np.array(1.0, F32), None], [((4,), I32)], ints=[0, 0])
+
+
+@pytest.mark.parametrize("qtype", [I8, U8, I16, U16, I32])
 @pytest.mark.parametrize("stype", [F32, F16])
 @pytest.mark.parametrize("layout", LAYOUTS, ids=str)
 def test_dequantize_linear(state, qtype, stype, layout):
@@ -76,8 +88,9 @@ def test_dequantize_linear(state, qtype, stype, layout):
     rng = np.random.default_rng(7)
     info = np.iinfo(qtype)
     x = rng.integers(max(info.min, -300), min(info.max, 300), x_shape).astype(qtype)
-    if qtype == I32 and stype == F32 and x.size:
+    if qtype in (I32, I16, U16) and stype == F32 and x.size:
         x.flat[0] = info.min  # minus a positive zero point: no int32 overflow
+        x.flat[-1] = info.max
     scale = rng.uniform(0.05, 0.2, s_shape).astype(stype)
     zp = rng.integers(0, 50, s_shape).astype(qtype)
     (y,) = call(state, "dequantize_linear", [x, scale, zp], [(x_shape, stype)], ints=[axis, block])

@@ -127,6 +127,57 @@ def test_pool_matches_a_direct_loop(state, case, mode, dtype):
     close(y, pool_reference(x, mode == "MAX", include, kernel, strides, pads, ends, dilations, out), dtype)
 
 
+def max_pool_indices_reference(x, kernel, strides, pads, dilations, out_spatial, column_major):
+    """Each window's first maximum (in window order, taps inside X) and its flat index into X."""
+    spatial = x.shape[2:]
+    size = int(np.prod(spatial))
+    y = np.zeros(x.shape[:2] + tuple(out_spatial), x.dtype)
+    idx = np.zeros(y.shape, np.int64)
+    for n, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
+        for o in itertools.product(*(range(s) for s in out_spatial)):
+            best, where = None, -1
+            for k in itertools.product(*(range(s) for s in kernel)):
+                pos = [oi * s - p + ki * d for oi, s, p, ki, d in zip(o, strides, pads, k, dilations, strict=True)]
+                if all(0 <= q < size_ for q, size_ in zip(pos, spatial, strict=True)):
+                    v = x[(n, c, *pos)]
+                    if best is None or v > best:
+                        order = (pos[::-1], spatial[::-1]) if column_major else (pos, spatial)
+                        best, where = v, int(np.ravel_multi_index(*order))
+            y[(n, c, *o)] = best
+            idx[(n, c, *o)] = (n * x.shape[1] + c) * size + where
+    return y, idx
+
+
+@pytest.mark.parametrize("column_major", [0, 1])
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("case", POOLS[:4], ids=[f"{len(c[0]) - 2}d-{i}" for i, c in enumerate(POOLS[:4])])
+def test_max_pool_indices_matches_a_direct_loop(state, case, dtype, column_major):
+    xs, kernel, strides, pads, ends, dilations, out = case
+    x = rand(xs, dtype, 5)
+    x.reshape(-1)[:3] = 9.0  # a tie in the first window: the first position wins
+    geo = np.array([*kernel, *strides, *pads, *ends, *dilations], I64)
+    y = np.full((*xs[:2], *out), 77, dtype)
+    idx = np.full((*xs[:2], *out), 77, I64)
+    _core.call_kernel(state, "hipdnn_ep_kernel_max_pool_indices", [x, geo], [y, idx], [column_major], [])
+    want_y, want_idx = max_pool_indices_reference(x, kernel, strides, pads, dilations, out, column_major)
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(idx, want_idx)
+
+
+def test_max_pool_indices_checks_its_arguments(state):
+    geo = np.array([2, 2, 1, 1, 0, 0, 0, 0, 1, 1], I64)
+    x = np.ones((1, 1, 3, 3), F32)
+    with pytest.raises(rt.InvalidArgumentError, match="storage_order is 2, expected 0 or 1"):
+        _core.call_kernel(state, "hipdnn_ep_kernel_max_pool_indices", [x, geo],
+                          [np.empty((1, 1, 2, 2), F32), np.empty((1, 1, 2, 2), I64)], [2], [])
+    with pytest.raises(rt.InvalidArgumentError, match="output 1 .*has dtype INT32, expected INT64"):
+        _core.call_kernel(state, "hipdnn_ep_kernel_max_pool_indices", [x, geo],
+                          [np.empty((1, 1, 2, 2), F32), np.empty((1, 1, 2, 2), np.int32)], [0], [])
+    with pytest.raises(rt.InvalidArgumentError, match="output 1"):
+        _core.call_kernel(state, "hipdnn_ep_kernel_max_pool_indices", [x, geo],
+                          [np.empty((1, 1, 2, 2), F32), np.empty((1, 1, 2, 3), I64)], [0], [])
+
+
 def test_pool_refuses_an_unknown_op(state):
     geo = np.array([1, 1, 1, 1, 0, 0, 0, 0, 1, 1], I64)
     with pytest.raises(rt.InvalidArgumentError, match="unknown pool op 9"):

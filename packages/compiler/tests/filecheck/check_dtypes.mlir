@@ -15,10 +15,10 @@ func.func @main(%arg0: tensor<4xf16>, %arg1: tensor<4xf16>, %arg2: tensor<4xi64>
 
 // -----
 
-// The manifest's type table refuses float64 for binary ADD.
-// CHECK: // error: node 'a': binary ADD does not support element type float64
-func.func @main(%arg0: tensor<4xf64>, %arg1: tensor<4xf64>) -> tensor<4xf64> {
-  %0 = "hipdnn.binary"(%arg0, %arg1) {op = "ADD", "onnx.node" = "node 'a'"} : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+// The manifest's type table refuses float64 for unary TANH (binary ADD accepts it since ABI 1.3).
+// CHECK: // error: node 'a': unary TANH does not support element type float64
+func.func @main(%arg0: tensor<4xf64>) -> tensor<4xf64> {
+  %0 = "hipdnn.unary"(%arg0) {op = "TANH", "onnx.node" = "node 'a'"} : (tensor<4xf64>) -> tensor<4xf64>
   return %0 : tensor<4xf64>
 }
 

@@ -41,7 +41,10 @@ QuantLayout quant_layout(const Dims& x, const Dims& scale, int64_t axis, int64_t
 
 namespace {
 
-bool is_int8(int32_t dtype) { return dtype == HIPDNN_EP_DTYPE_INT8 || dtype == HIPDNN_EP_DTYPE_UINT8; }
+bool is_quantized_type(int32_t dtype) {
+  return dtype == HIPDNN_EP_DTYPE_INT8 || dtype == HIPDNN_EP_DTYPE_UINT8 || dtype == HIPDNN_EP_DTYPE_INT16 ||
+         dtype == HIPDNN_EP_DTYPE_UINT16;
+}
 
 // Scale and zero point (when given) of a quantize or dequantize call: checked against X's dims.
 void check_scale_and_zero_point(const Call& call, int32_t zero_point_dtype) {
@@ -61,7 +64,7 @@ void validate_quantize_linear(const hipdnn_ep_kernel_args_t* args) {
   require_dtype(dt::quantize_linear, "quantize_linear", call.in(0).dtype);
   call.expect_dtype(call.in(1), "input 1 (scale)", call.in(0).dtype);
   const int32_t out = call.out(0).dtype;
-  if (!is_int8(out)) fail(HIPDNN_EP_STATUS_UNSUPPORTED, "quantize_linear does not write dtype " + dtype_name(out));
+  if (!is_quantized_type(out)) fail(HIPDNN_EP_STATUS_UNSUPPORTED, "quantize_linear does not write dtype " + dtype_name(out));
   check_scale_and_zero_point(call, out);
   call.expect_out(out, dims_of(call.in(0)));
 }

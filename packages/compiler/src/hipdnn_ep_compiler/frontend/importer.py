@@ -31,12 +31,12 @@ SMALL_FLOAT_CONSTANT = 16  # float tensors up to this many elements also carry t
 # Normalization ops whose extra outputs (statistics) are dropped when unused and refused when used,
 # except the outputs listed in _EXTRA_OUTPUTS (SkipSimplifiedLayerNormalization's input + skip sum),
 # and those in _USED_OUTPUTS, imported (and computed) only when used (LayerNormalization's Mean and InvStdDev,
-# BatchNormalization's running_mean/running_var in training mode).
+# BatchNormalization's running_mean/running_var in training mode, MaxPool's Indices).
 _STATS_OUTPUTS = {"LayerNormalization": "Mean/InvStdDev", "SimplifiedLayerNormalization": "InvStdDev",
                   "SkipSimplifiedLayerNormalization": "mean/inv_std_var", "MaxPool": "Indices",
                   "BatchNormalization": "running_mean/running_var"}
 _EXTRA_OUTPUTS = {"SkipSimplifiedLayerNormalization": (3,)}
-_USED_OUTPUTS = {"LayerNormalization": (1, 2), "BatchNormalization": (1, 2)}
+_USED_OUTPUTS = {"LayerNormalization": (1, 2), "BatchNormalization": (1, 2), "MaxPool": (1,)}
 
 
 def _attr(attr: onnx.AttributeProto, where: str) -> ir.Attribute:

@@ -386,16 +386,33 @@ register(OpDef("Flatten", "flatten", _flatten))
 
 
 def _split_sizes(o: Node, dim: sym.Expr, n_out: int) -> list[sym.Expr]:
+    """The sizes of the parts: the split input when given, a small int64 graph input read at run time
+    (host_axes), or computed on the host (a constant, shape arithmetic such as the rotary dim of
+    RotaryEmbedding's expansion)."""
     if host_axes.fed(o, 1):
         return _fed_split_sizes(o, dim, n_out)
-    sizes = o.const_ints(1, "split") if o.input(1) is not None else o.attr_ints("split")
+    if o.input(1) is not None:
+        sizes = o.host(1)
+        if sizes is None:
+            o.fail("split must be computable on the host: a constant, a shape value or a small int32/int64 "
+                   "graph input")
+    else:
+        sizes = o.attr_ints("split")
     if sizes:
         if len(sizes) != n_out:
             raise ModelError(f"{o.where}: split has {len(sizes)} entries for {n_out} outputs")
-        if any(s < 0 for s in sizes):
+        if any(isinstance(s, int) and s < 0 for s in sizes):
             raise ModelError(f"{o.where}: split {sizes} has a negative size")
-        text = checks.Text(sum(sizes), dim)
-        o.require("eq", text.values, f"split sizes {sizes} add up to {{0}} but the axis has size {{1}}")
+        shown = "[" + ", ".join(sym.to_str(s) for s in sizes) + "]"
+        for s in sizes:
+            if not isinstance(s, int):
+                text = checks.Text(s)
+                o.require("nonneg", text.values, f"split {shown} has a negative size {{0}}")
+        total: sym.Expr = 0
+        for s in sizes:
+            total = sym.add(total, s)
+        text = checks.Text(total, dim)
+        o.require("eq", text.values, f"split sizes {shown} add up to {{0}} but the axis has size {{1}}")
         return list(sizes)
     num = o.attr_int("num_outputs", n_out)
     if num != n_out:

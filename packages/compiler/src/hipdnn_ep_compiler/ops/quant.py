@@ -1,5 +1,5 @@
-"""Quantization ops: QuantizeLinear and DequantizeLinear (per tensor, per axis, blocked; INT8 and UINT8,
-and INT32 for DequantizeLinear), DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and
+"""Quantization ops: QuantizeLinear and DequantizeLinear (per tensor, per axis, blocked; INT8, UINT8, INT16
+and UINT16, and INT32 for DequantizeLinear), DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and
 QLinearConv, the ops of onnxruntime's `quantize_dynamic`, QDQ and QOperator models.
 
 The first four have kernels of their own (ABI 1.3); QLinearMatMul is composed, as onnxruntime's CPU EP
@@ -27,8 +27,10 @@ from .onnx import BINARY, CAST, CONCAT, TRANSPOSE, UNARY, _matmul_dims
 from .registry import Kernel, OpDef, Param, register, register_kernel
 from .vision import ACTIVATION, POOL, conv_geometry
 
-FLOAT32, UINT8, INT8, INT32, FLOAT16 = 1, 2, 3, 6, 10
+FLOAT32, UINT8, INT8, UINT16, INT16, INT32, FLOAT16 = 1, 2, 3, 4, 5, 6, 10
 QUANT_TYPES = {INT8: "INT8", UINT8: "UINT8"}
+# QuantizeLinear/DequantizeLinear take 16-bit types too (the integer-product ops stay 8-bit)
+QDQ_TYPES = (INT8, UINT8, INT16, UINT16)
 
 QUANTIZE = register_kernel(Kernel("quantize_linear", "kernel_quantize_linear", ("axis", "block_size"), arity=(2, 3),
                                   same_type=(0, 1), labels={2: "the zero point"}))
@@ -38,6 +40,11 @@ DYNAMIC_QUANTIZE = register_kernel(Kernel("dynamic_quantize_linear", "kernel_dyn
                                           results=(3, 3)))
 MATMUL_INTEGER = register_kernel(Kernel("matmul_integer", "kernel_matmul_integer", arity=(2, 4), same_type=(0, 2),
                                         labels={1: "B", 3: "b_zero_point"}))
+
+
+def _name(code: int) -> str:
+    """An element type's name for a message (int16, not 5)."""
+    return hir.DTYPE_NAMES.get(code, str(code))
 
 
 def _type(o: Node, dtype: int, dims: list[sym.Expr]) -> ir.Type:
@@ -100,8 +107,8 @@ def _one_value(o: Node, i: int, what: str) -> None:
 
 def _quantize(o: Node) -> None:
     out = o.result_dtype()
-    if out not in QUANT_TYPES:
-        o.fail(f"quantizing to element type {out} is not supported (INT8 and UINT8 are)")
+    if out not in QDQ_TYPES:
+        o.fail(f"quantizing to element type {_name(out)} is not supported (INT8, UINT8, INT16 and UINT16 are)")
     if o.input(2) is not None and hir.element_dtype(o.input(2)) != out:
         raise ModelError(f"{o.where}: the zero point's element type differs from the output's")
     x, scale = o.dims(0), o.dims(1)
@@ -118,11 +125,11 @@ register(OpDef("QuantizeLinear", "quantize_linear", _quantize, (QUANTIZE,)))
 def _dequantize(o: Node) -> None:
     x, scale = o.dims(0), o.dims(1)
     xdt = hir.element_dtype(o.input(0))
-    if xdt not in (INT8, UINT8, INT32):
-        o.fail(f"dequantizing element type {xdt} is not supported (INT8, UINT8 and INT32 are)")
+    if xdt not in (*QDQ_TYPES, INT32):
+        o.fail(f"dequantizing element type {_name(xdt)} is not supported (INT8, UINT8, INT16, UINT16 and INT32 are)")
     if o.result_dtype() != hir.element_dtype(o.input(1)):
-        o.fail(f"an output of element type {o.result_dtype()} other than the scale's "
-               f"({hir.element_dtype(o.input(1))}) is not supported")
+        o.fail(f"an output of element type {_name(o.result_dtype())} other than the scale's "
+               f"({_name(hir.element_dtype(o.input(1)))}) is not supported")
     attrs = _scale_attrs(o, x, scale)
     zp = _zero_point(o, scale)
     if zp and len(o.dims(2)) != len(scale):
@@ -165,7 +172,8 @@ def _integer_product(o: Node, a: int, b: int, za: int, zb: int) -> tuple[ir.Valu
     _matmul_integer_zero_point(o, zb, n, "b_zero_point")
     for i, what in ((a, "A"), (b, "B")):
         if hir.element_dtype(o.input(i)) not in QUANT_TYPES:
-            o.fail(f"{what} of element type {hir.element_dtype(o.input(i))} is not supported (INT8 and UINT8 are)")
+            o.fail(f"{what} of element type {_name(hir.element_dtype(o.input(i)))} is not supported "
+                   "(INT8 and UINT8 are)")
     operands = [o.input(a), o.input(b)]
     slots = [0, 1]
     for i, slot in ((za, 2), (zb, 3)):
@@ -281,7 +289,7 @@ def _conv_product(o: Node, xi: int, wi: int, zxi: int, zwi: int) -> tuple[ir.Val
     for i, what in ((xi, "x"), (wi, "w")):
         dt = hir.element_dtype(o.input(i))
         if dt not in QUANT_TYPES:
-            o.fail(f"{what} of element type {dt} is not supported (INT8 and UINT8 are)")
+            o.fail(f"{what} of element type {_name(dt)} is not supported (INT8 and UINT8 are)")
     group, out, params = conv_geometry(o, o.entry.op_type, xi, wi)
     maps = o.dims(wi)[0]
     zx = _conv_zero_point(o, zxi, xi, None, "x_zero_point")
@@ -341,7 +349,7 @@ def _per_tensor(o: Node, i: int, what: str, dtype: int) -> ir.Value | None:
         return None
     _one_value(o, i, what)
     if hir.element_dtype(o.input(i)) != dtype:
-        raise ModelError(f"{o.where}: {what} has element type {hir.element_dtype(o.input(i))}; it must be "
+        raise ModelError(f"{o.where}: {what} has element type {_name(hir.element_dtype(o.input(i)))}; it must be "
                          f"{dtype}")
     return emit(o, "hipdnn.alias", [o.input(i)], {}, [[]], [_type(o, dtype, [])]).results[0]
 
@@ -350,7 +358,7 @@ def _dequantized(o: Node, x: int, scale: int, zero_point: int) -> ir.Value:
     """Input x (INT8 or UINT8), dequantized per tensor with its scale and zero point (input positions)."""
     xdt = hir.element_dtype(o.input(x))
     if xdt not in QUANT_TYPES:
-        o.fail(f"input {x} of element type {xdt} is not supported (INT8 and UINT8 are)")
+        o.fail(f"input {x} of element type {_name(xdt)} is not supported (INT8 and UINT8 are)")
     if hir.element_dtype(o.input(scale)) != FLOAT32:
         o.fail("a scale other than FLOAT32 is not supported")
     s = _per_tensor(o, scale, f"input {scale} (a scale)", FLOAT32)
@@ -363,7 +371,7 @@ def _dequantized(o: Node, x: int, scale: int, zero_point: int) -> ir.Value:
 def _requantized(o: Node, v: ir.Value, dims: list[sym.Expr], scale: int, zero_point: int) -> None:
     ydt = o.result_dtype()
     if ydt not in QUANT_TYPES:
-        o.fail(f"an output of element type {ydt} is not supported (INT8 and UINT8 are)")
+        o.fail(f"an output of element type {_name(ydt)} is not supported (INT8 and UINT8 are)")
     s = _per_tensor(o, scale, "y_scale", FLOAT32)
     z = _per_tensor(o, zero_point, "y_zero_point", ydt)
     y = emit(o, QUANTIZE, [v, s] + ([z] if z is not None else []), {"axis": 0, "block_size": 0}, [dims],
@@ -456,7 +464,8 @@ def _qgemm(o: Node) -> None:
         if len(o.dims(i)) != 2:
             raise ModelError(f"{o.where}: {what} has rank {len(o.dims(i))}; QGemm needs 2")
         if hir.element_dtype(o.input(i)) not in QUANT_TYPES:
-            o.fail(f"{what} of element type {hir.element_dtype(o.input(i))} is not supported (INT8 and UINT8 are)")
+            o.fail(f"{what} of element type {_name(hir.element_dtype(o.input(i)))} is not supported "
+                   "(INT8 and UINT8 are)")
     _one_value(o, 1, "a_scale")
 
     def operand(i: int, trans: int) -> tuple[ir.Value, list[sym.Expr]]:
@@ -492,7 +501,8 @@ def _qgemm(o: Node) -> None:
 
     def value(i: int, dims: list[sym.Expr]) -> ir.Value:
         if hir.element_dtype(o.input(i)) != FLOAT32:
-            o.fail(f"input {i} (a scale) of element type {hir.element_dtype(o.input(i))} is not supported (FLOAT32 is)")
+            o.fail(f"input {i} (a scale) of element type {_name(hir.element_dtype(o.input(i)))} is not supported "
+                   "(FLOAT32 is)")
         return emit(o, "hipdnn.alias", [o.input(i)], {}, [dims], [_type(o, FLOAT32, dims)]).results[0]
 
     def mul(x: ir.Value, y: ir.Value, op: str = "MUL") -> ir.Value:
@@ -513,7 +523,7 @@ def _qgemm(o: Node) -> None:
 
     def zero_point(o: Node, ydt: int) -> ir.Value | None:
         if ydt not in QUANT_TYPES:
-            o.fail(f"an output of element type {ydt} is not supported (INT8 and UINT8 are)")
+            o.fail(f"an output of element type {_name(ydt)} is not supported (INT8 and UINT8 are)")
         return _per_tensor(o, 8, "y_zero_point", ydt)
 
     _requantize(o, f32, mult, out, zero_point)

@@ -28,12 +28,14 @@ CONV = register_kernel(Kernel("conv", "kernel_conv", ("group",), params=(Param("
                               same_type=None, arity=(3, 3)))
 POOL = register_kernel(Kernel("pooling", "kernel_pool", ("op", "count_include_pad"), op_enum="pool_op",
                               params=(Param("window", 1, symbolic=True),)))
+MAX_POOL_INDICES = register_kernel(Kernel("max_pool_indices", "kernel_max_pool_indices", ("storage_order",),
+                                          params=(Param("window", 1, symbolic=True),), results=(2, 2)))
 BATCH_NORM = register_kernel(Kernel("batch_norm", "kernel_batch_norm", (), ("epsilon",), same_type=None,
                                     arity=(5, 5)))
 ACTIVATION = register_kernel(Kernel("activation", "kernel_activation", ("op",), ("alpha", "beta"),
                                     op_enum="activation_op"))
 
-FLOAT32, UINT8, INT8 = 1, 2, 3
+FLOAT32, UINT8, INT8, INT64 = 1, 2, 3, 7
 
 # ---------------------------------------------------------------- window geometry (Conv and pooling)
 
@@ -176,6 +178,10 @@ def _pool(o: Node) -> None:
     out = [x[0], x[1], *outs]
     window = {"window": [*kernel, *strides, *begins, *ends, *dilations]}
     dtype = hir.element_dtype(o.input(0))
+    roles = hir.get_ints(o.op, "result_roles", list(range(len(o.op.results))))
+    if is_max and 1 in roles:  # the Indices output: the max_pool_indices kernel
+        _max_pool_indices(o, x, out, dtype, roles, window)
+        return
     if is_max and dtype in (INT8, UINT8):  # quantized MaxPool (QOperator models): exact through float32
         with o.op.context:
             f32 = [ir.Type.parse(hir.tensor_type_str(FLOAT32, d)) for d in (x, out)]
@@ -187,6 +193,29 @@ def _pool(o: Node) -> None:
     replace(o, POOL, [o.input(0)], {"op": op, "count_include_pad": include_pad}, [out], params=window)
 
 
+def _max_pool_indices(o: Node, x: list[sym.Expr], out: list[sym.Expr], dtype: int, roles: list[int],
+                      window: dict) -> None:
+    """MaxPool with its Indices output (INT64, each maximum's flat index into X in storage_order); an
+    INT8/UINT8 input pools through float32 as above."""
+    v = o.input(0)
+    pooled = dtype
+    if dtype in (INT8, UINT8):
+        with o.op.context:
+            f32 = ir.Type.parse(hir.tensor_type_str(FLOAT32, x))
+        v = emit(o, CAST, [v], {"to": FLOAT32}, [x], [f32]).results[0]
+        pooled = FLOAT32
+    with o.op.context:
+        types = [ir.Type.parse(hir.tensor_type_str(pooled, out)), ir.Type.parse(hir.tensor_type_str(INT64, out))]
+    new = emit(o, MAX_POOL_INDICES, [v], {"storage_order": o.attr_int("storage_order", 0)}, [out, out], types,
+               window)
+    y, indices = new.results
+    if pooled != dtype:
+        with o.op.context:
+            back = ir.Type.parse(hir.tensor_type_str(dtype, out))
+        y = emit(o, CAST, [y], {"to": dtype}, [out], [back]).results[0]
+    finish(o, [[y, indices][r] for r in roles])
+
+
 def _global_pool(o: Node) -> None:
     r = _spatial_rank(o, o.entry.op_type)
     x = o.dims(0)
@@ -196,7 +225,7 @@ def _global_pool(o: Node) -> None:
             params={"window": window})
 
 
-register(OpDef("MaxPool", "max_pool", _pool, (POOL, CAST)))
+register(OpDef("MaxPool", "max_pool", _pool, (POOL, CAST, MAX_POOL_INDICES)))
 register(OpDef("AveragePool", "average_pool", _pool, (POOL,)))
 register(OpDef("GlobalMaxPool", "global_max_pool", _global_pool, (POOL,)))
 register(OpDef("GlobalAveragePool", "global_average_pool", _global_pool, (POOL,)))

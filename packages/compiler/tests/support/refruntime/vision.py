@@ -81,6 +81,27 @@ class VisionKernels:
             return np.nansum(taps, axis=axes) / inside.sum(axis=axes)
         return self._kernel(v, run)
 
+    def fn_kernel_max_pool_indices(self, v):
+        def run(i, outs, ints, f):
+            x = i[0].astype(np.float64)
+            r = x.ndim - 2
+            geo = [int(g) for g in i[1]]
+            kernel, strides, pads, _, dilations = (geo[k * r:(k + 1) * r] for k in range(5))
+            spatial = x.shape[2:]
+            size = int(np.prod(spatial, dtype=np.int64))
+            # each position's flat index into X: row-major, or column-major over the spatial dims
+            offset = np.arange(size).reshape(spatial[::-1]).transpose() if ints[0] else np.arange(size).reshape(spatial)
+            index = np.arange(x.shape[0] * x.shape[1]).reshape(x.shape[:2] + (1,) * r) * size + offset
+            out = outs[0].shape[2:]
+            taps, _ = self._windows(x, out, kernel, strides, pads, dilations, -np.inf)
+            where, _ = self._windows(index.astype(np.float64), out, kernel, strides, pads, dilations, -1.0)
+            taps = taps.reshape(taps.shape[:2 + r] + (-1,))
+            where = where.reshape(taps.shape)
+            first = np.argmax(taps, axis=-1)[..., None]  # the first maximum in window order
+            return (np.take_along_axis(taps, first, -1)[..., 0],
+                    np.take_along_axis(where, first, -1)[..., 0].astype(np.int64))
+        return self._kernel_outputs(v, run)
+
     def fn_kernel_batch_norm(self, v):
         def run(i, o, ints, f):
             x, scale, b, mean, var = (a.astype(np.float64) for a in i)

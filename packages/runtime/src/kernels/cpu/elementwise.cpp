@@ -369,12 +369,8 @@ void binary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
       default: fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on BOOL reached the CPU kernel unvalidated");
     }
   }
-  if (args.inputs[0].dtype == HIPDNN_EP_DTYPE_FLOAT64) {  // POW only (the compiler's integer Pow with a float exponent)
-    if (op != HIPDNN_EP_BINARY_OP_POW) {
-      fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on FLOAT64 reached the CPU kernel unvalidated");
-    }
-    return broadcast_binary<double, double>(args.inputs[0], args.inputs[1], args.outputs[0],
-                                            [](double x, double y) { return std::pow(x, y); });
+  if (args.inputs[0].dtype == HIPDNN_EP_DTYPE_FLOAT64) {  // the manifest's FLOAT64 ops (all but MOD and the bitwise ones)
+    return binary_typed<double>(op, args.inputs[0], args.inputs[1], args.outputs[0]);
   }
   if (is_bitwise_binary(op)) {
     dispatch_integer(args.inputs[0].dtype, "binary", [&](auto tag) {

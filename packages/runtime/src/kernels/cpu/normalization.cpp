@@ -155,6 +155,31 @@ void softmax_typed(const T* x, T* y, int64_t outer, int64_t axis_len, int64_t in
   }
 }
 
+// FLOAT64 softmax, computed in double (onnxruntime's double Softmax does): the same passes as
+// softmax_typed's general path, one column set at a time.
+void softmax_double(const double* x, double* y, int64_t outer, int64_t axis_len, int64_t inner) {
+  std::vector<double> maxima(static_cast<size_t>(inner));
+  std::vector<double> sums(static_cast<size_t>(inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const int64_t base = o * axis_len * inner;
+    std::fill(maxima.begin(), maxima.end(), -std::numeric_limits<double>::infinity());
+    std::fill(sums.begin(), sums.end(), 0.0);
+    for (int64_t a = 0; a < axis_len; ++a) {
+      for (int64_t i = 0; i < inner; ++i) maxima[i] = std::fmax(maxima[i], x[base + a * inner + i]);
+    }
+    for (int64_t a = 0; a < axis_len; ++a) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const double e = std::exp(x[base + a * inner + i] - maxima[i]);
+        y[base + a * inner + i] = e;
+        sums[i] += e;
+      }
+    }
+    for (int64_t a = 0; a < axis_len; ++a) {
+      for (int64_t i = 0; i < inner; ++i) y[base + a * inner + i] /= sums[i];
+    }
+  }
+}
+
 // The value of an optional parameter tensor (Scale or B) broadcast over the
 // normalized dims, as a dense float vector of `size` entries.
 std::vector<float> broadcast_param(const hipdnn_ep_tensor_ref_t& t, const Dims& normalized, float absent_value) {
@@ -226,6 +251,10 @@ void softmax(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const int64_t outer = dims_product(dims, 0, axis);
   const int64_t inner = dims_product(dims, axis + 1, dims.size());
   if (element_count(dims) == 0) return;
+  if (in.dtype == HIPDNN_EP_DTYPE_FLOAT64) {
+    return softmax_double(static_cast<const double*>(in.data), static_cast<double*>(args.outputs[0].data), outer,
+                          dims[axis], inner);
+  }
   dispatch_float(in.dtype, "softmax", [&](auto tag) {
     using T = typename decltype(tag)::type;
     softmax_typed(static_cast<const T*>(in.data), static_cast<T*>(args.outputs[0].data), outer, dims[axis], inner);

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -25,6 +26,17 @@ decltype(auto) dispatch_int8(int32_t dtype, const char* what, Fn&& fn) {
     default: break;
   }
   fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
+}
+
+// The quantized types of quantize_linear and dequantize_linear (matmul_integer stays 8-bit).
+template <typename Fn>
+decltype(auto) dispatch_quant(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_INT16: return fn(TypeTag<int16_t>{});
+    case HIPDNN_EP_DTYPE_UINT16: return fn(TypeTag<uint16_t>{});
+    default: break;
+  }
+  return dispatch_int8(dtype, what, std::forward<Fn>(fn));
 }
 
 template <typename Q>
@@ -53,7 +65,7 @@ void quantize_linear(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
     using T = typename decltype(xtag)::type;
     const T* x = static_cast<const T*>(args.inputs[0].data);
     const T* scale = static_cast<const T*>(args.inputs[1].data);
-    dispatch_int8(args.outputs[0].dtype, "quantize_linear", [&](auto qtag) {
+    dispatch_quant(args.outputs[0].dtype, "quantize_linear", [&](auto qtag) {
       using Q = typename decltype(qtag)::type;
       const Q* z = zp ? static_cast<const Q*>(args.inputs[2].data) : nullptr;
       Q* y = static_cast<Q*>(args.outputs[0].data);
@@ -72,7 +84,8 @@ void dequantize_linear(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) 
   const bool zp = has_zero_point(args);
   dispatch_any(args.inputs[0].dtype, "dequantize_linear", [&](auto qtag) {
     using Q = typename decltype(qtag)::type;
-    if constexpr (std::is_same_v<Q, int8_t> || std::is_same_v<Q, uint8_t> || std::is_same_v<Q, int32_t>) {
+    if constexpr (std::is_same_v<Q, int8_t> || std::is_same_v<Q, uint8_t> || std::is_same_v<Q, int16_t> ||
+                  std::is_same_v<Q, uint16_t> || std::is_same_v<Q, int32_t>) {
       const Q* x = static_cast<const Q*>(args.inputs[0].data);
       const Q* z = zp ? static_cast<const Q*>(args.inputs[2].data) : nullptr;
       dispatch_float(args.inputs[1].dtype, "dequantize_linear", [&](auto stag) {

@@ -104,6 +104,66 @@ void pool(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   });
 }
 
+void max_pool_indices(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const hipdnn_ep_tensor_ref_t& xt = args.inputs[0];
+  const PoolGeometry g = pool_geometry(args);
+  const bool column_major = args.int_attrs[HIPDNN_EP_KERNEL_MAX_POOL_INDICES_INT_ATTR_STORAGE_ORDER] != 0;
+  const Dims x = dims_of(xt);
+  const int64_t planes = x[0] * x[1];
+  const int64_t in_size = g.in[0] * g.in[1] * g.in[2];
+  const int64_t out_size = g.out[0] * g.out[1] * g.out[2];
+  // a position's offset in its plane: row-major, or column-major over the spatial dims (the missing
+  // leading dims have size 1, so their strides change nothing)
+  const std::array<int64_t, 3> step = column_major ? std::array<int64_t, 3>{1, g.in[0], g.in[0] * g.in[1]}
+                                                   : std::array<int64_t, 3>{g.in[1] * g.in[2], g.in[2], 1};
+  auto* ip = static_cast<int64_t*>(args.outputs[1].data);
+  dispatch_float(xt.dtype, "max_pool_indices", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = static_cast<const T*>(xt.data);
+    T* yp = static_cast<T*>(args.outputs[0].data);
+    for (int64_t p = 0; p < planes; ++p) {
+      const T* src = xp + p * in_size;
+      for (int64_t o = 0; o < out_size; ++o) {
+        const std::array<int64_t, 3> pos{o / (g.out[1] * g.out[2]), (o / g.out[2]) % g.out[1], o % g.out[2]};
+        float best = -std::numeric_limits<float>::infinity();
+        int64_t where = -1;
+        // per dim: the first tap's position; the taps inside X, [lo, hi)
+        std::array<int64_t, 3> first{}, lo{}, hi{};
+        for (int d = 0; d < 3; ++d) {
+          const int64_t start = pos[d] * g.stride[d] - g.pad[d];
+          lo[d] = g.kernel[d];
+          hi[d] = 0;
+          for (int64_t t = 0; t < g.kernel[d]; ++t) {
+            const int64_t i = start + t * g.dilation[d];
+            if (i >= 0 && i < g.in[d]) {
+              lo[d] = std::min(lo[d], t);
+              hi[d] = t + 1;
+            }
+          }
+          first[d] = start;
+        }
+        for (int64_t a = lo[0]; a < hi[0]; ++a) {
+          const int64_t i0 = first[0] + a * g.dilation[0];
+          for (int64_t b = lo[1]; b < hi[1]; ++b) {
+            const int64_t i1 = first[1] + b * g.dilation[1];
+            for (int64_t c = lo[2]; c < hi[2]; ++c) {
+              const int64_t i2 = first[2] + c * g.dilation[2];
+              const float v = load(src, (i0 * g.in[1] + i1) * g.in[2] + i2);
+              // the first maximum (strictly greater replaces it); the first NaN stays
+              if (where < 0 || (!std::isnan(best) && (v > best || std::isnan(v)))) {
+                best = v;
+                where = i0 * step[0] + i1 * step[1] + i2 * step[2];
+              }
+            }
+          }
+        }
+        store(yp + p * out_size, o, best);
+        ip[p * out_size + o] = where < 0 ? -1 : p * in_size + where;
+      }
+    }
+  });
+}
+
 void batch_norm(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& xt = args.inputs[0];
   const Dims x = dims_of(xt);

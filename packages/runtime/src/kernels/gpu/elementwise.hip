@@ -97,6 +97,8 @@ struct BinaryOp {
         } else {
           return static_cast<C>(x % y);
         }
+      } else if constexpr (std::is_same_v<C, double>) {
+        return fmod(x, y);
       } else {
         return static_cast<C>(fmodf(x, y));
       }
@@ -470,11 +472,8 @@ void binary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
       default: fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on BOOL reached the GPU kernel unvalidated");
     }
   }
-  if (args.inputs[0].dtype == HIPDNN_EP_DTYPE_FLOAT64) {  // POW only (the compiler's integer Pow with a float exponent)
-    if (op != HIPDNN_EP_BINARY_OP_POW) {
-      fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " on FLOAT64 reached the GPU kernel unvalidated");
-    }
-    return launch_binary<double, double, HIPDNN_EP_BINARY_OP_POW>(state, args.inputs[0], args.inputs[1], args.outputs[0]);
+  if (args.inputs[0].dtype == HIPDNN_EP_DTYPE_FLOAT64) {  // the manifest's FLOAT64 ops (all but MOD and the bitwise ones)
+    return binary_typed<double>(state, op, args.inputs[0], args.inputs[1], args.outputs[0]);
   }
   if (op >= HIPDNN_EP_BINARY_OP_BITWISE_AND && op <= HIPDNN_EP_BINARY_OP_SHIFT_RIGHT) {
     dispatch_integer(args.inputs[0].dtype, "binary", [&](auto tag) {

@@ -23,38 +23,52 @@ namespace {
 
 struct MaxOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+  __device__ __forceinline__ double operator()(double a, double b) const { return fmax(a, b); }
 };
 struct SumOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+  __device__ __forceinline__ double operator()(double a, double b) const { return a + b; }
 };
+
+// Softmax computes in float, FLOAT64 in double (as the CPU backend).
+template <typename T>
+using SoftmaxAcc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+__device__ __forceinline__ float softmax_exp(float v) { return expf(v); }
+__device__ __forceinline__ double softmax_exp(double v) { return exp(v); }
 
 // Softmax over the last axis: one block per row.
 template <typename T>
 __global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t len) {
-  __shared__ float shared[kBlock];
+  using A = SoftmaxAcc<T>;
+  __shared__ A shared[kBlock];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * len;
     T* yr = y + r * len;
-    float m = -INFINITY;
-    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) m = fmaxf(m, load(xr, i));
+    A m = -INFINITY;
+    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) m = MaxOp{}(m, static_cast<A>(load(xr, i)));
     m = block_reduce(m, MaxOp{}, shared);
-    float sum = 0.0f;
-    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) sum += expf(load(xr, i) - m);
+    A sum = 0;
+    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) sum += softmax_exp(static_cast<A>(load(xr, i)) - m);
     sum = block_reduce(sum, SumOp{}, shared);
-    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) store(yr, i, expf(load(xr, i) - m) / sum);
+    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
+      store(yr, i, softmax_exp(static_cast<A>(load(xr, i)) - m) / sum);
+    }
   }
 }
 
 // Softmax over a middle axis of [outer, len, inner]: one thread per column.
 template <typename T>
 __global__ void softmax_columns_kernel(const T* x, T* y, int64_t outer, int64_t len, int64_t inner) {
+  using A = SoftmaxAcc<T>;
   HIPDNN_EP_GRID_STRIDE(c, outer * inner) {
     const int64_t base = (c / inner) * len * inner + c % inner;
-    float m = -INFINITY;
-    for (int64_t a = 0; a < len; ++a) m = fmaxf(m, load(x, base + a * inner));
-    float sum = 0.0f;
-    for (int64_t a = 0; a < len; ++a) sum += expf(load(x, base + a * inner) - m);
-    for (int64_t a = 0; a < len; ++a) store(y, base + a * inner, expf(load(x, base + a * inner) - m) / sum);
+    A m = -INFINITY;
+    for (int64_t a = 0; a < len; ++a) m = MaxOp{}(m, static_cast<A>(load(x, base + a * inner)));
+    A sum = 0;
+    for (int64_t a = 0; a < len; ++a) sum += softmax_exp(static_cast<A>(load(x, base + a * inner)) - m);
+    for (int64_t a = 0; a < len; ++a) {
+      store(y, base + a * inner, softmax_exp(static_cast<A>(load(x, base + a * inner)) - m) / sum);
+    }
   }
 }
 
@@ -302,7 +316,7 @@ void softmax(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const int64_t len = dims[axis];
   if (element_count(dims) == 0) return;
   const hipStream_t stream = current_stream(state);
-  dispatch_float_gpu(in.dtype, "softmax", [&](auto tag) {
+  auto launch = [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* x = static_cast<const T*>(in.data);
     T* y = static_cast<T*>(args.outputs[0].data);
@@ -311,7 +325,9 @@ void softmax(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
     } else {
       softmax_columns_kernel<<<grid_for(outer * inner), kBlock, 0, stream>>>(x, y, outer, len, inner);
     }
-  });
+  };
+  if (in.dtype == HIPDNN_EP_DTYPE_FLOAT64) launch(TypeTag<double>{});
+  else dispatch_float_gpu(in.dtype, "softmax", launch);
   check_launch("softmax");
 }
 

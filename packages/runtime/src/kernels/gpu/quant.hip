@@ -6,6 +6,7 @@
 // nothing is read back on the host. matmul_integer computes one output element per thread.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/gpu_device.h"
@@ -26,8 +27,27 @@ decltype(auto) dispatch_int8_gpu(int32_t dtype, const char* what, Fn&& fn) {
   fail(HIPDNN_EP_STATUS_UNSUPPORTED, std::string(what) + " does not support dtype " + dtype_name(dtype));
 }
 
+// The quantized types of quantize_linear and dequantize_linear (matmul_integer stays 8-bit).
+template <typename Fn>
+decltype(auto) dispatch_quant_gpu(int32_t dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case HIPDNN_EP_DTYPE_INT16: return fn(TypeTag<int16_t>{});
+    case HIPDNN_EP_DTYPE_UINT16: return fn(TypeTag<uint16_t>{});
+    default: break;
+  }
+  return dispatch_int8_gpu(dtype, what, std::forward<Fn>(fn));
+}
+
 template <typename Q>
 struct Range;
+template <>
+struct Range<int16_t> {
+  static constexpr float lo = -32768.0f, hi = 32767.0f;
+};
+template <>
+struct Range<uint16_t> {
+  static constexpr float lo = 0.0f, hi = 65535.0f;
+};
 template <>
 struct Range<int8_t> {
   static constexpr float lo = -128.0f, hi = 127.0f;
@@ -147,7 +167,7 @@ void quantize_linear(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& ar
   const hipStream_t stream = current_stream(state);
   dispatch_float_gpu(args.inputs[0].dtype, "quantize_linear", [&](auto xtag) {
     using T = typename decltype(xtag)::type;
-    dispatch_int8_gpu(args.outputs[0].dtype, "quantize_linear", [&](auto qtag) {
+    dispatch_quant_gpu(args.outputs[0].dtype, "quantize_linear", [&](auto qtag) {
       using Q = typename decltype(qtag)::type;
       quantize_kernel<<<grid_for(n), kBlock, 0, stream>>>(
           static_cast<const T*>(args.inputs[0].data), static_cast<const T*>(args.inputs[1].data),
@@ -174,7 +194,7 @@ void dequantize_linear(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& 
   if (args.inputs[0].dtype == HIPDNN_EP_DTYPE_INT32) {
     launch(TypeTag<int32_t>{});
   } else {
-    dispatch_int8_gpu(args.inputs[0].dtype, "dequantize_linear", launch);
+    dispatch_quant_gpu(args.inputs[0].dtype, "dequantize_linear", launch);
   }
   check_launch("dequantize_linear");
 }

@@ -246,6 +246,7 @@ void reduce(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
   const std::vector<bool> is_reduced = reduced_dims(args.inputs[1], static_cast<size_t>(in.rank));
   const int64_t op = args.int_attrs[HIPDNN_EP_KERNEL_REDUCE_INT_ATTR_OP];
+  if (in.dtype == HIPDNN_EP_DTYPE_FLOAT64) return reduce_typed<double>(state, op, in, is_reduced, args.outputs[0]);
   dispatch_numeric_gpu(in.dtype, "reduce", [&](auto tag) {
     reduce_typed<typename decltype(tag)::type>(state, op, in, is_reduced, args.outputs[0]);
   });

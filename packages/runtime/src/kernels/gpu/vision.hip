@@ -103,7 +103,95 @@ __global__ void activation_kernel(const T* x, T* y, int64_t n, int64_t op, float
   HIPDNN_EP_GRID_STRIDE(i, n) { store(y, i, activate(op, load(x, i), alpha, beta)); }
 }
 
+// MaxPool with its Indices: the first maximum in window order (the first NaN stays), its flat index
+// into X (spatial offset row-major, or column-major with `step` so), as the CPU backend.
+template <typename T>
+__global__ void max_pool_indices_kernel(const T* x, T* y, int64_t* indices, PoolParams g, int64_t planes, int64_t step0,
+                                        int64_t step1, int64_t step2) {
+  const int64_t in_size = g.in[0] * g.in[1] * g.in[2];
+  const int64_t out_size = g.out[0] * g.out[1] * g.out[2];
+  HIPDNN_EP_GRID_STRIDE(e, planes * out_size) {
+    const int64_t plane = e / out_size;
+    const int64_t o = e % out_size;
+    const int64_t pos[3] = {o / (g.out[1] * g.out[2]), (o / g.out[2]) % g.out[1], o % g.out[2]};
+    int64_t first[3], lo[3], hi[3];
+    for (int d = 0; d < 3; ++d) {
+      first[d] = pos[d] * g.stride[d] - g.pad[d];
+      lo[d] = g.kernel[d];
+      hi[d] = 0;
+      for (int64_t t = 0; t < g.kernel[d]; ++t) {
+        const int64_t i = first[d] + t * g.dilation[d];
+        if (i >= 0 && i < g.in[d]) {
+          lo[d] = t < lo[d] ? t : lo[d];
+          hi[d] = t + 1;
+        }
+      }
+    }
+    const T* src = x + plane * in_size;
+    float best = -INFINITY;
+    int64_t where = -1;
+    for (int64_t a = lo[0]; a < hi[0]; ++a) {
+      const int64_t i0 = first[0] + a * g.dilation[0];
+      for (int64_t b = lo[1]; b < hi[1]; ++b) {
+        const int64_t i1 = first[1] + b * g.dilation[1];
+        for (int64_t c = lo[2]; c < hi[2]; ++c) {
+          const int64_t i2 = first[2] + c * g.dilation[2];
+          const float v = load(src, (i0 * g.in[1] + i1) * g.in[2] + i2);
+          if (where < 0 || (!isnan(best) && (v > best || isnan(v)))) {
+            best = v;
+            where = i0 * step0 + i1 * step1 + i2 * step2;
+          }
+        }
+      }
+    }
+    store(y, e, best);
+    indices[e] = where < 0 ? -1 : plane * in_size + where;
+  }
+}
+
+PoolParams pool_params(const hipdnn_ep_kernel_args_t& args) {
+  const Dims x = dims_of(args.inputs[0]);
+  const Dims y = dims_of(args.outputs[0]);
+  const auto* geo = static_cast<const int64_t*>(args.inputs[1].data);  // host memory
+  const size_t r = x.size() - 2;
+  PoolParams g{};
+  for (int d = 0; d < 3; ++d) {
+    g.in[d] = g.out[d] = g.kernel[d] = g.stride[d] = g.dilation[d] = 1;
+    g.pad[d] = g.pad_end[d] = 0;
+  }
+  const size_t first = 3 - r;
+  for (size_t d = 0; d < r; ++d) {
+    g.in[first + d] = x[2 + d];
+    g.out[first + d] = y[2 + d];
+    g.kernel[first + d] = geo[d];
+    g.stride[first + d] = geo[r + d];
+    g.pad[first + d] = geo[2 * r + d];
+    g.pad_end[first + d] = geo[3 * r + d];
+    g.dilation[first + d] = geo[4 * r + d];
+  }
+  return g;
+}
+
 }  // namespace
+
+void max_pool_indices(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  const Dims x = dims_of(args.inputs[0]);
+  const int64_t n = element_count(args.outputs[0]);
+  if (n == 0) return;
+  const PoolParams g = pool_params(args);
+  const bool column_major = args.int_attrs[HIPDNN_EP_KERNEL_MAX_POOL_INDICES_INT_ATTR_STORAGE_ORDER] != 0;
+  const int64_t step0 = column_major ? 1 : g.in[1] * g.in[2];
+  const int64_t step1 = column_major ? g.in[0] : g.in[2];
+  const int64_t step2 = column_major ? g.in[0] * g.in[1] : 1;
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "max_pool_indices", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    max_pool_indices_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        static_cast<const T*>(args.inputs[0].data), static_cast<T*>(args.outputs[0].data),
+        static_cast<int64_t*>(args.outputs[1].data), g, x[0] * x[1], step0, step1, step2);
+  });
+  check_launch("max_pool_indices");
+}
 
 void pool(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const Dims x = dims_of(args.inputs[0]);
