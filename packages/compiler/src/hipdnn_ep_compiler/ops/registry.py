@@ -62,6 +62,8 @@ class Kernel:
     same_type: tuple[int, ...] | None = ()
     # How messages name an operand whose element-type rule is its own ("the condition", "indices").
     labels: dict[int, str] = field(default_factory=dict)
+    # Values of int/float attributes that an emitter may leave out (Cast's saturate: 1).
+    defaults: dict[str, int | float] = field(default_factory=dict)
 
     @property
     def op_name(self) -> str:
