@@ -181,3 +181,18 @@ def test_float4_is_refused_naming_why(tmp_path):
                        [("y", T.FLOAT, [4])], opset=23)
     with pytest.raises(UnsupportedError, match="FLOAT4E2M1, which hipdnn-ep does not support .*packed"):
         compile_model(model, tmp_path / "art")
+
+
+@pytest.mark.parametrize(("abi", "ints"), [("1.2", [[]]), ("1.3", [[0]])])
+def test_cast_passes_saturate_only_from_abi_1_3(abi, ints, refruntime, tmp_path, monkeypatch):
+    """Runtimes of ABI 1.1/1.2 validate a cast call with no int attributes: the lowering leaves saturate out."""
+    model = _cast_model(T.FLOAT, T.INT32, 0)
+    info = compile_model(model, tmp_path / "art", abi=abi)
+    seen = []
+    kernel_args = refruntime.kernel_args
+    monkeypatch.setattr(refruntime, "kernel_args", lambda p: (r := kernel_args(p), seen.append(list(r[2])))[0])
+    x = _floats()
+    x[~np.isfinite(x) | (np.abs(x) > 1e9)] = 1.0
+    (got,) = refruntime.run(info.program, [x])
+    np.testing.assert_array_equal(got, x.astype(np.int32))
+    assert seen == ints
