@@ -481,6 +481,21 @@ def _input_values(value: ir.Value) -> list[sym.Expr] | None:
     return [sym.input_value(i, k) for k in range(n)]
 
 
+def counted_input_values(value: ir.Value, n: int) -> list[sym.Expr] | None:
+    """A 1-D int32/int64 program input of symbolic length read as its first n elements (n at most
+    HOST_READABLE_INPUT_ELEMENTS), for an op that knows how many it needs (axes whose count the result's
+    rank gives): the caller requires the length to be n.  The program copies at most n elements and
+    zero-fills the rest of the scratch range, so a shorter feed is refused by that check without reading
+    past it or computing with stale values."""
+    if not is_block_arg(value) or n > HOST_READABLE_INPUT_ELEMENTS:
+        return None
+    t = ir.RankedTensorType(value.type)
+    if str(t.element_type) not in ("i64", "i32") or t.rank != 1 or t.has_static_shape:
+        return None
+    i = ir.BlockArgument(value).arg_number
+    return [sym.input_value(i, k) for k in range(n)]
+
+
 def users(value: ir.Value) -> list[ir.Operation]:
     return [u.owner for u in value.uses]
 

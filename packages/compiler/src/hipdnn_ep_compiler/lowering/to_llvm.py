@@ -355,14 +355,18 @@ class _Lowering:
         # small integer inputs read on the host (Reshape targets, Slice starts fed as graph inputs)
         self.input_values: dict[int, tuple[str, str]] = {}
         d2h = self.enum_value(self.abi.name("memcpy_kind"), "DEVICE_TO_HOST")
-        for i, slot in hir.get_json_pairs(hir.main_func(self.module), "hipdnn.input_value_slots"):
+        for i, slot, n in hir.get_json_pairs(hir.main_func(self.module), "hipdnn.input_value_slots"):
             arg = block.arguments[i]
             elem = "i64" if hir.element_dtype(arg) == hir.INT64 else "i32"
-            t = ir.RankedTensorType(arg.type)
-            n = t.shape[0] if t.rank == 1 else 1
+            width = 8 if elem == "i64" else 4
             dst = e.gep(self.scratch, 8 * slot)
-            self.call(rc.MEMCPY, [self.state, dst, self.data[arg], e.const(n * (8 if elem == "i64" else 4)),
-                                  e.const(d2h, "i32")])
+            if ir.RankedTensorType(arg.type).has_static_shape:
+                size = e.const(n * width)
+            else:  # symbolic length (hir.counted_input_values): at most n elements, the rest zero
+                for k in range(n):
+                    e.store(e.const(0), e.gep(dst, 8 * k))
+                size = self.expr(sym.mul(sym.minimum(sym.input_dim(i, 0), n), width))
+            self.call(rc.MEMCPY, [self.state, dst, self.data[arg], size, e.const(d2h, "i32")])
             self.input_values[i] = (dst, elem)
         # the shape relations the model promises hold before anything is sized from them
         # (the runtime names the first failing one from the metadata's copy of this list)
@@ -482,6 +486,9 @@ class _Lowering:
             if p.symbolic:
                 vals = hir.param_values(op, p.attr)
                 ptr = self.int_array(vals, hir.get_int(op, p.slot_attr))
+                if p.counted:  # [count, values...]: a rank-1 ref of `count` values, its dims the count
+                    inputs.append((self.e.gep(ptr, 8), ptr, 1, hir.INT64))
+                    continue
             else:
                 vals = hir.get_ints(op, p.attr)
                 ptr = self.const_array(vals)

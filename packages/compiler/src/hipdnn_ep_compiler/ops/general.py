@@ -16,6 +16,7 @@ from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
+from . import host_axes
 from .mask import FILL, _chain, _fill_bits
 from .node import Node, emit, finish, norm_axis, replace
 from .onnx import BINARY, REDUCE, UNARY, _reduce, _unary
@@ -67,7 +68,10 @@ register(OpDef("Mean", "mean", _sum_mean, (BINARY, FILL)))
 def _reduce_general(o: Node) -> None:
     # noop_with_empty_axes with no axes reduces nothing; ONNX still applies the element map
     # (ReduceL1 of x is |x|, ReduceSumSquare x * x, ReduceLogSum log(x)).
-    axes = o.const_ints(1, "the reduction axes") if o.input(1) is not None else o.attr_ints("axes")
+    axes = o.host(1) if o.input(1) is not None else o.attr_ints("axes")
+    if o.input(1) is not None and axes is None:
+        _reduce(o)  # refuses: the axes are not readable
+        return
     if not axes and o.attr_int("noop_with_empty_axes", 0):
         key = o.entry.enum_key
         x, d = o.input(0), o.dims(0)
@@ -207,6 +211,13 @@ def _pads(o: Node, rank: int) -> list[sym.Expr]:
         pads = o.attr_ints("pads")
         if pads is None:
             raise ModelError(f"{o.where}: Pad has neither a pads input nor a pads attribute")
+    if host_axes.fed(o, 3):  # axes read at run time: each axis' pads placed by host selects
+        ax = host_axes.axes(o, 3, rank)
+        if len(pads) != 2 * len(ax):
+            raise ModelError(f"{o.where}: pads has {len(pads)} entries for {len(ax)} axes; it needs {2 * len(ax)}")
+        n = len(ax)
+        return [sym.add(0, *(sym.select_zero(sym.sub(a, i), pads[half * n + j], 0) for j, a in enumerate(ax)))
+                for half in (0, 1) for i in range(rank)]
     axes = o.const_ints(3, "the axes") if o.input(3) is not None else None
     if axes is None:
         axes = list(range(rank))
@@ -248,7 +259,8 @@ def _pad(o: Node) -> None:
             for p in (pads[i], pads[len(d) + i]):
                 if isinstance(p, int) and p <= 0:
                     continue
-                text = checks.Text(sym.add(p, 1), x)
+                # a pad <= 0 reflects nothing (a fed pad may be): 0 <= x then holds
+                text = checks.Text(sym.select_negative(sym.add(p, -1), 0, sym.add(p, 1)), x)
                 o.require("le", text.values, f"reflect pad {{0}} - 1 on axis {i} must be below the axis size {{1}}")
     value = _pad_value(o)
     replace(o, PAD, [o.input(0), value], {"mode": _PAD_MODES[mode]}, [out], params={"pads": pads})

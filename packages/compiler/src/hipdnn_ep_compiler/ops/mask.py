@@ -19,6 +19,7 @@ from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
+from . import host_axes
 from .node import (
     HOST_INT_TYPES,
     Node,
@@ -301,6 +302,9 @@ register(OpDef("ConstantOfShape", "constant_of_shape", _constant_of_shape, (FILL
 
 def _cumsum(o: Node) -> None:
     d = o.dims(0)
+    if host_axes.fed(o, 1):
+        _cumsum_fed_axis(o, d)
+        return
     axis = o.const_ints(1, "the axis")
     if axis is None or len(axis) != 1 or len(o.dims(1)) > 1:
         raise ModelError(f"{o.where}: the axis must be one value (a scalar or a 1-element tensor)")
@@ -309,7 +313,27 @@ def _cumsum(o: Node) -> None:
     replace(o, CUMSUM, [o.input(0)], attrs, [d])
 
 
-register(OpDef("CumSum", "cumsum", _cumsum, (CUMSUM,)))
+def _cumsum_fed_axis(o: Node, d: list[sym.Expr]) -> None:
+    """The axis read at run time: a cumsum over the last axis between two transposes whose permutation
+    (the fed axis moved last, then back) is written at run time (ops/host_axes.py)."""
+    ax = host_axes.axes(o, 1, len(d), "axis")
+    if len(ax) != 1:
+        raise ModelError(f"{o.where}: the axis must be one value (a scalar or a 1-element tensor)")
+    attrs = {"axis": len(d) - 1, "exclusive": int(o.attr_int("exclusive", 0) != 0),
+             "reverse": int(o.attr_int("reverse", 0) != 0)}
+    if len(d) == 1:  # the one axis (its range is checked)
+        replace(o, CUMSUM, [o.input(0)], attrs, [d])
+        return
+    fwd, inv = host_axes.last_perm(len(d), ax[0])
+    moved = [host_axes.pick(d, p) for p in fwd]
+    t = o.op.results[0].type
+    x = emit(o, host_axes.TRANSPOSE_PERM, [o.input(0)], {}, [moved], [t], params={"perm": fwd}).results[0]
+    x = emit(o, CUMSUM, [x], attrs, [moved], [t]).results[0]
+    x = emit(o, host_axes.TRANSPOSE_PERM, [x], {}, [d], [t], params={"perm": inv}).results[0]
+    finish(o, [x])
+
+
+register(OpDef("CumSum", "cumsum", _cumsum, (CUMSUM, host_axes.TRANSPOSE_PERM)))
 
 
 def _trilu(o: Node) -> None:
@@ -362,6 +386,8 @@ register(OpDef("Flatten", "flatten", _flatten))
 
 
 def _split_sizes(o: Node, dim: sym.Expr, n_out: int) -> list[sym.Expr]:
+    if host_axes.fed(o, 1):
+        return _fed_split_sizes(o, dim, n_out)
     sizes = o.const_ints(1, "split") if o.input(1) is not None else o.attr_ints("split")
     if sizes:
         if len(sizes) != n_out:
@@ -383,6 +409,25 @@ def _split_sizes(o: Node, dim: sym.Expr, n_out: int) -> list[sym.Expr]:
     text = checks.Text(last)
     o.require("nonneg", text.values, f"the last of {num} parts would have {{0}} elements")
     return [chunk] * (num - 1) + [last]
+
+
+def _fed_split_sizes(o: Node, dim: sym.Expr, n_out: int) -> list[sym.Expr]:
+    """Split sizes read on the host at run time: each >= 0 and their sum the axis' size, checked by the
+    program before anything runs (each output is a slice at a run-time start)."""
+    sizes = host_axes.values(o, 1, "split", n_out)
+    if len(o.dims(1)) != 1:
+        raise ModelError(f"{o.where}: the split input has rank {len(o.dims(1))}; it must be 1-D")
+    if len(sizes) != n_out:
+        raise ModelError(f"{o.where}: split has {len(sizes)} entries for {n_out} outputs")
+    for k, s in enumerate(sizes):
+        if isinstance(s, int) and s < 0:
+            raise ModelError(f"{o.where}: split entry {k} is {s}; sizes must be >= 0")
+        if not isinstance(s, int):
+            text = checks.Text(s)
+            o.require("nonneg", text.values, f"split entry {k} is {{0}}; sizes must be >= 0")
+    text = checks.Text(sym.add(0, *sizes), dim)
+    o.require("eq", text.values, f"split sizes {text.dims(sizes)} add up to {{0}} but the axis has size {{1}}")
+    return list(sizes)
 
 
 def _split(o: Node) -> None:

@@ -13,6 +13,7 @@ from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
+from . import host_axes
 from .node import (
     HOST_INT_TYPES,
     Node,
@@ -45,6 +46,9 @@ REDUCE = register_kernel(Kernel("reduce", "kernel_reduce", ("op",), op_enum="red
 TRANSPOSE = register_kernel(Kernel("transpose", "kernel_transpose", params=(Param("perm", 1),)))
 CONCAT = register_kernel(Kernel("concat", "kernel_concat", ("axis",), same_type=None, arity=(1, None)))
 SLICE = register_kernel(Kernel("slice", "kernel_slice", params=(Param("starts", 1, symbolic=True), Param("steps", 2))))
+# Slice with its steps fed as a graph input: both parameter arrays written at run time (ops/host_axes.py).
+SLICE_STEPS = register_kernel(Kernel("slice_steps", "kernel_slice", params=(
+    Param("starts", 1, symbolic=True), Param("steps", 2, symbolic=True)), shown="slice"))
 GATHER = register_kernel(Kernel("gather", "kernel_gather", ("axis",), labels={1: "indices"}, arity=(2, 2)))
 EXPAND = register_kernel(Kernel("expand", "kernel_expand"))
 
@@ -276,6 +280,19 @@ register(OpDef("LayerNormalization", "layer_norm", _layer_norm, (LAYER_NORM, RED
 
 def _reduce(o: Node) -> None:
     d = o.dims(0)
+    if host_axes.fed(o, 1):  # axes fed as a graph input: known at run time
+        keep = o.attr_int("keepdims", 1) == 1
+        counted = host_axes.counted_reduction(o, d) if keep and o.host(1) is None else None
+        if counted is not None:
+            replace(o, host_axes.REDUCE_AXES_COUNTED, [o.input(0)], {"op": o.entry.enum_key}, [counted[0]],
+                    params={"axes": counted[1]})
+            return
+        out_rank = host_axes.result_rank(o)
+        count = len(d) - out_rank if not keep and out_rank is not None else None
+        ax = host_axes.axes(o, 1, len(d), "reduction axes", count)
+        replace(o, host_axes.REDUCE_AXES, [o.input(0)], {"op": o.entry.enum_key},
+                [host_axes.reduced(d, ax, keep)], params={"axes": ax})
+        return
     axes = o.const_ints(1, "the reduction axes")
     if axes is not None and len(o.dims(1)) != 1:
         raise ModelError(f"{o.where}: the axes input has rank {len(o.dims(1))}; it must be 1-D")
@@ -384,6 +401,18 @@ def _alias_like(o: Node) -> None:
             o.fail("the target shape must be computable from input shapes and constants")
         dims = _reshape_dims(o, src, target)
         _require_same_size(o, src, target, dims)
+    elif o.kind == "unsqueeze" and host_axes.fed(o, 1):
+        count = len(o.host(1)) if o.host(1) is not None else None
+        out_rank = host_axes.result_rank(o)
+        if count is None and out_rank is not None and out_rank > len(src):
+            count = out_rank - len(src)
+        dims = host_axes.inserted(src, host_axes.axes(o, 1, len(src) + (count or 0), count=count))
+    elif o.kind == "squeeze" and host_axes.fed(o, 1):
+        out_rank = host_axes.result_rank(o)
+        count = len(src) - out_rank if out_rank is not None and out_rank < len(src) else None
+        ax = host_axes.axes(o, 1, len(src), count=count)
+        host_axes.require_squeezable(o, src, ax)
+        dims = host_axes.kept(src, ax)
     elif o.kind == "unsqueeze":
         axes = o.const_ints(1, "the axes") if o.input(1) is not None else o.attr_ints("axes")
         if not axes:
@@ -409,7 +438,7 @@ def _alias_like(o: Node) -> None:
                                              "Squeeze removes only axes of size 1")
         dims = [x for i, x in enumerate(src) if i not in axes]
     vals = o.host(0)
-    if vals is not None:
+    if vals is not None and all(isinstance(x, int) for x in dims):
         host_tensor(o, vals, dims)
         return
     replace(o, "hipdnn.alias", [o.input(0)], {}, [dims])
@@ -478,31 +507,84 @@ def _to_the_end(end: sym.Expr, last: sym.Expr, clamped: sym.Expr) -> sym.Expr:
                            sym.select_zero(sym.add(above, -(2**31 - 1)), last, clamped))
 
 
+def _slice_span(s: sym.Expr, e: sym.Expr, positive: bool, dim: sym.Expr) -> tuple[sym.Expr, sym.Expr]:
+    """One Slice entry's first index and span on an axis of size dim, for a step of the given sign."""
+    if positive:
+        s = _clamp_index(s, dim, 0, dim)
+        e = _to_the_end(e, dim, _clamp_index(e, dim, 0, dim))
+        return s, sym.maximum(sym.sub(e, s), 0)
+    s = _clamp_index(s, dim, 0, sym.add(dim, -1))  # -1 only for dim 0, where nothing is read
+    e = _to_the_end(e, -1, _clamp_index(e, dim, -1, sym.add(dim, -1)))
+    return s, sym.maximum(sym.sub(s, e), 0)
+
+
+def _slice_count(span: sym.Expr, st: sym.Expr) -> sym.Expr:
+    """ceil(span / |step|) as 1 + (span - 1) / |step| (truncating): no intermediate beyond the span, so a
+    step of INT64_MAX or INT64_MIN (|INT64_MIN| is no int64) counts 1 element, as in ONNX."""
+    q = sym.div(sym.add(span, -1), st)
+    return sym.select_zero(span, 0, sym.add(1, sym.select_negative(st, sym.mul(-1, q), q)))
+
+
+def _fed_slice_params(o: Node, d: list[sym.Expr], starts: list[sym.Expr],
+                      ends: list[sym.Expr]) -> tuple[list[sym.Expr], list[sym.Expr], list[sym.Expr]]:
+    """Slice with axes or steps fed as graph inputs (read on the host at run time, ops/host_axes.py): each
+    entry's start and count are computed for both signs of its step and selected by the fed sign, then
+    placed on the axis it names by host selects; step 0 and bad axes are refused by the program."""
+    r = len(d)
+    ax = host_axes.axes(o, 3, r) if o.input(3) is not None else list(range(len(starts)))
+    steps = o.host(4) if o.input(4) is not None else [1] * len(starts)
+    if steps is None:
+        o.fail("steps must be computable from constants, input shapes and small integer inputs "
+               "(a static 1-D int64 input of at most 16 elements)")
+    if not len(starts) == len(ends) == len(ax) == len(steps):
+        raise ModelError(f"{o.where}: starts, ends, axes and steps have {len(starts)}, {len(ends)}, {len(ax)} and "
+                         f"{len(steps)} entries; they must have as many")
+    firsts, counts = [], []
+    for k, (s, e, st, a) in enumerate(zip(starts, ends, steps, ax, strict=True)):
+        dim = host_axes.pick(d, a)
+        if isinstance(st, int):
+            if st == 0:
+                raise ModelError(f"{o.where}: slice step 0")
+            first, span = _slice_span(s, e, st > 0, dim)
+        else:
+            text = checks.Text(sym.select_zero(st, 1, 0), 0)
+            shown = text.ref(st)
+            o.require("eq", text.values, f"steps[{k}] is {shown}; a slice step must not be 0")
+            (s_up, span_up), (s_dn, span_dn) = _slice_span(s, e, True, dim), _slice_span(s, e, False, dim)
+            first, span = sym.select_negative(st, s_dn, s_up), sym.select_negative(st, span_dn, span_up)
+        count = _slice_count(span, st)
+        firsts.append(first)
+        counts.append(count)
+    n_starts, n_steps, n_counts = [], [], []
+    for i in range(r):
+        on = [sym.sub(a, i) for a in ax]  # zero for the entry that names axis i
+
+        def placed(values: list[sym.Expr], on=on) -> sym.Expr:  # the value of the entry naming axis i, or 0
+            return sym.add(0, *(sym.select_zero(z, v, 0) for z, v in zip(on, values, strict=True)))
+
+        m = host_axes.member(ax, i)
+        n_starts.append(placed(firsts))
+        n_steps.append(sym.select_zero(m, 1, placed(steps)))
+        n_counts.append(sym.select_zero(m, d[i], placed(counts)))
+    return n_starts, n_steps, n_counts
+
+
 def _slice_params(o: Node, d: list[sym.Expr]) -> tuple[list[sym.Expr], list[int], list[sym.Expr]]:
     starts, ends = o.host(1), o.host(2)
     if starts is None or ends is None:
         o.fail("starts and ends must be computable from input shapes and constants")
+    if host_axes.fed(o, 3) or host_axes.fed(o, 4):
+        return _fed_slice_params(o, d, starts, ends)
     axes = o.const_ints(3, "axes")
     steps = o.const_ints(4, "steps")
     axes = list(range(len(starts))) if axes is None else [norm_axis(o, a, len(d)) for a in axes]
     steps = [1] * len(starts) if steps is None else steps
     n_starts, n_steps, counts = [0] * len(d), [1] * len(d), list(d)
     for ax, s, e, st in zip(axes, starts, ends, steps, strict=False):
-        dim = d[ax]
         if st == 0:
             raise ModelError(f"{o.where}: slice step 0")
-        if st > 0:
-            s = _clamp_index(s, dim, 0, dim)
-            e = _to_the_end(e, dim, _clamp_index(e, dim, 0, dim))
-            span = sym.maximum(sym.sub(e, s), 0)
-        else:
-            s = _clamp_index(s, dim, 0, sym.add(dim, -1))  # -1 only for dim 0, where nothing is read
-            e = _to_the_end(e, -1, _clamp_index(e, dim, -1, sym.add(dim, -1)))
-            span = sym.maximum(sym.sub(s, e), 0)
-        # ceil(span / |step|) as 1 + (span - 1) / |step| (truncating): no intermediate beyond the span, so
-        # a step of INT64_MAX or INT64_MIN (|INT64_MIN| is no int64) counts 1 element, as in ONNX
-        count = sym.select_zero(span, 0, sym.add(1, sym.mul(-1 if st < 0 else 1, sym.div(sym.add(span, -1), st))))
-        n_starts[ax], n_steps[ax], counts[ax] = s, st, count
+        n_starts[ax], span = _slice_span(s, e, st > 0, d[ax])
+        n_steps[ax], counts[ax] = st, _slice_count(span, st)
     return n_starts, n_steps, counts
 
 
@@ -510,14 +592,17 @@ def _slice(o: Node) -> None:
     d = o.dims(0)
     starts, steps, counts = _slice_params(o, d)
     vals = o.host(0)
-    if vals is not None and len(d) == 1 and all(isinstance(x, int) for x in (starts[0], counts[0])):
+    if vals is not None and len(d) == 1 and all(isinstance(x, int) for x in (starts[0], counts[0], steps[0])):
         picked = [vals[starts[0] + i * steps[0]] for i in range(counts[0])]
         host_tensor(o, picked, [len(picked)])
+        return
+    if not all(isinstance(st, int) for st in steps):  # steps fed as a graph input
+        replace(o, SLICE_STEPS, [o.input(0)], {}, [counts], params={"starts": starts, "steps": steps})
         return
     replace(o, SLICE, [o.input(0)], {"steps": steps}, [counts], params={"starts": starts})
 
 
-register(OpDef("Slice", "slice", _slice, (SLICE,)))
+register(OpDef("Slice", "slice", _slice, (SLICE, SLICE_STEPS)))
 
 
 def _gather(o: Node) -> None:

@@ -38,6 +38,9 @@ class Param:
     attr: str
     input: int  # its position among the kernel's inputs
     symbolic: bool = False
+    # The tied values are [count, value 0, value 1, ...]: an array whose length is known at run time (the
+    # first `count` values; the tensor ref's dims point at the count).  Symbolic params only.
+    counted: bool = False
 
     @property
     def slot_attr(self) -> str:
@@ -62,6 +65,8 @@ class Kernel:
     same_type: tuple[int, ...] | None = ()
     # How messages name an operand whose element-type rule is its own ("the condition", "indices").
     labels: dict[int, str] = field(default_factory=dict)
+    # How messages name it when its IR name is not its kernel's (reduce_axes: "reduce").
+    shown: str = ""
     # Values of int/float attributes that an emitter may leave out (Cast's saturate: 1).
     defaults: dict[str, int | float] = field(default_factory=dict)
 

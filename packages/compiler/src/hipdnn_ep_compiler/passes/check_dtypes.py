@@ -56,7 +56,7 @@ def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
             if allowed is not None and 0 in entry.labels:
                 own_rules[0] = allowed
             elif allowed is not None and dtypes[0] not in allowed:
-                what = f"{op.name.split('.', 1)[1]}{' ' + kind if kind else ''}"
+                what = f"{entry.shown or op.name.split('.', 1)[1]}{' ' + kind if kind else ''}"
                 raise UnsupportedError(f"{where}: {what} does not support element type {hir.DTYPE_NAMES[dtypes[0]]}")
             own_rules.update(fn.later_input_dtypes())
         same = [i for i in entry.same_type_operands(max(slots) + 1) if i in dtypes] if entry else []

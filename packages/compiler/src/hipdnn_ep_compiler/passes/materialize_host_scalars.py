@@ -11,7 +11,7 @@ IR out:
     -1 = static or caller-owned), `hipdnn.values_slot`, and for a kernel's symbolic `Param`
     its `slot_attr` (`hipdnn.starts_slot`);
   * program inputs whose elements are used on the host (a Reshape target or Slice starts fed
-    as a graph input: "v" symbols) get `hipdnn.input_value_slots` = [[input, first slot], ...]:
+    as a graph input: "v" symbols) get `hipdnn.input_value_slots` = [[input, first slot, elements], ...]:
     the program copies them DEVICE_TO_HOST into the scratch before computing anything;
   * the function gets `hipdnn.host_scratch_slots` = number of int64 slots, only when some
     array is dynamic.  A fully static graph uses no host scratch at all.
@@ -81,13 +81,18 @@ def run(module: ir.Module) -> ir.Module:
     for check in checks.read(hir.main_func(module)):
         read += check.values
     # program inputs whose elements the host reads ("v" symbols) get a copy in the host scratch
-    read_inputs = {sym.parse_symbol(s)[0] for e in read for s in sym.symbols(e) if sym.is_value_symbol(s)}
+    read_inputs: dict[int, int] = {}  # input -> elements read (the highest element read + 1)
+    for s in (s for e in read for s in sym.symbols(e) if sym.is_value_symbol(s)):
+        i, k = sym.parse_symbol(s)
+        read_inputs[i] = max(read_inputs.get(i, 0), k + 1)
     block = hir.body(module)
     pairs = []
     for i in sorted(read_inputs):
         t = ir.RankedTensorType(block.arguments[i].type)
-        n = t.shape[0] if t.rank == 1 else 1
-        pairs.append([i, next_slot])
+        # a static input is copied whole; one of symbolic length (hir.counted_input_values) up to the
+        # elements read
+        n = read_inputs[i] if t.rank == 1 and not t.has_static_shape else (t.shape[0] if t.rank == 1 else 1)
+        pairs.append([i, next_slot, n])
         next_slot += n
     if pairs:
         hir.set_attr(hir.main_func(module), "hipdnn.input_value_slots", pairs)

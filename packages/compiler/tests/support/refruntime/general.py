@@ -10,11 +10,22 @@ _FLOAT8 = {np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3f
                                    ml_dtypes.float8_e5m2fnuz)}
 
 
+def _log(x: np.ndarray) -> np.ndarray:
+    """log(x), -inf at 0 (IEEE, as the runtime computes it) without numpy's divide warning."""
+    with np.errstate(divide="ignore"):
+        return np.log(x)
+
+
+def _log_sum(x: np.ndarray, axis=None, keepdims=True) -> np.ndarray:
+    """log(sum(x)): -inf over an empty set or a zero sum."""
+    return _log(np.sum(x, axis=axis, keepdims=keepdims))
+
+
 def _log_sum_exp(x: np.ndarray, axis=None, keepdims=True) -> np.ndarray:
     """log(sum(exp(x))) relative to the maximum, as the runtime computes it (an infinite or NaN maximum is
     the result; -inf over an empty set)."""
     if x.size == 0:
-        return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
+        return _log_sum(np.exp(x), axis=axis, keepdims=keepdims)  # -inf
     m = np.max(x, axis=axis, keepdims=True)
     shift = np.where(np.isfinite(m), m, 0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -81,7 +92,7 @@ class GeneralKernels:
         from math import erf
         verf = np.vectorize(erf, otypes=[np.float64])
         ops = {"RELU": lambda x: np.maximum(x, 0), "SIGMOID": lambda x: 1 / (1 + np.exp(-x)), "TANH": np.tanh,
-               "EXP": np.exp, "LOG": np.log, "SQRT": np.sqrt, "NEG": np.negative, "ERF": verf,
+               "EXP": np.exp, "LOG": _log, "SQRT": np.sqrt, "NEG": np.negative, "ERF": verf,
                "GELU_ERF": lambda x: 0.5 * x * (1 + verf(x / np.sqrt(2))),
                "GELU_TANH": lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
                "ABS": np.abs, "FLOOR": np.floor, "CEIL": np.ceil, "NOT": np.logical_not, "IS_NAN": np.isnan,
@@ -137,9 +148,16 @@ class GeneralKernels:
 
     def fn_kernel_reduce(self, v):
         def run(i, o, ints, f):
-            fn = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min, "PROD": np.prod,
+            def extreme(f, start):  # an empty set gives the kernel's start value (-inf for MAX, +inf for MIN)
+                def g(x, **k):
+                    lim = np.iinfo(x.dtype) if np.issubdtype(x.dtype, np.integer) else None
+                    return f(x, initial=start(lim), **k) if x.size == 0 else f(x, **k)
+                return g
+            fn = {"SUM": np.sum, "MEAN": np.mean, "PROD": np.prod,
+                  "MAX": extreme(np.max, lambda lim: -np.inf if lim is None else lim.min),
+                  "MIN": extreme(np.min, lambda lim: np.inf if lim is None else lim.max),
                   "L1": lambda x, **k: np.sum(np.abs(x), **k), "L2": lambda x, **k: np.sqrt(np.sum(x * x, **k)),
-                  "LOG_SUM": lambda x, **k: np.log(np.sum(x, **k)),
+                  "LOG_SUM": _log_sum,
                   "LOG_SUM_EXP": _log_sum_exp,
                   "SUM_SQUARE": lambda x, **k: np.sum(x * x, **k)}[self._op("hipdnn_ep_reduce_op", ints[0])]
             x = i[0] if np.issubdtype(i[0].dtype, np.integer) else i[0].astype(np.float64)
