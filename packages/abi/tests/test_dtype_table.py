@@ -11,7 +11,8 @@ from hipdnn_ep_abi import ManifestError, compat, generate, parse
 
 C_TYPES = {"FLOAT32": "float", "UINT8": "uint8_t", "INT8": "int8_t", "INT32": "int32_t", "INT64": "int64_t",
            "BOOL": "bool", "FLOAT16": "uint16_t", "FLOAT64": "double", "UINT16": "uint16_t", "INT16": "int16_t",
-           "UINT32": "uint32_t", "UINT64": "uint64_t"}
+           "UINT32": "uint32_t", "UINT64": "uint64_t", "BFLOAT16": "uint16_t", "FLOAT8E4M3FN": "uint8_t",
+           "FLOAT8E4M3FNUZ": "uint8_t", "FLOAT8E5M2": "uint8_t", "FLOAT8E5M2FNUZ": "uint8_t"}
 
 
 def test_header_and_json_carry_every_dtype_with_its_size(tmp_path, manifest):

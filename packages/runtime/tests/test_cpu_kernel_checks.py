@@ -21,6 +21,7 @@ from kernel_util import (
     UNARY,
     UNSUPPORTED,
     InvalidArgumentError,
+    _core,
     call_raw,
 )
 
@@ -53,7 +54,7 @@ def good_call(kernel):
     return {
         "binary": ([f, f], [o], [BINARY["ADD"]], []),
         "unary": ([f], [o], [UNARY["RELU"]], []),
-        "cast": ([f], [o], [], []),
+        "cast": ([f], [o], [1], []),  # saturate; ABI 1.1/1.2 artifacts pass none (test_cpu_float8_types)
         "where": ([np.ones((2, 3), BOOL), f, f], [o], [], []),
         "matmul": ([f, np.ones((3, 2), F32)], [np.zeros((2, 2), F32)], [], []),
         "gemm": ([f, np.ones((3, 2), F32)], [np.zeros((2, 2), F32)], [0, 0], [1.0, 1.0]),
@@ -253,12 +254,19 @@ def _dtype_code(array):
 def _retyped(inputs, outputs, index, dtype):
     """good_call's arrays with input `index` in `dtype`; for input 0 also every array that shares its dtype
     (the same-type operands and the output), as a well-typed call of that dtype would have them."""
-    code = _dtype_code(inputs[index])
-    ones = [a.astype(dtype) if (i == index or (index == 0 and _dtype_code(a) == code)) else a
-            for i, a in enumerate(inputs)]
-    with np.errstate(over="ignore", invalid="ignore"):  # outputs from np.empty hold garbage that may not fit
-        outs = [o.astype(dtype) if index == 0 and _dtype_code(o) == code else o for o in outputs]
+    ones, outs, _ = _retyped_codes(inputs, outputs, index, dtype, -1)
     return ones, outs
+
+
+def _retyped_codes(inputs, outputs, index, dtype, code_of_new):
+    """_retyped, and call_kernel's dtypes: code_of_new for the retyped arrays (-1: their numpy type's)."""
+    code = _dtype_code(inputs[index])
+    moved_in = [i == index or (index == 0 and _dtype_code(a) == code) for i, a in enumerate(inputs)]
+    moved_out = [index == 0 and _dtype_code(o) == code for o in outputs]
+    ones = [a.astype(dtype) if m else a for a, m in zip(inputs, moved_in, strict=True)]
+    with np.errstate(over="ignore", invalid="ignore"):  # outputs from np.empty hold garbage that may not fit
+        outs = [o.astype(dtype) if m else o for o, m in zip(outputs, moved_out, strict=True)]
+    return ones, outs, [code_of_new if m else -1 for m in moved_in + moved_out]
 
 
 def _dtype_rule_cases():
@@ -279,6 +287,9 @@ def _dtype_rule_cases():
 NUMPY_OF = {"FLOAT32": F32, "UINT8": np.uint8, "INT8": np.int8, "INT32": I32, "INT64": I64, "BOOL": BOOL,
             "FLOAT16": F16, "FLOAT64": np.float64, "INT16": np.int16, "UINT16": np.uint16, "UINT32": np.uint32,
             "UINT64": np.uint64}
+# numpy cannot name these: arrays of their bit patterns, the type given to call_kernel (dtypes)
+NARROW_STORAGE = {"BFLOAT16": np.uint16, "FLOAT8E4M3FN": np.uint8, "FLOAT8E4M3FNUZ": np.uint8, "FLOAT8E5M2": np.uint8,
+                  "FLOAT8E5M2FNUZ": np.uint8}
 
 
 @pytest.mark.parametrize("kernel,op,index,dtype,accepted", list(_dtype_rule_cases()))
@@ -289,19 +300,26 @@ def test_kernels_accept_exactly_the_manifest_dtypes(state, kernel, op, index, dt
     if op is not None:
         ints = list(ints)
         ints[fn["int_attrs"].index("op")] = ENUMS[fn["op_enum"]][op]
-    inputs, outputs = _retyped(inputs, outputs, index, NUMPY_OF[dtype])
+    narrow = dtype in NARROW_STORAGE
+    inputs, outputs, codes = _retyped_codes(inputs, outputs, index, NARROW_STORAGE.get(dtype, NUMPY_OF.get(dtype)),
+                                            DTYPE[dtype] if narrow else -1)
     if (kernel == "binary" and op in ("EQUAL", "LESS", "GREATER", "GREATER_OR_EQUAL", "LESS_OR_EQUAL", "AND", "OR",
                                       "XOR")) or (kernel == "unary" and op == "IS_NAN"):
         outputs = [o.astype(BOOL) for o in outputs]
+        codes[len(inputs):] = [-1] * len(outputs)
     if kernel == "range":  # input 0 is the (start, delta) parameter; the output keeps its INT64
         outputs = [o.astype(I64) for o in outputs]
+        codes[len(inputs):] = [-1] * len(outputs)
     if kernel == "conv_integer" and index == 1:  # w_zero_point has W's dtype
-        inputs[3] = inputs[3].astype(NUMPY_OF[dtype])
+        inputs[3] = inputs[3].astype(NARROW_STORAGE.get(dtype, NUMPY_OF.get(dtype)))
+        codes[3] = codes[1]
     if kernel == "dequantize_linear" and index == 1:  # the output has the scale's dtype
-        outputs = [o.astype(NUMPY_OF[dtype]) for o in outputs]
+        if narrow:
+            codes[len(inputs)] = DTYPE[dtype]
+        outputs = [o.astype(NARROW_STORAGE.get(dtype, NUMPY_OF.get(dtype))) for o in outputs]
     if accepted:
-        call_raw(state, kernel, inputs, outputs, ints, floats)
+        _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, outputs, list(ints), list(floats), codes)
         return
     with pytest.raises(RuntimeError, match=rf"^hipdnn_ep_kernel_{kernel}: .*{dtype}") as info:
-        call_raw(state, kernel, inputs, outputs, ints, floats)
+        _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, outputs, list(ints), list(floats), codes)
     assert not isinstance(info.value, InvalidArgumentError)

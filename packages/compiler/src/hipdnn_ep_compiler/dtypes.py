@@ -9,7 +9,9 @@ import json
 from .abi import bundled_manifest_path
 
 _MLIR = {"FLOAT32": "f32", "UINT8": "ui8", "INT8": "i8", "INT32": "i32", "INT64": "i64", "BOOL": "i1",
-         "FLOAT16": "f16", "FLOAT64": "f64", "UINT16": "ui16", "INT16": "i16", "UINT32": "ui32", "UINT64": "ui64"}
+         "FLOAT16": "f16", "FLOAT64": "f64", "UINT16": "ui16", "INT16": "i16", "UINT32": "ui32", "UINT64": "ui64",
+         "BFLOAT16": "bf16", "FLOAT8E4M3FN": "f8E4M3FN", "FLOAT8E4M3FNUZ": "f8E4M3FNUZ", "FLOAT8E5M2": "f8E5M2",
+         "FLOAT8E5M2FNUZ": "f8E5M2FNUZ"}
 
 
 def _dtype_enum() -> dict:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes  # onnx depends on it: its arrays of BFLOAT16 and FLOAT8 tensors
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -26,7 +27,9 @@ from .dtypes import DTYPES
 from .errors import ArtifactError
 
 _NUMPY = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_,
-          10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
+          10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
+          16: ml_dtypes.bfloat16, 17: ml_dtypes.float8_e4m3fn, 18: ml_dtypes.float8_e4m3fnuz,
+          19: ml_dtypes.float8_e5m2, 20: ml_dtypes.float8_e5m2fnuz}
 
 
 HOST_WEIGHTS_KEY = "hipdnn_ep.weights"

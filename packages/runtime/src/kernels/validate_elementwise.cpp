@@ -127,7 +127,13 @@ void validate_unary(const hipdnn_ep_kernel_args_t* args) {
 }
 
 void validate_cast(const hipdnn_ep_kernel_args_t* args) {
-  const Call call(args, HIPDNN_EP_KERNEL_CAST_N_INT_ATTRS, HIPDNN_EP_KERNEL_CAST_N_FLOAT_ATTRS, 1, 1, 1);
+  // saturate joined in ABI 1.3: artifacts of 1.1 and 1.2 pass no int attributes (saturate 1).
+  const int32_t n_ints = args != nullptr && args->n_int_attrs == 0 ? 0 : HIPDNN_EP_KERNEL_CAST_N_INT_ATTRS;
+  const Call call(args, n_ints, HIPDNN_EP_KERNEL_CAST_N_FLOAT_ATTRS, 1, 1, 1);
+  if (n_ints > 0) {
+    const int64_t saturate = call.int_attr(HIPDNN_EP_KERNEL_CAST_INT_ATTR_SATURATE);
+    if (saturate != 0 && saturate != 1) fail_invalid("saturate must be 0 or 1, got " + std::to_string(saturate));
+  }
   // Every ABI dtype converts to every other; check_tensor vetted both codes.
   require_dtype(dt::cast, "cast", call.in(0).dtype);
   call.expect_out(call.out(0).dtype, dims_of(call.in(0)));

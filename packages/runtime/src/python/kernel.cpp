@@ -89,7 +89,8 @@ hipdnn_ep_tensor_ref_t tensor_ref(nb::handle obj, bool writable, bool gpu_state,
 }
 
 void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb::list outputs,
-                 const std::vector<int64_t>& int_attrs, const std::vector<double>& float_attrs) {
+                 const std::vector<int64_t>& int_attrs, const std::vector<double>& float_attrs,
+                 const std::vector<int32_t>& dtypes) {
   hipdnn_ep_state_t* state = py_state.get();
   const bool gpu_state = py_state.backend != HIPDNN_EP_BACKEND_CPU;
   // Sized up front so that the dims vectors never move while refs point into them.
@@ -104,6 +105,30 @@ void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb
     if (obj.is_none()) raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel: outputs must be arrays");
     out_refs.push_back(tensor_ref(obj, true, gpu_state, &dims[k], "output " + std::to_string(k - inputs.size())));
     ++k;
+  }
+  // dtypes: element types of the tensors (inputs, then outputs) that numpy cannot name (BFLOAT16, FLOAT8),
+  // passed as arrays of their bit patterns (uint16/uint8); -1 keeps the array's own type.
+  if (dtypes.size() > in_refs.size() + out_refs.size()) {
+    raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel: more dtypes than tensors");
+  }
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    if (dtypes[i] < 0) continue;
+    hipdnn_ep_tensor_ref_t& ref = i < in_refs.size() ? in_refs[i] : out_refs[i - in_refs.size()];
+    if (ref.data == nullptr && ref.rank < 0) continue;
+    size_t bytes = 0;
+    switch (dtypes[i]) {
+#define HIPDNN_EP_DTYPE_CASE(name, code, size) \
+  case code: bytes = size; break;
+      HIPDNN_EP_DTYPES(HIPDNN_EP_DTYPE_CASE)
+#undef HIPDNN_EP_DTYPE_CASE
+      default: raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel: unknown dtype " + std::to_string(dtypes[i]));
+    }
+    if (bytes != dtype_size(ref.dtype)) {
+      raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel: dtypes[" + std::to_string(i) + "] has " +
+                                                          std::to_string(bytes) + "-byte elements, its array " +
+                                                          std::to_string(dtype_size(ref.dtype)));
+    }
+    ref.dtype = dtypes[i];
   }
   KernelFn kernel = find_kernel(name);  // after the arrays are checked
   hipdnn_ep_kernel_args_t args{};
@@ -138,10 +163,13 @@ void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb
 void bind_kernel(nb::module_& m) {
   m.def("call_kernel", &call_kernel, nb::arg("state"), nb::arg("name"), nb::arg("inputs"), nb::arg("outputs"),
         nb::arg("int_attrs") = std::vector<int64_t>{}, nb::arg("float_attrs") = std::vector<double>{},
+        nb::arg("dtypes") = std::vector<int32_t>{},
         "Calls the runtime kernel `name` (from the ABI manifest) over arrays: inputs (None = absent\n"
         "optional tensor) are read, outputs (preallocated, C-contiguous, writable) are written. A cpu\n"
         "State takes numpy arrays; a GPU State takes device arrays (torch, cupy: DLPack, zero-copy) for\n"
         "data and numpy arrays for host parameter tensors, and waits for the device before and after.\n"
+        "dtypes (optional): ONNX element type codes of the tensors, inputs then outputs (-1: the array's\n"
+        "own), for the types numpy cannot name (BFLOAT16, FLOAT8), passed as uint16/uint8 bit patterns.\n"
         "Raises the mapped exception on a nonzero status.");
 }
 

@@ -64,6 +64,12 @@ def _attr(attr: onnx.AttributeProto, where: str) -> ir.Attribute:
 SMALL_TENSOR_ATTRIBUTE = 1024  # elements of a tensor attribute imported inline
 
 
+# INT4, UINT4, FLOAT4E2M1 (and the 2-bit types): packed several to a byte, which the runtime's per-element byte
+# sizes (the manifest's element_bytes) cannot state.
+_SUB_BYTE = {code: " (its values are packed several to a byte; the runtime's tensors have whole-byte elements)"
+             for code in (21, 22, 23, 25, 26)}
+
+
 def _dtype_name(code: int) -> str:
     """ONNX's name of an element type code; a code ONNX does not define (a damaged model) by number."""
     try:
@@ -108,7 +114,7 @@ class _Importer:
         if tt.elem_type not in hir.DTYPES:
             raise UnsupportedError(
                 f"{where}: '{name}' has element type {_dtype_name(tt.elem_type)}, "
-                f"which hipdnn-ep does not support"
+                f"which hipdnn-ep does not support" + _SUB_BYTE.get(tt.elem_type, "")
             )
         if not tt.HasField("shape"):
             return tt.elem_type, None

@@ -508,6 +508,8 @@ class _Lowering:
                 int_vals.append(self.enum_value(self.abi.name(entry.op_enum), hir.get_str(op, "op")))
             else:
                 int_vals.append(hir.get_int(op, a))
+        if fn.name == self.abi.name("kernel_cast") and self.abi.target_minor < 3:
+            int_vals = []  # saturate joined cast in ABI 1.3; older runtimes take no int attributes (saturate 1)
         float_vals = [hir.get_float(op, a) for a in fn.float_attrs]
         self.kernel_nodes.append(hir.get_str(op, "onnx.node", name))
         self.kernel_call(fn.name, inputs, outputs, int_vals, float_vals)

@@ -21,7 +21,7 @@ from .general import ARG_REDUCE
 from .llm import RMS_NORM, _rms_norm
 from .mask import FILL, RANGE, _fill_bits
 from .node import HOST_INT_TYPES, Node, emit, finish, host_tensor, norm_axis, replace
-from .onnx import BINARY, CAST, REDUCE, TRANSPOSE, UNARY, WHERE
+from .onnx import BINARY, CAST, REDUCE, TRANSPOSE, UNARY, WHERE, _saturate
 from .registry import OpDef, register
 
 BOOL, INT64 = 9, 7
@@ -66,7 +66,7 @@ def _cast_like(o: Node) -> None:
     if hir.element_dtype(o.input(0)) == to:
         replace(o, "hipdnn.alias", [o.input(0)], {}, [o.dims(0)])
         return
-    replace(o, CAST, [o.input(0)], {"to": to}, [o.dims(0)])
+    replace(o, CAST, [o.input(0)], {"to": to, "saturate": _saturate(o)}, [o.dims(0)])
 
 
 register(OpDef("CastLike", "cast_like", _cast_like, (CAST,)))

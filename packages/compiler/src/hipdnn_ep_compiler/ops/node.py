@@ -103,7 +103,7 @@ def emit(o: Node, op: Kernel | str, operands: list[ir.Value], attrs: dict, dims:
         check_dims(o, ds, hir.type_dtype(types[k]) if k < len(types) else None)
     with o.op.context, o.op.location:
         types = [refined_type(t, ds) for t, ds in zip(types, dims, strict=False)] + types[len(dims):]
-    attrs = dict(attrs)
+    attrs = {**op.defaults, **attrs} if isinstance(op, Kernel) else dict(attrs)
     attrs["onnx.node"] = o.where
     new = hir.create(name, operands, types, attrs, before=o.op)
     for r, ds in zip(new.results, dims, strict=False):

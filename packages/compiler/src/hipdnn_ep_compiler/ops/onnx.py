@@ -33,7 +33,7 @@ from .registry import Kernel, OpDef, Param, register, register_kernel
 
 BINARY = register_kernel(Kernel("binary", "kernel_binary", ("op",), op_enum="binary_op", same_type=None, arity=(2, 2)))
 UNARY = register_kernel(Kernel("unary", "kernel_unary", ("op",), op_enum="unary_op"))
-CAST = register_kernel(Kernel("cast", "kernel_cast"))
+CAST = register_kernel(Kernel("cast", "kernel_cast", int_attrs=("saturate",), defaults={"saturate": 1}))
 WHERE = register_kernel(Kernel("where", "kernel_where", same_type=(1, 2), labels={0: "the condition"}, arity=(3, 3)))
 MATMUL = register_kernel(Kernel("matmul", "kernel_matmul", same_type=None, arity=(2, 2)))
 GEMM = register_kernel(Kernel("gemm", "kernel_gemm", ("trans_a", "trans_b"), ("alpha", "beta"), same_type=None,
@@ -670,7 +670,15 @@ def _cast(o: Node) -> None:
     if vals is not None and to == 9:  # a host int or boolean to a host boolean
         host_tensor(o, [_truth(v) for v in vals], o.dims(0), dtype=to)
         return
-    replace(o, CAST, [o.input(0)], {"to": to}, [o.dims(0)])
+    replace(o, CAST, [o.input(0)], {"to": to, "saturate": _saturate(o)}, [o.dims(0)])
+
+
+def _saturate(o: Node) -> int:
+    """Cast's and CastLike's saturate (opset 19; 1 when absent): how a FLOAT8 output treats overflow."""
+    saturate = o.attr_int("saturate", 1)
+    if saturate not in (0, 1):
+        o.fail(f"saturate must be 0 or 1, got {saturate}")
+    return saturate
 
 
 register(OpDef("Cast", "cast", _cast, (CAST,)))

@@ -67,6 +67,8 @@ class Kernel:
     labels: dict[int, str] = field(default_factory=dict)
     # How messages name it when its IR name is not its kernel's (reduce_axes: "reduce").
     shown: str = ""
+    # Values of int/float attributes that an emitter may leave out (Cast's saturate: 1).
+    defaults: dict[str, int | float] = field(default_factory=dict)
 
     @property
     def op_name(self) -> str:

@@ -3,7 +3,11 @@ indexing."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
+
+_FLOAT8 = {np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2,
+                                   ml_dtypes.float8_e5m2fnuz)}
 
 
 def _log(x: np.ndarray) -> np.ndarray:
@@ -103,7 +107,13 @@ class GeneralKernels:
         return self._kernel(v, run)
 
     def fn_kernel_cast(self, v):
-        return self._kernel(v, lambda i, o, ints, f: i[0].astype(o.dtype))
+        def run(i, o, ints, f):
+            x = i[0]
+            if o.dtype in _FLOAT8 and (not ints or ints[0]):  # saturate: onnx's reference clips, then converts
+                info = ml_dtypes.finfo(o.dtype)
+                x = np.clip(x.astype(np.float64), float(info.min), float(info.max))
+            return x.astype(o.dtype)
+        return self._kernel(v, run)
 
     def fn_kernel_where(self, v):
         return self._kernel(v, lambda i, o, ints, f: np.where(i[0], i[1], i[2]))

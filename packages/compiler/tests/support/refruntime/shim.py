@@ -7,12 +7,15 @@ import ctypes
 import subprocess
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 from hipdnn_ep_compiler.link import version_script
 
 NP = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_,
-      10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
+      10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
+      16: ml_dtypes.bfloat16, 17: ml_dtypes.float8_e4m3fn, 18: ml_dtypes.float8_e4m3fnuz, 19: ml_dtypes.float8_e5m2,
+      20: ml_dtypes.float8_e5m2fnuz}
 CODE = {np.dtype(v): k for k, v in NP.items()}
 DISPATCH = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64))
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/int_pow.h"
+#include "kernels/narrow_float.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/tensor_util.h"
@@ -401,10 +402,57 @@ void unary(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   });
 }
 
+namespace {
+
+// BFLOAT16 and FLOAT8 (narrow_float.h): raw bit patterns of 1 or 2 bytes.
+uint32_t load_narrow(const void* p, size_t bytes, int64_t i) {
+  return bytes == 1 ? static_cast<const uint8_t*>(p)[i] : static_cast<const uint16_t*>(p)[i];
+}
+void store_narrow(void* p, size_t bytes, int64_t i, uint32_t v) {
+  if (bytes == 1) static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
+  else static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v);
+}
+
+void cast_narrow(const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_tensor_ref_t& out, int64_t n, bool saturate) {
+  const bool narrow_in = is_narrow_float(in.dtype);
+  const bool narrow_out = is_narrow_float(out.dtype);
+  const size_t in_bytes = dtype_size(in.dtype);
+  const size_t out_bytes = dtype_size(out.dtype);
+  if (narrow_in && narrow_out) {
+    const NarrowFormat fi = narrow_format(in.dtype);
+    const NarrowFormat fo = narrow_format(out.dtype);
+    for (int64_t i = 0; i < n; ++i) {
+      store_narrow(out.data, out_bytes, i, narrow_encode(fo, narrow_decode(fi, load_narrow(in.data, in_bytes, i)), saturate));
+    }
+  } else if (narrow_in) {
+    const NarrowFormat fi = narrow_format(in.dtype);
+    dispatch_any(out.dtype, "cast", [&](auto out_tag) {
+      using TOut = typename decltype(out_tag)::type;
+      auto* y = static_cast<TOut*>(out.data);
+      for (int64_t i = 0; i < n; ++i) y[i] = convert<TOut>(narrow_decode(fi, load_narrow(in.data, in_bytes, i)));
+    });
+  } else {
+    const NarrowFormat fo = narrow_format(out.dtype);
+    dispatch_any(in.dtype, "cast", [&](auto in_tag) {
+      using TIn = typename decltype(in_tag)::type;
+      const auto* x = static_cast<const TIn*>(in.data);
+      for (int64_t i = 0; i < n; ++i) store_narrow(out.data, out_bytes, i, narrow_encode(fo, as_double(x[i]), saturate));
+    });
+  }
+}
+
+}  // namespace
+
 void cast(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
   const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
   const int64_t n = element_count(in);
+  if (is_narrow_float(in.dtype) || is_narrow_float(out.dtype)) {
+    // Artifacts of ABI 1.1/1.2 pass no int attributes: saturate 1 (they cannot name these types anyway).
+    const bool saturate = args.n_int_attrs < 1 || args.int_attrs[HIPDNN_EP_KERNEL_CAST_INT_ATTR_SATURATE] != 0;
+    cast_narrow(in, out, n, saturate);
+    return;
+  }
   dispatch_any(in.dtype, "cast", [&](auto in_tag) {
     using TIn = typename decltype(in_tag)::type;
     dispatch_any(out.dtype, "cast", [&](auto out_tag) {

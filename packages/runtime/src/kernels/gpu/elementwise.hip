@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "kernels/int_pow.h"
+#include "kernels/narrow_float.h"
 #include "gpu/gpu_device.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
@@ -505,12 +506,71 @@ void unary(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   });
 }
 
+namespace {
+
+// BFLOAT16 and FLOAT8 (narrow_float.h, shared with the CPU): raw bit patterns of 1 or 2 bytes.
+__device__ __forceinline__ uint32_t load_narrow(const void* p, int bytes, int64_t i) {
+  return bytes == 1 ? static_cast<const uint8_t*>(p)[i] : static_cast<const uint16_t*>(p)[i];
+}
+__device__ __forceinline__ void store_narrow(void* p, int bytes, int64_t i, uint32_t v) {
+  if (bytes == 1) static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
+  else static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v);
+}
+
+__global__ void cast_narrow_to_narrow_kernel(const void* x, NarrowFormat fi, int in_bytes, void* y, NarrowFormat fo,
+                                             int out_bytes, bool saturate, int64_t n) {
+  HIPDNN_EP_GRID_STRIDE(i, n) {
+    store_narrow(y, out_bytes, i, narrow_encode(fo, narrow_decode(fi, load_narrow(x, in_bytes, i)), saturate));
+  }
+}
+
+template <typename TOut>
+__global__ void cast_from_narrow_kernel(const void* x, NarrowFormat fi, int in_bytes, TOut* y, int64_t n) {
+  HIPDNN_EP_GRID_STRIDE(i, n) { y[i] = convert<TOut>(narrow_decode(fi, load_narrow(x, in_bytes, i))); }
+}
+
+template <typename TIn>
+__global__ void cast_to_narrow_kernel(const TIn* x, void* y, NarrowFormat fo, int out_bytes, bool saturate, int64_t n) {
+  HIPDNN_EP_GRID_STRIDE(i, n) { store_narrow(y, out_bytes, i, narrow_encode(fo, as_double(x[i]), saturate)); }
+}
+
+void cast_narrow(hipStream_t stream, const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_tensor_ref_t& out, int64_t n,
+                 bool saturate) {
+  const int in_bytes = static_cast<int>(dtype_size(in.dtype));
+  const int out_bytes = static_cast<int>(dtype_size(out.dtype));
+  if (is_narrow_float(in.dtype) && is_narrow_float(out.dtype)) {
+    cast_narrow_to_narrow_kernel<<<grid_for(n), kBlock, 0, stream>>>(in.data, narrow_format(in.dtype), in_bytes, out.data,
+                                                                      narrow_format(out.dtype), out_bytes, saturate, n);
+  } else if (is_narrow_float(in.dtype)) {
+    dispatch_any_gpu(out.dtype, "cast", [&](auto out_tag) {
+      using TOut = typename decltype(out_tag)::type;
+      cast_from_narrow_kernel<<<grid_for(n), kBlock, 0, stream>>>(in.data, narrow_format(in.dtype), in_bytes,
+                                                                  static_cast<TOut*>(out.data), n);
+    });
+  } else {
+    dispatch_any_gpu(in.dtype, "cast", [&](auto in_tag) {
+      using TIn = typename decltype(in_tag)::type;
+      cast_to_narrow_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const TIn*>(in.data), out.data,
+                                                                narrow_format(out.dtype), out_bytes, saturate, n);
+    });
+  }
+}
+
+}  // namespace
+
 void cast(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
   const hipdnn_ep_tensor_ref_t& out = args.outputs[0];
   const int64_t n = element_count(in);
   if (n == 0) return;
   const hipStream_t stream = current_stream(state);
+  if (is_narrow_float(in.dtype) || is_narrow_float(out.dtype)) {
+    // Artifacts of ABI 1.1/1.2 pass no int attributes: saturate 1 (they cannot name these types anyway).
+    const bool saturate = args.n_int_attrs < 1 || args.int_attrs[HIPDNN_EP_KERNEL_CAST_INT_ATTR_SATURATE] != 0;
+    cast_narrow(stream, in, out, n, saturate);
+    check_launch("cast");
+    return;
+  }
   dispatch_any_gpu(in.dtype, "cast", [&](auto in_tag) {
     using TIn = typename decltype(in_tag)::type;
     dispatch_any_gpu(out.dtype, "cast", [&](auto out_tag) {
