@@ -8,6 +8,7 @@ Run with ``pytest --gpu=auto`` (skipped when the runtime has no GPU backend or n
 from __future__ import annotations
 
 import pytest
+from gpu_util import run_both
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -19,20 +20,11 @@ MANIFEST = rt.abi_manifest()
 ENUMS = {e["name"]: e["values"] for e in MANIFEST["enums"]}
 BINARY = ENUMS["hipdnn_ep_binary_op"]
 REDUCE = ENUMS["hipdnn_ep_reduce_op"]
-HOST_INPUTS = {"reduce": {1}}
 
 
 def compare(cpu, gpu, dev, kernel, inputs, out_shape, out_dtype=np.float64, ints=(), rtol=0.0):
     """Runs the kernel on both states; the GPU output must equal the CPU one (within rtol)."""
-    inputs = [np.array(x, order="C") for x in inputs]
-    expected = np.full(out_shape, 77, dtype=out_dtype)
-    name = "hipdnn_ep_kernel_" + kernel
-    _core.call_kernel(cpu, name, inputs, [expected], list(ints), [])
-    host = HOST_INPUTS.get(kernel, set())
-    dev_inputs = [x if i in host else dev.to_device(x) for i, x in enumerate(inputs)]
-    out = dev.to_device(np.full(out_shape, 77, dtype=out_dtype))
-    _core.call_kernel(gpu, name, dev_inputs, [out], list(ints), [])
-    got = dev.to_host(out)
+    (got,), (expected,) = run_both(cpu, gpu, dev, kernel, inputs, [(out_shape, out_dtype)], ints)
     if rtol:
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=1e-300)
     else:

@@ -10,6 +10,7 @@ Run with ``pytest --gpu=auto`` (skipped when the runtime has no GPU backend or n
 from __future__ import annotations
 
 import pytest
+from gpu_util import run_both
 
 np = pytest.importorskip("numpy")
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -22,19 +23,11 @@ pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore:invalid value 
 DTYPE = {e["name"]: e["values"] for e in rt.abi_manifest()["enums"]}["hipdnn_ep_dtype"]
 STORAGE = {"BFLOAT16": np.uint16, "FLOAT8E4M3FN": np.uint8, "FLOAT8E4M3FNUZ": np.uint8, "FLOAT8E5M2": np.uint8,
            "FLOAT8E5M2FNUZ": np.uint8}
-HOST_INPUTS = {"transpose": {1}}
 
 
 def compare(cpu, gpu, dev, kernel, inputs, out_shape, out_dtype, ints=(), dtypes=()):
-    inputs = [np.ascontiguousarray(x) for x in inputs]
-    expected = np.full(out_shape, 0x55, dtype=out_dtype)
-    name = "hipdnn_ep_kernel_" + kernel
-    _core.call_kernel(cpu, name, inputs, [expected], list(ints), [], list(dtypes))
-    host = HOST_INPUTS.get(kernel, set())
-    dev_inputs = [x if i in host else dev.to_device(x) for i, x in enumerate(inputs)]
-    out = dev.to_device(np.full(out_shape, 0x55, dtype=out_dtype))
-    _core.call_kernel(gpu, name, dev_inputs, [out], list(ints), [], list(dtypes))
-    got = dev.to_host(out)
+    (got,), (expected,) = run_both(cpu, gpu, dev, kernel, [np.ascontiguousarray(x) for x in inputs],
+                                   [(out_shape, out_dtype)], ints, dtypes=dtypes, fill=0x55)
     if np.issubdtype(out_dtype, np.floating):  # NaN == NaN, bit patterns otherwise
         np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), expected.view(f"u{got.itemsize}"))
     else:

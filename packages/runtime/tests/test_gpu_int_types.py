@@ -8,6 +8,7 @@ Run with ``pytest --gpu=auto`` (skipped when the runtime has no GPU backend or n
 from __future__ import annotations
 
 import pytest
+from gpu_util import run_both, to_device
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -26,7 +27,6 @@ BOOL, F32, F16, F64 = np.bool_, np.float32, np.float16, np.float64
 NEW = [I16, U16, U32, U64]
 SMALL = [I8, U8]
 UNSIGNED = [U8, U16, U32, U64]
-HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}}
 SHAPES = [((7,), (7,)), ((4, 1, 6), (3, 1)), ((), (5, 2)), ((0, 3), (1, 3)), ((1000, 33), (33,))]
 
 
@@ -39,28 +39,13 @@ def _ints(shape, dtype, seed):
     return x
 
 
-def _to_device(dev, x):
-    try:
-        return dev.to_device(x)
-    except (TypeError, RuntimeError) as e:  # an older torch without uint16/uint32/uint64 tensors
-        pytest.skip(f"the device array library cannot hold {x.dtype}: {e}")
-
-
 def compare(cpu, gpu, dev, kernel, inputs, out_shape, out_dtype=None, ints=(), n_out=1, out_dtypes=None):
     """Runs the kernel on both states; the GPU outputs must equal the CPU ones."""
-    inputs = [np.array(x, order="C") for x in inputs]
-    dtypes = out_dtypes or [out_dtype if out_dtype is not None else inputs[0].dtype] * n_out
-    expected = [np.full(out_shape, 77, dtype=d) for d in dtypes]
-    name = "hipdnn_ep_kernel_" + kernel
-    _core.call_kernel(cpu, name, inputs, expected, list(ints), [])
-    host = HOST_INPUTS.get(kernel, set())
-    dev_inputs = [x if i in host else _to_device(dev, x) for i, x in enumerate(inputs)]
-    outs = [_to_device(dev, np.full(out_shape, 77, dtype=d)) for d in dtypes]
-    _core.call_kernel(gpu, name, dev_inputs, outs, list(ints), [])
-    for o, e in zip(outs, expected, strict=True):
-        got = dev.to_host(o)
-        assert got.dtype == e.dtype and got.shape == e.shape
-        np.testing.assert_array_equal(got, e, err_msg=f"{kernel} {list(ints)}")
+    dtypes = out_dtypes or [out_dtype if out_dtype is not None else np.asarray(inputs[0]).dtype] * n_out
+    got, expected = run_both(cpu, gpu, dev, kernel, inputs, [(out_shape, d) for d in dtypes], ints)
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == e.dtype and g.shape == e.shape
+        np.testing.assert_array_equal(g, e, err_msg=f"{kernel} {list(ints)}")
 
 
 @pytest.mark.parametrize("dtype", NEW + SMALL)
@@ -86,8 +71,8 @@ def test_unsigned_division_by_the_all_ones_value(cpu, gpu, dev, dtype):
 
 @pytest.mark.parametrize("dtype", NEW + SMALL)
 def test_integer_division_by_zero_is_an_error(gpu, dev, dtype):
-    a, b = _to_device(dev, np.arange(4, dtype=dtype)), _to_device(dev, np.array([1, 0, 2, 3], dtype))
-    out = _to_device(dev, np.zeros(4, dtype))
+    a, b = to_device(dev, np.arange(4, dtype=dtype)), to_device(dev, np.array([1, 0, 2, 3], dtype))
+    out = to_device(dev, np.zeros(4, dtype))
     with pytest.raises(rt.InvalidArgumentError, match="integer division by zero"):
         _core.call_kernel(gpu, "hipdnn_ep_kernel_binary", [a, b], [out], [BINARY["DIV"]], [])
 
@@ -108,8 +93,8 @@ def test_binary_pow_float64(cpu, gpu, dev):
     inputs = [a, b]
     expected = np.full((3, 40), 77.0)
     _core.call_kernel(cpu, "hipdnn_ep_kernel_binary", inputs, [expected], [BINARY["POW"]], [])
-    out = _to_device(dev, np.full((3, 40), 77.0))
-    _core.call_kernel(gpu, "hipdnn_ep_kernel_binary", [_to_device(dev, x) for x in inputs], [out], [BINARY["POW"]], [])
+    out = to_device(dev, np.full((3, 40), 77.0))
+    _core.call_kernel(gpu, "hipdnn_ep_kernel_binary", [to_device(dev, x) for x in inputs], [out], [BINARY["POW"]], [])
     np.testing.assert_allclose(dev.to_host(out), expected, rtol=1e-15, atol=0)  # device pow: within 1 ulp
 
 

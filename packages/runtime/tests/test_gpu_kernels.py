@@ -25,6 +25,7 @@ import itertools
 
 import pytest
 from conftest import rand
+from gpu_util import run_both
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -39,8 +40,6 @@ UNARY = ENUMS["hipdnn_ep_unary_op"]
 REDUCE = ENUMS["hipdnn_ep_reduce_op"]
 F32, F16, I32, I64, BOOL = np.float32, np.float16, np.int32, np.int64, np.bool_
 FLOATS = [F32, F16]
-# Inputs each kernel reads on the host (parameter tensors); the rest are device data.
-HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}, "range": {0}, "trilu": {1}, "pad": {2}}
 EXACT = (0.0, 0.0)
 
 
@@ -50,18 +49,8 @@ def i64(values) -> np.ndarray:
 
 def compare(cpu, gpu, dev, kernel, inputs, out_shape, out_dtype=None, ints=(), floats=(), tol=EXACT):
     """Runs the kernel on both states; asserts the GPU output matches the CPU one within tol."""
-    inputs = [None if x is None else np.array(x, order="C") for x in inputs]
-    dtype = out_dtype if out_dtype is not None else inputs[0].dtype
-    garbage = np.full(out_shape, 77, dtype=dtype)
-    expected = garbage.copy()
-    name = "hipdnn_ep_kernel_" + kernel
-    ints, floats = list(ints), [float(f) for f in floats]
-    _core.call_kernel(cpu, name, inputs, [expected], ints, floats)
-    host = HOST_INPUTS.get(kernel, set())
-    dev_inputs = [x if (x is None or i in host) else dev.to_device(x) for i, x in enumerate(inputs)]
-    out = dev.to_device(garbage)
-    _core.call_kernel(gpu, name, dev_inputs, [out], ints, floats)
-    actual = dev.to_host(out)
+    dtype = out_dtype if out_dtype is not None else np.asarray(inputs[0]).dtype
+    (actual,), (expected,) = run_both(cpu, gpu, dev, kernel, inputs, [(out_shape, dtype)], ints, floats)
     assert actual.shape == expected.shape and actual.dtype == expected.dtype
     rtol, atol = tol
     if rtol == 0 and atol == 0:

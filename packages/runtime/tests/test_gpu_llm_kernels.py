@@ -24,6 +24,7 @@ Run with ``pytest --gpu=auto`` (skipped without a GPU backend or a GPU), ``--gpu
 from __future__ import annotations
 
 import pytest
+from gpu_util import run_both
 from test_llm_kernels import CASES as CPU_CASES
 from test_llm_kernels import dequantized, gqa_arguments, gqa_case, quantized, rope_caches
 
@@ -40,18 +41,6 @@ TOL = {  # kernel: (float32, float16)
     "rotary_embedding": (1e-6, 1e-3),
     "group_query_attention": (2e-5, 4e-3),
 }
-
-
-def run_both(cpu, gpu, dev, kernel, inputs, outputs, ints=(), floats=()):
-    """Runs the kernel on both states; returns (gpu outputs, cpu outputs) as numpy arrays."""
-    inputs = [None if x is None else np.array(x, order="C") for x in inputs]
-    name = "hipdnn_ep_kernel_" + kernel
-    ints, floats = list(ints), [float(f) for f in floats]
-    expected = [np.full(shape, 77, dtype=dtype) for shape, dtype in outputs]
-    _core.call_kernel(cpu, name, inputs, expected, ints, floats)
-    dev_outputs = [dev.to_device(np.full(shape, 77, dtype=dtype)) for shape, dtype in outputs]
-    _core.call_kernel(gpu, name, [None if x is None else dev.to_device(x) for x in inputs], dev_outputs, ints, floats)
-    return [dev.to_host(o) for o in dev_outputs], expected
 
 
 def close(kernel, actual, expected, what=""):

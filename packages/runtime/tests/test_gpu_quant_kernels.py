@@ -9,6 +9,7 @@ Run with ``pytest --gpu=auto`` (skipped without a GPU backend or a GPU), ``--gpu
 from __future__ import annotations
 
 import pytest
+from gpu_util import run_both
 from test_quant_kernels import CONV_CASES, LAYOUTS
 
 np = pytest.importorskip("numpy")
@@ -19,23 +20,6 @@ pytestmark = pytest.mark.gpu
 
 F32, F16, U8, I8, I32 = np.float32, np.float16, np.uint8, np.int8, np.int32
 I16, U16 = np.int16, np.uint16
-
-
-# inputs the kernels read on the host (conv_integer's geometry): they stay numpy arrays on the GPU state too
-HOST_INPUTS = {"conv_integer": {4}}
-
-
-def run_both(cpu, gpu, dev, kernel, inputs, outputs, ints=()):
-    """Runs the kernel on both states; returns (gpu outputs, cpu outputs) as numpy arrays."""
-    inputs = [None if x is None else np.array(x, order="C") for x in inputs]
-    name = "hipdnn_ep_kernel_" + kernel
-    expected = [np.full(shape, 77, dtype=dtype) for shape, dtype in outputs]
-    _core.call_kernel(cpu, name, inputs, expected, list(ints), [])
-    dev_outputs = [dev.to_device(np.full(shape, 77, dtype=dtype)) for shape, dtype in outputs]
-    host = HOST_INPUTS.get(kernel, set())
-    _core.call_kernel(gpu, name, [x if x is None or i in host else dev.to_device(x) for i, x in enumerate(inputs)],
-                      dev_outputs, list(ints), [])
-    return [dev.to_host(o) for o in dev_outputs], expected
 
 
 @pytest.mark.parametrize("xtype", [F32, F16])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import rand
+from gpu_util import run_both
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -21,22 +22,11 @@ ENUMS = {e["name"]: e["values"] for e in rt.abi_manifest()["enums"]}
 POOL = ENUMS["hipdnn_ep_pool_op"]
 ACT = ENUMS["hipdnn_ep_activation_op"]
 F32, F16, I64 = np.float32, np.float16, np.int64
-# the geometry arrays are read on the host
-HOST_INPUTS = {"conv": {3}, "pool": {1}, "conv_transpose": {3}, "resize": {1}}
 
 
 def compare(cpu, gpu, dev, kernel, inputs, out_shape, ints=(), floats=(), tol=(1e-5, 1e-6)):
-    inputs = [np.array(x, order="C") for x in inputs]
-    garbage = np.full(out_shape, 77, dtype=inputs[0].dtype)
-    expected = garbage.copy()
-    name = "hipdnn_ep_kernel_" + kernel
-    ints, floats = list(ints), [float(f) for f in floats]
-    _core.call_kernel(cpu, name, inputs, [expected], ints, floats)
-    host = HOST_INPUTS.get(kernel, set())
-    out = dev.to_device(garbage)
-    _core.call_kernel(gpu, name, [x if i in host else dev.to_device(x) for i, x in enumerate(inputs)], [out], ints,
-                      floats)
-    actual = dev.to_host(out)
+    (actual,), (expected,) = run_both(cpu, gpu, dev, kernel, inputs, [(out_shape, np.asarray(inputs[0]).dtype)], ints,
+                                      floats)
     assert actual.shape == expected.shape and actual.dtype == expected.dtype
     np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=tol[0], atol=tol[1],
                                err_msg=f"{kernel} {ints}")
