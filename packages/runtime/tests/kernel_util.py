@@ -53,6 +53,16 @@ def call_raw(state, kernel, inputs, outputs, ints=(), floats=()):
     _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, outputs, list(ints), list(floats))
 
 
+def full_range(shape, dtype, seed=0):
+    """Integers over the whole range of dtype, its extremes, 0 and 1 first."""
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(seed).integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    flat = x.reshape(-1)
+    if flat.size >= 4:
+        flat[:4] = [info.min, info.max, 0, 1]
+    return x
+
+
 def rng(seed=0):
     return np.random.default_rng(seed)
 

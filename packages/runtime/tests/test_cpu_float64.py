@@ -4,31 +4,19 @@ reference; the results agree to a few ulps (exp and log of the C library against
 
 from __future__ import annotations
 
+import kernel_util
+import numpy as np
 import pytest
+from kernel_util import BINARY, REDUCE
+from kernel_util import run as run_kernel
 
-np = pytest.importorskip("numpy")
-rt = pytest.importorskip("hipdnn_ep_runtime")
-_core = rt._core
+state = kernel_util.state  # one CPU state per module
 
-MANIFEST = rt.abi_manifest()
-ENUMS = {e["name"]: e["values"] for e in MANIFEST["enums"]}
-BINARY = ENUMS["hipdnn_ep_binary_op"]
-REDUCE = ENUMS["hipdnn_ep_reduce_op"]
 F64 = np.float64
 
 
-@pytest.fixture(scope="module")
-def state():
-    s = rt.State(backend="cpu")
-    yield s
-    s.close()
-
-
 def run(state, kernel, inputs, out_shape, out_dtype=F64, ints=()):
-    inputs = [np.array(x, order="C") for x in inputs]
-    out = np.full(out_shape, 77, dtype=out_dtype)
-    _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, [out], list(ints), [])
-    return out
+    return run_kernel(state, kernel, inputs, tuple(out_shape), out_dtype, ints)
 
 
 def values(shape, seed):

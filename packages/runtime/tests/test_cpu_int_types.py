@@ -5,18 +5,13 @@ INT32/INT64 are accepted, INT8/UINT8 arithmetic and comparisons, integer Pow. Ev
 
 from __future__ import annotations
 
+import kernel_util
+import numpy as np
 import pytest
+from kernel_util import BINARY, DTYPE, KERNELS, REDUCE, UNARY, _core, full_range, rt, run
 
-np = pytest.importorskip("numpy")
-rt = pytest.importorskip("hipdnn_ep_runtime")
-_core = rt._core
+state = kernel_util.state  # one CPU state per module
 
-MANIFEST = rt.abi_manifest()
-ENUMS = {e["name"]: e["values"] for e in MANIFEST["enums"]}
-BINARY = ENUMS["hipdnn_ep_binary_op"]
-UNARY = ENUMS["hipdnn_ep_unary_op"]
-REDUCE = ENUMS["hipdnn_ep_reduce_op"]
-DTYPE = ENUMS["hipdnn_ep_dtype"]
 InvalidArgumentError = rt.InvalidArgumentError
 
 I8, U8, I16, U16, I32, U32, I64, U64 = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
@@ -29,40 +24,13 @@ UNSIGNED = [U8, U16, U32, U64]
 BOOL, F32, F16, F64 = np.bool_, np.float32, np.float16, np.float64
 
 
-@pytest.fixture(scope="module")
-def state():
-    s = rt.State(backend="cpu")
-    yield s
-    s.close()
-
-
-def run(state, kernel, inputs, out_shapes, out_dtype=None, ints=(), floats=()):
-    inputs = [np.array(x, order="C") for x in inputs]
-    if isinstance(out_shapes, tuple):
-        out_shapes = [out_shapes]
-    dtype = out_dtype if out_dtype is not None else inputs[0].dtype
-    outputs = [np.full(shape, 77, dtype=dtype) for shape in out_shapes]
-    _core.call_kernel(state, "hipdnn_ep_kernel_" + kernel, inputs, outputs, list(ints), [float(f) for f in floats])
-    return outputs[0] if len(outputs) == 1 else outputs
-
-
-def full_range(shape, dtype, seed=0):
-    """Values over the whole range of dtype (extremes included)."""
-    info = np.iinfo(dtype)
-    x = np.random.default_rng(seed).integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
-    flat = x.reshape(-1)
-    if flat.size >= 4:
-        flat[:4] = [info.min, info.max, 0, 1]
-    return x
-
-
 def test_the_new_dtypes_have_their_onnx_codes():
     assert {k: DTYPE[k] for k in ("UINT16", "INT16", "UINT32", "UINT64")} == {
         "UINT16": 4, "INT16": 5, "UINT32": 12, "UINT64": 13}
 
 
 def test_manifest_tables_list_the_integer_types():
-    kernels = {f["name"]: f for f in MANIFEST["functions"] if f["kind"] == "kernel"}
+    kernels = KERNELS
     names = {"INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64"}
 
     def names_of(table):

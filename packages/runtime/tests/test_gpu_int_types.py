@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from gpu_util import run_both, to_device
+from kernel_util import full_range
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -30,15 +31,6 @@ UNSIGNED = [U8, U16, U32, U64]
 SHAPES = [((7,), (7,)), ((4, 1, 6), (3, 1)), ((), (5, 2)), ((0, 3), (1, 3)), ((1000, 33), (33,))]
 
 
-def _ints(shape, dtype, seed):
-    info = np.iinfo(dtype)
-    x = np.random.default_rng(seed).integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
-    flat = x.reshape(-1)
-    if flat.size >= 4:
-        flat[:4] = [info.min, info.max, 0, 1]
-    return x
-
-
 def compare(cpu, gpu, dev, kernel, inputs, out_shape, out_dtype=None, ints=(), n_out=1, out_dtypes=None):
     """Runs the kernel on both states; the GPU outputs must equal the CPU ones."""
     dtypes = out_dtypes or [out_dtype if out_dtype is not None else np.asarray(inputs[0]).dtype] * n_out
@@ -54,7 +46,7 @@ def compare(cpu, gpu, dev, kernel, inputs, out_shape, out_dtype=None, ints=(), n
 def test_binary(cpu, gpu, dev, op, dtype):
     compare_op = op in ("EQUAL", "LESS", "GREATER", "GREATER_OR_EQUAL", "LESS_OR_EQUAL")
     for k, (sa, sb) in enumerate(SHAPES):
-        a, b = _ints(sa, dtype, 2 * k), _ints(sb, dtype, 2 * k + 1)
+        a, b = full_range(sa, dtype, 2 * k), full_range(sb, dtype, 2 * k + 1)
         if op in ("DIV", "MOD", "FMOD"):
             b[b == 0] = 3
         compare(cpu, gpu, dev, "binary", [a, b], np.broadcast_shapes(sa, sb), BOOL if compare_op else None,
@@ -82,7 +74,7 @@ def test_binary_pow_integers(cpu, gpu, dev, dtype):
     a = np.array([2, 3, -2, -3, 0, 0, 5, 1, -1, 2, 10, 2, -2, 7], dtype)
     b = np.array([10, 4, 3, 2, 0, 3, -1, -7, -3, 0, 3, 200, 201, 2], dtype)
     compare(cpu, gpu, dev, "binary", [a, b], a.shape, ints=[BINARY["POW"]])
-    compare(cpu, gpu, dev, "binary", [_ints((50,), dtype, 1) % 7, np.abs(_ints((50,), dtype, 2) % 9)], (50,),
+    compare(cpu, gpu, dev, "binary", [full_range((50,), dtype, 1) % 7, np.abs(full_range((50,), dtype, 2) % 9)], (50,),
             ints=[BINARY["POW"]])
 
 
@@ -103,7 +95,7 @@ def test_binary_pow_float64(cpu, gpu, dev):
 def test_binary_bitwise(cpu, gpu, dev, op, dtype):
     width = np.dtype(dtype).itemsize * 8
     for k, (sa, sb) in enumerate(SHAPES):
-        a, b = _ints(sa, dtype, 2 * k), _ints(sb, dtype, 2 * k + 1)
+        a, b = full_range(sa, dtype, 2 * k), full_range(sb, dtype, 2 * k + 1)
         if op.startswith("SHIFT"):
             lo = -3 if np.issubdtype(dtype, np.signedinteger) else 0
             b = np.random.default_rng(k).integers(lo, width + 3, size=sb).astype(dtype)
@@ -115,7 +107,7 @@ def test_unary(cpu, gpu, dev, dtype):
     ops = ["ABS", "SIGN"] + (["NEG", "RELU"] if dtype in (I8, I16) else [])
     ops += ["BITWISE_NOT"] if dtype in NEW else []
     for op in ops:
-        compare(cpu, gpu, dev, "unary", [_ints((3, 257), dtype, 0)], (3, 257), ints=[UNARY[op]])
+        compare(cpu, gpu, dev, "unary", [full_range((3, 257), dtype, 0)], (3, 257), ints=[UNARY[op]])
 
 
 ALL = [F32, U8, I8, I32, I64, BOOL, F16, F64, I16, U16, U32, U64]
@@ -126,7 +118,7 @@ def test_cast_to_and_from_every_type(cpu, gpu, dev, dst):
     for src in ALL:
         x = np.array([[0, 1, 2, 100], [7, 0, 127, 3]]).astype(src)
         compare(cpu, gpu, dev, "cast", [x], x.shape, dst)
-        y = _ints((64,), dst, 3)
+        y = full_range((64,), dst, 3)
         compare(cpu, gpu, dev, "cast", [y], y.shape, src)
     f = np.array([-2.7, 2.7, 1e30, -1e30, np.nan, 65535.5, 4294967296.0], F64)  # saturation, NaN -> 0
     compare(cpu, gpu, dev, "cast", [f], f.shape, dst)
@@ -135,9 +127,9 @@ def test_cast_to_and_from_every_type(cpu, gpu, dev, dst):
 @pytest.mark.parametrize("dtype", NEW)
 def test_where_and_data_movement(cpu, gpu, dev, dtype):
     c = np.array([[True], [False]])
-    x, y = _ints((2, 5), dtype, 1), _ints((5,), dtype, 2)
+    x, y = full_range((2, 5), dtype, 1), full_range((5,), dtype, 2)
     compare(cpu, gpu, dev, "where", [c, x, y], (2, 5), dtype)
-    t = _ints((2, 3, 4), dtype, 3)
+    t = full_range((2, 3, 4), dtype, 3)
     compare(cpu, gpu, dev, "transpose", [t, np.array([2, 0, 1], I64)], (4, 2, 3))
     compare(cpu, gpu, dev, "concat", [t, t], (2, 6, 4), ints=[1])
     compare(cpu, gpu, dev, "gather", [t, np.array([2, 0], I64)], (2, 2, 4), ints=[1])
@@ -150,12 +142,12 @@ def test_where_and_data_movement(cpu, gpu, dev, dtype):
 def test_reduce(cpu, gpu, dev, op, dtype):
     for shape, axes, out in [((3, 7, 2), [1], (3, 2)), ((4, 300), [1], (4,)), ((2, 0), [1], (2,)),
                              ((5, 3), [0, 1], ())]:
-        compare(cpu, gpu, dev, "reduce", [_ints(shape, dtype, 4), np.array(axes, I64)], out, ints=[REDUCE[op]])
+        compare(cpu, gpu, dev, "reduce", [full_range(shape, dtype, 4), np.array(axes, I64)], out, ints=[REDUCE[op]])
 
 
 @pytest.mark.parametrize("dtype", NEW + SMALL)
 def test_cumsum_arg_reduce_top_k(cpu, gpu, dev, dtype):
-    x = _ints((3, 40), dtype, 5)
+    x = full_range((3, 40), dtype, 5)
     for exclusive, reverse in [(0, 0), (1, 1)]:
         compare(cpu, gpu, dev, "cumsum", [x], x.shape, ints=[1, exclusive, reverse])
     for is_min, last in [(0, 0), (1, 1)]:
