@@ -48,7 +48,8 @@ for _p in (fuse_qdq, refine_shapes, check_dtypes, eliminate_dead_ops, materializ
     register(_p)
 
 # The compile pipeline, in order.
-PIPELINE = ("fuse-qdq", "refine-shapes", "check-dtypes", "eliminate-dead-ops", "materialize-host-scalars", "plan-memory")
+PIPELINE = ("fuse-qdq", "refine-shapes", "check-dtypes", "eliminate-dead-ops", "materialize-host-scalars",
+            "plan-memory")
 
 from .pipeline import Pipeline, build, run_pass, run_pipeline  # noqa: E402  (it reads PASSES)
 
