@@ -189,3 +189,33 @@ def test_node_test_values_round_trip() -> None:
     assert "shape" in _same(np.ones(2, np.float32), np.ones(3, np.float32), 1e-3, 1e-7)
     assert _same([np.ones(2)], [np.ones(2)], 1e-3, 1e-7) == ""
     assert "sequence" in _same(np.ones(2), [np.ones(2)], 1e-3, 1e-7)
+
+
+def test_bfloat16_and_float8_cases_run_through_ort_values() -> None:
+    """onnxruntime's numpy binding neither feeds nor returns bfloat16/float8: the harness feeds their bit
+    patterns with their ONNX type and reads outputs from their bytes, and compares their values."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    sys.path.insert(0, str(WORKER.parent))
+    try:
+        from node_worker import _narrow_type, _run_narrow, _same
+    finally:
+        sys.path.pop(0)
+    from onnx import TensorProto, helper
+
+    e4m3 = np.array([1.0, -2.0, 448.0, np.nan], ml_dtypes.float8_e4m3fn)
+    assert _narrow_type(e4m3) == TensorProto.FLOAT8E4M3FN and _narrow_type(np.ones(2, np.float32)) == 0
+    assert _narrow_type(np.ones(2, ml_dtypes.float8_e5m2)) == TensorProto.FLOAT8E5M2  # numpy kind 'f', not 'V'
+    assert _narrow_type(np.ones(2, ml_dtypes.int4)) == 0  # sub-byte types would need packing
+    assert _same(e4m3, e4m3.copy(), 0, 0) == ""
+    assert "values differ" in _same(e4m3, np.array([1.0, -2.0, 256.0, np.nan], ml_dtypes.float8_e4m3fn), 0, 0)
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"]), helper.make_node("Cast", ["x"], ["z"],
+                                                                                           to=TensorProto.FLOAT)],
+                              "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT8E4M3FN, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, [4]),
+                               helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    y, z = _run_narrow(ort, sess, {"x": e4m3})
+    assert y.dtype == e4m3.dtype and _same(y, e4m3, 0, 0) == ""
+    np.testing.assert_array_equal(z, e4m3.astype(np.float32))
