@@ -10,6 +10,11 @@ import pytest
 
 _core = rt._core
 
+ENUMS = {e["name"]: e["values"] for e in rt.abi_manifest()["enums"]}
+BINARY = ENUMS["hipdnn_ep_binary_op"]
+UNARY = ENUMS["hipdnn_ep_unary_op"]
+REDUCE = ENUMS["hipdnn_ep_reduce_op"]
+
 # Inputs each kernel reads on the host (geometry and parameter tensors); the rest are device data.
 HOST_INPUTS = {"transpose": {1}, "reduce": {1}, "slice": {1, 2}, "range": {0}, "trilu": {1}, "pad": {2},
                "conv": {3}, "pool": {1}, "conv_transpose": {3}, "resize": {1}, "conv_integer": {4}}

@@ -8,7 +8,7 @@ Run with ``pytest --gpu=auto`` (skipped when the runtime has no GPU backend or n
 from __future__ import annotations
 
 import pytest
-from gpu_util import run_both
+from gpu_util import BINARY, REDUCE, run_both
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -16,10 +16,6 @@ _core = rt._core
 
 pytestmark = pytest.mark.gpu
 
-MANIFEST = rt.abi_manifest()
-ENUMS = {e["name"]: e["values"] for e in MANIFEST["enums"]}
-BINARY = ENUMS["hipdnn_ep_binary_op"]
-REDUCE = ENUMS["hipdnn_ep_reduce_op"]
 
 
 def compare(cpu, gpu, dev, kernel, inputs, out_shape, out_dtype=np.float64, ints=(), rtol=0.0):

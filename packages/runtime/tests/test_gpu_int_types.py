@@ -8,7 +8,7 @@ Run with ``pytest --gpu=auto`` (skipped when the runtime has no GPU backend or n
 from __future__ import annotations
 
 import pytest
-from gpu_util import run_both, to_device
+from gpu_util import BINARY, REDUCE, UNARY, run_both, to_device
 from kernel_util import full_range
 
 np = pytest.importorskip("numpy")
@@ -17,11 +17,6 @@ _core = rt._core
 
 pytestmark = pytest.mark.gpu
 
-MANIFEST = rt.abi_manifest()
-ENUMS = {e["name"]: e["values"] for e in MANIFEST["enums"]}
-BINARY = ENUMS["hipdnn_ep_binary_op"]
-UNARY = ENUMS["hipdnn_ep_unary_op"]
-REDUCE = ENUMS["hipdnn_ep_reduce_op"]
 I8, U8, I16, U16, I32, U32, I64, U64 = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
                                         np.uint64)
 BOOL, F32, F16, F64 = np.bool_, np.float32, np.float16, np.float64

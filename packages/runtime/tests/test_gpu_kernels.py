@@ -25,7 +25,7 @@ import itertools
 
 import pytest
 from conftest import rand
-from gpu_util import run_both
+from gpu_util import BINARY, REDUCE, UNARY, run_both
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -33,11 +33,6 @@ _core = rt._core
 
 pytestmark = pytest.mark.gpu
 
-MANIFEST = rt.abi_manifest()
-ENUMS = {e["name"]: e["values"] for e in MANIFEST["enums"]}
-BINARY = ENUMS["hipdnn_ep_binary_op"]
-UNARY = ENUMS["hipdnn_ep_unary_op"]
-REDUCE = ENUMS["hipdnn_ep_reduce_op"]
 F32, F16, I32, I64, BOOL = np.float32, np.float16, np.int32, np.int64, np.bool_
 FLOATS = [F32, F16]
 EXACT = (0.0, 0.0)

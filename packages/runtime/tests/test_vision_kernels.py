@@ -184,6 +184,28 @@ def test_pool_refuses_an_unknown_op(state):
         run(state, "pool", [np.ones((1, 1, 2, 2), F32), geo], (1, 1, 2, 2), ints=[9, 0])
 
 
+@pytest.mark.parametrize("kernel", ["pool", "max_pool_indices"])
+def test_pool_windows_are_checked(state, kernel):
+    """Both pool kernels check the window geometry and output 0 against X (one check)."""
+    x = np.ones((1, 2, 4, 4), F32)
+
+    def call(geo, out_spatial):
+        outs = [np.empty((1, 2, *out_spatial), F32)]
+        if kernel == "pool":
+            return run(state, "pool", [x, geo], outs[0].shape, ints=[0, 0])
+        outs.append(np.empty((1, 2, *out_spatial), I64))
+        return _core.call_kernel(state, "hipdnn_ep_kernel_max_pool_indices", [x, geo], outs, [0], [])
+
+    geo = np.array([2, 2, 2, 2, 0, 0, 0, 0, 1, 1], I64)  # kernel, strides, pads begin, pads end, dilations
+    call(geo, (2, 2))
+    with pytest.raises(rt.InvalidArgumentError, match="input 1 \\(window\\) has 9 entries, expected 10"):
+        call(geo[:9], (2, 2))
+    with pytest.raises(rt.InvalidArgumentError, match="spatial dim 1: output size 4 does not fit input size 4"):
+        call(geo, (2, 4))
+    with pytest.raises(rt.InvalidArgumentError, match="spatial dim 0: kernel 2, stride 0"):
+        call(np.array([2, 2, 0, 2, 0, 0, 0, 0, 1, 1], I64), (2, 2))
+
+
 @pytest.mark.parametrize("dtype", [F32, F16])
 def test_batch_norm(state, dtype):
     x = rand((2, 3, 4, 5), dtype, 5)

@@ -28,6 +28,22 @@ void check_window_output(const std::string& where, int64_t in, int64_t out, int6
   }
 }
 
+// A pool window's geometry (input 1: kernel, strides, pads begin, pads end, dilations per spatial dim) and
+// output 0 over X (input 0): checked; output 0's dims returned.
+Dims check_pool_window(const Call& call, const Dims& x, const Dims& geo) {
+  const size_t r = x.size() - 2;
+  if (geo.size() != 5 * r) fail_invalid("input 1 (window) has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(5 * r));
+  const Dims y = dims_of(call.out(0));
+  if (y.size() != x.size() || y[0] != x[0] || y[1] != x[1]) {
+    fail_invalid("output 0 has dims " + format_dims(y) + ", expected [" + std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", ...]");
+  }
+  for (size_t d = 0; d < r; ++d) {
+    check_window_output("spatial dim " + std::to_string(d), x[2 + d], y[2 + d], geo[d], geo[r + d], geo[2 * r + d],
+                        geo[3 * r + d], geo[4 * r + d]);
+  }
+  return y;
+}
+
 }  // namespace
 
 void validate_conv(const hipdnn_ep_kernel_args_t* args) {
@@ -53,17 +69,7 @@ void validate_pool(const hipdnn_ep_kernel_args_t* args) {
   if (op != HIPDNN_EP_POOL_OP_MAX && op != HIPDNN_EP_POOL_OP_AVERAGE) fail_invalid("unknown pool op " + std::to_string(op));
   require_dtype(dt::pool(op), "pool", dtype);
   const Dims x = spatial_input(call.in(0), "pool");
-  const size_t r = x.size() - 2;
-  const Dims geo = int64_vector(call.in(1), "input 1 (window)", dt::pool_input_1);
-  if (geo.size() != 5 * r) fail_invalid("input 1 (window) has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(5 * r));
-  const Dims y = dims_of(call.out(0));
-  if (y.size() != x.size() || y[0] != x[0] || y[1] != x[1]) {
-    fail_invalid("output 0 has dims " + format_dims(y) + ", expected [" + std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", ...]");
-  }
-  for (size_t d = 0; d < r; ++d) {
-    check_window_output("spatial dim " + std::to_string(d), x[2 + d], y[2 + d], geo[d], geo[r + d], geo[2 * r + d],
-                        geo[3 * r + d], geo[4 * r + d]);
-  }
+  check_pool_window(call, x, int64_vector(call.in(1), "input 1 (window)", dt::pool_input_1));
   call.expect_dtype(call.out(0), output_name(0), dtype);
 }
 
@@ -75,17 +81,7 @@ void validate_max_pool_indices(const hipdnn_ep_kernel_args_t* args) {
   const int64_t order = call.int_attr(HIPDNN_EP_KERNEL_MAX_POOL_INDICES_INT_ATTR_STORAGE_ORDER);
   if (order != 0 && order != 1) fail_invalid("storage_order is " + std::to_string(order) + ", expected 0 or 1");
   const Dims x = spatial_input(call.in(0), "max_pool_indices");
-  const size_t r = x.size() - 2;
-  const Dims geo = int64_vector(call.in(1), "input 1 (window)", dt::max_pool_indices_input_1);
-  if (geo.size() != 5 * r) fail_invalid("input 1 (window) has " + std::to_string(geo.size()) + " entries, expected " + std::to_string(5 * r));
-  const Dims y = dims_of(call.out(0));
-  if (y.size() != x.size() || y[0] != x[0] || y[1] != x[1]) {
-    fail_invalid("output 0 has dims " + format_dims(y) + ", expected [" + std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", ...]");
-  }
-  for (size_t d = 0; d < r; ++d) {
-    check_window_output("spatial dim " + std::to_string(d), x[2 + d], y[2 + d], geo[d], geo[r + d], geo[2 * r + d],
-                        geo[3 * r + d], geo[4 * r + d]);
-  }
+  const Dims y = check_pool_window(call, x, int64_vector(call.in(1), "input 1 (window)", dt::max_pool_indices_input_1));
   call.expect_dtype(call.out(0), output_name(0), dtype);
   call.expect_dtype(call.out(1), output_name(1), HIPDNN_EP_DTYPE_INT64);
   expect_dims(call.out(1), output_name(1), y);
