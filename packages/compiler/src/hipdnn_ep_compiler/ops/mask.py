@@ -389,15 +389,9 @@ def _split_sizes(o: Node, dim: sym.Expr, n_out: int) -> list[sym.Expr]:
     """The sizes of the parts: the split input when given, a small int64 graph input read at run time
     (host_axes), or computed on the host (a constant, shape arithmetic such as the rotary dim of
     RotaryEmbedding's expansion)."""
-    if host_axes.fed(o, 1):
+    if host_axes.fed(o, 1):  # not constant: read at run time, or refused naming what it may be
         return _fed_split_sizes(o, dim, n_out)
-    if o.input(1) is not None:
-        sizes = o.host(1)
-        if sizes is None:
-            o.fail("split must be computable on the host: a constant, a shape value or a small int32/int64 "
-                   "graph input")
-    else:
-        sizes = o.attr_ints("split")
+    sizes = o.host(1) if o.input(1) is not None else o.attr_ints("split")
     if sizes:
         if len(sizes) != n_out:
             raise ModelError(f"{o.where}: split has {len(sizes)} entries for {n_out} outputs")
