@@ -75,6 +75,8 @@ def check(old: Manifest, new: Manifest) -> list[Violation]:
             out.append(Violation(fo.name, f"since changed from {fo.since} to {fn.since}: history is immutable"))
         if fn.int_attrs[:len(fo.int_attrs)] != fo.int_attrs or fn.float_attrs[:len(fo.float_attrs)] != fo.float_attrs:
             out.append(Violation(fo.name, f"kernel attributes reordered or removed: {need_major}"))
+        elif fo.kind == "kernel":
+            out += _appended_attrs(old, fo, new, fn)
         if fo.kind == "kernel":
             for where, old_types, new_types, old_since, new_since in _dtype_rules(old, fo, new, fn):
                 for dtype in sorted(set(old_types) - set(new_types)):
@@ -257,4 +259,23 @@ def write_bound_violations(m: Manifest) -> list[Violation]:
                 f"{param.name}->struct_size and write only the fields it covers (writes = {{ {param.name} = "
                 f"\"{CALLER_STRUCT_SIZE}\" }}), or write only the fields of {m.major}.{fn.since} (writes = "
                 f"{{ {param.name} = \"fields_of_{m.major}.{fn.since}\" }})")))
+    return out
+
+
+def _appended_attrs(old: Manifest, fo: Function, new: Manifest, fn: Function) -> list[Violation]:
+    """Attributes a kernel gained since `old` must carry a later since: a compiler of `old`'s era reads
+    the newer manifest and passes every attribute it lists without one, values it cannot know."""
+    out = []
+    for kind, before, after in (("int", fo.int_attrs, fn.int_attrs), ("float", fo.float_attrs, fn.float_attrs)):
+        for attr in before:
+            if new.attr_since_of(fn, attr) != old.attr_since_of(fo, attr):
+                out.append(Violation(fo.name, f"{kind} attribute {attr}: since changed from "
+                                              f"{old.attr_since_of(fo, attr)} to {new.attr_since_of(fn, attr)}: "
+                                              f"history is immutable"))
+        for attr in after[len(before):]:
+            if new.attr_since_of(fn, attr) <= old.minor:
+                out.append(Violation(fo.name, f"{kind} attribute {attr} was appended after {old.major}.{old.minor} "
+                                              f"without a since: compilers of {old.major}.{old.minor} reading this "
+                                              f"manifest would pass it without knowing its value. Write it as "
+                                              f"[\"{attr}\", {new.minor}]"))
     return out

@@ -163,8 +163,13 @@ def _fn_json(m: Manifest, fn: Function) -> dict:
         "doc": fn.doc,
     }
     if fn.kind == "kernel":
-        d["int_attrs"] = list(fn.int_attrs)
-        d["float_attrs"] = list(fn.float_attrs)
+        # A reader of an older minor passes every name of int_attrs / float_attrs, so those lists keep the
+        # attributes the kernel had at its since; ones appended later are listed apart, with their since.
+        added = dict(fn.attr_since)
+        for kind, attrs in (("int", fn.int_attrs), ("float", fn.float_attrs)):
+            d[f"{kind}_attrs"] = [a for a in attrs if a not in added]
+            if any(a in added for a in attrs):
+                d[f"{kind}_attrs_added"] = [[a, added[a]] for a in attrs if a in added]
         # Accepted element types; an empty table: any dtype (see manifest.toml).
         d["op_enum"] = fn.op_enum
         d["dtypes"] = {key: list(names) for key, names in fn.dtypes}

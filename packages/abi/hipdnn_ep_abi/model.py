@@ -167,6 +167,10 @@ class Function:
     # Element types added after the kernel: (table key, dtype, since); the key is "default" or an
     # op for input 0, the input index as text for a later input. Absent: the kernel's since.
     dtype_since: tuple[tuple[str, str, int], ...] = ()
+    # Attributes appended after the kernel: (name, since), int and float alike (names are unique per
+    # kernel). A reader of an older minor passes only the attributes it knows (the manifest's JSON
+    # keeps them apart); the kernel takes an appended one's default when a caller passes fewer.
+    attr_since: tuple[tuple[str, int], ...] = ()
     # How the function bounds its writes through each non-const pointer to a struct that grows
     # (`writes` in the manifest): (parameter, bound). Not part of the signature hash; a snapshot
     # released before bounds were declared has none (nothing is claimed for it).
@@ -287,6 +291,11 @@ class Manifest:
     def later_input_since(self, fn: Function, index: int, dtype: str) -> int:
         return {(k, d): v for k, d, v in fn.dtype_since}.get((str(index), dtype), fn.since)
 
+    @staticmethod
+    def attr_since_of(fn: Function, attr: str) -> int:
+        """The ABI minor from which the kernel takes attribute `attr` (appended ones: their own)."""
+        return dict(fn.attr_since).get(attr, fn.since)
+
     def version_node(self, minor: int) -> str:
         return f"{self.prefix.upper()}_{self.major}.{minor}"
 
@@ -357,6 +366,29 @@ def _split_since(kernel: str, where: str, entries: object) -> tuple[object, dict
             e = e[0]
         names.append(e)
     return names, since
+
+
+def _split_attrs(kernel: str, where: str, entries: object) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+    """Attribute entries are a name, or [name, since] for one appended after the kernel; appended ones
+    come last (positions are the ABI), in order of since."""
+    if not isinstance(entries, list):
+        raise ManifestError(f"kernel {kernel}: {where} must be a list")
+    names, since = [], []
+    for e in entries:
+        if isinstance(e, list):
+            if len(e) != 2 or not isinstance(e[0], str) or not isinstance(e[1], int):
+                raise ManifestError(f"kernel {kernel}: {where}: {e!r} must be a name or [name, since]")
+            since.append((e[0], e[1]))
+            e = e[0]
+        elif not isinstance(e, str):
+            raise ManifestError(f"kernel {kernel}: {where}: {e!r} must be a name or [name, since]")
+        elif since:
+            raise ManifestError(f"kernel {kernel}: {where}: {e} follows an attribute appended later; "
+                                f"appended attributes come last")
+        names.append(e)
+    if [v for _, v in since] != sorted(v for _, v in since):
+        raise ManifestError(f"kernel {kernel}: {where}: appended attributes must be in order of since")
+    return tuple(names), tuple(since)
 
 
 def _dtype_list(kernel: str, where: str, names: object, order: dict[str, int]) -> tuple[str, ...]:
@@ -433,11 +465,13 @@ def parse(text: str) -> Manifest:
         for key, entries in k.get("input_dtypes", {}).items():
             input_dtypes[str(key)], since = _split_since(k["name"], f"input_dtypes.{key}", entries)
             dtype_since += [(str(key), d, v) for d, v in since.items()]
+        int_attrs, int_since = _split_attrs(k["name"], "int_attrs", k.get("int_attrs", []))
+        float_attrs, float_since = _split_attrs(k["name"], "float_attrs", k.get("float_attrs", []))
         functions.append(Function(
             name=k["name"], kind="kernel", returns=CType.parse(KERNEL_RETURNS),
             params=tuple(Param.parse(p) for p in KERNEL_PARAMS), since=int(k["since"]),
             status=k.get("status", "active"), callers=("artifact",), doc=k.get("doc", ""),
-            int_attrs=tuple(k.get("int_attrs", [])), float_attrs=tuple(k.get("float_attrs", [])),
+            int_attrs=int_attrs, float_attrs=float_attrs, attr_since=int_since + float_since,
             op_enum=k.get("op_enum"),
             dtypes=tuple((str(key), _dtype_list(k["name"], f"dtypes.{key}", names, dtype_order))
                          for key, names in dtypes.items()),
@@ -512,6 +546,12 @@ def _validate(m: Manifest, known: set[str]) -> None:
             if not fn.since <= since <= m.minor:
                 raise ManifestError(f"kernel {fn.name}: {key} {dtype} has since {since}, outside "
                                     f"{fn.since} (the kernel's) to {m.minor} (the ABI minor)")
+        for attr, since in fn.attr_since:
+            if not fn.since < since <= m.minor:
+                raise ManifestError(f"kernel {fn.name}: attribute {attr} has since {since}, outside "
+                                    f"{fn.since + 1} (after the kernel's) to {m.minor} (the ABI minor)")
+        if len(set(fn.int_attrs + fn.float_attrs)) != len(fn.int_attrs) + len(fn.float_attrs):
+            raise ManifestError(f"kernel {fn.name}: an attribute name is listed twice")
     for s in m.structs:
         if s.versioned and any(f.since < s.since for f in s.fields):
             raise ManifestError(f"struct {s.name}: a field predates the struct")

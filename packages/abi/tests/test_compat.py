@@ -138,6 +138,55 @@ def test_reordering_kernel_attributes_needs_a_major_bump(manifest_text):
     assert [v.name for v in violations(manifest_text, broken)] == ["hipdnn_ep_kernel_gemm"]
 
 
+GEMM_ATTRS = 'int_attrs = ["trans_a", "trans_b"]'
+
+
+def test_appending_a_kernel_attribute_needs_its_since(manifest_text):
+    """A compiler of 1.1 reads a newer runtime's manifest and passes every attribute int_attrs lists: one
+    appended without a since would be passed by compilers that cannot know its value (cast's saturate,
+    appended in 1.3, crashed compilers 0.2 and 0.3 that way)."""
+    grown = set_minor(manifest_text.replace(GEMM_ATTRS, 'int_attrs = ["trans_a", "trans_b", "packed"]'), 2)
+    found = violations(manifest_text, grown)
+    assert [v.name for v in found] == ["hipdnn_ep_kernel_gemm"]
+    assert "int attribute packed was appended after 1.1 without a since" in found[0].message
+    assert 'Write it as ["packed", 2]' in found[0].message
+    dated = set_minor(manifest_text.replace(GEMM_ATTRS, 'int_attrs = ["trans_a", "trans_b", ["packed", 2]]'), 2)
+    assert violations(manifest_text, dated) == []
+
+
+def test_an_appended_attribute_since_cannot_change(manifest_text):
+    old = set_minor(manifest_text.replace(GEMM_ATTRS, 'int_attrs = ["trans_a", "trans_b", ["packed", 2]]'), 2)
+    new = set_minor(old.replace('["packed", 2]', '["packed", 3]'), 3)
+    found = violations(old, new)
+    assert [v.name for v in found] == ["hipdnn_ep_kernel_gemm"]
+    assert "int attribute packed: since changed from 2 to 3" in found[0].message
+
+
+@pytest.mark.parametrize("attrs, error", [
+    ('["trans_a", ["packed", 2], "trans_b"]', "follows an attribute appended later"),
+    ('["trans_a", "trans_b", ["packed", 1]]', "outside 2 (after the kernel's) to 2"),
+    ('["trans_a", "trans_b", ["packed", 3]]', "outside 2 (after the kernel's) to 2"),
+    ('["trans_a", "trans_b", ["packed"]]', "must be a name or [name, since]"),
+    ('["trans_a", "trans_b", "trans_a"]', "listed twice"),
+])
+def test_a_malformed_appended_attribute_is_a_manifest_error(manifest_text, attrs, error):
+    with pytest.raises(ManifestError, match=re.escape(error)):
+        parse(set_minor(manifest_text.replace(GEMM_ATTRS, f"int_attrs = {attrs}"), 2))
+
+
+@pytest.mark.parametrize("snapshot", sorted(RELEASED_DIR.glob("*.toml")), ids=lambda p: p.stem)
+def test_released_readers_see_the_attributes_they_knew(manifest, snapshot):
+    """What a compiler released with a snapshot's ABI passes, reading the committed manifest's JSON: every
+    name of a kernel's int_attrs / float_attrs. Those lists must be the ones that snapshot had."""
+    from hipdnn_ep_abi.generate import manifest_json
+
+    head = {f["name"]: f for f in manifest_json(manifest)["functions"] if f["kind"] == "kernel"}
+    for f in manifest_json(load(snapshot))["functions"]:
+        if f["kind"] == "kernel" and f["name"] in head:
+            for key in ("int_attrs", "float_attrs"):
+                assert head[f["name"]][key] == f[key], (f["name"], key)
+
+
 def test_version_cannot_go_backwards(manifest):
     found = compat.check(manifest, load(RELEASED_DIR / "1.0.toml"))
     assert len(found) == 1 and "backwards" in found[0].message

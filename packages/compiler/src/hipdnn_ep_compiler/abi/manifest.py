@@ -46,6 +46,15 @@ class AbiFunction:
     # Types accepted only from a later minor than the kernel's: (table key, dtype code, since);
     # the key is "default" or an op for input 0, the input index as text for a later input.
     dtype_since: tuple[tuple[str, int, int], ...] = ()
+    # Attributes appended after the kernel (the manifest's int_attrs_added / float_attrs_added): (name, since).
+    attr_since: tuple[tuple[str, int], ...] = ()
+
+    def attrs_for(self, kind: str, minor: int) -> tuple[str, ...]:
+        """The kernel's `kind` ("int" or "float") attributes a caller targeting ABI minor `minor` passes:
+        those appended in a later minor are left out, and the kernel takes their defaults."""
+        since = dict(self.attr_since)
+        attrs = self.int_attrs if kind == "int" else self.float_attrs
+        return tuple(a for a in attrs if since.get(a, self.since) <= minor)
 
     def input0_dtypes(self, op: str | None = None) -> frozenset[int] | None:
         """Element types input 0 accepts for `op` (None: no rule, any dtype)."""
@@ -123,8 +132,10 @@ class RuntimeAbi:
                     status=f.get("status", "active"),
                     signature=f["signature"],
                     hash=f["hash"],
-                    int_attrs=tuple(f.get("int_attrs", ())),
-                    float_attrs=tuple(f.get("float_attrs", ())),
+                    int_attrs=tuple(f.get("int_attrs", ())) + tuple(a for a, _ in f.get("int_attrs_added", ())),
+                    float_attrs=tuple(f.get("float_attrs", ())) + tuple(a for a, _ in f.get("float_attrs_added", ())),
+                    attr_since=tuple((a, int(v)) for a, v in [*f.get("int_attrs_added", ()),
+                                                              *f.get("float_attrs_added", ())]),
                     op_enum=f.get("op_enum"),
                     dtypes=tuple((key, codes(names)) for key, names in f.get("dtypes", {}).items()),
                     input_dtypes=tuple((int(i), codes(names)) for i, names in f.get("input_dtypes", {}).items()),

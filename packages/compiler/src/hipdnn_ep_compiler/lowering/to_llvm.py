@@ -503,14 +503,12 @@ class _Lowering:
         for i in entry.param_inputs:
             self.need_dtype(op, fn, fn.later_input_since(i, dtypes.INT64), f"input {i}", dtypes.INT64)
         int_vals = []
-        for a in fn.int_attrs:
+        for a in fn.attrs_for("int", self.abi.target_minor):
             if a == "op" and entry.op_enum:
                 int_vals.append(self.enum_value(self.abi.name(entry.op_enum), hir.get_str(op, "op")))
             else:
                 int_vals.append(hir.get_int(op, a))
-        if fn.name == self.abi.name("kernel_cast") and self.abi.target_minor < 3:
-            int_vals = []  # saturate joined cast in ABI 1.3; older runtimes take no int attributes (saturate 1)
-        float_vals = [hir.get_float(op, a) for a in fn.float_attrs]
+        float_vals = [hir.get_float(op, a) for a in fn.attrs_for("float", self.abi.target_minor)]
         self.kernel_nodes.append(hir.get_str(op, "onnx.node", name))
         self.kernel_call(fn.name, inputs, outputs, int_vals, float_vals)
 
