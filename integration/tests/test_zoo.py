@@ -91,8 +91,11 @@ def test_the_tool_exits_1_naming_each_model_that_fails(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "FAILED partly: not whole: 3/4 claimed" in out and "FAILED far: max rel 0.5 > 0.0001" in out
     assert "FAILED whole" not in out and "zoo: 1 of 3 models whole and within tolerance" in out
+    assert "ops left to other EPs, over all models" in " ".join(out.split())  # the title wraps to the table
     write_json(results[:1], "cpu", tmp_path / "ok.json")
     assert main(["--show", str(tmp_path / "ok.json")]) == 0
+    out = capsys.readouterr().out
+    assert "no node left to other EPs" in out and "zoo: 1 of 1 models whole and within tolerance" in out
 
 
 def test_a_missing_reference_ep_is_refused_by_name(capsys):

@@ -37,14 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from .measure import REFERENCE, Result, run_model
-    from .report import missing_table, read_json, table, write_json
+    from .report import read_json, write_json
 
     console = Console()
     if not console.is_terminal:
         console.width = 200  # a log or a CI page: keep the table's rows whole
     if args.show:
         results, backend = read_json(args.show)
-        console.print(table(results, backend), missing_table(results))
+        _print_tables(console, results, backend)
         return _verdict(console, results)
 
     import onnxruntime as ort
@@ -66,10 +66,21 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(Result(name, ZOO[name].note, error=f"{type(exc).__name__}: {first}"[:300]))
                 traceback.print_exc(file=sys.stderr)
         console.print(f"{name}: done" if not results[-1].error else f"{name}: [red]{results[-1].error}[/red]")
-    console.print(table(results, args.backend), missing_table(results))
+    _print_tables(console, results, args.backend)
     if args.json:
         write_json(results, args.backend, args.json)
     return _verdict(console, results)
+
+
+def _print_tables(console, results, backend: str) -> None:
+    """The zoo table, then the ops left to other EPs summed over the models where any was left."""
+    from .report import missing_table, table
+
+    console.print(table(results, backend))
+    if any(r.unsupported for r in results):
+        console.print(missing_table(results))
+    else:
+        console.print("no node left to other EPs", highlight=False)
 
 
 def _verdict(console, results) -> int:
