@@ -47,8 +47,8 @@ def test_a_partly_claimed_model_is_counted_and_the_refusal_named(tmp_path):
     path = tmp_path / "model.onnx"
     _if_model(path)
     feeds = {"x": np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32), "flag": np.array(True)}
-    r = run_model("partly", path, feeds, runs=1)
-    assert not r.error
+    r = run_model("partly", path, feeds, runs=1, tolerance=1e-4)
+    assert not r.error and r.problems() == ["not whole: 3/4 claimed"]
     assert r.claimed == 3 and r.unsupported == {"If": 1}, (r.claimed, r.total, r.unsupported)
     assert r.total == r.claimed + sum(r.unsupported.values())
     assert r.reasons["If"], r.reasons  # the EP's own words, from its session log
@@ -66,6 +66,36 @@ def test_missing_ops_sum_over_models_most_models_first(tmp_path):
         {"op": "Resize", "nodes": 1, "models": ["a"], "reason": ""}]
     write_json(results, "cpu", tmp_path / "r.json")
     assert read_json(tmp_path / "r.json") == (results, "cpu")
+
+
+def test_a_model_passes_only_whole_and_within_its_tolerance():
+    assert Result("ok", claimed=3, total=3, max_rel=1e-6, tolerance=1e-4).problems() == []
+    assert Result("unchecked", claimed=3, total=3, max_rel=0.5).problems() == []  # no tolerance: shown only
+    assert Result("partly", claimed=2, total=3, max_rel=0.0, tolerance=1e-4).problems() == [
+        "not whole: 2/3 claimed"]
+    assert Result("empty", max_rel=0.0, tolerance=1e-4).problems() == ["not whole: 0/0 claimed"]
+    assert Result("far", claimed=3, total=3, max_rel=2e-3, tolerance=1e-4).problems() == ["max rel 0.002 > 0.0001"]
+    assert Result("nan", claimed=3, total=3, max_rel=float("nan"), tolerance=1e-4).problems() == [
+        "max rel nan > 0.0001"]
+    assert Result("broken", error="RuntimeError: no").problems() == ["RuntimeError: no"]
+
+
+def test_the_tool_exits_1_naming_each_model_that_fails(tmp_path, capsys):
+    from zoo.__main__ import main
+
+    results = [Result("whole", claimed=3, total=3, max_rel=1e-7, tolerance=1e-4),
+               Result("partly", claimed=3, total=4, max_rel=0.0, tolerance=1e-4, unsupported={"If": 1}),
+               Result("far", claimed=3, total=3, max_rel=0.5, tolerance=1e-4)]
+    write_json(results, "cpu", tmp_path / "r.json")
+    assert main(["--show", str(tmp_path / "r.json")]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED partly: not whole: 3/4 claimed" in out and "FAILED far: max rel 0.5 > 0.0001" in out
+    assert "FAILED whole" not in out and "zoo: 1 of 3 models whole and within tolerance" in out
+    assert "ops left to other EPs, over all models" in " ".join(out.split())  # the title wraps to the table
+    write_json(results[:1], "cpu", tmp_path / "ok.json")
+    assert main(["--show", str(tmp_path / "ok.json")]) == 0
+    out = capsys.readouterr().out
+    assert "no node left to other EPs" in out and "zoo: 1 of 1 models whole and within tolerance" in out
 
 
 def test_a_missing_reference_ep_is_refused_by_name(capsys):

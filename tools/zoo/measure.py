@@ -42,6 +42,20 @@ class Result:
     ref_run_ms: float | None = None
     ep_run_ms: float | None = None
     error: str = ""
+    tolerance: float | None = None  # the largest max_rel that passes; None: the error is shown, not checked
+
+    def problems(self) -> list[str]:
+        """Why the model fails the zoo's check (empty: it passes): it did not run, the EP did not claim every
+        node, or its outputs are further from ORT's than its tolerance (NaN included)."""
+        if self.error:
+            return [self.error]
+        found = []
+        if not self.total or self.claimed != self.total:
+            found.append(f"not whole: {self.claimed}/{self.total} claimed")
+        if self.tolerance is not None and not (self.max_rel is not None and self.max_rel <= self.tolerance):
+            rel = "-" if self.max_rel is None else f"{self.max_rel:.2g}"
+            found.append(f"max rel {rel} > {self.tolerance:.2g}")
+        return found
 
 
 @contextmanager
@@ -107,11 +121,11 @@ def _claims(session, log: str, result: Result) -> None:
 
 
 def run_model(name: str, path: Path, inputs: dict[str, np.ndarray], backend: str = "cpu", runs: int = 5,
-              note: str = "") -> Result:
+              note: str = "", tolerance: float | None = None) -> Result:
     import hipdnn_ep
     import onnxruntime as ort
 
-    result = Result(name, note)
+    result = Result(name, note, tolerance=tolerance)
     start = time.perf_counter()
     ref = ort.InferenceSession(str(path), providers=[REFERENCE[backend]])
     result.ref_create_s = time.perf_counter() - start

@@ -31,19 +31,29 @@ def table(results: list[Result], backend: str):
 
     ref = REFERENCE_NAME[backend]
     t = Table(title=f"hipdnn-ep zoo: {backend} backend against {ref} (EP with CPU fallback, compile cache off)")
-    for col in ("model", "claimed", "max abs", "max rel", f"create s: EP ({ref})", "x", f"run ms: EP ({ref})", "x",
-                "left to other EPs: op nodes"):
+    for col in ("model", "claimed", "max abs", "max rel", "tol", f"create s: EP ({ref})", "x", f"run ms: EP ({ref})",
+                "x", "left to other EPs: op nodes"):
         t.add_column(col, justify="left" if col in ("model", "left to other EPs: op nodes") else "right")
     for r in results:
         if r.error:
-            t.add_row(r.name, "-", "-", "-", "-", "-", "-", "-", f"[red]{r.error}[/red]")
+            t.add_row(f"[red]{r.name}[/red]", "-", "-", "-", "-", "-", "-", "-", "-", f"[red]{r.error}[/red]")
             continue
-        claimed = f"[green]{r.claimed}/{r.total}[/green]" if r.claimed == r.total else f"{r.claimed}/{r.total}"
+        whole = r.total and r.claimed == r.total
+        claimed = f"[green]{r.claimed}/{r.total}[/green]" if whole else f"[red]{r.claimed}/{r.total}[/red]"
+        rel = _num(r.max_rel, ".2g")
+        if r.tolerance is not None:
+            rel = f"[red]{rel}[/red]" if any(p.startswith("max rel") for p in r.problems()) else f"[green]{rel}[/green]"
         create = f"{_num(r.ep_create_s, '.2f')} ({_num(r.ref_create_s, '.2f')})"
         run = f"{_num(r.ep_run_ms, '.1f')} ({_num(r.ref_run_ms, '.1f')})"
-        t.add_row(r.name, claimed, _num(r.max_abs, ".2g"), _num(r.max_rel, ".2g"), create,
+        name = r.name if not r.problems() else f"[red]{r.name}[/red]"
+        t.add_row(name, claimed, _num(r.max_abs, ".2g"), rel, _num(r.tolerance, ".0e"), create,
                   _ratio(r.ep_create_s, r.ref_create_s), run, _ratio(r.ep_run_ms, r.ref_run_ms), _top(r))
     return t
+
+
+def failures(results: list[Result]) -> list[str]:
+    """One line per model that fails the zoo's check (Result.problems), naming why."""
+    return [f"{r.name}: {'; '.join(r.problems())}" for r in results if r.problems()]
 
 
 def missing_ops(results: list[Result]) -> list[dict]:
