@@ -183,8 +183,8 @@ def zoo(session: nox.Session) -> None:
     `--json FILE`; `--help`)."""
     # torch and torchvision from PyPI, a pair built for each other (torchvision's operators load only beside
     # its own torch): on Linux that is torch's CUDA build (~5.5 GB installed, run here on the CPU); its
-    # CPU-only wheels are on PyTorch's own index, out of CI's reach. pip (virtualenv), not uv: pip takes
-    # the files from the machine's local mirror of PyPI where it has one, uv would download them again.
+    # CPU-only wheels are on PyTorch's own index, which CI does not use (it installs from PyPI only). pip
+    # (virtualenv), not uv: the session reuses pip's index configuration and cache for these large wheels.
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"), "rich", "torch==2.14.1",
                     "torchvision==0.29.1", "transformers")
     _install(session, "runtime", "compiler", "ep")
