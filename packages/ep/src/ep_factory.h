@@ -31,6 +31,12 @@ class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
 
   // The runtime library, loaded on first use (thread-safe).  A failure is
   // remembered per path and thrown again with the same message.
+  // A test hook (HIPDNN_EP_TEST_HOST_AS_DEVICE=1 when the library is registered): the CPU backend's
+  // EpDevice offers its host memory to ONNX Runtime as a GPU memory device, so ORT takes the paths it
+  // takes for a GPU backend (device placement of the fused nodes' inputs, this factory's allocator,
+  // data transfer and streams) on a machine without a GPU.
+  bool HostAsDevice() const { return host_as_device_; }
+
   std::shared_ptr<RuntimeApi> Runtime(const std::string& library_path);
   // The compiler's capabilities for one interpreter, queried once per process
   // (thread-safe).  With `cache` (the compile cache folder), the answer is also kept there for later
@@ -73,6 +79,7 @@ class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
 
   std::string registered_name_;
   const OrtLogger& default_logger_;
+  bool host_as_device_ = false;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<RuntimeApi>> runtimes_;
   std::map<std::string, std::string> runtime_errors_;
