@@ -164,10 +164,27 @@ CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi>
       throw EpError("hipdnn-ep: artifact " + path + " needs '" + a.name +
                     "', which is neither an input nor an initializer of the fused node '" + node_name + "'");
     }
-    // ORT guarantees initializer memory only during Compile: keep a copy.
-    const char* p = static_cast<const char*>(init->data);
-    a.host_copy.assign(p, p + init->size);
+    // ORT guarantees initializer memory only during Compile: a weight stored in an external data file
+    // is kept as a mapping of that file (nothing is read until a run uploads or reads it), anything
+    // else as a copy.
     a.host_dims = init->dims;
+    a.host_size = init->size;
+    const ExternalLocation& ext = init->external;
+    if (!ext.file.empty() && ext.length == init->size) {
+      try {
+        std::shared_ptr<const MappedFile> file = MappedFile::Open(ext.file);
+        if (const char* bytes = file->Range(ext.offset, ext.length)) {
+          a.mapped = std::move(file);
+          a.host_data = bytes;
+        }
+      } catch (const EpError&) {  // not mappable (a file gone or replaced): copied below
+      }
+    }
+    if (a.host_data == nullptr) {
+      const char* p = static_cast<const char*>(init->data);
+      a.host_copy.assign(p, p + init->size);
+      a.host_data = a.host_copy.data();
+    }
   }
 }
 
@@ -274,11 +291,11 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
       on_host = mem == nullptr || api_.ep.MemoryDevice_GetDeviceType(mem) == OrtMemoryInfoDeviceType_CPU;
     } else {
       dims[i] = a.host_dims;
-      data = a.host_copy.data();
-      if (device_backend && !a.host_copy.empty()) {
+      data = a.host_data;
+      if (device_backend && a.host_size > 0) {
         // A weight: uploaded once per state, then used in place.
         void* device = nullptr;
-        CheckRun("uploading a weight", state->DeviceCopy(id_, i, data, a.host_copy.size(), &device));
+        CheckRun("uploading a weight", state->DeviceCopy(id_, i, data, a.host_size, &device));
         data = device;
         on_host = false;
       }

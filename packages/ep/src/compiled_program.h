@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ep_utils.h"
+#include "mapped_weights.h"
 #include "onnx_writer.h"
 #include "runtime_api.h"
 #include "runtime_state.h"
@@ -19,8 +20,11 @@ namespace hipdnn_ep {
 struct ArgSpec {
   std::string name;
   int32_t dtype = 0;
-  int kernel_input = -1;         // index in the fused node's inputs, or
-  std::vector<char> host_copy;   // the bytes, when ORT does not pass it
+  int kernel_input = -1;         // index in the fused node's inputs, or, when ORT does not pass it,
+  const char* host_data = nullptr;  // its bytes in host memory: a range of
+  size_t host_size = 0;
+  std::shared_ptr<const MappedFile> mapped;  // the model's external data file, mapped (no copy), or
+  std::vector<char> host_copy;               // a copy made during Compile
   std::vector<int64_t> host_dims;
 };
 

@@ -156,7 +156,14 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
   }
   OrtNodeFusionOptions fusion{};
   fusion.ort_version_supported = ORT_API_VERSION;
-  fusion.drop_constant_initializers = false;
+  // CPU backend: ORT passes the initializers in as the fused node's inputs, its own mapping of the
+  // model's external data, read by the program in place.  A GPU backend's inputs live in device
+  // memory, where ORT would load and copy every initializer while it creates the session: the EP
+  // keeps them instead (mapped from the external data file, see mapped_weights.h) and a runtime
+  // state uploads them on its first run.  Not while an EPContext model is written: ORT writes the
+  // initializers of the fused nodes' inputs into it, and only those.
+  fusion.drop_constant_initializers =
+      (config_.backend != HIPDNN_EP_BACKEND_CPU || factory_.HostAsDevice()) && !config_.context_enable;
   if (!rejected_lines.empty()) {
     std::string all;
     for (const auto& [key, line] : rejected_lines) all += line;
