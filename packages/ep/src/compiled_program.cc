@@ -92,8 +92,10 @@ void CompiledProgram::OrtOutputs::Provide(int32_t index, const hipdnn_ep_tensor_
 
 CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi> rt,
                                  std::shared_ptr<StatePool> states, int32_t backend, const std::string& node_name,
-                                 std::unique_ptr<LoadedArtifact> code, const SubgraphModel& model)
-    : OrtNodeComputeInfo{}, api_(api), rt_(std::move(rt)), states_(std::move(states)), backend_(backend),
+                                 std::unique_ptr<LoadedArtifact> code, const SubgraphModel& model,
+                                 std::shared_ptr<RuntimeState> weights)
+    : OrtNodeComputeInfo{}, api_(api), rt_(std::move(rt)), states_(std::move(states)), weights_(std::move(weights)),
+      backend_(backend),
       node_name_(node_name), code_(std::move(code)), path_(code_->origin()) {
   static std::atomic<uint64_t> next_id{1};
   id_ = next_id.fetch_add(1);
@@ -189,6 +191,7 @@ CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi>
 }
 
 CompiledProgram::~CompiledProgram() {
+  if (weights_) weights_->ReleaseDeviceCopies(id_);
   if (artifact_) rt_->hipdnn_ep_artifact_close(artifact_);
 }
 
@@ -293,9 +296,10 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
       dims[i] = a.host_dims;
       data = a.host_data;
       if (device_backend && a.host_size > 0) {
-        // A weight: uploaded once per state, then used in place.
+        // A weight: uploaded once (for the device, or per state without one), then used in place.
         void* device = nullptr;
-        CheckRun("uploading a weight", state->DeviceCopy(id_, i, data, a.host_size, &device));
+        RuntimeState& holder = weights_ ? *weights_ : *state;
+        CheckRun("uploading a weight", holder.DeviceCopy(id_, i, data, a.host_size, &device));
         data = device;
         on_host = false;
       }

@@ -35,9 +35,11 @@ class CompiledProgram : public OrtNodeComputeInfo {
   // Opens the verified artifact (kept alive while its code is loaded) and
   // binds its arguments to the fused node's inputs (or to copies of
   // initializers ORT does not pass).
+  // `weights`: GPU backends, the device's state that uploads the weights ORT does not pass, once for
+  // all runtime states (null: each runtime state uploads its own).
   CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi> rt, std::shared_ptr<StatePool> states,
                   int32_t backend, const std::string& node_name, std::unique_ptr<LoadedArtifact> code,
-                  const SubgraphModel& model);
+                  const SubgraphModel& model, std::shared_ptr<RuntimeState> weights = nullptr);
   ~CompiledProgram();
 
  private:
@@ -80,6 +82,7 @@ class CompiledProgram : public OrtNodeComputeInfo {
   ApiPtrs api_;
   std::shared_ptr<RuntimeApi> rt_;
   std::shared_ptr<StatePool> states_;
+  std::shared_ptr<RuntimeState> weights_;
   int32_t backend_;
   std::string node_name_;
   std::unique_ptr<LoadedArtifact> code_;

@@ -74,6 +74,11 @@ std::string HipdnnEp::SupportTargetAbi() {
   }
 }
 
+std::shared_ptr<RuntimeState> HipdnnEp::WeightState() {
+  if (config_.backend == HIPDNN_EP_BACKEND_CPU) return nullptr;  // the program reads host weights in place
+  return factory_.DeviceState(config_.backend, config_.device_id);
+}
+
 void HipdnnEp::LoadRuntime() {
   if (!runtime_) runtime_ = factory_.Runtime(config_.runtime_library);
 }
@@ -307,7 +312,7 @@ std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, con
   std::unique_ptr<CompiledProgram> program;
   try {
     program = std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, std::move(artifact),
-                                                model);
+                                                model, WeightState());
   } catch (const std::exception& e) {
     if (!cached) throw;
     // A cached artifact that verifies but does not open: built again, once.
@@ -316,7 +321,7 @@ std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, con
     artifact = CompileArtifact(model, AbiText(runtime_abi), AbiText(target_abi), true, &cached);
     code = artifact.get();
     program = std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, std::move(artifact),
-                                                model);
+                                                model, WeightState());
   }
   if (config_.context_enable && ep_context_node != nullptr) {
     EpContextWrite how{config_.context_embed, config_.context_file_path, compatibility_info_,
@@ -333,7 +338,7 @@ std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, 
   if (code.compatibility) compatibility_info_ = *code.compatibility;
   SubgraphModel iface = DescribeSubgraph(*this, graph);
   return std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, std::move(code.artifact),
-                                           iface);
+                                           iface, WeightState());
 }
 
 OrtStatus* ORT_API_CALL HipdnnEp::CompileImpl(OrtEp* this_ptr, const OrtGraph** graphs, const OrtNode** fused_nodes,

@@ -31,12 +31,6 @@ class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
 
   // The runtime library, loaded on first use (thread-safe).  A failure is
   // remembered per path and thrown again with the same message.
-  // A test hook (HIPDNN_EP_TEST_HOST_AS_DEVICE=1 when the library is registered): the CPU backend's
-  // EpDevice offers its host memory to ONNX Runtime as a GPU memory device, so ORT takes the paths it
-  // takes for a GPU backend (device placement of the fused nodes' inputs, this factory's allocator,
-  // data transfer and streams) on a machine without a GPU.
-  bool HostAsDevice() const { return host_as_device_; }
-
   std::shared_ptr<RuntimeApi> Runtime(const std::string& library_path);
   // The compiler's capabilities for one interpreter, queried once per process
   // (thread-safe).  With `cache` (the compile cache folder), the answer is also kept there for later
@@ -45,6 +39,17 @@ class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
   CompilerCapabilities Capabilities(const CompileClient& client, const PrivateDir* cache = nullptr);
 
   const std::string& registered_name() const { return registered_name_; }
+
+  // A test hook (HIPDNN_EP_TEST_HOST_AS_DEVICE=1 when the library is registered): the CPU backend's
+  // EpDevice offers its host memory to ONNX Runtime as a GPU memory device, so ORT takes the paths it
+  // takes for a GPU backend (device placement of the fused nodes' inputs, this factory's allocator,
+  // data transfer and streams) on a machine without a GPU.
+  bool HostAsDevice() const { return host_as_device_; }
+
+  // The state backing device allocations and copies for GPU EpDevices (one per backend and device,
+  // for the factory's life); it also holds the device copies of the weights the EP keeps itself,
+  // shared by every runtime state of that device.
+  std::shared_ptr<RuntimeState> DeviceState(int32_t backend, int32_t device_id);
 
  private:
   static const char* ORT_API_CALL GetNameImpl(const OrtEpFactory* this_ptr) noexcept;
@@ -74,8 +79,6 @@ class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
                                                                const OrtKeyValuePairs* stream_options,
                                                                OrtSyncStreamImpl** stream) noexcept;
 
-  // The state backing device allocations and copies for GPU EpDevices.
-  std::shared_ptr<RuntimeState> DeviceState(int32_t backend, int32_t device_id);
 
   std::string registered_name_;
   const OrtLogger& default_logger_;
