@@ -299,7 +299,10 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
         // A weight: uploaded once (for the device, or per state without one), then used in place.
         void* device = nullptr;
         RuntimeState& holder = weights_ ? *weights_ : *state;
-        CheckRun("uploading a weight", holder.DeviceCopy(id_, i, data, a.host_size, &device));
+        bool uploaded = false;
+        CheckRun("uploading a weight", holder.DeviceCopy(id_, i, data, a.host_size, &device, &uploaded));
+        // Held once for the device: the host pages of a mapped weight are not needed again.
+        if (uploaded && weights_ && a.mapped) a.mapped->DropPages(a.host_data, a.host_size);
         data = device;
         on_host = false;
       }

@@ -52,6 +52,15 @@ std::shared_ptr<const MappedFile> MappedFile::Open(const std::string& path) {
   return file;
 }
 
+void MappedFile::DropPages(const char* bytes, size_t length) const {
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0 || bytes < data_ || length > size_ - static_cast<size_t>(bytes - data_)) return;
+  const uintptr_t mask = static_cast<uintptr_t>(page) - 1;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes) + mask) & ~mask;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes) + length) & ~mask;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
 }

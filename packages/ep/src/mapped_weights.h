@@ -34,6 +34,10 @@ class MappedFile {
   // The bytes [offset, offset + length) of the file, or nullptr when they are
   // not all inside it.
   const char* Range(int64_t offset, size_t length) const;
+  // Gives back the resident pages wholly inside [bytes, bytes + length) (a
+  // range of this mapping): once a weight is on the device its host pages are
+  // not needed, and the mapping reads them from the file again if they are.
+  void DropPages(const char* bytes, size_t length) const;
 
  private:
   MappedFile() = default;

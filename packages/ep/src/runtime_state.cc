@@ -16,8 +16,10 @@ RuntimeState::RuntimeState(std::shared_ptr<RuntimeApi> rt, const StateConfig& co
   rt_->Check("hipdnn_ep_state_create", rt_->hipdnn_ep_state_create(&opts, &state_));
 }
 
-int32_t RuntimeState::DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out) {
+int32_t RuntimeState::DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out,
+                                 bool* uploaded) {
   std::lock_guard<std::mutex> lock(copies_mu_);
+  if (uploaded != nullptr) *uploaded = false;
   auto it = device_copies_.find({program, arg});
   if (it != device_copies_.end()) {
     *out = it->second;
@@ -33,6 +35,7 @@ int32_t RuntimeState::DeviceCopy(uint64_t program, size_t arg, const void* host,
   }
   device_copies_[{program, arg}] = ptr;
   *out = ptr;
+  if (uploaded != nullptr) *uploaded = true;
   return HIPDNN_EP_STATUS_OK;
 }
 

@@ -34,7 +34,9 @@ class RuntimeState {
   // do not copy weights per Run (thread-safe: the device state of a
   // factory holds the weights of every run state of that device).
   // Returns the runtime status (OUT_OF_MEMORY counts against the limit).
-  int32_t DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out);
+  // `uploaded` (optional): set when this call made the copy.
+  int32_t DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out,
+                     bool* uploaded = nullptr);
   void ReleaseDeviceCopies(uint64_t program);
 
  private:
