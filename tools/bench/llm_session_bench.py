@@ -16,6 +16,11 @@ exits).
 
     python tools/bench/llm_session_bench.py --size llama3-8b-8l --size llama3-8b [--repeat 3]
     python tools/bench/llm_session_bench.py --model FOLDER [--option backend=cuda]
+    python tools/bench/llm_session_bench.py --model FOLDER --host-as-device
+
+--host-as-device sets the EP's test hook HIPDNN_EP_TEST_HOST_AS_DEVICE=1 in the measured processes: the CPU
+backend offers its memory to ONNX Runtime as a GPU memory device, so session creation takes ORT's GPU path
+(placement of the fused nodes' inputs, the EP's allocator and data transfer) on a machine without a GPU.
 
 A second table (--phases) splits a compile of each decoder, in a fresh process, into the compiler's
 stages: imports, load (ONNX checker, shape inference), import to the IR, the pass pipeline, lowering to
@@ -155,9 +160,10 @@ def decoder_path(folder: Path) -> Path:
     return folder / config["model"]["decoder"]["filename"]
 
 
-def run_cell(python: str, model: Path, cell: str, cache: Path, options: list[str]) -> dict:
+def run_cell(python: str, model: Path, cell: str, cache: Path, options: list[str],
+             env: dict[str, str] | None = None) -> dict:
     out = subprocess.run([python, __file__, "--child", str(model), cell, str(cache), *options],
-                         capture_output=True, text=True, check=False)
+                         capture_output=True, text=True, check=False, env=env)
     if out.returncode != 0:
         raise SystemExit(f"{cell} on {model}: the measured process failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -192,11 +198,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, help="folder for the models written for --size (kept)")
     ap.add_argument("--json", type=Path, help="also write the raw results here")
     ap.add_argument("--phases", action="store_true", help="also time the compiler's stages on each decoder")
+    ap.add_argument("--host-as-device", action="store_true",
+                    help="the EP's test hook: ORT's GPU path for the CPU backend (HIPDNN_EP_TEST_HOST_AS_DEVICE=1)")
     args = ap.parse_args(argv)
     if not args.model and not args.size:
         args.size = ["small"]
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+    env = dict(os.environ, HIPDNN_EP_TEST_HOST_AS_DEVICE="1") if args.host_as_device else None
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="llm-session-bench-") as tmp:
         root = Path(tmp)
@@ -217,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                 cache = root / f"cache-{label}-{rep}"
                 cache.mkdir(mode=0o700)
                 for cell in CELLS:  # cold fills the cache warm reads
-                    runs[cell].append(run_cell(sys.executable, model, cell, cache, args.option))
+                    runs[cell].append(run_cell(sys.executable, model, cell, cache, args.option, env))
                 print(f"{label}: repetition {rep + 1}/{args.repeat} done", file=sys.stderr)
             results[label] = {"weight_bytes": weight_bytes(model), "runs": runs}
             if args.phases:

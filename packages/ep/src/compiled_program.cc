@@ -92,8 +92,10 @@ void CompiledProgram::OrtOutputs::Provide(int32_t index, const hipdnn_ep_tensor_
 
 CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi> rt,
                                  std::shared_ptr<StatePool> states, int32_t backend, const std::string& node_name,
-                                 std::unique_ptr<LoadedArtifact> code, const SubgraphModel& model)
-    : OrtNodeComputeInfo{}, api_(api), rt_(std::move(rt)), states_(std::move(states)), backend_(backend),
+                                 std::unique_ptr<LoadedArtifact> code, const SubgraphModel& model,
+                                 std::shared_ptr<RuntimeState> weights)
+    : OrtNodeComputeInfo{}, api_(api), rt_(std::move(rt)), states_(std::move(states)), weights_(std::move(weights)),
+      backend_(backend),
       node_name_(node_name), code_(std::move(code)), path_(code_->origin()) {
   static std::atomic<uint64_t> next_id{1};
   id_ = next_id.fetch_add(1);
@@ -164,14 +166,32 @@ CompiledProgram::CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi>
       throw EpError("hipdnn-ep: artifact " + path + " needs '" + a.name +
                     "', which is neither an input nor an initializer of the fused node '" + node_name + "'");
     }
-    // ORT guarantees initializer memory only during Compile: keep a copy.
-    const char* p = static_cast<const char*>(init->data);
-    a.host_copy.assign(p, p + init->size);
+    // ORT guarantees initializer memory only during Compile: a weight stored in an external data file
+    // is kept as a mapping of that file (nothing is read until a run uploads or reads it), anything
+    // else as a copy.
     a.host_dims = init->dims;
+    a.host_size = init->size;
+    const ExternalLocation& ext = init->external;
+    if (!ext.file.empty() && ext.length == init->size) {
+      try {
+        std::shared_ptr<const MappedFile> file = MappedFile::Open(ext.file);
+        if (const char* bytes = file->Range(ext.offset, ext.length)) {
+          a.mapped = std::move(file);
+          a.host_data = bytes;
+        }
+      } catch (const EpError&) {  // not mappable (a file gone or replaced): copied below
+      }
+    }
+    if (a.host_data == nullptr) {
+      const char* p = static_cast<const char*>(init->data);
+      a.host_copy.assign(p, p + init->size);
+      a.host_data = a.host_copy.data();
+    }
   }
 }
 
 CompiledProgram::~CompiledProgram() {
+  if (weights_) weights_->ReleaseDeviceCopies(id_);
   if (artifact_) rt_->hipdnn_ep_artifact_close(artifact_);
 }
 
@@ -274,11 +294,15 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
       on_host = mem == nullptr || api_.ep.MemoryDevice_GetDeviceType(mem) == OrtMemoryInfoDeviceType_CPU;
     } else {
       dims[i] = a.host_dims;
-      data = a.host_copy.data();
-      if (device_backend && !a.host_copy.empty()) {
-        // A weight: uploaded once per state, then used in place.
+      data = a.host_data;
+      if (device_backend && a.host_size > 0) {
+        // A weight: uploaded once (for the device, or per state without one), then used in place.
         void* device = nullptr;
-        CheckRun("uploading a weight", state->DeviceCopy(id_, i, data, a.host_copy.size(), &device));
+        RuntimeState& holder = weights_ ? *weights_ : *state;
+        bool uploaded = false;
+        CheckRun("uploading a weight", holder.DeviceCopy(id_, i, data, a.host_size, &device, &uploaded));
+        // Held once for the device: the host pages of a mapped weight are not needed again.
+        if (uploaded && weights_ && a.mapped) a.mapped->DropPages(a.host_data, a.host_size);
         data = device;
         on_host = false;
       }

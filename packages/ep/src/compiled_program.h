@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ep_utils.h"
+#include "mapped_weights.h"
 #include "onnx_writer.h"
 #include "runtime_api.h"
 #include "runtime_state.h"
@@ -19,8 +20,11 @@ namespace hipdnn_ep {
 struct ArgSpec {
   std::string name;
   int32_t dtype = 0;
-  int kernel_input = -1;         // index in the fused node's inputs, or
-  std::vector<char> host_copy;   // the bytes, when ORT does not pass it
+  int kernel_input = -1;         // index in the fused node's inputs, or, when ORT does not pass it,
+  const char* host_data = nullptr;  // its bytes in host memory: a range of
+  size_t host_size = 0;
+  std::shared_ptr<const MappedFile> mapped;  // the model's external data file, mapped (no copy), or
+  std::vector<char> host_copy;               // a copy made during Compile
   std::vector<int64_t> host_dims;
 };
 
@@ -31,9 +35,11 @@ class CompiledProgram : public OrtNodeComputeInfo {
   // Opens the verified artifact (kept alive while its code is loaded) and
   // binds its arguments to the fused node's inputs (or to copies of
   // initializers ORT does not pass).
+  // `weights`: GPU backends, the device's state that uploads the weights ORT does not pass, once for
+  // all runtime states (null: each runtime state uploads its own).
   CompiledProgram(const ApiPtrs& api, std::shared_ptr<RuntimeApi> rt, std::shared_ptr<StatePool> states,
                   int32_t backend, const std::string& node_name, std::unique_ptr<LoadedArtifact> code,
-                  const SubgraphModel& model);
+                  const SubgraphModel& model, std::shared_ptr<RuntimeState> weights = nullptr);
   ~CompiledProgram();
 
  private:
@@ -76,6 +82,7 @@ class CompiledProgram : public OrtNodeComputeInfo {
   ApiPtrs api_;
   std::shared_ptr<RuntimeApi> rt_;
   std::shared_ptr<StatePool> states_;
+  std::shared_ptr<RuntimeState> weights_;
   int32_t backend_;
   std::string node_name_;
   std::unique_ptr<LoadedArtifact> code_;

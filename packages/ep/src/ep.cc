@@ -74,6 +74,11 @@ std::string HipdnnEp::SupportTargetAbi() {
   }
 }
 
+std::shared_ptr<RuntimeState> HipdnnEp::WeightState() {
+  if (config_.backend == HIPDNN_EP_BACKEND_CPU) return nullptr;  // the program reads host weights in place
+  return factory_.DeviceState(config_.backend, config_.device_id);
+}
+
 void HipdnnEp::LoadRuntime() {
   if (!runtime_) runtime_ = factory_.Runtime(config_.runtime_library);
 }
@@ -156,7 +161,14 @@ void HipdnnEp::ClaimNodes(const OrtGraph* graph, OrtEpGraphSupportInfo* info) {
   }
   OrtNodeFusionOptions fusion{};
   fusion.ort_version_supported = ORT_API_VERSION;
-  fusion.drop_constant_initializers = false;
+  // CPU backend: ORT passes the initializers in as the fused node's inputs, its own mapping of the
+  // model's external data, read by the program in place.  A GPU backend's inputs live in device
+  // memory, where ORT would load and copy every initializer while it creates the session: the EP
+  // keeps them instead (mapped from the external data file, see mapped_weights.h) and a runtime
+  // state uploads them on its first run.  Not while an EPContext model is written: ORT writes the
+  // initializers of the fused nodes' inputs into it, and only those.
+  fusion.drop_constant_initializers =
+      (config_.backend != HIPDNN_EP_BACKEND_CPU || factory_.HostAsDevice()) && !config_.context_enable;
   if (!rejected_lines.empty()) {
     std::string all;
     for (const auto& [key, line] : rejected_lines) all += line;
@@ -300,7 +312,7 @@ std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, con
   std::unique_ptr<CompiledProgram> program;
   try {
     program = std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, std::move(artifact),
-                                                model);
+                                                model, WeightState());
   } catch (const std::exception& e) {
     if (!cached) throw;
     // A cached artifact that verifies but does not open: built again, once.
@@ -309,7 +321,7 @@ std::unique_ptr<CompiledProgram> HipdnnEp::CompileOne(const OrtGraph* graph, con
     artifact = CompileArtifact(model, AbiText(runtime_abi), AbiText(target_abi), true, &cached);
     code = artifact.get();
     program = std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, std::move(artifact),
-                                                model);
+                                                model, WeightState());
   }
   if (config_.context_enable && ep_context_node != nullptr) {
     EpContextWrite how{config_.context_embed, config_.context_file_path, compatibility_info_,
@@ -326,7 +338,7 @@ std::unique_ptr<CompiledProgram> HipdnnEp::LoadEpContext(const OrtGraph* graph, 
   if (code.compatibility) compatibility_info_ = *code.compatibility;
   SubgraphModel iface = DescribeSubgraph(*this, graph);
   return std::make_unique<CompiledProgram>(*this, runtime_, states_, config_.backend, name, std::move(code.artifact),
-                                           iface);
+                                           iface, WeightState());
 }
 
 OrtStatus* ORT_API_CALL HipdnnEp::CompileImpl(OrtEp* this_ptr, const OrtGraph** graphs, const OrtNode** fused_nodes,

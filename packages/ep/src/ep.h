@@ -51,6 +51,8 @@ class HipdnnEp : public OrtEp, public ApiPtrs {
   // The compiler's capabilities (kept beside the compile cache when it is on).
   CompilerCapabilities Caps();
   void EnsureRuntime();
+  // GPU backends: the device state that holds the weights the EP keeps, for all its runtime states.
+  std::shared_ptr<RuntimeState> WeightState();
   std::unique_ptr<CompiledProgram> LoadEpContext(const OrtGraph* graph, const OrtNode* node, const std::string& name);
   // Throws the list of unsupported nodes claimed only to report them.
   void RefuseRejectedNodes(const OrtGraph* graph);

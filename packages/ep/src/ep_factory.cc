@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,8 @@ HipdnnEpFactory::HipdnnEpFactory(const char* registered_name, const ApiPtrs& api
   CreateDataTransfer = CreateDataTransferImpl;
   IsStreamAware = IsStreamAwareImpl;
   CreateSyncStreamForDevice = CreateSyncStreamForDeviceImpl;
+  const char* hook = getenv("HIPDNN_EP_TEST_HOST_AS_DEVICE");
+  host_as_device_ = hook != nullptr && std::strcmp(hook, "1") == 0;
 }
 
 HipdnnEpFactory::~HipdnnEpFactory() {
@@ -235,7 +238,7 @@ OrtStatus* ORT_API_CALL HipdnnEpFactory::GetSupportedDevicesImpl(OrtEpFactory* t
       OrtStatus* st = self->ep.CreateEpDevice(self, hw, meta, nullptr, &ep_device);
       ort.ReleaseKeyValuePairs(meta);
       ThrowIfError(ort, st);
-      if (backend != HIPDNN_EP_BACKEND_CPU) {
+      if (backend != HIPDNN_EP_BACKEND_CPU || self->host_as_device_) {
         OrtMemoryInfo* info = nullptr;
         ThrowIfError(ort, ort.CreateMemoryInfo_V2("HipdnnEp_GPU", OrtMemoryInfoDeviceType_GPU,
                                                   ort.HardwareDevice_VendorId(hw), device_id,

@@ -40,6 +40,17 @@ class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
 
   const std::string& registered_name() const { return registered_name_; }
 
+  // A test hook (HIPDNN_EP_TEST_HOST_AS_DEVICE=1 when the library is registered): the CPU backend's
+  // EpDevice offers its host memory to ONNX Runtime as a GPU memory device, so ORT takes the paths it
+  // takes for a GPU backend (device placement of the fused nodes' inputs, this factory's allocator,
+  // data transfer and streams) on a machine without a GPU.
+  bool HostAsDevice() const { return host_as_device_; }
+
+  // The state backing device allocations and copies for GPU EpDevices (one per backend and device,
+  // for the factory's life); it also holds the device copies of the weights the EP keeps itself,
+  // shared by every runtime state of that device.
+  std::shared_ptr<RuntimeState> DeviceState(int32_t backend, int32_t device_id);
+
  private:
   static const char* ORT_API_CALL GetNameImpl(const OrtEpFactory* this_ptr) noexcept;
   static const char* ORT_API_CALL GetVendorImpl(const OrtEpFactory* this_ptr) noexcept;
@@ -68,11 +79,10 @@ class HipdnnEpFactory : public OrtEpFactory, public ApiPtrs {
                                                                const OrtKeyValuePairs* stream_options,
                                                                OrtSyncStreamImpl** stream) noexcept;
 
-  // The state backing device allocations and copies for GPU EpDevices.
-  std::shared_ptr<RuntimeState> DeviceState(int32_t backend, int32_t device_id);
 
   std::string registered_name_;
   const OrtLogger& default_logger_;
+  bool host_as_device_ = false;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<RuntimeApi>> runtimes_;
   std::map<std::string, std::string> runtime_errors_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 #include <set>
 
@@ -205,6 +206,41 @@ ProtoWriter AttributeProto(const ApiPtrs& api, const std::string& node_name, con
   return a;
 }
 
+// The external data file, offset and length ORT reports for an initializer
+// (empty file when it is not stored in one, or ORT cannot say).  ORT names the
+// file relative to the model's folder; a name that is absolute or climbs out of
+// that folder (ORT refuses such names when it loads the data itself), or a model
+// without a path (loaded from bytes), gives no file.
+ExternalLocation ExternalOf(const OrtApi& ort, const std::string& model_dir, const OrtValueInfo* vi) {
+  ExternalLocation where;
+  OrtExternalInitializerInfo* info = nullptr;
+  OrtStatus* st = ort.ValueInfo_GetExternalInitializerInfo(vi, &info);
+  if (st != nullptr) {
+    ort.ReleaseStatus(st);
+    return where;
+  }
+  if (info == nullptr) return where;
+  const ORTCHAR_T* path = ort.ExternalInitializerInfo_GetFilePath(info);
+  const std::filesystem::path relative = std::filesystem::path(path ? path : "").lexically_normal();
+  const bool inside = !relative.empty() && relative.is_relative() && *relative.begin() != "..";
+  if (inside && !model_dir.empty()) where.file = (std::filesystem::path(model_dir) / relative).string();
+  where.offset = ort.ExternalInitializerInfo_GetFileOffset(info);
+  where.length = ort.ExternalInitializerInfo_GetByteSize(info);
+  ort.ReleaseExternalInitializerInfo(info);
+  return where;
+}
+
+std::string ModelDir(const OrtApi& ort, const OrtGraph* graph) {
+  const ORTCHAR_T* path = nullptr;
+  OrtStatus* st = ort.Graph_GetModelPath(graph, &path);
+  if (st != nullptr) {
+    ort.ReleaseStatus(st);
+    return {};
+  }
+  if (path == nullptr || *path == 0) return {};
+  return std::filesystem::path(path).parent_path().string();
+}
+
 }  // namespace
 
 SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, const std::set<std::string>* shapeless) {
@@ -264,6 +300,7 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
   SortByName(ort, inits);
   std::set<std::string> init_names;
   bool by_reference = false;
+  const std::string model_dir = ModelDir(ort, graph);
   for (const OrtValueInfo* vi : inits) {
     std::string name = ValueName(ort, vi);
     // An initializer that is also a graph input (ONNX IR >= 4) is only the default of that input: the
@@ -276,7 +313,7 @@ SubgraphModel WriteSubgraphModel(const ApiPtrs& api, const OrtGraph* graph, cons
     const OrtValue* value = nullptr;
     ThrowIfError(ort, ort.ValueInfo_GetInitializerValue(vi, &value));
     TensorData d = ReadTensorValue(ort, value);
-    out.initializers.push_back({name, d.data, d.size, d.dims});
+    out.initializers.push_back({name, d.data, d.size, d.dims, ExternalOf(ort, model_dir, vi)});
     ProtoWriter t = TensorHeader(name, d);
     if (d.size <= kInlineLimit) {
       t.Bytes(tensor_f::kRawData, d.data, d.size);
@@ -379,11 +416,12 @@ SubgraphModel DescribeSubgraph(const ApiPtrs& api, const OrtGraph* graph) {
   ThrowIfError(ort, ort.Graph_GetNumInitializers(graph, &n));
   values.assign(n, nullptr);
   if (n) ThrowIfError(ort, ort.Graph_GetInitializers(graph, values.data(), n));
+  const std::string model_dir = ModelDir(ort, graph);
   for (const OrtValueInfo* vi : values) {
     const OrtValue* value = nullptr;
     ThrowIfError(ort, ort.ValueInfo_GetInitializerValue(vi, &value));
     TensorData d = ReadTensorValue(ort, value);
-    out.initializers.push_back({ValueName(ort, vi), d.data, d.size, d.dims});
+    out.initializers.push_back({ValueName(ort, vi), d.data, d.size, d.dims, ExternalOf(ort, model_dir, vi)});
   }
   return out;
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ep_utils.h"
+#include "mapped_weights.h"
 
 namespace hipdnn_ep {
 
@@ -38,6 +39,9 @@ struct InitializerRef {
   const void* data = nullptr;
   size_t size = 0;
   std::vector<int64_t> dims;  // its shape, as ORT has it
+  // Where the model stores it, when that is an external data file (data is
+  // valid during Compile only; the file is what the EP maps to keep it).
+  ExternalLocation external;
 };
 
 struct SubgraphModel {

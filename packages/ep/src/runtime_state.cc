@@ -16,7 +16,10 @@ RuntimeState::RuntimeState(std::shared_ptr<RuntimeApi> rt, const StateConfig& co
   rt_->Check("hipdnn_ep_state_create", rt_->hipdnn_ep_state_create(&opts, &state_));
 }
 
-int32_t RuntimeState::DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out) {
+int32_t RuntimeState::DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out,
+                                 bool* uploaded) {
+  std::lock_guard<std::mutex> lock(copies_mu_);
+  if (uploaded != nullptr) *uploaded = false;
   auto it = device_copies_.find({program, arg});
   if (it != device_copies_.end()) {
     *out = it->second;
@@ -32,7 +35,16 @@ int32_t RuntimeState::DeviceCopy(uint64_t program, size_t arg, const void* host,
   }
   device_copies_[{program, arg}] = ptr;
   *out = ptr;
+  if (uploaded != nullptr) *uploaded = true;
   return HIPDNN_EP_STATUS_OK;
+}
+
+void RuntimeState::ReleaseDeviceCopies(uint64_t program) {
+  std::lock_guard<std::mutex> lock(copies_mu_);
+  for (auto it = device_copies_.lower_bound({program, 0}); it != device_copies_.end() && it->first.first == program;) {
+    rt_->hipdnn_ep_free(state_, it->second);
+    it = device_copies_.erase(it);
+  }
 }
 
 RuntimeState::~RuntimeState() {

@@ -30,13 +30,19 @@ class RuntimeState {
 
   // The device copy of constant host data of a program (initializers ORT
   // does not pass), uploaded on the first call for (program, arg) and kept
-  // until the state is destroyed, so GPU runs do not copy weights per Run.
+  // until ReleaseDeviceCopies(program) or the state is destroyed, so GPU runs
+  // do not copy weights per Run (thread-safe: the device state of a
+  // factory holds the weights of every run state of that device).
   // Returns the runtime status (OUT_OF_MEMORY counts against the limit).
-  int32_t DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out);
+  // `uploaded` (optional): set when this call made the copy.
+  int32_t DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out,
+                     bool* uploaded = nullptr);
+  void ReleaseDeviceCopies(uint64_t program);
 
  private:
   std::shared_ptr<RuntimeApi> rt_;
   hipdnn_ep_state_t* state_ = nullptr;
+  std::mutex copies_mu_;
   std::map<std::pair<uint64_t, size_t>, void*> device_copies_;
 };
 
