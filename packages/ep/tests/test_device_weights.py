@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from conftest import NO_FALLBACK, Env
 from onnx import TensorProto, helper, numpy_helper
 
@@ -69,12 +71,12 @@ def _weights_model(path: Path, external: bool) -> Path:
     return path
 
 
-def _run(model: Path, env: Env, host_as_device: bool) -> dict:
+def _run(model: Path, env: Env, host_as_device: bool, **options: str) -> dict:
     environ = dict(os.environ)
     environ.pop("HIPDNN_EP_TEST_HOST_AS_DEVICE", None)
     if host_as_device:
         environ["HIPDNN_EP_TEST_HOST_AS_DEVICE"] = "1"
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(model), json.dumps(env.options), str(N)],
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(model), json.dumps({**env.options, **options}), str(N)],
                           capture_output=True, text=True, timeout=300, env=environ)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -140,3 +142,15 @@ def test_an_epcontext_model_of_a_device_session_keeps_its_weights(tmp_path: Path
                           env=environ)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1])["max_error"] < 1e-5
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs an NVIDIA GPU (the cuda backend)")
+@pytest.mark.parametrize("external", [True, False], ids=["external", "inline"])
+def test_weights_of_a_cuda_session(tmp_path: Path, env: Env, external: bool) -> None:
+    """The real device path: the weights uploaded by the first run (once, for the device) and used by the
+    second, against ORT's CPU EP. (The session's memory is not asserted here: creating it also opens the
+    device, whose context is hundreds of MB of the process; tools/bench/llm_session_bench.py measures it.)"""
+    model = _weights_model(tmp_path / "w.onnx", external=external)
+    result = _run(model, env, host_as_device=False, backend="cuda")
+    assert result["providers"][0] == "HipdnnEp"
+    assert result["max_error"] < 1e-5
