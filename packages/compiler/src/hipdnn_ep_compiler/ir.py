@@ -187,6 +187,9 @@ CHECK = "hipdnn.check"
 PLACE = "hipdnn.place"  # plan-memory: a buffer's byte offset in the pool
 POOL = "hipdnn.pool"  # plan-memory: the pool's byte size
 _SHAPE_OPS = frozenset((TIE_DIMS, TIE_PARAM, CHECK, PLACE, POOL, "tensor.dim", "tensor.extract"))
+# the ops whose index result dim_expr reads (an index value of the shape computation)
+_SHAPE_VALUE_OPS = frozenset(("tensor.dim", "arith.index_cast", "arith.addi", "arith.subi", "arith.muli",
+                              "arith.divsi", "arith.ceildivsi", "arith.maxsi", "arith.minsi", "arith.select"))
 
 
 def is_shape_op(op: ir.Operation) -> bool:
@@ -273,6 +276,27 @@ def dim_expr(value: ir.Value, memo: dict | None = None) -> sym.Expr:
         raise ValueError(f"{name} is not a shape computation this compiler emits")
     memo[value] = e
     return e
+
+
+def share_equal_values(module: ir.Module) -> int:
+    """Replace every index value whose expression equals an earlier one's by that earlier value (which
+    dominates it: one block); returns how many were replaced.  Builders write an expression in the form
+    its parts had then: across named symbols (symbolic.py) the same product may be `(2 * a) * b` here and
+    `(b * 2) * a` there, which cse cannot merge and the expressions' canonical form does.  FOLD then drops
+    what is left unused and merges what now has the same operands."""
+    memo = shape_memo()
+    first: dict[str, ir.Value] = {}
+    replaced = 0
+    for op in body(module).operations:
+        op = op.operation
+        if op.name not in _SHAPE_VALUE_OPS or len(op.results) != 1 or not isinstance(op.results[0].type, ir.IndexType):
+            continue
+        value = op.results[0]
+        earlier = first.setdefault(sym.to_str(dim_expr(value, memo)), value)
+        if earlier != value:
+            value.replace_all_uses_with(earlier)
+            replaced += 1
+    return replaced
 
 
 class IndexBuilder:
