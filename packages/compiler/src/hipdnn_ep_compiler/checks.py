@@ -101,16 +101,23 @@ def require(before: ir.Operation, where: str, kind: str, values: list[sym.Expr],
 
 def read(func: ir.Operation) -> list[Check]:
     """The recorded checks, in recording order, one per distinct relation."""
-    out: list[Check] = []
+    return [c for c, _ in read_with_operands(func)]
+
+
+def read_with_operands(func: ir.Operation) -> list[tuple[Check, list[ir.Value]]]:
+    """The recorded checks, in recording order, one per distinct relation, each with the index values its
+    hipdnn.check op holds (the lowering computes those; the Check's expressions are the metadata's)."""
+    out: list[tuple[Check, list[ir.Value]]] = []
     seen: set = set()
     memo = hir.shape_memo()
     for op in func.regions[0].blocks[0].operations:
         if op.operation.name != hir.CHECK:
             continue
         op = op.operation
+        operands = list(op.operands)
         c = Check(hir.get_str(op, "where"), hir.get_str(op, "kind"),
-                  tuple(hir.dim_expr(v, memo) for v in op.operands), hir.get_str(op, "text"))
+                  tuple(hir.dim_expr(v, memo) for v in operands), hir.get_str(op, "text"))
         if c.relation() not in seen:
             seen.add(c.relation())
-            out.append(c)
+            out.append((c, operands))
     return out

@@ -175,7 +175,11 @@ def is_block_arg(value: ir.Value) -> bool:
 #
 # The shape rules reason about dims with symbolic.py's expressions (whether two dims are provably
 # equal, whether a check is decided at compile time, ModelError on a static violation, the text of the
-# metadata): `dim_expr` reads an index value back into one, `index_value` writes one as arith ops.
+# metadata): `dim_expr` reads an index value back into one, `IndexBuilder` writes one as arith ops (a
+# named symbol of symbolic.py is one SSA value, written once and reused where it dominates).  The
+# lowering (lowering/to_llvm.py) reads the index values themselves (`tied_dims`, `param_operands`,
+# `placed_offsets`, `pool_size_value`, the operands of checks and materialize) and emits their arith as
+# checked int64 arithmetic; it reads expressions only for the artifact's metadata.
 
 TIE_DIMS = "hipdnn.tie_dims"
 TIE_PARAM = "hipdnn.tie_param"
@@ -183,6 +187,9 @@ CHECK = "hipdnn.check"
 PLACE = "hipdnn.place"  # plan-memory: a buffer's byte offset in the pool
 POOL = "hipdnn.pool"  # plan-memory: the pool's byte size
 _SHAPE_OPS = frozenset((TIE_DIMS, TIE_PARAM, CHECK, PLACE, POOL, "tensor.dim", "tensor.extract"))
+# the ops whose index result dim_expr reads (an index value of the shape computation)
+_SHAPE_VALUE_OPS = frozenset(("tensor.dim", "arith.index_cast", "arith.addi", "arith.subi", "arith.muli",
+                              "arith.divsi", "arith.ceildivsi", "arith.maxsi", "arith.minsi", "arith.select"))
 
 
 def is_shape_op(op: ir.Operation) -> bool:
@@ -269,6 +276,27 @@ def dim_expr(value: ir.Value, memo: dict | None = None) -> sym.Expr:
         raise ValueError(f"{name} is not a shape computation this compiler emits")
     memo[value] = e
     return e
+
+
+def share_equal_values(module: ir.Module) -> int:
+    """Replace every index value whose expression equals an earlier one's by that earlier value (which
+    dominates it: one block); returns how many were replaced.  Builders write an expression in the form
+    its parts had then: across named symbols (symbolic.py) the same product may be `(2 * a) * b` here and
+    `(b * 2) * a` there, which cse cannot merge and the expressions' canonical form does.  FOLD then drops
+    what is left unused and merges what now has the same operands."""
+    memo = shape_memo()
+    first: dict[str, ir.Value] = {}
+    replaced = 0
+    for op in body(module).operations:
+        op = op.operation
+        if op.name not in _SHAPE_VALUE_OPS or len(op.results) != 1 or not isinstance(op.results[0].type, ir.IndexType):
+            continue
+        value = op.results[0]
+        earlier = first.setdefault(sym.to_str(dim_expr(value, memo)), value)
+        if earlier != value:
+            value.replace_all_uses_with(earlier)
+            replaced += 1
+    return replaced
 
 
 class IndexBuilder:
@@ -379,6 +407,12 @@ def dims_of(value: ir.Value) -> list[sym.Expr] | None:
     return list(shape)
 
 
+def tied_dims(value: ir.Value) -> list[ir.Value] | None:
+    """The index values of a value's hipdnn.tie_dims (one per dim), None when it has none."""
+    tie = _tie_of(value, TIE_DIMS)
+    return None if tie is None else list(tie.operands)[1:]
+
+
 def tie_param(op: ir.Operation, param: str, values: list[sym.Expr], before: ir.Operation) -> None:
     """State a kernel's run-time parameter array (e.g. Slice starts) as SSA values."""
     _tie(op.results[0], TIE_PARAM, values, before, {"name": param})
@@ -390,6 +424,14 @@ def param_values(op: ir.Operation, param: str) -> list[sym.Expr]:
         raise ValueError(f"{op.name} has no hipdnn.tie_param for '{param}'")
     memo = shape_memo()
     return [dim_expr(v, memo) for v in list(tie.operands)[1:]]
+
+
+def param_operands(op: ir.Operation, param: str) -> list[ir.Value]:
+    """The index values of a kernel's run-time parameter array (its hipdnn.tie_param)."""
+    tie = _tie_of(op.results[0], TIE_PARAM, param)
+    if tie is None:
+        raise ValueError(f"{op.name} has no hipdnn.tie_param for '{param}'")
+    return list(tie.operands)[1:]
 
 
 def place(value: ir.Value, offset: sym.Expr, before: ir.Operation) -> None:
@@ -420,6 +462,20 @@ def pool_size(module: ir.Module) -> sym.Expr | None:
     for op in body(module).operations:
         if op.operation.name == POOL:
             return dim_expr(op.operation.operands[0])
+    return None
+
+
+def placed_offsets(module: ir.Module) -> dict[ir.Value, ir.Value]:
+    """Every pool buffer's offset as its index value (hipdnn.place)."""
+    return {op.operation.operands[0]: op.operation.operands[1]
+            for op in body(module).operations if op.operation.name == PLACE}
+
+
+def pool_size_value(module: ir.Module) -> ir.Value | None:
+    """The pool's byte size as its index value (hipdnn.pool), None when the program uses no pool."""
+    for op in body(module).operations:
+        if op.operation.name == POOL:
+            return op.operation.operands[0]
     return None
 
 

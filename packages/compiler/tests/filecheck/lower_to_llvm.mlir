@@ -92,3 +92,46 @@ func.func @main(%arg0: tensor<?xf32>) -> tensor<?xf32> attributes {"hipdnn.host_
   "hipdnn.pool"(%6) : (index) -> ()
   return %2 : tensor<?xf32>
 }
+
+// -----
+
+// The shape arithmetic is read from the IR's index values: the input's dim and the host-read element
+// (copied from the scratch) are loaded once; the subtraction is checked (its overflow bit is tested
+// before the check's compare decides), the select compares the element with 0 directly, and the
+// check's values, the shown element included, are stored for the runtime's message in the failing
+// branch only.  The output's dim (the select) is written to the dims slot.
+// CHECK-LABEL: llvm.func @hipdnn_ep_program_run(
+// CHECK:       llvm.call @hipdnn_ep_memcpy(
+// CHECK:       %[[V:.*]] = llvm.load %[[SCRATCH:.*]] : !llvm.ptr -> i64
+// CHECK-NEXT:  %[[DIM:.*]] = llvm.load %{{.*}} : !llvm.ptr -> i64
+// CHECK-NEXT:  %[[DIFF:.*]] = llvm.sub %[[DIM]], %[[V]] : i64
+// CHECK:       %[[WRAP:.*]] = llvm.icmp "slt" %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT:  %[[NEG:.*]] = llvm.icmp "slt" %[[V]], %{{.*}} : i64
+// CHECK-NEXT:  %[[N:.*]] = llvm.select %[[NEG]], %[[DIM]], %[[DIFF]] : i1, i64
+// CHECK-NEXT:  %[[OK:.*]] = llvm.icmp "sle" %[[N]], %[[DIM]] : i64
+// CHECK-NEXT:  %[[FITS:.*]] = llvm.icmp "eq" %[[WRAP]], %{{.*}} : i1
+// CHECK-NEXT:  llvm.cond_br %[[FITS]], ^[[NEXT:bb[0-9]+]], ^{{bb[0-9]+}}
+// CHECK:       ^[[NEXT]]:
+// CHECK-NEXT:  llvm.cond_br %[[OK]], ^[[PASS:bb[0-9]+]], ^[[EXPLAIN:bb[0-9]+]]
+// CHECK:       ^[[EXPLAIN]]:
+// CHECK-NEXT:  llvm.store %[[N]], %[[VALUES:.*]] : i64, !llvm.ptr
+// CHECK:       llvm.store %[[DIM]],
+// CHECK:       llvm.store %[[V]],
+// CHECK-NEXT:  llvm.call @hipdnn_ep_set_error_message(%arg0, %{{.*}}, %[[VALUES]], %{{.*}})
+// CHECK:       ^[[PASS]]:
+// CHECK:       llvm.store %[[N]], %{{.*}} : i64, !llvm.ptr
+// CHECK:       llvm.call @hipdnn_ep_output_alloc(
+// CHECK-NOT:   llvm.sub
+func.func @main(%arg0: tensor<?xf32>, %arg1: tensor<1xi64>) -> tensor<?xf32> attributes {"hipdnn.host_scratch_slots" = 2 : i64, "hipdnn.input_value_slots" = [[1, 0, 1]]} {
+  %c0 = arith.constant 0 : index
+  %dim = tensor.dim %arg0, %c0 : tensor<?xf32>
+  %e = tensor.extract %arg1[%c0] : tensor<1xi64>
+  %v = arith.index_cast %e : i64 to index
+  %d = arith.subi %dim, %v : index
+  %neg = arith.cmpi slt, %v, %c0 : index
+  %n = arith.select %neg, %dim, %d : index
+  "hipdnn.check"(%n, %dim, %v) {where = "node 'x'", kind = "le", text = "{0} <= {1} (start {2})"} : (index, index, index) -> ()
+  %0 = "hipdnn.unary"(%arg0) {op = "RELU", "hipdnn.dims_slot" = [1], "hipdnn.storage" = "output", "hipdnn.output_index" = 0 : i64} : (tensor<?xf32>) -> tensor<?xf32>
+  "hipdnn.tie_dims"(%0, %n) : (tensor<?xf32>, index) -> ()
+  return %0 : tensor<?xf32>
+}

@@ -71,3 +71,33 @@ func.func @main(%arg0: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?
   "hipdnn.tie_dims"(%0, %t1_3) : (tensor<?xf32>, index) -> ()
   return %arg0, %0, %0 : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>
 }
+
+// -----
+
+// A value written in two forms (the same product, associated two ways: cse cannot merge them) is
+// computed once: the later form's users take the earlier value, and the later form is dropped.
+// CHECK-LABEL: func.func @main
+// CHECK:       [[D0:%.+]] = tensor.dim %arg0, %c0
+// CHECK:       [[D1:%.+]] = tensor.dim %arg0, %c1
+// CHECK:       [[P:%.+]] = arith.muli [[D0]], [[D1]] : index
+// CHECK-NEXT:  [[Q:%.+]] = arith.muli [[P]], %c2 : index
+// CHECK-NOT:   arith.muli {{.*}}%c2
+// CHECK:       "hipdnn.tie_dims"(%{{.+}}, [[Q]]) : (tensor<?xf32>, index) -> ()
+// CHECK:       "hipdnn.tie_dims"(%{{.+}}, [[Q]]) : (tensor<?xf32>, index) -> ()
+// CHECK:       "hipdnn.pool"(
+func.func @main(%arg0: tensor<?x?xf32>, %arg1: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %d0 = tensor.dim %arg0, %c0 : tensor<?x?xf32>
+  %d1 = tensor.dim %arg0, %c1 : tensor<?x?xf32>
+  %p = arith.muli %d0, %d1 : index
+  %q = arith.muli %p, %c2 : index
+  %r = arith.muli %d1, %c2 : index
+  %s = arith.muli %r, %d0 : index
+  %0 = "hipdnn.unary"(%arg1) {op = "RELU", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  "hipdnn.tie_dims"(%0, %q) : (tensor<?xf32>, index) -> ()
+  %1 = "hipdnn.unary"(%0) {op = "EXP", "hipdnn.dims_slot" = [0]} : (tensor<?xf32>) -> tensor<?xf32>
+  "hipdnn.tie_dims"(%1, %s) : (tensor<?xf32>, index) -> ()
+  return %1 : tensor<?xf32>
+}

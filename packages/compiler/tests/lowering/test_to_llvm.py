@@ -133,3 +133,30 @@ def test_identical_layers_reuse_their_shape_arithmetic(monkeypatch):
     four, sixteen = _arith_ops_emitted(4, monkeypatch), _arith_ops_emitted(16, monkeypatch)
     assert four > 0
     assert sixteen - four <= four // 4, (four, sixteen)
+
+
+def test_code_generation_reads_index_values_not_symbolic_expressions(monkeypatch):
+    """The program computes the IR's index values: a graph deep enough to need named symbols (symbolic.py)
+    lowers with the named symbols' definitions and the parser of input symbols refused while the program is
+    built (in the IR a named symbol is one SSA value; expressions are read for the metadata only)."""
+    from support.deep_graphs import slice_chain
+
+    from hipdnn_ep_compiler import symbolic as sym
+    from hipdnn_ep_compiler.compiler import lower_model
+    from hipdnn_ep_compiler.lowering import to_llvm
+
+    def refused(*args, **kwargs):
+        raise AssertionError("code generation went through a symbolic expression")
+
+    real = to_llvm._Lowering.build
+
+    def build(self):
+        with monkeypatch.context() as m:
+            m.setattr(sym, "definitions", refused)
+            m.setattr(sym, "parse_symbol", refused)
+            return real(self)
+
+    monkeypatch.setattr(to_llvm._Lowering, "build", build)
+    result = lower_model(slice_chain(8), load_abi())
+    assert result.scope.defs, "deep enough to need named symbols"
+    assert "hipdnn_ep_kernel_slice" in result.lowered.imports

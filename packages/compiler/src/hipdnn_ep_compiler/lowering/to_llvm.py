@@ -6,6 +6,18 @@ outputs, then calls one kernel per op.  Every call's status is checked; on failu
 outputs allocated so far are freed and the status returned.  Declarations of the runtime
 functions come from the manifest, only for the functions actually called: that set is the
 artifact's import list.
+
+Shape values are read from the IR's `index` SSA values, not from symbolic.py's expressions: the dims
+of `hipdnn.tie_dims`, a kernel's run-time parameters (`hipdnn.tie_param`), the elements of
+`hipdnn.materialize`, the operands of `hipdnn.check`, the offsets of `hipdnn.place` and the size of
+`hipdnn.pool`.  Each index value is lowered once, at its first use on the program's main path, its
+operands first (`index`): `tensor.dim %argN` loads the input's dim, `arith.index_cast (tensor.extract
+%argN[..])` the element copied from the host-read input, and arith ops become the same ops over i64,
+with add, sub, mul and ceildiv checked for int64 overflow (a flag, tested before the next runtime
+call or check: `guard_overflow`), division safe for 0 and INT64_MIN / -1.  What the IR does not state
+as an index value, a tensor's byte size (the output allocations, copies and their "fits" checks), is
+computed from its dims' values.  Symbolic expressions (ir.dim_expr) are read only for the metadata: the
+output dims, the checks' text and values, the pool size.
 """
 
 from __future__ import annotations
@@ -53,13 +65,43 @@ HOST_ELEMENT = {hir.INT64: "i64", 6: "i32", 9: "i8"}
 ELEMENT_BYTES = {"i64": 8, "i32": 4, "i8": 1}
 
 
+INT64_MIN = -(2 ** 63)
+_LEAVES = frozenset(("arith.constant", "tensor.dim", "arith.index_cast"))  # read no lowered operands
+_CHECKED = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul"}
+_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")  # arith.cmpi's, by value
+
+
+@dataclass(frozen=True)
+class _Bytes:
+    """The byte size of a tensor value, an operand of the "fits" check of an output's size."""
+
+    tensor: ir.Value
+
+
+_NOT_CONSTANT = object()
+
+
+def _constant(value: ir.Value, default=_NOT_CONSTANT) -> int | None:
+    """The integer of an arith.constant index value (a dim's axis, an element's position, a static
+    entry of an array)."""
+    op = hir.defining_op(value)
+    if op is not None and op.name == "arith.constant":
+        return ir.IntegerAttr(op.attributes["value"]).value
+    if default is _NOT_CONSTANT:
+        raise ValueError(f"internal error: {value} is not a constant")
+    return default
+
+
 class _Lowering:
     def __init__(self, module: ir.Module, abi: RuntimeAbi):
         self.module = module
         self.abi = abi
         self.imports: dict[str, object] = {}
         self.global_cache: dict[str, str] = {}
-        self.symbols: dict[str, ir.Value] = {}  # "d0_1" / "v2_3" / "s4" / an expression's text -> its i64 value
+        # index value of the IR (or an input dim, a host-read element, a byte size) -> its i64 value on
+        # the main path; `side` holds what an explain block computes for itself (it does not dominate)
+        self.lowered: dict = {}
+        self.side: dict | None = None
         self.data: dict[ir.Value, ir.Value] = {}  # tensor -> its data pointer
         self.dims_ptr: dict[ir.Value, ir.Value] = {}  # tensor -> the pointer to its dims array
         self.weights: list[str] = []
@@ -68,10 +110,11 @@ class _Lowering:
         func = hir.main_func(module)
         self.n_inputs = len(func.regions[0].blocks[0].arguments)
         self.slots = hir.get_int(func, "hipdnn.host_scratch_slots", 0)
-        self.pool_size = hir.pool_size(module)
-        self.offsets = hir.pool_offsets(module)
+        self.pool_size = hir.pool_size(module)  # for the metadata (pool_bytes)
+        self.pool_value = hir.pool_size_value(module)
+        self.offsets = hir.placed_offsets(module)
         self.min_minor = 0
-        self.checks = chk.read(func)
+        self.checks: list[chk.Check] = []
         self.kernel_nodes: list[str] = []
         self.poison: ir.Value | None = None  # i1: some shape arithmetic since the last guard overflowed
         # the program: an LLVM-dialect module in the planned module's context, built in run()
@@ -148,73 +191,159 @@ class _Lowering:
             self.global_cache[key] = name
         return self.e.addressof(self.global_cache[key])
 
-    def expr(self, e: sym.Expr) -> ir.Value:
-        """An i64 SSA value for the expression, as arith ops: canonicalize folds what is static and cse
-        shares what is computed twice, then convert-arith-to-llvm lowers them (SHAPE_PIPELINE).
+    # ------------------------------------------------------------ shape values
+    def _get(self, key) -> ir.Value | None:
+        if self.side is not None and key in self.side:
+            return self.side[key]
+        return self.lowered.get(key)
 
-        Each input dim or host-read value is loaded once, the first time it is needed, and is one SSA
-        value from then on (cse cannot merge two loads; it merges all that is computed from the same
-        SSA values); a named symbol (symbolic.py) is its definition, computed once, the first time it
-        is needed; and an expression computed on the main path is not emitted again (`symbols` holds
-        them by text: what cse would merge is not built twice)."""
-        if isinstance(e, int):
-            return self.e.const(e)
-        if isinstance(e, str):
-            if e not in self.symbols:
-                if sym.is_named(e):  # its definition, once (with the named symbols it uses first)
-                    for name, d in sym.definitions([e], self.symbols):
-                        self.symbols[name] = self.expr(d)
-                else:
-                    self.symbols[e] = self.load_symbol(e)
-            return self.symbols[e]
-        key = sym.to_str(e)
-        if key not in self.symbols:
-            self.symbols[key] = self._compute(e)
-        return self.symbols[key]
+    def _put(self, key, v: ir.Value) -> ir.Value:
+        (self.lowered if self.side is None else self.side)[key] = v
+        return v
 
-    def _compute(self, e: tuple) -> ir.Value:
-        op, *args = e
-        vals = [self.expr(a) for a in args]
-        if op in ("add", "mul"):
-            out = vals[0]
-            for v in vals[1:]:
-                out = self.checked(op, out, v)
-            return out
-        if op == "div":
-            return self.div(vals[0], vals[1])
-        if op == "ceildiv":
-            return self.div(self.checked("add", vals[0], self.checked("add", vals[1], self.e.const(-1))), vals[1])
-        if op in ("max", "min"):
-            return self.e.arith("MaxSIOp" if op == "max" else "MinSIOp", vals[0], vals[1])
-        if op == "selneg":
-            return self.e.select(self.e.cmpi("slt", vals[0], self.e.const(0)), vals[1], vals[2])
-        if op == "selzero":
-            return self.e.select(self.e.cmpi("eq", vals[0], self.e.const(0)), vals[1], vals[2])
-        raise ValueError(f"unknown expression op {op}")
+    def index(self, root: ir.Value) -> ir.Value:
+        """The i64 (for a comparison, i1) value of an index value of the IR, computed on first use, its
+        operands first (iteratively: a chain of arith as long as the graph is deep needs no recursion),
+        each op once: canonicalize and cse have shared what the IR computes twice, so computing each op
+        once shares it in the program too."""
+        v = self._get(root)
+        if v is not None:
+            return v
+        stack = [root]
+        while stack:
+            top = stack[-1]
+            if self._get(top) is not None:
+                stack.pop()
+                continue
+            op = hir.defining_op(top)
+            if op is None:
+                raise ValueError(f"internal error: a block argument of type {top.type} in a shape computation")
+            if op.name not in _LEAVES:
+                missing = [x for x in op.operands if self._get(x) is None]
+                if missing:
+                    stack.extend(missing)
+                    continue
+            stack.pop()
+            self._put(top, self._lower_index_op(op))
+        return self._get(root)
 
-    def load_symbol(self, e: str) -> ir.Value:
-        i, k = sym.parse_symbol(e)
-        if sym.is_value_symbol(e):
+    def _lower_index_op(self, op: ir.Operation) -> ir.Value:
+        """One op of the shape computation, its operands lowered already; the arithmetic is checked
+        (symbolic.evaluate_int64 is the same arithmetic): a wrapping add, sub, mul or ceildiv and
+        INT64_MIN / -1 set the overflow flag, a division by 0 gives 0."""
+        e, name = self.e, op.name
+        if name == "arith.constant":
+            value = ir.IntegerAttr(op.attributes["value"]).value
+            if str(op.results[0].type) == "i1":
+                return e.const(value & 1, "i1")
+            return e.const(value)
+        if name == "tensor.dim":
+            return self.input_dim(ir.BlockArgument(op.operands[0]).arg_number, _constant(op.operands[1]))
+        if name == "arith.index_cast":
+            ext = hir.defining_op(op.operands[0])
+            if ext is None or ext.name != "tensor.extract":
+                raise ValueError(f"internal error: {op} is not a host-read input element")
+            k = _constant(ext.operands[1]) if len(ext.operands) > 1 else 0
+            return self.input_value(ir.BlockArgument(ext.operands[0]).arg_number, k)
+        a = [self._get(x) for x in op.operands]
+        if name in _CHECKED:
+            return self.checked(_CHECKED[name], *a)
+        if name == "arith.divsi":
+            return self.div(*a)
+        if name == "arith.ceildivsi":
+            return self.div(self.checked("add", a[0], self.checked("add", a[1], e.const(-1))), a[1])
+        if name in ("arith.maxsi", "arith.minsi"):
+            return e.arith("MaxSIOp" if name == "arith.maxsi" else "MinSIOp", *a)
+        if name == "arith.cmpi":
+            return e.cmpi(_PREDICATES[ir.IntegerAttr(op.attributes["predicate"]).value], *a)
+        if name == "arith.select":
+            return e.select(*a)
+        raise ValueError(f"internal error: {name} is not a shape computation the lowering knows")
+
+    def input_dim(self, i: int, k: int) -> ir.Value:
+        """dims[k] of program input i, loaded once."""
+        key = ("dim", i, k)
+        v = self._get(key)
+        if v is None:
+            dims = self.dims_ptr[hir.body(self.module).arguments[i]]
+            v = self._put(key, self.e.load(self.e.gep(dims, 8 * k), "i64"))
+        return v
+
+    def input_value(self, i: int, k: int) -> ir.Value:
+        """Element k of program input i, read on the host (copied to the host scratch on entry), loaded once."""
+        key = ("value", i, k)
+        v = self._get(key)
+        if v is None:
             base, elem = self.input_values[i]
             v = self.e.load(self.e.gep(base, k * (8 if elem == "i64" else 4)), elem)
-            return v if elem == "i64" else self.e.extsi(v)
-        dims = self.load_field(self.ref, self.input_ref(i), "dims")
-        return self.e.load(self.e.gep(dims, 8 * k), "i64")
+            v = self._put(key, v if elem == "i64" else self.e.extsi(v))
+        return v
+
+    def dims(self, value: ir.Value) -> list[int | ir.Value | tuple[int, int]]:
+        """The dims of a tensor value (as hir.dims_of reads them): the index values of its hipdnn.tie_dims
+        when it has one, else its static type's, (input, axis) for a program input's dynamic dim."""
+        shape = ir.RankedTensorType(value.type).shape
+        if hir.is_block_arg(value):
+            i = ir.BlockArgument(value).arg_number
+            return [d if not ir.ShapedType.is_dynamic_size(d) else (i, k) for k, d in enumerate(shape)]
+        tied = hir.tied_dims(value)
+        if tied is not None:  # (a run-time permutation's result keeps its input's type: the tie rules)
+            return tied
+        if any(ir.ShapedType.is_dynamic_size(d) for d in shape):
+            raise ValueError(f"internal error: {value.type} has dynamic dims and no hipdnn.tie_dims")
+        return list(shape)
+
+    def value(self, x) -> ir.Value:
+        """The i64 value of an int, an index value of the IR, an input dim (input, axis) or a _Bytes."""
+        if isinstance(x, int):
+            return self.e.const(x)
+        if isinstance(x, tuple):
+            return self.input_dim(*x)
+        if isinstance(x, _Bytes):
+            return self.byte_size(x.tensor)
+        return self.index(x)
+
+    def byte_size(self, value: ir.Value) -> ir.Value:
+        """The element size times the dims (a checked product: the static ones folded, then the others in
+        order), computed once per distinct set of dims."""
+        const, factors = hir.DTYPES[hir.element_dtype(value)][1], []
+        for d in self.dims(value):
+            c = d if isinstance(d, int) else None if isinstance(d, tuple) else _constant(d, None)
+            if c is not None:
+                const *= c
+            else:
+                factors.append(self.value(d))
+        if const == 0 or not factors:
+            return self.e.const(const)
+        key = ("bytes", const, tuple(factors))
+        v = self._get(key)
+        if v is None:
+            v = factors[0] if const == 1 else self.checked("mul", self.e.const(const), factors[0])
+            for f in factors[1:]:
+                v = self.checked("mul", v, f)
+            self._put(key, v)
+        return v
 
     def flag_overflow(self, bit: ir.Value) -> None:
         self.poison = bit if self.poison is None else self.e.arith("OrIOp", self.poison, bit)
 
     def checked(self, op: str, a: ir.Value, b: ir.Value) -> ir.Value:
-        """a + b or a * b; a wrap sets the overflow flag (symbolic.evaluate_int64 is the same arithmetic).
+        """a + b, a - b or a * b; a wrap sets the overflow flag.
 
         arith has no overflow-reporting add or mul (its nsw flag is a promise, not a check), so the
         wrap is detected with arith ops that canonicalize folds away when both operands are constants:
-        a sum wrapped when its sign differs from both operands' signs, a product when the high half of
-        the 128-bit product is not the sign extension of the low half."""
+        a sum wrapped when its sign differs from both operands' signs, a difference when a's sign
+        differs from b's and from the result's, a product when the high half of the 128-bit product is
+        not the sign extension of the low half."""
         e = self.e
         if op == "add":
             r = e.arith("AddIOp", a, b)
             both = e.arith("AndIOp", e.arith("XOrIOp", a, r), e.arith("XOrIOp", b, r))
+            self.flag_overflow(e.cmpi("slt", both, e.const(0)))
+            return r
+        if op == "sub":
+            r = e.arith("SubIOp", a, b)
+            both = e.arith("AndIOp", e.arith("XOrIOp", a, b), e.arith("XOrIOp", a, r))
             self.flag_overflow(e.cmpi("slt", both, e.const(0)))
             return r
         low, high = e.mulsi_extended(a, b)
@@ -225,7 +354,7 @@ class _Lowering:
         """a / b truncated; 0 when b is 0; INT64_MIN / -1 sets the overflow flag (never a trap)."""
         e = self.e
         zero = e.cmpi("eq", b, e.const(0))
-        wraps = e.arith("AndIOp", e.cmpi("eq", a, e.const(sym.INT64_MIN)), e.cmpi("eq", b, e.const(-1)))
+        wraps = e.arith("AndIOp", e.cmpi("eq", a, e.const(INT64_MIN)), e.cmpi("eq", b, e.const(-1)))
         self.flag_overflow(wraps)
         safe = e.select(e.arith("OrIOp", zero, wraps), e.const(1), b)
         return e.select(zero, e.const(0), e.arith("DivSIOp", a, safe))
@@ -237,9 +366,10 @@ class _Lowering:
             invalid = self.e.const(self.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
             self.e.branch_unless(self.e.icmp("eq", bit, self.e.const(0, "i1")), self.fail, invalid)
 
-    def emit_check(self, check: chk.Check) -> None:
+    def emit_check(self, check: chk.Check, operands: list) -> None:
+        """The check's relation over its operands' values (index values of the IR, or _Bytes)."""
         e = self.e
-        v = [self.expr(x) for x in check.values[:chk.ARITY[check.kind]]]
+        v = [self.value(x) for x in operands[:chk.ARITY[check.kind]]]
         if check.kind == "eq":
             ok = e.icmp("eq", v[0], v[1])
         elif check.kind == "le":
@@ -251,7 +381,7 @@ class _Lowering:
         self.guard_overflow()
         invalid = e.const(self.enum_value(self.abi.name("status"), "INVALID_ARGUMENT"), "i32")
         if check.kind != "fits" and self.can_call(rc.SET_ERROR_MESSAGE):
-            self.explain_unless(ok, check, invalid)
+            self.explain_unless(ok, check, operands, invalid)
         else:  # ABI 1.1: the runtime re-derives the failing check from the metadata
             e.branch_unless(ok, self.fail, invalid)
 
@@ -260,17 +390,17 @@ class _Lowering:
         fn = self.abi.functions.get(self.abi.name(suffix))
         return fn is not None and fn.since <= self.abi.target_minor
 
-    def explain_unless(self, ok: ir.Value, check: chk.Check, status: ir.Value) -> None:
+    def explain_unless(self, ok: ir.Value, check: chk.Check, operands: list, status: ir.Value) -> None:
         """Continue when `ok` holds; else tell the runtime which check failed, with its values, and fail."""
         e = self.e
         explain, nxt = e.new_block(self.fail), e.new_block(self.fail)
         e.cond_br(ok, nxt, explain)
         e.set_block(explain)
-        # values only shown are evaluated here, without touching the overflow flag or the symbols
-        # loaded on the main path (this block does not dominate it)
-        symbols, poison = dict(self.symbols), self.poison
-        values = [self.expr(x) for x in check.values]
-        self.symbols, self.poison = symbols, poison
+        # values only shown are computed here, without touching the overflow flag, and what is computed
+        # here only is not reused by the main path (this block does not dominate it)
+        poison, self.side = self.poison, {}
+        values = [self.value(x) for x in operands]
+        self.side, self.poison = None, poison
         array = e.alloca(8 * max(len(values), 1))
         for k, v in enumerate(values):
             e.store(v, e.gep(array, 8 * k))
@@ -290,14 +420,20 @@ class _Lowering:
             self.global_cache[key] = name
         return self.e.addressof(self.global_cache[key])
 
-    def int_array(self, exprs: list[sym.Expr], slot: int, elem: str = "i64") -> ir.Value:
-        """Pointer to the array of `exprs`: constant data when static, else written to the host scratch."""
-        if slot < 0:
-            return self.const_array([int(x) for x in exprs], elem)
-        base = self.e.gep(self.scratch, 8 * slot)
+    def int_array(self, items: list, slot: int, elem: str = "i64") -> ir.Value:
+        """Pointer to the array of `items` (ints, index values of the IR, input dims): constant data when
+        static (slot -1), else written to the host scratch at `slot`."""
         width = ELEMENT_BYTES[elem]
-        for k, x in enumerate(exprs):
-            v = self.expr(x)
+        if slot < 0:
+            static = [x if isinstance(x, int) else None if isinstance(x, tuple) else _constant(x, None)
+                      for x in items]
+            if all(x is not None for x in static):
+                return self.const_array(static, elem)
+            base = self.e.alloca(width * len(items))  # not a slot, though not constant (not expected)
+        else:
+            base = self.e.gep(self.scratch, 8 * slot)
+        for k, x in enumerate(items):
+            v = self.value(x)
             if elem != "i64":
                 v = self.e.trunc(v, elem)
             self.e.store(v, self.e.gep(base, width * k))
@@ -315,8 +451,7 @@ class _Lowering:
         return arr
 
     def ref_of(self, value: ir.Value) -> tuple[ir.Value, ir.Value, int, int]:
-        return (self.data[value], self.dims_ptr[value], len(hir.dims_of(value)),
-                hir.element_dtype(value))
+        return (self.data[value], self.dims_ptr[value], hir.rank(value), hir.element_dtype(value))
 
     def absent_ref(self) -> tuple[ir.Value, ir.Value, int, int]:
         """An optional kernel input left out: NULL data and dims, rank -1."""
@@ -365,23 +500,27 @@ class _Lowering:
             else:  # symbolic length (hir.counted_input_values): at most n elements, the rest zero
                 for k in range(n):
                     e.store(e.const(0), e.gep(dst, 8 * k))
-                size = self.expr(sym.mul(sym.minimum(sym.input_dim(i, 0), n), width))
+                size = self.checked("mul", e.arith("MinSIOp", self.input_dim(i, 0), e.const(n)), e.const(width))
             self.call(rc.MEMCPY, [self.state, dst, self.data[arg], size, e.const(d2h, "i32")])
             self.input_values[i] = (dst, elem)
         # the shape relations the model promises hold before anything is sized from them
         # (the runtime names the first failing one from the metadata's copy of this list)
+        # (each Check's expressions are the metadata's; the program computes its operands)
+        checks = chk.read_with_operands(hir.main_func(self.module))
         for op in ops:
             for value in (r for k, r in enumerate(op.results) if storage(op, k) == "output"):
                 t = chk.Text(size_bytes(value))
                 text = f"the byte size of the output shape {t.dims(hir.dims_of(value))} overflows int64"
-                self.checks.append(chk.Check(hir.get_str(op, "onnx.node", op.name), "fits", tuple(t.values), text))
-        if self.pool_size is not None:
-            self.checks.append(chk.Check("the memory plan", "fits", (self.pool_size,),
-                                         "the pool size overflows int64"))
-        distinct = {c.relation(): c for c in reversed(self.checks) if not c.is_static()}
-        self.checks = [c for c in self.checks if distinct.get(c.relation()) is c]
-        for check in self.checks:
-            self.emit_check(check)
+                checks.append((chk.Check(hir.get_str(op, "onnx.node", op.name), "fits", tuple(t.values), text),
+                               [_Bytes(value)]))
+        if self.pool_value is not None:
+            checks.append((chk.Check("the memory plan", "fits", (self.pool_size,), "the pool size overflows int64"),
+                           [self.pool_value]))
+        distinct = {c.relation(): c for c, _ in reversed(checks) if not c.is_static()}
+        checks = [(c, operands) for c, operands in checks if distinct.get(c.relation()) is c]
+        self.checks = [c for c, _ in checks]
+        for check, operands in checks:
+            self.emit_check(check, operands)
         for op in ops:
             slots = hir.get_ints(op, "hipdnn.dims_slot")
             if slots is None:
@@ -390,12 +529,12 @@ class _Lowering:
                 if slot == -2:  # a copy of a program input keeps the caller's dims
                     self.dims_ptr[r] = self.dims_ptr[op.operands[0]]
                 else:
-                    self.dims_ptr[r] = self.int_array(hir.dims_of(r), slot)
+                    self.dims_ptr[r] = self.int_array(self.dims(r), slot)
 
         # 3. pool for intermediates
-        if self.pool_size is not None:
+        if self.pool_value is not None:
             out = e.alloca(8)
-            self.call(rc.POOL, [self.state, self.expr(self.pool_size), out])
+            self.call(rc.POOL, [self.state, self.index(self.pool_value), out])
             self.pool = e.load(out, "ptr")
 
         # 4. outputs, each in its own block: from 1.3 the program states each output's shape and asks
@@ -405,7 +544,7 @@ class _Lowering:
             for r, value in enumerate(op.results):
                 if storage(op, r) == "output":
                     k = hir.get_int(op, attr_name("hipdnn.output_index", r))
-                    size = self.expr(sym.maximum(size_bytes(value), 1))
+                    size = e.arith("MaxSIOp", self.byte_size(value), e.const(1))
                     ref = e.gep(self.output_base, k * self.ref.size)
                     if in_place:  # the shape returned (a Reshape of the buffer may be what the graph outputs)
                         self.store_shape(ref, ret.operands[k])
@@ -418,7 +557,7 @@ class _Lowering:
                         self.store_field(self.ref, ref, "data", ptr)
                     self.data[value] = ptr
                 elif storage(op, r) == "pool":
-                    self.data[value] = e.gep(self.pool, self.expr(self.offsets[value]))
+                    self.data[value] = e.gep(self.pool, self.index(self.offsets[value]))
 
         # 5. the ops
         for op in ops:
@@ -442,7 +581,7 @@ class _Lowering:
         """Stores an output's dims, rank and dtype in its tensor ref."""
         e = self.e
         self.store_field(self.ref, ref, "dims", self.dims_ptr[value])
-        self.store_field(self.ref, ref, "rank", e.const(len(hir.dims_of(value)), "i32"))
+        self.store_field(self.ref, ref, "rank", e.const(hir.rank(value), "i32"))
         self.store_field(self.ref, ref, "dtype", e.const(hir.element_dtype(value), "i32"))
 
     def lower_op(self, op: ir.Operation) -> None:
@@ -464,7 +603,7 @@ class _Lowering:
         if name == "hipdnn.materialize":
             dtype = hir.element_dtype(value)
             elem = HOST_ELEMENT[dtype]
-            vals = hir.host_values_of(op)
+            vals = list(op.operands)  # the elements, index values
             src = self.int_array(vals, hir.get_int(op, "hipdnn.values_slot"), elem)
             kind = self.enum_value(self.abi.name("memcpy_kind"), "HOST_TO_DEVICE")
             self.call(rc.MEMCPY, [self.state, self.data[value], src,
@@ -473,7 +612,7 @@ class _Lowering:
         if name == "hipdnn.copy":
             kind = self.enum_value(self.abi.name("memcpy_kind"), "DEVICE_TO_DEVICE")
             self.call(rc.MEMCPY, [self.state, self.data[value], self.data[op.operands[0]],
-                                  self.expr(size_bytes(value)), e.const(kind, "i32")])
+                                  self.byte_size(value), e.const(kind, "i32")])
             return
         entry = kernel(name)
         if entry is None:
@@ -484,7 +623,7 @@ class _Lowering:
             inputs[slot] = self.ref_of(v)
         for p in entry.params:  # parameter arrays (axes, perm, starts, steps): int64 in host memory
             if p.symbolic:
-                vals = hir.param_values(op, p.attr)
+                vals = hir.param_operands(op, p.attr)
                 ptr = self.int_array(vals, hir.get_int(op, p.slot_attr))
                 if p.counted:  # [count, values...]: a rank-1 ref of `count` values, its dims the count
                     inputs.append((self.e.gep(ptr, 8), ptr, 1, hir.INT64))

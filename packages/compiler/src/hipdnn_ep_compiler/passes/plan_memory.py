@@ -10,7 +10,9 @@ IR out:
     (GroupQueryAttention) gets `hipdnn.storage.<k>` etc. for result k;
   * a pool buffer's byte offset is an index value (arith over the input dims), stated by
     `"hipdnn.place"(%buffer, %offset)`, and the pool's byte size by `"hipdnn.pool"(%size)`, when the
-    pool is used; canonicalize and cse fold and share them with the rest of the shape arithmetic.
+    pool is used; canonicalize and cse fold and share them with the rest of the shape arithmetic;
+  * every index value whose expression equals an earlier one's is replaced by it (hir.share_equal_values:
+    what the builders wrote in two forms is computed once by the program).
 
 Offsets are liveness based.  With static sizes a buffer goes to the lowest offset that no
 buffer with an overlapping live range occupies (first fit).  With dynamic sizes, buffers share
@@ -110,14 +112,14 @@ def run(module: ir.Module) -> ir.Module:
                 hir.set_attr(op, attr_name("hipdnn.output_index", k), outputs[value])
                 continue
             buffers.append(_Buffer(op, k, i, last_use.get(value, i), _align(size_bytes(value))))
-    if not buffers:
-        return module
-    static = all(sym.is_static(b.size) for b in buffers)
-    offsets, pool_size = _first_fit(buffers) if static else _slots(buffers)
-    for b, offset in zip(buffers, offsets, strict=True):
-        hir.set_attr(b.op, attr_name("hipdnn.storage", b.result), "pool")
-        hir.place(b.op.results[b.result], offset, before=ret)
-    hir.set_pool_size(module, pool_size)
+    if buffers:
+        static = all(sym.is_static(b.size) for b in buffers)
+        offsets, pool_size = _first_fit(buffers) if static else _slots(buffers)
+        for b, offset in zip(buffers, offsets, strict=True):
+            hir.set_attr(b.op, attr_name("hipdnn.storage", b.result), "pool")
+            hir.place(b.op.results[b.result], offset, before=ret)
+        hir.set_pool_size(module, pool_size)
+    hir.share_equal_values(module)  # the shape computation the lowering emits, each value once
     return module
 
 
