@@ -327,8 +327,11 @@ def _cumsum_fed_axis(o: Node, d: list[sym.Expr]) -> None:
     fwd, inv = host_axes.last_perm(len(d), ax[0])
     moved = [host_axes.pick(d, p) for p in fwd]
     t = o.op.results[0].type
-    x = emit(o, host_axes.TRANSPOSE_PERM, [o.input(0)], {}, [moved], [t], params={"perm": fwd}).results[0]
-    x = emit(o, CUMSUM, [x], attrs, [moved], [t]).results[0]
+    # the moved tensor's dims are a run-time permutation of d: its type states none of t's
+    with o.op.context, o.op.location:
+        tm = ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size()] * len(d), ir.RankedTensorType(t).element_type)
+    x = emit(o, host_axes.TRANSPOSE_PERM, [o.input(0)], {}, [moved], [tm], params={"perm": fwd}).results[0]
+    x = emit(o, CUMSUM, [x], attrs, [moved], [tm]).results[0]
     x = emit(o, host_axes.TRANSPOSE_PERM, [x], {}, [d], [t], params={"perm": inv}).results[0]
     finish(o, [x])
 
