@@ -41,6 +41,45 @@ PoolGeometry pool_geometry(const hipdnn_ep_kernel_args_t& args) {
   return g;
 }
 
+// The window of output position o (flat over the padded spatial dims): per dim, the first tap's input
+// index and the taps inside X, [lo, hi); and how many taps lie inside X and its pads.
+struct PoolWindow {
+  std::array<int64_t, 3> first{}, lo{}, hi{};
+  int64_t padded = 1;
+};
+
+PoolWindow pool_window(const PoolGeometry& g, int64_t o) {
+  const std::array<int64_t, 3> pos{o / (g.out[1] * g.out[2]), (o / g.out[2]) % g.out[1], o % g.out[2]};
+  PoolWindow w;
+  for (int d = 0; d < 3; ++d) {
+    w.first[d] = pos[d] * g.stride[d] - g.pad[d];
+    w.lo[d] = g.kernel[d];
+    int64_t in_pads = 0;
+    for (int64_t t = 0; t < g.kernel[d]; ++t) {
+      const int64_t i = w.first[d] + t * g.dilation[d];
+      if (i < g.in[d] + g.pad_end[d]) ++in_pads;
+      if (i >= 0 && i < g.in[d]) {
+        w.lo[d] = std::min(w.lo[d], t);
+        w.hi[d] = t + 1;
+      }
+    }
+    w.padded *= in_pads;
+  }
+  return w;
+}
+
+// Calls tap(i0, i1, i2) for each tap of the window inside X, in row-major order.
+template <typename Tap>
+void for_each_tap(const PoolGeometry& g, const PoolWindow& w, Tap&& tap) {
+  for (int64_t a = w.lo[0]; a < w.hi[0]; ++a) {
+    const int64_t i0 = w.first[0] + a * g.dilation[0];
+    for (int64_t b = w.lo[1]; b < w.hi[1]; ++b) {
+      const int64_t i1 = w.first[1] + b * g.dilation[1];
+      for (int64_t c = w.lo[2]; c < w.hi[2]; ++c) tap(i0, i1, w.first[2] + c * g.dilation[2]);
+    }
+  }
+}
+
 }  // namespace
 
 void pool(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
@@ -59,43 +98,19 @@ void pool(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
     for (int64_t p = 0; p < planes; ++p) {
       const T* src = xp + p * in_size;
       for (int64_t o = 0; o < out_size; ++o) {
-        const std::array<int64_t, 3> pos{o / (g.out[1] * g.out[2]), (o / g.out[2]) % g.out[1], o % g.out[2]};
+        const PoolWindow w = pool_window(g, o);
         float best = -std::numeric_limits<float>::infinity();
         float sum = 0.0f;
-        int64_t inside = 0;  // taps inside X
-        int64_t padded = 1;  // taps inside X and its pads (count_include_pad's divisor)
-        std::array<std::array<int64_t, 2>, 3> range{};  // per dim: first tap, one past the last, inside X
-        for (int d = 0; d < 3; ++d) {
-          const int64_t start = pos[d] * g.stride[d] - g.pad[d];
-          int64_t in_pads = 0;
-          int64_t lo = g.kernel[d], hi = 0;
-          for (int64_t t = 0; t < g.kernel[d]; ++t) {
-            const int64_t i = start + t * g.dilation[d];
-            if (i < g.in[d] + g.pad_end[d]) ++in_pads;
-            if (i >= 0 && i < g.in[d]) {
-              lo = std::min(lo, t);
-              hi = t + 1;
-            }
-          }
-          padded *= in_pads;
-          range[d] = {lo, hi};
-        }
-        for (int64_t a = range[0][0]; a < range[0][1]; ++a) {
-          const int64_t i0 = pos[0] * g.stride[0] - g.pad[0] + a * g.dilation[0];
-          for (int64_t b = range[1][0]; b < range[1][1]; ++b) {
-            const int64_t i1 = pos[1] * g.stride[1] - g.pad[1] + b * g.dilation[1];
-            for (int64_t c = range[2][0]; c < range[2][1]; ++c) {
-              const int64_t i2 = pos[2] * g.stride[2] - g.pad[2] + c * g.dilation[2];
-              const float v = load(src, (i0 * g.in[1] + i1) * g.in[2] + i2);
-              best = v > best || std::isnan(v) ? v : best;
-              sum += v;
-              ++inside;
-            }
-          }
-        }
+        int64_t inside = 0;  // taps inside X (the divisor without count_include_pad)
+        for_each_tap(g, w, [&](int64_t i0, int64_t i1, int64_t i2) {
+          const float v = load(src, (i0 * g.in[1] + i1) * g.in[2] + i2);
+          best = v > best || std::isnan(v) ? v : best;
+          sum += v;
+          ++inside;
+        });
         float value = best;
         if (!is_max) {
-          const int64_t divisor = include_pad ? padded : inside;
+          const int64_t divisor = include_pad ? w.padded : inside;
           value = divisor > 0 ? sum / static_cast<float>(divisor) : std::numeric_limits<float>::quiet_NaN();
         }
         store(yp + p * out_size, o, value);
@@ -124,39 +139,16 @@ void max_pool_indices(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
     for (int64_t p = 0; p < planes; ++p) {
       const T* src = xp + p * in_size;
       for (int64_t o = 0; o < out_size; ++o) {
-        const std::array<int64_t, 3> pos{o / (g.out[1] * g.out[2]), (o / g.out[2]) % g.out[1], o % g.out[2]};
         float best = -std::numeric_limits<float>::infinity();
         int64_t where = -1;
-        // per dim: the first tap's position; the taps inside X, [lo, hi)
-        std::array<int64_t, 3> first{}, lo{}, hi{};
-        for (int d = 0; d < 3; ++d) {
-          const int64_t start = pos[d] * g.stride[d] - g.pad[d];
-          lo[d] = g.kernel[d];
-          hi[d] = 0;
-          for (int64_t t = 0; t < g.kernel[d]; ++t) {
-            const int64_t i = start + t * g.dilation[d];
-            if (i >= 0 && i < g.in[d]) {
-              lo[d] = std::min(lo[d], t);
-              hi[d] = t + 1;
-            }
+        for_each_tap(g, pool_window(g, o), [&](int64_t i0, int64_t i1, int64_t i2) {
+          const float v = load(src, (i0 * g.in[1] + i1) * g.in[2] + i2);
+          // the first maximum (strictly greater replaces it); the first NaN stays
+          if (where < 0 || (!std::isnan(best) && (v > best || std::isnan(v)))) {
+            best = v;
+            where = i0 * step[0] + i1 * step[1] + i2 * step[2];
           }
-          first[d] = start;
-        }
-        for (int64_t a = lo[0]; a < hi[0]; ++a) {
-          const int64_t i0 = first[0] + a * g.dilation[0];
-          for (int64_t b = lo[1]; b < hi[1]; ++b) {
-            const int64_t i1 = first[1] + b * g.dilation[1];
-            for (int64_t c = lo[2]; c < hi[2]; ++c) {
-              const int64_t i2 = first[2] + c * g.dilation[2];
-              const float v = load(src, (i0 * g.in[1] + i1) * g.in[2] + i2);
-              // the first maximum (strictly greater replaces it); the first NaN stays
-              if (where < 0 || (!std::isnan(best) && (v > best || std::isnan(v)))) {
-                best = v;
-                where = i0 * step[0] + i1 * step[1] + i2 * step[2];
-              }
-            }
-          }
-        }
+        });
         store(yp + p * out_size, o, best);
         ip[p * out_size + o] = where < 0 ? -1 : p * in_size + where;
       }
