@@ -215,6 +215,13 @@ def test_a_constant_almost_sqrt2_within_float32_tolerance_fuses(refruntime, tmp_
     assert "onnx.gelu" not in fused_ops(gelu_model(erf_chain("torch", c, sqrt2=SQRT2 * (1 + 1e-5)), c))
 
 
+def test_a_float16_constant_off_by_two_steps_is_not_fused():
+    """float16's nearest value to sqrt(2) fuses (the float16 tests); two float16 steps above it does not."""
+    c = _Consts("init", "scalar", T.FLOAT16)
+    s2 = float(np.float16(SQRT2)) + 2 * 2.0 ** -10
+    assert "onnx.gelu" not in fused_ops(gelu_model(erf_chain("torch", c, sqrt2=s2), c, elem=T.FLOAT16))
+
+
 def test_a_rank_1_constant_on_a_scalar_x_is_not_fused(refruntime, tmp_path):
     """A [1] constant broadcasts a rank-0 x to [1]: GELU of x would have x's shape."""
     c = _Consts("init", "1", T.FLOAT)

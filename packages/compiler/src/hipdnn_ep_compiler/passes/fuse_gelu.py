@@ -51,10 +51,6 @@ def _producer(value: ir.Value) -> ir.Operation | None:
     return None if hir.is_block_arg(value) else hir.defining_op(value)
 
 
-def _op_of(owner) -> ir.Operation:
-    return owner.operation if isinstance(owner, ir.OpView) else owner
-
-
 def _one_use(value: ir.Value) -> bool:
     return len(list(value.uses)) == 1
 
@@ -94,9 +90,10 @@ class _Chain:
         self.ops.append(op)
         return op
 
-    def factors(self, value: ir.Value, root: bool = False) -> tuple[list[float], list[ir.Value]] | None:
-        """`value` as a product: (its constant factors, its other factors), through Mul and Div by a constant
-        whose results (but the root's) have one user; None where a Div's divisor is no constant or zero."""
+    def factors(self, value: ir.Value, root: bool = False) -> tuple[list[float], list[ir.Value]]:
+        """`value` as a product: (its constant factors, its other factors), through Mul and through Div by a
+        nonzero constant (a factor 1 / divisor), whose results (but the root's) have one user; the Mul and Div
+        ops are taken into the chain."""
         op = _producer(value)
         if op is None or op.name not in ("onnx.mul", "onnx.div") or (not root and not _one_use(value)):
             return [], [value]
@@ -112,15 +109,13 @@ class _Chain:
         else:
             parts = [self.factors(v) for v in ins]
             consts = []
-        if any(p is None for p in parts):
-            return None
         if not root:
             self.ops.append(op)
         others: list[ir.Value] = []
         for c, o in parts:
             consts += c
             others += o
-        # a constant factor is one of the "others" until read: read them now
+        # a constant operand is a leaf of the recursion: read its value here
         rest = []
         for v in others:
             c = self.constant(v)
@@ -134,10 +129,7 @@ class _Chain:
         """Whether `value` (an intermediate) is want_const * x^power (x^3 also as Pow(x, 3))."""
         if not _one_use(value):
             return False
-        found = self.factors(value)
-        if found is None:
-            return False
-        consts, others = found
+        consts, others = self.factors(value)
         if len(consts) != 1 or not self.near(consts[0], want_const):
             return False
         n = 0
@@ -192,10 +184,7 @@ class _Chain:
         """Whether `value` is sqrt(2/pi) * (x + 0.044715 * x^3)."""
         if not _one_use(value):
             return False
-        found = self.factors(value)
-        if found is None:
-            return False
-        consts, others = found
+        consts, others = self.factors(value)
         if len(consts) != 1 or not self.near(consts[0], _SQRT_2_OVER_PI) or len(others) != 1:
             return False
         add = self.inner(others[0], "onnx.add")
@@ -217,10 +206,7 @@ def _match(root: ir.Operation) -> tuple[ir.Value, str, list[ir.Operation]] | Non
     if dtype not in _TOLERANCE or not isinstance(y.type, ir.RankedTensorType):
         return None
     chain = _Chain(dtype, ir.RankedTensorType(y.type).rank)
-    found = chain.factors(y, root=True)
-    if found is None:
-        return None
-    consts, others = found
+    consts, others = chain.factors(y, root=True)
     if len(consts) != 1 or not chain.near(consts[0], 0.5) or len(others) != 2:
         return None
     for x, term in ((others[0], others[1]), (others[1], others[0])):
