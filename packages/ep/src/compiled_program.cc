@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <utility>
 
@@ -295,12 +296,15 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
     } else {
       dims[i] = a.host_dims;
       data = a.host_data;
-      if (device_backend && a.host_size > 0) {
-        // A weight: uploaded once (for the device, or per state without one), then used in place.
+      if ((device_backend || weights_) && a.host_size > 0) {
+        // A weight: uploaded once (for the device, or per state without one), then used in place. (The
+        // CPU backend has a device state for weights only under the host-as-device test hook.)
         void* device = nullptr;
         RuntimeState& holder = weights_ ? *weights_ : *state;
         bool uploaded = false;
-        CheckRun("uploading a weight", holder.DeviceCopy(id_, i, data, a.host_size, &device, &uploaded));
+        std::function<void()> unchanged;
+        if (a.mapped) unchanged = [&a] { a.mapped->CheckUnchanged(); };
+        CheckRun("uploading a weight", holder.DeviceCopy(id_, i, data, a.host_size, &device, &uploaded, unchanged));
         // Held once for the device: the host pages of a mapped weight are not needed again.
         if (uploaded && weights_ && a.mapped) a.mapped->DropPages(a.host_data, a.host_size);
         data = device;

@@ -75,7 +75,9 @@ std::string HipdnnEp::SupportTargetAbi() {
 }
 
 std::shared_ptr<RuntimeState> HipdnnEp::WeightState() {
-  if (config_.backend == HIPDNN_EP_BACKEND_CPU) return nullptr;  // the program reads host weights in place
+  // The CPU backend's program reads host weights in place; under the host-as-device test hook it takes
+  // the GPU backends' path (a device copy, the mapping's pages dropped).
+  if (config_.backend == HIPDNN_EP_BACKEND_CPU && !factory_.HostAsDevice()) return nullptr;
   return factory_.DeviceState(config_.backend, config_.device_id);
 }
 

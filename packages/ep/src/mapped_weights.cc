@@ -14,6 +14,13 @@
 #include "ep_utils.h"
 
 namespace hipdnn_ep {
+namespace {
+
+int64_t MtimeNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + static_cast<int64_t>(st.st_mtim.tv_nsec);
+}
+
+}  // namespace
 
 std::shared_ptr<const MappedFile> MappedFile::Open(const std::string& path) {
   static std::mutex mu;
@@ -31,7 +38,8 @@ std::shared_ptr<const MappedFile> MappedFile::Open(const std::string& path) {
   }
   std::lock_guard<std::mutex> lock(mu);
   const auto key = std::make_pair(st.st_dev, st.st_ino);
-  if (auto held = open[key].lock(); held && held->size_ == static_cast<size_t>(st.st_size)) {
+  if (auto held = open[key].lock();
+      held && held->size_ == static_cast<size_t>(st.st_size) && held->mtime_ns_ == MtimeNs(st)) {
     ::close(fd);
     return held;
   }
@@ -47,7 +55,8 @@ std::shared_ptr<const MappedFile> MappedFile::Open(const std::string& path) {
     }
     file->data_ = static_cast<const char*>(p);
   }
-  ::close(fd);  // the mapping keeps the file
+  file->fd_ = fd;
+  file->mtime_ns_ = MtimeNs(st);
   open[key] = file;
   return file;
 }
@@ -61,8 +70,21 @@ void MappedFile::DropPages(const char* bytes, size_t length) const {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
+void MappedFile::CheckUnchanged() const {
+  struct stat st {};
+  if (fstat(fd_, &st) != 0) {
+    throw EpError("hipdnn-ep: cannot check the external data file " + path_ + ": " + std::strerror(errno));
+  }
+  if (static_cast<size_t>(st.st_size) != size_ || MtimeNs(st) != mtime_ns_) {
+    throw EpError("hipdnn-ep: the external data file " + path_ + " changed on disk after the session was created (" +
+                  std::to_string(size_) + " bytes then, " + std::to_string(st.st_size) +
+                  " now); its weights were not read. Create the session again from the model as it is now.");
+  }
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 const char* MappedFile::Range(int64_t offset, size_t length) const {

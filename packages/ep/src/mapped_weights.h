@@ -34,6 +34,12 @@ class MappedFile {
   // The bytes [offset, offset + length) of the file, or nullptr when they are
   // not all inside it.
   const char* Range(int64_t offset, size_t length) const;
+  // Throws EpError when the file changed on disk since it was mapped (its
+  // size or modification time): reading a page past a truncated end would
+  // kill the process with SIGBUS, and rewritten bytes are not the model's
+  // weights. Asked before the mapping is read; a change between this check
+  // and the read is not seen.
+  void CheckUnchanged() const;
   // Gives back the resident pages wholly inside [bytes, bytes + length) (a
   // range of this mapping): once a weight is on the device its host pages are
   // not needed, and the mapping reads them from the file again if they are.
@@ -44,6 +50,8 @@ class MappedFile {
   std::string path_;
   const char* data_ = nullptr;
   size_t size_ = 0;
+  int fd_ = -1;           // kept open: fstat sees the mapped file even once its path names another
+  int64_t mtime_ns_ = 0;  // the modification time when mapped
 };
 
 // Where ORT says an initializer's bytes are stored (ValueInfo_GetExternalInitializerInfo).

@@ -34,9 +34,11 @@ class RuntimeState {
   // do not copy weights per Run (thread-safe: the device state of a
   // factory holds the weights of every run state of that device).
   // Returns the runtime status (OUT_OF_MEMORY counts against the limit).
-  // `uploaded` (optional): set when this call made the copy.
+  // `uploaded` (optional): set when this call made the copy. `before_read`
+  // (optional) runs, outside the lock, only when the host bytes are about to
+  // be read, and may throw to refuse them (a mapped file changed on disk).
   int32_t DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out,
-                     bool* uploaded = nullptr);
+                     bool* uploaded = nullptr, const std::function<void()>& before_read = {});
   void ReleaseDeviceCopies(uint64_t program);
 
  private:

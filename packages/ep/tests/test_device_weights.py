@@ -110,6 +110,47 @@ def test_the_cpu_backend_reads_ort_s_mapping_in_place(tmp_path: Path, env: Env) 
     assert result["grown_kib"] < weight_kib // 4, result
 
 
+CHANGED_CHILD = r"""
+import json, os, sys
+import numpy as np, onnxruntime as ort, hipdnn_ep
+
+model, data, how, options = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+so = ort.SessionOptions()
+so.add_session_config_entry('session.disable_cpu_ep_fallback', '1')
+so.add_provider_for_devices(hipdnn_ep.register(ort), options)
+s = ort.InferenceSession(model, sess_options=so, enable_fallback=0)
+size = os.path.getsize(data)
+if how == 'truncated':
+    os.truncate(data, size // 2)
+else:  # rewritten in place, same size
+    with open(data, 'r+b') as f:
+        f.write(b'\x7f' * 4096)
+    os.utime(data, ns=(os.stat(data).st_atime_ns, os.stat(data).st_mtime_ns + 1_000_000_000))
+x = np.ones(int(sys.argv[5]), np.float32)
+try:
+    s.run(None, {'x': x})
+    print(json.dumps({'error': None}))
+except Exception as e:
+    print(json.dumps({'error': str(e)}))
+"""
+
+
+@pytest.mark.parametrize("how", ["truncated", "rewritten"])
+def test_a_data_file_changed_after_the_session_was_created_is_refused(tmp_path: Path, env: Env, how: str) -> None:
+    # The weights stay a mapping of the file until the first run uploads them: a page past a truncated end
+    # would kill the process with SIGBUS, and rewritten bytes are not the model's weights. The run fails
+    # with a message instead, and the process lives.
+    model = _weights_model(tmp_path / "ext.onnx", external=True)
+    environ = dict(os.environ, HIPDNN_EP_TEST_HOST_AS_DEVICE="1")
+    proc = subprocess.run([sys.executable, "-c", CHANGED_CHILD, str(model), str(tmp_path / "ext.onnx.data"), how,
+                           json.dumps(env.options), str(N)], capture_output=True, text=True, timeout=300,
+                          env=environ)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    error = json.loads(proc.stdout.strip().splitlines()[-1])["error"]
+    assert error is not None and "changed on disk after the session was created" in error, error
+    assert "Create the session again" in error
+
+
 CONTEXT_CHILD = r"""
 import json, sys
 import numpy as np, onnxruntime as ort, hipdnn_ep
