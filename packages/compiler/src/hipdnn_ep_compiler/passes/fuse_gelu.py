@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import math
 
-from torch_mlir import ir, rewrite
+from torch_mlir import ir
 
 from .. import ir as hir
+from . import rewrite_driver
 
 NAME = "fuse-gelu"
 
@@ -260,17 +261,5 @@ def _fuse(root, rewriter) -> bool:
     return False
 
 
-def _config() -> rewrite.GreedyRewriteConfig:
-    config = rewrite.GreedyRewriteConfig()
-    config.use_top_down_traversal = False
-    config.strictness = rewrite.GreedyRewriteStrictness.EXISTING_OPS
-    config.enable_folding = False
-    config.region_simplification_level = rewrite.GreedySimplifyRegionLevel.DISABLED
-    return config
-
-
 def run(module: ir.Module) -> ir.Module:
-    patterns = rewrite.RewritePatternSet(module.context)
-    patterns.add("onnx.mul", _fuse)
-    rewrite.apply_patterns_and_fold_greedily(module, patterns.freeze(), _config())
-    return module
+    return rewrite_driver.apply(module, [("onnx.mul", _fuse)], top_down=False)

@@ -33,10 +33,11 @@ Everything else stays as imported (DQ, the float op, Q).
 from __future__ import annotations
 
 import numpy as np
-from torch_mlir import ir, rewrite
+from torch_mlir import ir
 
 from .. import ir as hir
 from ..ops.registry import lookup
+from . import rewrite_driver
 
 NAME = "fuse-qdq"
 
@@ -322,18 +323,6 @@ def _rewrite(rewriter, last: ir.Operation, name: str, operands: list[ir.Value], 
             rewriter.erase_op(dq)
 
 
-def _config() -> rewrite.GreedyRewriteConfig:
-    config = rewrite.GreedyRewriteConfig()
-    config.use_top_down_traversal = True
-    config.strictness = rewrite.GreedyRewriteStrictness.EXISTING_OPS
-    config.enable_folding = False
-    config.region_simplification_level = rewrite.GreedySimplifyRegionLevel.DISABLED
-    return config
-
-
 def run(module: ir.Module) -> ir.Module:
-    patterns = rewrite.RewritePatternSet(module.context)
-    patterns.add("onnx.quantize_linear", _fuse)
-    patterns.add("onnx.gemm", _fuse_float_gemm)
-    rewrite.apply_patterns_and_fold_greedily(module, patterns.freeze(), _config())
-    return module
+    return rewrite_driver.apply(module, [("onnx.quantize_linear", _fuse), ("onnx.gemm", _fuse_float_gemm)],
+                                top_down=True)
