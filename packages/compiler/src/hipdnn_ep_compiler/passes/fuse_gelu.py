@@ -36,24 +36,15 @@ import math
 from torch_mlir import ir
 
 from .. import ir as hir
-from . import rewrite_driver
+from . import fusion
 
 NAME = "fuse-gelu"
 
 FLOAT32, FLOAT16 = 1, 10
 _TOLERANCE = {FLOAT32: 1e-6, FLOAT16: 2.0 ** -11}
-_CONSTANT_OPS = ("hipdnn.weight", "hipdnn.constant")
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _KAPPA = 0.044715
-
-
-def _producer(value: ir.Value) -> ir.Operation | None:
-    return None if hir.is_block_arg(value) else hir.defining_op(value)
-
-
-def _one_use(value: ir.Value) -> bool:
-    return len(list(value.uses)) == 1
 
 
 def _inputs(op: ir.Operation) -> list[ir.Value] | None:
@@ -71,8 +62,8 @@ class _Chain:
 
     def constant(self, value: ir.Value) -> float | None:
         """The value of a one-element constant of the chain's element type and rank at most x's, or None."""
-        op = _producer(value)
-        if op is None or op.name not in _CONSTANT_OPS or hir.element_dtype(value) != self.dtype:
+        op = hir.defining_op(value)
+        if op is None or op.name not in fusion.CONSTANT_OPS or hir.element_dtype(value) != self.dtype:
             return None
         t = ir.RankedTensorType(value.type)
         if t.rank > self.rank or not t.has_static_shape or math.prod(t.shape) != 1:
@@ -85,8 +76,8 @@ class _Chain:
 
     def inner(self, value: ir.Value, name: str) -> ir.Operation | None:
         """The op `name` producing `value`, an intermediate of the chain (one user), taken into it; or None."""
-        op = _producer(value)
-        if op is None or op.name != name or not _one_use(value):
+        op = hir.defining_op(value)
+        if op is None or op.name != name or not fusion.one_use(value):
             return None
         self.ops.append(op)
         return op
@@ -95,8 +86,8 @@ class _Chain:
         """`value` as a product: (its constant factors, its other factors), through Mul and through Div by a
         nonzero constant (a factor 1 / divisor), whose results (but the root's) have one user; the Mul and Div
         ops are taken into the chain."""
-        op = _producer(value)
-        if op is None or op.name not in ("onnx.mul", "onnx.div") or (not root and not _one_use(value)):
+        op = hir.defining_op(value)
+        if op is None or op.name not in ("onnx.mul", "onnx.div") or (not root and not fusion.one_use(value)):
             return [], [value]
         ins = _inputs(op)
         if ins is None:
@@ -128,7 +119,7 @@ class _Chain:
 
     def product_of_x(self, value: ir.Value, x: ir.Value, want_const: float, power: int) -> bool:
         """Whether `value` (an intermediate) is want_const * x^power (x^3 also as Pow(x, 3))."""
-        if not _one_use(value):
+        if not fusion.one_use(value):
             return False
         consts, others = self.factors(value)
         if len(consts) != 1 or not self.near(consts[0], want_const):
@@ -144,14 +135,14 @@ class _Chain:
         return n == power
 
     def _cube(self, value: ir.Value, x: ir.Value) -> bool:
-        op = _producer(value)
-        if op is None or op.name != "onnx.pow" or not _one_use(value):
+        op = hir.defining_op(value)
+        if op is None or op.name != "onnx.pow" or not fusion.one_use(value):
             return False
         ins = _inputs(op)
         if ins is None or ins[0] != x:
             return False
-        exp = _producer(ins[1])
-        if exp is None or exp.name not in _CONSTANT_OPS or math.prod(ir.RankedTensorType(ins[1].type).shape) != 1:
+        exp = hir.defining_op(ins[1])
+        if exp is None or exp.name not in fusion.CONSTANT_OPS or math.prod(ir.RankedTensorType(ins[1].type).shape) != 1:
             return False
         if ir.RankedTensorType(ins[1].type).rank > self.rank:
             return False
@@ -183,7 +174,7 @@ class _Chain:
 
     def _tanh_arg(self, value: ir.Value, x: ir.Value) -> bool:
         """Whether `value` is sqrt(2/pi) * (x + 0.044715 * x^3)."""
-        if not _one_use(value):
+        if not fusion.one_use(value):
             return False
         consts, others = self.factors(value)
         if len(consts) != 1 or not self.near(consts[0], _SQRT_2_OVER_PI) or len(others) != 1:
@@ -211,8 +202,8 @@ def _match(root: ir.Operation) -> tuple[ir.Value, str, list[ir.Operation]] | Non
     if len(consts) != 1 or not chain.near(consts[0], 0.5) or len(others) != 2:
         return None
     for x, term in ((others[0], others[1]), (others[1], others[0])):
-        src = _producer(x)
-        if x == term or (src is not None and src.name in _CONSTANT_OPS):
+        src = hir.defining_op(x)
+        if x == term or (src is not None and src.name in fusion.CONSTANT_OPS):
             continue
         if hir.element_dtype(x) != dtype or not _same_shape(x, y):
             continue
@@ -262,4 +253,4 @@ def _fuse(root, rewriter) -> bool:
 
 
 def run(module: ir.Module) -> ir.Module:
-    return rewrite_driver.apply(module, [("onnx.mul", _fuse)], top_down=False)
+    return fusion.apply(module, [("onnx.mul", _fuse)], top_down=False)

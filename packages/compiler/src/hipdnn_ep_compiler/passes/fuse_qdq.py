@@ -37,18 +37,13 @@ from torch_mlir import ir
 
 from .. import ir as hir
 from ..ops.registry import lookup
-from . import rewrite_driver
+from . import fusion
 
 NAME = "fuse-qdq"
 
 FLOAT32, UINT8, INT8, INT32 = 1, 2, 3, 6
 _RANGE = {UINT8: (0, 255), INT8: (-128, 127)}
-_CONSTANT_OPS = ("hipdnn.weight", "hipdnn.constant")
 _SKIP_ATTRS = ("operand_roles", "result_roles", "onnx.node", "onnx.beta")
-
-
-def _producer(value: ir.Value) -> ir.Operation | None:
-    return None if hir.is_block_arg(value) else hir.defining_op(value)
 
 
 def _inputs(op: ir.Operation) -> dict[int, ir.Value]:
@@ -60,13 +55,9 @@ def _op_of(owner) -> ir.Operation:
     return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
-def _one_use(value: ir.Value) -> bool:
-    return len(list(value.uses)) == 1
-
-
 def _constant(value: ir.Value | None) -> bool:
-    op = None if value is None else _producer(value)
-    return op is not None and op.name in _CONSTANT_OPS
+    op = None if value is None else hir.defining_op(value)
+    return op is not None and op.name in fusion.CONSTANT_OPS
 
 
 def _shape(value: ir.Value) -> list[int] | None:
@@ -82,7 +73,7 @@ def _ints(value: ir.Value | None) -> list[int] | None:
     """A constant zero point's values where the IR carries them (None: unknown)."""
     if value is None:
         return None
-    host = hir.host_values(value) if _producer(value) is not None else None
+    host = hir.host_values(value) if hir.defining_op(value) is not None else None
     if host is not None and all(isinstance(v, int) for v in host):
         return [int(v) for v in host]
     return hir.int_values(value)
@@ -124,7 +115,7 @@ class _Quant:
 
 
 def _dequantized(value: ir.Value) -> _Quant | None:
-    op = _producer(value)
+    op = hir.defining_op(value)
     if op is None or op.name != "onnx.dequantize_linear" or hir.element_dtype(value) != FLOAT32:
         return None
     dq = _Quant(op)
@@ -216,15 +207,15 @@ def _group(q_op: ir.Operation):
     ydt = hir.element_dtype(q_op.results[0])
     if not q.ok() or ydt not in _RANGE or not q.per_tensor() or hir.element_dtype(q.data) != FLOAT32:
         return None
-    src = _producer(q.data)
+    src = hir.defining_op(q.data)
     act = None
     if src is not None and src.name in ("onnx.relu", "onnx.clip"):
-        if not _one_use(q.data) or not _redundant(src, q, ydt):
+        if not fusion.one_use(q.data) or not _redundant(src, q, ydt):
             return None
-        act, src = src, _producer(_inputs(src)[0])
-        if src is None or not _one_use(act.operands[0]):
+        act, src = src, hir.defining_op(_inputs(src)[0])
+        if src is None or not fusion.one_use(act.operands[0]):
             return None
-    elif not _one_use(q.data):
+    elif not fusion.one_use(q.data):
         return None
     if src is None or src.name not in ("onnx.conv", "onnx.matmul", "onnx.gemm"):
         return None
@@ -264,7 +255,7 @@ def _integer_op(src: ir.Operation, q: _Quant | None, ydt: int | None):
     if not ok:
         return None
     operands, roles = _operands(x, w, q, bias, bias_role)
-    dqs = [x.op, w.op] + ([_producer(ins[2])] if bias is not None else [])
+    dqs = [x.op, w.op] + ([hir.defining_op(ins[2])] if bias is not None else [])
     return name, operands, roles, dqs
 
 
@@ -324,5 +315,5 @@ def _rewrite(rewriter, last: ir.Operation, name: str, operands: list[ir.Value], 
 
 
 def run(module: ir.Module) -> ir.Module:
-    return rewrite_driver.apply(module, [("onnx.quantize_linear", _fuse), ("onnx.gemm", _fuse_float_gemm)],
+    return fusion.apply(module, [("onnx.quantize_linear", _fuse), ("onnx.gemm", _fuse_float_gemm)],
                                 top_down=True)

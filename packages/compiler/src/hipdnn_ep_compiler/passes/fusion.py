@@ -1,12 +1,19 @@
-"""How the pattern-fusion passes (fuse-qdq, fuse-gelu) run their rewrite patterns: MLIR's greedy driver over
-the ops that exist when it starts, with no folding and no region simplification (the passes rewrite
-import-level ONNX ops and leave everything else as it is)."""
+"""What the pattern-fusion passes (fuse-qdq, fuse-gelu) share: reading the import-level graph they match, and
+running their rewrite patterns through MLIR's greedy driver over the ops that exist when it starts, with no
+folding and no region simplification (they rewrite import-level ONNX ops and leave everything else as it is)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from torch_mlir import ir, rewrite
+
+# The ops an imported constant comes from: an initializer, or a Constant node / small host value.
+CONSTANT_OPS = ("hipdnn.weight", "hipdnn.constant")
+
+
+def one_use(value: ir.Value) -> bool:
+    return len(list(value.uses)) == 1
 
 
 def apply(module: ir.Module, patterns: list[tuple[str, Callable]], top_down: bool) -> ir.Module:
