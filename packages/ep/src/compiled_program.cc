@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <optional>
 #include <utility>
 
@@ -296,17 +295,15 @@ void CompiledProgram::Run(OrtKernelContext* ctx) {
     } else {
       dims[i] = a.host_dims;
       data = a.host_data;
-      if ((device_backend || weights_) && a.host_size > 0) {
-        // A weight: uploaded once (for the device, or per state without one), then used in place. (The
-        // CPU backend has a device state for weights only under the host-as-device test hook.)
+      if (weights_ && a.host_size > 0) {
+        // A weight of a GPU backend (or of the CPU backend under the host-as-device test hook): uploaded
+        // once for the device by its weights state, then used in place.
         void* device = nullptr;
-        RuntimeState& holder = weights_ ? *weights_ : *state;
         bool uploaded = false;
-        std::function<void()> unchanged;
-        if (a.mapped) unchanged = [&a] { a.mapped->CheckUnchanged(); };
-        CheckRun("uploading a weight", holder.DeviceCopy(id_, i, data, a.host_size, &device, &uploaded, unchanged));
+        CheckRun("uploading a weight",
+                 weights_->DeviceCopy(id_, i, data, a.host_size, &device, &uploaded, a.mapped.get()));
         // Held once for the device: the host pages of a mapped weight are not needed again.
-        if (uploaded && weights_ && a.mapped) a.mapped->DropPages(a.host_data, a.host_size);
+        if (uploaded && a.mapped) a.mapped->DropPages(a.host_data, a.host_size);
         data = device;
         on_host = false;
       }

@@ -82,7 +82,7 @@ class CompiledProgram : public OrtNodeComputeInfo {
   ApiPtrs api_;
   std::shared_ptr<RuntimeApi> rt_;
   std::shared_ptr<StatePool> states_;
-  std::shared_ptr<RuntimeState> weights_;
+  std::shared_ptr<RuntimeState> weights_;  // the device copies of the weights; null: the program reads host weights
   int32_t backend_;
   std::string node_name_;
   std::unique_ptr<LoadedArtifact> code_;

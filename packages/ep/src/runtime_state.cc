@@ -17,23 +17,15 @@ RuntimeState::RuntimeState(std::shared_ptr<RuntimeApi> rt, const StateConfig& co
 }
 
 int32_t RuntimeState::DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out,
-                                 bool* uploaded, const std::function<void()>& before_read) {
-  if (uploaded != nullptr) *uploaded = false;
-  {
-    std::lock_guard<std::mutex> lock(copies_mu_);
-    auto it = device_copies_.find({program, arg});
-    if (it != device_copies_.end()) {
-      *out = it->second;
-      return HIPDNN_EP_STATUS_OK;
-    }
-  }
-  if (before_read) before_read();
+                                 bool* uploaded, const MappedFile* mapped) {
   std::lock_guard<std::mutex> lock(copies_mu_);
-  auto it = device_copies_.find({program, arg});  // another run may have made it meanwhile
+  if (uploaded != nullptr) *uploaded = false;
+  auto it = device_copies_.find({program, arg});
   if (it != device_copies_.end()) {
     *out = it->second;
     return HIPDNN_EP_STATUS_OK;
   }
+  if (mapped != nullptr) mapped->CheckUnchanged();  // one fstat, only before the bytes are read
   void* ptr = nullptr;
   int32_t rc = rt_->hipdnn_ep_malloc(state_, bytes, &ptr);
   if (rc != HIPDNN_EP_STATUS_OK) return rc;

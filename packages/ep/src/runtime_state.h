@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "mapped_weights.h"
 #include "runtime_api.h"
 
 namespace hipdnn_ep {
@@ -34,11 +35,11 @@ class RuntimeState {
   // do not copy weights per Run (thread-safe: the device state of a
   // factory holds the weights of every run state of that device).
   // Returns the runtime status (OUT_OF_MEMORY counts against the limit).
-  // `uploaded` (optional): set when this call made the copy. `before_read`
-  // (optional) runs, outside the lock, only when the host bytes are about to
-  // be read, and may throw to refuse them (a mapped file changed on disk).
+  // `uploaded` (optional): set when this call made the copy. `mapped`
+  // (optional): the file `host` is a mapping of, checked unchanged only when
+  // the bytes are about to be read; throws EpError if not.
   int32_t DeviceCopy(uint64_t program, size_t arg, const void* host, uint64_t bytes, void** out,
-                     bool* uploaded = nullptr, const std::function<void()>& before_read = {});
+                     bool* uploaded = nullptr, const MappedFile* mapped = nullptr);
   void ReleaseDeviceCopies(uint64_t program);
 
  private:
