@@ -20,6 +20,7 @@ from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
+from .llm import SKIP_LAYER_NORM
 from .mask import FILL, RANGE, _fill_bits
 from .node import Node, broadcast, emit, finish, show
 from .onnx import BINARY, CAST, GATHER, LAYER_NORM, MATMUL, REDUCE, SLICE, SOFTMAX, TRANSPOSE, UNARY, WHERE
@@ -197,20 +198,23 @@ def _skip_layer_norm(o: Node) -> None:
     for i, what in ((2, "gamma"), (3, "beta"), (4, "bias")):
         if o.input(i) is not None:
             _expect_vector(o, i, what, hidden)
-    b = Builder(o)
-    s = b.binary("ADD", b.input(0), b.input(1))
-    s = (s[0], x)
-    if o.input(4) is not None:
-        s = b.binary("ADD", s, b.input(4))
     text = checks.Text(1, hidden)
     o.require("le", text.values, f"input shape {text.dims(x)} has hidden size {{1}}; layer normalization needs "
                                  "at least 1")
-    operands = [s[0], o.input(2)] + ([o.input(3)] if o.input(3) is not None else [])
-    y = b.call(LAYER_NORM, operands, {"axis": len(x) - 1, "epsilon": _finite(o, "epsilon", 1e-12)}, x)
-    finish(o, [y if r == 0 else s[0] for r in roles])
+    # one kernel call: inputs X, Scale, B, Skip, Bias by position (ONNX: input, skip, gamma, beta, bias),
+    # results Y and, when the graph reads it, the sum
+    to_slot = {0: 0, 2: 1, 3: 2, 1: 3, 4: 4}
+    by_slot = sorted((to_slot[i], o.input(i)) for i in range(5) if o.input(i) is not None)
+    with o.op.context:
+        t = ir.Type.parse(hir.tensor_type_str(hir.element_dtype(o.input(0)), x))
+    n = 2 if 3 in roles else 1
+    call = emit(o, SKIP_LAYER_NORM, [v for _, v in by_slot],
+                {"axis": len(x) - 1, "epsilon": _finite(o, "epsilon", 1e-12), "hipdnn.slots": [k for k, _ in by_slot]},
+                [x] * n, [t] * n)
+    finish(o, [call.results[0] if r == 0 else call.results[1] for r in roles])
 
 
-register(OpDef("SkipLayerNormalization", "skip_layer_norm", _skip_layer_norm, (BINARY, LAYER_NORM), domains=(MS,)))
+register(OpDef("SkipLayerNormalization", "skip_layer_norm", _skip_layer_norm, (SKIP_LAYER_NORM,), domains=(MS,)))
 
 
 def _embed_layer_norm(o: Node) -> None:

@@ -26,6 +26,8 @@ MS = "com.microsoft"
 
 RMS_NORM = register_kernel(Kernel("rms_norm", "kernel_rms_norm", ("axis",), ("epsilon",), arity=(2, 4),
                                   results=(1, 2), same_type=(0, 1, 2, 3)))
+SKIP_LAYER_NORM = register_kernel(Kernel("skip_layer_norm", "kernel_skip_layer_norm", ("axis",), ("epsilon",),
+                                         arity=(2, 5), results=(1, 2), same_type=(0, 1, 2, 3, 4)))
 MATMUL_NBITS = register_kernel(Kernel("matmul_nbits", "kernel_matmul_nbits", ("K", "N", "bits", "block_size"),
                                       arity=(3, 5), same_type=(0, 2, 4)))
 ROTARY = register_kernel(Kernel("rotary_embedding", "kernel_rotary_embedding",

@@ -31,6 +31,18 @@ class LlmKernels:
             return [y, x][:len(outs)]
         return self._kernel_outputs(v, run)
 
+    def fn_kernel_skip_layer_norm(self, v):
+        def run(i, outs, ints, f):
+            x, scale, beta = i[0].astype(np.float64), i[1], (i[2] if len(i) > 2 else None)
+            for extra in i[3:]:
+                x = x + extra if extra is not None else x
+            axes = tuple(range(ints[0], x.ndim))
+            d = x - x.mean(axis=axes, keepdims=True)
+            y = d / np.sqrt((d * d).mean(axis=axes, keepdims=True) + f[0]) * scale
+            y = y + beta if beta is not None else y
+            return [y, x][:len(outs)]
+        return self._kernel_outputs(v, run)
+
     def fn_kernel_rotary_embedding(self, v):
         def run(i, o, ints, f):
             x, pos, cos, sin = i

@@ -1,0 +1,98 @@
+"""Pass fuse-skip-layer-norm: a residual Add feeding LayerNormalization becomes one SkipLayerNormalization.
+
+Every encoder layer of a transformers export (BERT, RoBERTa, ViT, Whisper's encoder...) ends its attention
+and its MLP with
+
+    y = LayerNormalization(Add(residual, branch), scale, bias, axis=-1)
+
+which is two kernel launches and a round trip of the sum through memory. This pass rewrites each such pair
+into the import-level op of com.microsoft SkipLayerNormalization (`onnx.skip_layer_norm`, inputs input,
+skip, gamma, beta), whose shape rule (ops/contrib.py) calls the runtime's skip_layer_norm kernel once.
+
+It is fused only where the result is the same computation:
+- the Add has two inputs of one float type (float32 or float16) and the same rank (2 or 3) and dims (a
+  dynamic dim of one matching either of the other), so neither operand broadcasts; its result is read by
+  the LayerNormalization alone (not a graph output);
+- the LayerNormalization normalizes the last axis only (axis -1 or rank - 1), its Scale and B (if given)
+  are rank-1 of the Add's type, it has the default stash_type (float) and only its output Y is used (Mean
+  and InvStdDev are absent).
+Anything else stays as imported.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from .. import ir as hir
+from . import fusion
+
+NAME = "fuse-skip-layer-norm"
+
+FLOAT32, FLOAT16 = 1, 10
+
+
+def _ranked(value: ir.Value) -> ir.RankedTensorType | None:
+    return ir.RankedTensorType(value.type) if isinstance(value.type, ir.RankedTensorType) else None
+
+
+def _same_dims(a: ir.RankedTensorType, b: ir.RankedTensorType) -> bool:
+    return a.rank == b.rank and all(
+        da == db or ir.ShapedType.is_dynamic_size(da) or ir.ShapedType.is_dynamic_size(db)
+        for da, db in zip(a.shape, b.shape, strict=True))
+
+
+def _match(ln: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Operation] | None:
+    """(residual, branch, the Add) where LayerNormalization `ln` normalizes a residual sum as described."""
+    if len(ln.results) != 1 or hir.get_ints(ln, "result_roles", [0]) != [0]:  # Y alone: no Mean, InvStdDev
+        return None
+    if hir.get_int(ln, "onnx.stash_type", 1) != 1:
+        return None
+    roles = hir.get_ints(ln, "operand_roles", list(range(len(ln.operands))))
+    if roles not in ([0, 1], [0, 1, 2]):
+        return None
+    x = ln.operands[0]
+    add = hir.defining_op(x)
+    if add is None or add.name != "onnx.add" or not fusion.one_use(x):
+        return None
+    if hir.get_ints(add, "operand_roles", [0, 1]) != [0, 1] or len(add.operands) != 2:
+        return None
+    tx = _ranked(x)
+    dtype = hir.element_dtype(x)
+    if tx is None or tx.rank not in (2, 3) or dtype not in (FLOAT32, FLOAT16):
+        return None
+    axis = hir.get_int(ln, "onnx.axis", -1)
+    if axis not in (-1, tx.rank - 1):
+        return None
+    for param in ln.operands[1:]:
+        t = _ranked(param)
+        if t is None or t.rank != 1 or hir.element_dtype(param) != dtype:
+            return None
+    a, b = add.operands
+    ta, tb = _ranked(a), _ranked(b)
+    if ta is None or tb is None or hir.element_dtype(a) != dtype or hir.element_dtype(b) != dtype:
+        return None
+    if not (_same_dims(ta, tx) and _same_dims(tb, tx)):
+        return None
+    return a, b, add
+
+
+def _fuse(root, rewriter) -> bool:
+    """The pattern at a LayerNormalization: False when it was rewritten (the bindings' convention)."""
+    ln = root.operation
+    found = _match(ln)
+    if found is None:
+        return True
+    a, b, add = found
+    with ln.context, ln.location:
+        attrs = {"operand_roles": hir.to_attr(list(range(2 + len(ln.operands) - 1))),
+                 "onnx.epsilon": ir.FloatAttr.get(ir.F64Type.get(), hir.get_float(ln, "onnx.epsilon", 1e-5)),
+                 "onnx.node": ir.StringAttr.get(hir.get_str(ln, "onnx.node", ln.name))}
+        new = ir.Operation.create("onnx.skip_layer_norm", results=[ln.results[0].type],
+                                  operands=[a, b, *ln.operands[1:]], attributes=attrs, ip=ir.InsertionPoint(ln))
+    rewriter.replace_op(ln, [new.results[0]])
+    rewriter.erase_op(add)
+    return False
+
+
+def run(module: ir.Module) -> ir.Module:
+    return fusion.apply(module, [("onnx.layer_norm", _fuse)], top_down=True)
