@@ -23,10 +23,18 @@ from ..errors import ModelError
 from .mask import FILL, RANGE, _fill_bits
 from .node import Node, broadcast, emit, finish, show
 from .onnx import BINARY, CAST, GATHER, LAYER_NORM, MATMUL, REDUCE, SLICE, SOFTMAX, TRANSPOSE, UNARY, WHERE
-from .registry import OpDef, register
+from .registry import Kernel, OpDef, register, register_kernel
 
 MS = "com.microsoft"
 BOOL, INT32, INT64 = 9, 6, 7
+FLOAT, FLOAT16 = 1, 10
+
+# The fused attention kernel (ABI 1.3): softmax(scale * Q K^T + mask) V in one call, the scores never
+# written.  ai.onnx Attention (ops/attention.py), MultiHeadAttention and Attention here, and the chains
+# that fuse-attention recognises call it.  Operands Q, K, V and the optional mask (BOOL, or Q's type).
+ATTENTION = register_kernel(Kernel("attention", "kernel_attention", ("q_num_heads", "kv_num_heads", "is_causal"),
+                                   ("scale", "softcap"), arity=(3, 4), same_type=(0, 1, 2),
+                                   labels={3: "attn_mask"}))
 
 # ---------------------------------------------------------------- building blocks
 
