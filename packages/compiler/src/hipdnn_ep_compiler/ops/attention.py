@@ -2,7 +2,7 @@
 25's sliding-window attributes) and RotaryEmbedding (opset 23).
 
 Attention without a KV cache, nonpad_kv_seqlen or sliding window, whose only output is Y, of float32 or
-float16, with a mask (if any) that spans the keys or broadcasts along them, is one call of the fused
+float16, with a mask (if any) whose last dim is known to be the key count, is one call of the fused
 attention kernel (its is_causal is top-left aligned, as ONNX's is without a past).  Any other Attention
 is composed of existing kernel calls (matmul, softmax, binary, unary, where, transpose,
 concat, gather, reduce, range, fill, cast), as ONNX's reference defines it:
@@ -113,8 +113,8 @@ def _fused(o: Node, roles: list[int], dtype: int, scores: list[sym.Expr], v_size
     caller; scores: [batch, q_heads, q_seq, keys], v_size: V's head size; qh, kvh: the heads attributes of 3-D
     inputs, 0 for 4-D): no KV cache, no nonpad_kv_seqlen, no sliding window, only output Y, float32 or float16
     inputs with softmax_precision unset, FLOAT or DOUBLE, a nonzero or unset scale, and a mask (if any) of BOOL
-    or Q's type and of rank <= 4 that broadcasts to the scores with a last dim of the key count or 1 (a shorter
-    one is padded by the composition).  True when the node was replaced."""
+    or Q's type and of rank <= 4 that broadcasts to the scores with a last dim known to be the key count (a
+    shorter one, 1 included, is padded by the composition).  True when the node was replaced."""
     if dtype not in (FLOAT, FLOAT16) or set(roles) != {0}:
         return False
     if any(o.input(i) is not None for i in (4, 5, 6)):
@@ -136,10 +136,11 @@ def _fused(o: Node, roles: list[int], dtype: int, scores: list[sym.Expr], v_size
         m = o.dims(3)
         if hir.element_dtype(o.input(3)) not in (BOOL, dtype) or not 1 <= len(m) <= 4:
             return False
-        # fuse-attention's Attention stands for an Add that broadcast the mask onto the scores: the kernel
-        # checks that it does at run time, as the Add would have
+        # ONNX pads a mask shorter than the keys (a last dim of 1 too: only key 0 is attended); the kernel
+        # broadcasts it.  fuse-attention's Attention stands for an Add that broadcast the mask onto the
+        # scores: there the kernel's broadcast is the meaning, and its run-time check the Add's
         broadcasts = hir.get_int(o.op, "hipdnn.mask_broadcasts", 0)
-        if m[-1] != 1 and m[-1] != scores[-1] and not broadcasts:
+        if m[-1] != scores[-1] and not broadcasts:
             return False
         for got, want in zip(reversed(m), reversed(scores), strict=False):
             if isinstance(got, int) and got != 1 and isinstance(want, int) and got != want:
