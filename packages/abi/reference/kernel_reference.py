@@ -214,3 +214,39 @@ def gqa_ref(q, k, v, past_k, past_v, seqlens_k, total, heads, kv_heads, present_
                 p = np.exp(sc - sc.max())
                 out[b, s, h] = (p / p.sum()) @ pv[b, g, begin:end]
     return out.reshape(bsz, seq, heads * d), pk, pv
+
+
+def attention_ref(q, k, v, mask=None, q_heads=0, kv_heads=0, causal=False, scale=0.0, softcap=0.0):
+    """hipdnn_ep_kernel_attention in float64, written from ONNX Attention (no KV cache): rank 3 inputs
+    are split into heads and the output merged back; a query whose every key is masked gets zeros."""
+    rank = q.ndim
+    if rank == 3:
+        b, sq, sk = q.shape[0], q.shape[1], k.shape[1]
+
+        def heads(x, n):
+            return x.reshape(b, x.shape[1], n, -1).transpose(0, 2, 1, 3)
+
+        q, k, v = heads(q, q_heads), heads(k, kv_heads), heads(v, kv_heads)
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    reps = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, reps, axis=1), np.repeat(v, reps, axis=1)
+    scale = scale or 1.0 / np.sqrt(q.shape[-1])
+    scores = scale * q @ k.transpose(0, 1, 3, 2)
+    if softcap > 0:
+        scores = softcap * np.tanh(scores / softcap)
+    bias = np.zeros(scores.shape[-2:])
+    if mask is not None:
+        bias = np.where(mask, 0.0, -np.inf) if mask.dtype == np.bool_ else mask.astype(np.float64)
+    if causal:
+        sq, sk = scores.shape[-2:]
+        bias = bias + np.where(np.arange(sk)[None, :] <= np.arange(sq)[:, None], 0.0, -np.inf)
+    scores = scores + bias
+    most = scores.max(axis=-1, keepdims=True)
+    empty = np.isneginf(most)
+    e = np.exp(scores - np.where(empty, 0.0, most))
+    total = e.sum(axis=-1, keepdims=True)
+    probs = np.where(empty, 0.0, e / np.where(total == 0, 1.0, total))
+    y = probs @ v
+    if rank == 3:
+        y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
+    return y

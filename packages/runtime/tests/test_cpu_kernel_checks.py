@@ -36,6 +36,7 @@ def test_manifest_lists_the_kernels_tested_here():
               "arg_reduce", "scatter_nd", "pad", "gather_nd", "scatter_elements", "top_k",
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention",
+              "attention",
               # the vision kernels: test_vision_kernels.py
               "conv", "pool", "max_pool_indices", "batch_norm", "activation", "conv_transpose", "resize",
               "grid_sample",
@@ -87,6 +88,8 @@ def good_call(kernel):
                                    np.ones(1, I32)],
                                   [np.zeros((1, 1, 8), F32), np.zeros((1, 1, 1, 8), F32), np.zeros((1, 1, 1, 8), F32)],
                                   [1, 1, -1, 0, 0], [0.0, 0.0]),
+        "attention": ([np.ones((1, 2, 8), F32), np.ones((1, 3, 8), F32), np.ones((1, 3, 8), F32),
+                       np.ones((1, 1, 1, 3), BOOL)], [np.zeros((1, 2, 8), F32)], [2, 2, 0], [0.0, 0.0]),
         # the vision kernels
         "conv": ([np.ones((1, 2, 3, 3), F32), np.ones((2, 2, 1, 1), F32), np.ones(2, F32),
                   np.array([1, 1, 0, 0, 1, 1], I64)], [np.zeros((1, 2, 3, 3), F32)], [1], []),

@@ -13,6 +13,7 @@ elementwise, for float32 / float16):
   K 4096), and both round the result to half.
 - rms_norm: 2e-5 / 2e-3 (the CPU sums squares in double, the GPU in float).
 - rotary_embedding: 1e-6 / 1e-3 (the same float operations; half rounding of the result).
+- attention: 2e-5 / 4e-3 (float online softmax over tiles of keys vs the CPU's two passes).
 - group_query_attention: 2e-5 / 4e-3 for the output (float online softmax in chunks vs the CPU's
   two passes; float16 prompts on CUDA's tensor cores also round the rotated queries and the softmax
   weights to half before the two products, within the same bound); the present cache is exact
@@ -25,8 +26,17 @@ from __future__ import annotations
 
 import pytest
 from gpu_util import run_both
+from test_llm_kernels import (
+    ATTENTION_CASES,
+    MASKS,
+    attention_arguments,
+    dequantized,
+    gqa_arguments,
+    gqa_case,
+    quantized,
+    rope_caches,
+)
 from test_llm_kernels import CASES as CPU_CASES
-from test_llm_kernels import dequantized, gqa_arguments, gqa_case, quantized, rope_caches
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -40,6 +50,7 @@ TOL = {  # kernel: (float32, float16)
     "rms_norm": (2e-5, 2e-3),
     "rotary_embedding": (1e-6, 1e-3),
     "group_query_attention": (2e-5, 4e-3),
+    "attention": (2e-5, 4e-3),
 }
 
 
@@ -421,3 +432,41 @@ def test_group_query_attention_refuses_lengths_that_do_not_fit(gpu, dev):
     with pytest.raises(rt.InvalidArgumentError, match=r"seqlens_k\[0\] = 5 with 1 new tokens needs 5 past positions"):
         run([5], 6, 6)
     run([4], 5, 5)  # the state still works after the refusals
+
+
+# ---------------------------------------------------------------- attention
+
+GPU_ATTENTION_CASES = {**ATTENTION_CASES,  # rank, batch, q_seq, kv_seq, q_heads, kv_heads, head_size, v_head_size
+                       "bert-base": (3, 1, 128, 128, 12, 12, 64, 64),
+                       "head-256-fewer-keys-per-tile": (4, 1, 5, 70, 2, 1, 256, 256),
+                       "head-512-value-96": (4, 1, 3, 33, 2, 2, 512, 96),
+                       "head-80-rows-past-a-block": (3, 2, 21, 19, 2, 2, 80, 80)}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("case", GPU_ATTENTION_CASES)
+def test_attention(cpu, gpu, dev, case, mask, dtype):
+    rng = np.random.default_rng(len(case) + len(mask))
+    mask_dtype = np.bool_ if mask == "key" else dtype
+    inputs, out, ints = attention_arguments(rng, GPU_ATTENTION_CASES[case], dtype, MASKS[mask], mask_dtype)
+    for causal in (0, 1):
+        got, want = run_both(cpu, gpu, dev, "attention", inputs, [out], ints=ints + [causal], floats=(0.0, 0.0))
+        close("attention", got[0], want[0], f"causal={causal}")
+
+
+def test_attention_softcap_and_masked_rows(cpu, gpu, dev):
+    rng = np.random.default_rng(13)
+    inputs, out, ints = attention_arguments(rng, ATTENTION_CASES["gqa-rank3"], F16, ("q", "k"), np.bool_)
+    inputs[3][1] = False  # query 1 attends no key: zeros on both backends
+    got, want = run_both(cpu, gpu, dev, "attention", inputs, [out], ints=ints + [1], floats=(0.5, 2.0))
+    assert (want[0][:, 1] == 0).all() and (got[0][:, 1] == 0).all()
+    close("attention", got[0], want[0])
+
+
+def test_attention_refuses_a_value_head_too_large_for_the_gpu_kernel(gpu, dev):
+    q = dev.to_device( np.ones((1, 1, 2, 8), F32))
+    v = dev.to_device( np.ones((1, 1, 2, 300), F32))
+    y = dev.to_device( np.zeros((1, 1, 2, 300), F32))
+    with pytest.raises(rt.HipdnnEpError, match="head sizes up to 512 .* and 256 .*; got 8 and 300"):
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_attention", [q, q, v, None], [y], [0, 0, 0], [0.0, 0.0], [])

@@ -1,10 +1,10 @@
-"""The LLM kernels (matmul_nbits, rms_norm, rotary_embedding, group_query_attention) on the CPU
+"""The LLM kernels (matmul_nbits, rms_norm, rotary_embedding, group_query_attention, attention) on the CPU
 backend against numpy references written from the com.microsoft op definitions."""
 
 from __future__ import annotations
 
 import pytest
-from kernel_reference import gqa_ref, rope_ref
+from kernel_reference import attention_ref, gqa_ref, rope_ref
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -327,3 +327,112 @@ def test_group_query_attention_refuses_an_empty_sequence(state):
     past = np.ones((1, 2, 4, 8), F32)
     with pytest.raises(InvalidArgumentError, match="the sequence length is 0"):
         run_gqa(state, q, k, v, past, past, [3], 4, 4, 2, 4)
+
+
+# ---------------------------------------------------------------- attention (ONNX Attention, no KV cache)
+
+ATTENTION_CASES = {  # name: rank, batch, q_seq, kv_seq, q_heads, kv_heads, head_size, v_head_size
+    "bert-rank3": (3, 2, 9, 9, 4, 4, 16, 16),
+    "gqa-rank3": (3, 1, 5, 11, 6, 2, 8, 12),
+    "rank4": (4, 2, 7, 4, 3, 3, 10, 6),
+    "gqa-rank4-one-query": (4, 1, 1, 40, 8, 2, 32, 32),
+    "long-keys": (3, 1, 3, 300, 2, 1, 64, 64),
+}
+MASKS = {  # name: mask dims (rank <= 4, broadcast to [batch, q_heads, q_seq, kv_seq]); None: no mask
+    "none": None, "padding": ("b", 1, 1, "k"), "full": ("b", "h", "q", "k"), "2d": ("q", "k"), "key": ("k",),
+}
+
+
+def attention_arguments(rng, shape, dtype, mask=None, mask_dtype=None):
+    """Q, K, V and the mask (None, or dims naming b, h, q and k), the output's (shape, dtype) and the
+    heads attributes of one call of `shape` (an ATTENTION_CASES entry)."""
+    rank, b, sq, sk, hq, hkv, d, dv = shape
+    if rank == 3:
+        shapes = [(b, sq, hq * d), (b, sk, hkv * d), (b, sk, hkv * dv)]
+        out, ints = (b, sq, hq * dv), [hq, hkv]
+    else:
+        shapes = [(b, hq, sq, d), (b, hkv, sk, d), (b, hkv, sk, dv)]
+        out, ints = (b, hq, sq, dv), [0, 0]
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    m = None
+    if mask is not None:
+        dims = tuple({"b": b, "h": hq, "q": sq, "k": sk}.get(x, x) for x in mask)
+        m = rng.random(dims) < 0.7 if mask_dtype == np.bool_ else (rng.standard_normal(dims) * 2).astype(dtype)
+    return [q, k, v, m], (out, dtype), ints
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("case", ATTENTION_CASES)
+def test_attention(state, case, mask, dtype):
+    rng = np.random.default_rng(len(case) + len(mask))
+    mask_dtype = np.bool_ if mask == "key" else dtype
+    inputs, out, ints = attention_arguments(rng, ATTENTION_CASES[case], dtype, MASKS[mask], mask_dtype)
+    for causal in (0, 1):
+        (y,) = call(state, "attention", inputs, [out], ints + [causal], [0.0, 0.0])
+        want = attention_ref(*inputs, q_heads=ints[0], kv_heads=ints[1], causal=bool(causal))
+        close(y, want, dtype, tol=1e-5)
+
+
+@pytest.mark.parametrize("scale,softcap", [(0.25, 0.0), (0.0, 3.0), (2.0, 1.5)])
+def test_attention_scale_and_softcap(state, scale, softcap):
+    rng = np.random.default_rng(3)
+    inputs, out, ints = attention_arguments(rng, ATTENTION_CASES["gqa-rank3"], F32, ("q", "k"), F32)
+    (y,) = call(state, "attention", inputs, [out], ints + [1], [scale, softcap])
+    close(y, attention_ref(*inputs, q_heads=6, kv_heads=2, causal=True, scale=scale, softcap=softcap), F32)
+
+
+def test_attention_query_with_every_key_masked_gets_zeros(state):
+    rng = np.random.default_rng(4)
+    inputs, out, ints = attention_arguments(rng, ATTENTION_CASES["rank4"], F32, ("q", "k"), np.bool_)
+    inputs[3][2] = False  # query 2 attends no key
+    inputs[3][3] = True
+    (y,) = call(state, "attention", inputs, [out], ints + [0], [0.0, 0.0])
+    assert (y[:, :, 2] == 0).all()
+    close(y, attention_ref(*inputs), F32)
+    ninf = np.where(inputs[3], 0.0, -np.inf).astype(F32)  # the same with a float mask of -inf
+    (y2,) = call(state, "attention", inputs[:3] + [ninf], [out], ints + [0], [0.0, 0.0])
+    np.testing.assert_array_equal(y, y2)
+
+
+def test_attention_large_enough_for_threads(state):
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, 64, 8 * 32)).astype(F32) for _ in range(3))
+    (y,) = call(state, "attention", [q, k, v, None], [((2, 64, 8 * 32), F32)], [8, 8, 1], [0.0, 0.0])
+    close(y, attention_ref(q, k, v, q_heads=8, kv_heads=8, causal=True), F32, tol=1e-5)
+
+
+ATTENTION_REFUSALS = {  # name: (inputs edit, ints, message)
+    "rank-mismatch": (lambda a: a.__setitem__(1, a[1][0]), [4, 4, 0], "must all have rank 3"),
+    "heads-not-dividing": (None, [3, 3, 0], "not a positive multiple of q_num_heads 3"),
+    "kv-heads-not-dividing": (None, [4, 3, 0], "must be a multiple of the key/value heads 3"),
+    "zero-heads": (None, [0, 4, 0], "must be positive for rank 3 inputs"),
+    "key-width": (lambda a: a.__setitem__(1, a[1][:, :, :32]), [4, 4, 0], "K's last dim 32 must be kv_num_heads"),
+    "value-keys": (lambda a: a.__setitem__(2, a[2][:, :5]), [4, 4, 0], "V has 5 keys, K 9"),
+    "mask-shape": (lambda a: a.__setitem__(3, np.zeros((2, 1, 1, 8), F32)), [4, 4, 0], "attn_mask dims"),
+    "mask-rank": (lambda a: a.__setitem__(3, np.zeros((1, 2, 1, 1, 9), F32)), [4, 4, 0], "attn_mask dims"),
+    "causal-flag": (None, [4, 4, 2], "is_causal 2 must be 0 or 1"),
+}
+
+
+@pytest.mark.parametrize("name", ATTENTION_REFUSALS)
+def test_attention_refuses_bad_shapes_naming_them(state, name):
+    edit, ints, message = ATTENTION_REFUSALS[name]
+    inputs, out, _ = attention_arguments(np.random.default_rng(6), ATTENTION_CASES["bert-rank3"], F32)
+    if edit:
+        edit(inputs)
+    with pytest.raises(InvalidArgumentError, match=message):
+        call(state, "attention", inputs, [out], ints, [0.0, 0.0])
+
+
+def test_attention_mask_dtypes_and_rank4_head_attributes(state):
+    inputs, out, _ = attention_arguments(np.random.default_rng(7), ATTENTION_CASES["rank4"], F32)
+    with pytest.raises(InvalidArgumentError, match="must be 0 for rank 4"):
+        call(state, "attention", inputs, [out], [3, 3, 0], [0.0, 0.0])
+    mixed = inputs[:3] + [np.random.default_rng(8).standard_normal((7, 4)).astype(F16)]
+    (y,) = call(state, "attention", mixed, [out], [0, 0, 0], [0.0, 0.0])  # a float16 mask on float32 Q
+    close(y, attention_ref(*mixed), F32)
+    with pytest.raises(rt.HipdnnEpError, match="attn_mask has dtype INT32, expected FLOAT32 or BOOL or FLOAT16"):
+        call(state, "attention", inputs[:3] + [np.zeros((7, 4), np.int32)], [out], [0, 0, 0], [0.0, 0.0])
+    with pytest.raises(InvalidArgumentError, match="softcap"):
+        call(state, "attention", inputs, [out], [0, 0, 0], [0.0, -1.0])

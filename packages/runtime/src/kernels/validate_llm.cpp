@@ -1,10 +1,11 @@
 // Argument checks of the LLM kernels (matmul_nbits, rms_norm, rotary_embedding,
-// group_query_attention); see validate.h.
+// group_query_attention, attention); see validate.h.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
+#include "kernels/attention_layout.h"
 #include "kernels/validate_util.h"
 
 namespace hipdnn_ep::kernels {
@@ -220,6 +221,17 @@ void validate_group_query_attention(const hipdnn_ep_kernel_args_t* args) {
   }
   for (int32_t i = 1; i < 3; ++i) call.expect_dtype(call.out(i), output_name(i), dtype);
   expect_dims(call.out(2), "present_value", pk_out);
+}
+
+void validate_attention(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_ATTENTION_N_INT_ATTRS, HIPDNN_EP_KERNEL_ATTENTION_N_FLOAT_ATTRS, 3, 4, 1, 3);
+  const int32_t dtype = call.in(0).dtype;
+  require_dtype(dt::attention, "attention", dtype);
+  call.expect_dtype(call.in(1), "K", dtype);
+  call.expect_dtype(call.in(2), "V", dtype);
+  call.expect_dtype(call.out(0), "Y", dtype);
+  if (call.has_input(3)) require_input_dtype(call.in(3), "attn_mask", dt::attention_input_3);
+  attention_layout(*args);
 }
 
 }  // namespace hipdnn_ep::kernels

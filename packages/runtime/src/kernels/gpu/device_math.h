@@ -21,6 +21,15 @@ __device__ __forceinline__ float lane_xor(float v, int mask) {
 #endif
 }
 
+// Lane `src`'s v (src < 32, the same for every lane of the warp).
+__device__ __forceinline__ float lane_broadcast(float v, int src) {
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+  return __shfl_sync(0xffffffffu, v, src, 32);
+#else
+  return __shfl(v, src, 32);
+#endif
+}
+
 // 8 elements of row a starting at k0 (< K), as float; zeros past K.
 template <typename T>
 __device__ __forceinline__ void load8(const T* a, int64_t k0, int64_t k, bool vector_ok, float (&out)[8]) {
