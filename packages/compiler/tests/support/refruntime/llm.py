@@ -1,11 +1,11 @@
 """The reference of the LLM kernels (MatMulNBits, RMSNorm, rotary embedding, GroupQueryAttention, the fused
-attention); the rotary embedding's and GroupQueryAttention's semantics are kernel_reference's (shared with the
-runtime's tests), the fused attention's the manifest's doc string, written out here."""
+attention); the rotary embedding's, GroupQueryAttention's and the fused attention's semantics are
+kernel_reference's (shared with the runtime's tests)."""
 
 from __future__ import annotations
 
 import numpy as np
-from kernel_reference import gqa_ref, rope_ref
+from kernel_reference import attention_ref, gqa_ref, rope_ref
 
 
 class LlmKernels:
@@ -75,43 +75,11 @@ class LlmKernels:
 
     def fn_kernel_attention(self, v):
         def run(i, o, ints, f):
-            q, k, v_ = i[0], i[1], i[2]
             mask = i[3] if len(i) > 3 else None
-            qh, kvh, causal = ints
-            scale, softcap = f
-            if q.ndim == 3:  # [B, S, heads * D] -> [B, heads, S, D]
-                def split(x, h):
-                    return x.reshape(x.shape[0], x.shape[1], h, -1).transpose(0, 2, 1, 3)
-                q4, k4, v4 = split(q, qh), split(k, kvh), split(v_, kvh)
-            else:
-                q4, k4, v4 = q, k, v_
-            b, heads, s, d = q4.shape
-            kv_heads, t = k4.shape[1], k4.shape[2]
-            if heads % kv_heads or k4.shape[0] != b or v4.shape[:3] != k4.shape[:3] or k4.shape[3] != d:
-                raise ValueError("attention: Q, K, V shapes do not agree")
-            rep = heads // kv_heads
-            k4 = np.repeat(k4.astype(np.float64), rep, axis=1)
-            v4 = np.repeat(v4.astype(np.float64), rep, axis=1)
-            score = (q4.astype(np.float64) @ k4.transpose(0, 1, 3, 2)) * (scale if scale else 1 / np.sqrt(d))
-            if softcap > 0:
-                score = softcap * np.tanh(score / softcap)
-            keep = np.ones((b, heads, s, t), bool)
-            if mask is not None:
+            if mask is not None:  # the kernel refuses a mask that does not broadcast to the scores
+                q4 = i[0].shape if i[0].ndim == 4 else (i[0].shape[0], ints[0], i[0].shape[1], 0)
+                np.broadcast_shapes(mask.shape, (q4[0], q4[1], q4[2], i[1].shape[-2]))
                 if mask.ndim > 4:
-                    raise ValueError("attention: the mask has rank > 4")
-                m = np.broadcast_to(mask, (b, heads, s, t))  # raises where it does not broadcast
-                if mask.dtype == np.bool_:
-                    keep &= m
-                else:
-                    score = score + m.astype(np.float64)
-            if causal:
-                keep &= np.arange(t)[None, :] <= np.arange(s)[:, None]
-            score = np.where(keep, score, -np.inf)
-            top = score.max(axis=-1, keepdims=True)
-            empty = top == -np.inf
-            e = np.where(empty, 0.0, np.exp(score - np.where(empty, 0.0, top)))
-            total = e.sum(axis=-1, keepdims=True)
-            p = np.where(empty, 0.0, e / np.where(total == 0, 1.0, total))
-            y = p @ v4
-            return y.transpose(0, 2, 1, 3).reshape(b, s, -1) if q.ndim == 3 else y
+                    raise ValueError("attn_mask has rank > 4")
+            return attention_ref(i[0], i[1], i[2], mask, ints[0], ints[1], bool(ints[2]), f[0], f[1])
         return self._kernel(v, run)
