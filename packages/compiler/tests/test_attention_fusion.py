@@ -262,3 +262,31 @@ def test_exported_bert(mask, float16, refruntime, tmp_path):
         for g, w in zip(got, want, strict=True):
             assert g.shape == w.shape and g.dtype == w.dtype
             np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("float16", [False, True], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("mask", ["legacy", "sdpa"])
+def test_exported_bert_on_the_runtime_cpu_backend(mask, float16, tmp_path):
+    """The same BERT on the C++ runtime's CPU backend (its attention kernel), where the runtime is installed."""
+    import onnx
+
+    rt = pytest.importorskip("hipdnn_ep_runtime")
+    models = _ep_models()
+    path = models.exported_bert(tmp_path / "bert.onnx", layers=2, mask=mask, float16=float16)
+    model = onnx.load(path)
+    info = compile_model(model, tmp_path / "art")
+    weights = load_weights(info.metadata, model)
+    names = [i["name"] for i in info.metadata["inputs"]]
+    tol = 2e-2 if float16 else 1e-4
+    state = rt.State()
+    try:
+        with rt.Artifact(info.program) as artifact:
+            for b, s in ((2, 7), (1, 4), (3, 1)):
+                feeds = models.bert_feeds(b, s)
+                got = artifact.run(state, [feeds[k] for k in names] + weights)
+                want = ort_run(model, feeds)
+                for g, w in zip(got, want, strict=True):
+                    assert g.shape == w.shape and g.dtype == w.dtype
+                    np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+    finally:
+        state.close()

@@ -503,3 +503,29 @@ def test_attention_the_fused_kernel_does_not_take(case, refruntime, tmp_path):
         pytest.skip(_ort_has("Attention", 23))
     # a float16 softmax of float32 scores: float16's rounding
     run_both(model, feeds, refruntime, tmp_path, against=against, tol=3e-3 if case == "precision-half" else 1e-4)
+
+
+@pytestmark_ort
+@pytest.mark.parametrize("opts", [
+    {"rank": 3, "kv_heads": 2, "mask": ("float", ["B", 1, "S", "T"]), "is_causal": 1},
+    {"mask": ("bool", ["B", 1, "S", "T"]), "softcap": 2.0, "scale": 0.2},
+    {"kv_heads": 1, "v_size": 6, "dtype": T.FLOAT16, "mask": ("float", ["S", "T"])},
+], ids=["gqa3-mask-causal", "bool-mask-softcap", "mqa-float16"])
+def test_attention_fused_on_the_runtime_cpu_backend(opts, tmp_path):
+    """Fused Attention on the C++ runtime's CPU backend, where the runtime is installed."""
+    rt = pytest.importorskip("hipdnn_ep_runtime")
+    model, feeds = attention_case(np.random.default_rng(15), **opts)
+    assert_fused(model)
+    info = compile_model(model, tmp_path / "art")
+    names = [i["name"] for i in info.metadata["inputs"]]
+    state = rt.State()
+    try:
+        with rt.Artifact(info.program) as artifact:
+            for f in feeds:
+                (got,) = artifact.run(state, [f[n] for n in names])
+                (want,) = ort_run(model, f)
+                t = 3e-3 if got.dtype == np.float16 else 1e-4
+                assert got.shape == want.shape and got.dtype == want.dtype
+                np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=t, atol=t)
+    finally:
+        state.close()
