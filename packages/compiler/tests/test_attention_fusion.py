@@ -14,6 +14,7 @@ import pytest
 from conftest import const, make_model, ort_run
 from onnx import TensorProto as T
 from onnx import helper
+from support.runtime_cpu import run_on_runtime
 
 from hipdnn_ep_compiler import compile_model, load_weights
 from hipdnn_ep_compiler.frontend import load_model
@@ -270,23 +271,17 @@ def test_exported_bert_on_the_runtime_cpu_backend(mask, float16, tmp_path):
     """The same BERT on the C++ runtime's CPU backend (its attention kernel), where the runtime is installed."""
     import onnx
 
-    rt = pytest.importorskip("hipdnn_ep_runtime")
     models = _ep_models()
     path = models.exported_bert(tmp_path / "bert.onnx", layers=2, mask=mask, float16=float16)
     model = onnx.load(path)
     info = compile_model(model, tmp_path / "art")
     weights = load_weights(info.metadata, model)
     names = [i["name"] for i in info.metadata["inputs"]]
+    feeds = [models.bert_feeds(b, s) for b, s in ((2, 7), (1, 4), (3, 1))]
+    results = run_on_runtime(info.program, [[f[k] for k in names] + weights for f in feeds], tmp_path)
     tol = 2e-2 if float16 else 1e-4
-    state = rt.State()
-    try:
-        with rt.Artifact(info.program) as artifact:
-            for b, s in ((2, 7), (1, 4), (3, 1)):
-                feeds = models.bert_feeds(b, s)
-                got = artifact.run(state, [feeds[k] for k in names] + weights)
-                want = ort_run(model, feeds)
-                for g, w in zip(got, want, strict=True):
-                    assert g.shape == w.shape and g.dtype == w.dtype
-                    np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
-    finally:
-        state.close()
+    for f, got in zip(feeds, results, strict=True):
+        want = ort_run(model, f)
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)

@@ -513,19 +513,15 @@ def test_attention_the_fused_kernel_does_not_take(case, refruntime, tmp_path):
 ], ids=["gqa3-mask-causal", "bool-mask-softcap", "mqa-float16"])
 def test_attention_fused_on_the_runtime_cpu_backend(opts, tmp_path):
     """Fused Attention on the C++ runtime's CPU backend, where the runtime is installed."""
-    rt = pytest.importorskip("hipdnn_ep_runtime")
+    from support.runtime_cpu import run_on_runtime
+
     model, feeds = attention_case(np.random.default_rng(15), **opts)
     assert_fused(model)
     info = compile_model(model, tmp_path / "art")
     names = [i["name"] for i in info.metadata["inputs"]]
-    state = rt.State()
-    try:
-        with rt.Artifact(info.program) as artifact:
-            for f in feeds:
-                (got,) = artifact.run(state, [f[n] for n in names])
-                (want,) = ort_run(model, f)
-                t = 3e-3 if got.dtype == np.float16 else 1e-4
-                assert got.shape == want.shape and got.dtype == want.dtype
-                np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=t, atol=t)
-    finally:
-        state.close()
+    results = run_on_runtime(info.program, [[f[n] for n in names] for f in feeds], tmp_path)
+    for f, (got,) in zip(feeds, results, strict=True):
+        (want,) = ort_run(model, f)
+        t = 3e-3 if got.dtype == np.float16 else 1e-4
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=t, atol=t)
