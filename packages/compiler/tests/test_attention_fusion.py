@@ -285,3 +285,54 @@ def test_exported_bert_on_the_runtime_cpu_backend(mask, float16, tmp_path):
         for g, w in zip(got, want, strict=True):
             assert g.shape == w.shape and g.dtype == w.dtype
             np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+# ---------------------------------------------------------------- a real export
+
+
+def test_a_transformers_bert_export(refruntime, tmp_path):
+    """torch.onnx.export (TorchScript exporter, opset 17) of transformers' BertModel with eager attention: one
+    attention call per layer (the heads Reshape target is [B, S, -1, head_size] there), matching onnxruntime."""
+    import warnings
+
+    import onnx
+
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=64, attn_implementation="eager")
+    bert = transformers.BertModel(config).eval()
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, ids, mask):
+            return self.bert(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    path = tmp_path / "bert.onnx"
+    ids, mask = torch.randint(0, 64, (2, 5)), torch.ones(2, 5, dtype=torch.int64)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Wrapper(), (ids, mask), str(path), opset_version=17, dynamo=False,
+                              input_names=["input_ids", "attention_mask"], output_names=["y"],
+                              dynamic_axes={"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"}})
+    except Exception as exc:  # noqa: BLE001 - a torch without the TorchScript exporter (or its dependencies)
+        pytest.skip(f"torch.onnx.export (dynamo=False) is not available: {exc}")
+    model = onnx.load(path)
+    kernels = pipeline_ops(model)
+    assert kernels.count("hipdnn.attention") == 2 and "hipdnn.softmax" not in kernels
+    info = compile_model(model, tmp_path / "art")
+    weights = load_weights(info.metadata, model)
+    names = [i["name"] for i in info.metadata["inputs"]]
+    rng = np.random.default_rng(3)
+    for b, s in ((2, 5), (1, 3)):
+        m = np.ones((b, s), np.int64)
+        m[-1, -1:] = 0
+        feeds = {"input_ids": rng.integers(0, 64, (b, s)).astype(np.int64), "attention_mask": m}
+        (got,) = refruntime.run(info.program, [feeds[k] for k in names] + weights)
+        (want,) = ort_run(model, feeds)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
