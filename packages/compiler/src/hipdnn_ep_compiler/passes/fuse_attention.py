@@ -19,8 +19,10 @@ Transposes, both MatMuls, the scale, the mask Add and the Softmax go.
 
 What is recognised:
 - Q, K, V each Transpose(Reshape(x, target)) with Q's and V's perm [0, 2, 1, 3] and K's [0, 2, 3, 1] (or
-  [0, 2, 1, 3] then [0, 1, 3, 2]); each Reshape result 4-D with a static heads dim 2 (H for Q, Hk for K and V,
-  Hk dividing H) and, for Q and K, the same static head size;
+  [0, 2, 1, 3] then [0, 1, 3, 2]); x 3-D, each Reshape result 4-D with a heads count (H for Q, Hk for K and V,
+  Hk dividing H) that its type gives, or the target's constant entry 2, or (entry 2 being -1, as
+  transformers' view(*shape[:-1], -1, head_dim) writes it) x's static hidden size over the target's constant
+  head size (entry 3); Q and K of the same static head size;
 - the scale: constant factors, multiplied, from Div or Mul of the scores by a constant, and Mul of Q's and of
   K's transposed heads by a constant (torch's scaled_dot_product_attention export scales each by
   sqrt(scale)); each constant a one-element float of Q's type and rank <= 4, finite and nonzero; none at all
@@ -29,12 +31,16 @@ What is recognised:
   to [batch, heads, seq, keys] and refuses at run time one that does not, as the Add would); absent: none;
 - Softmax over axis -1 (or 3), optionally followed by Where(IsNaN(p), 0, p) (transformers' sdpa mask path
   zeroes a row whose every key is masked: the kernel gives such a row zeros);
-- MatMul(p, v4), Transpose [0, 2, 1, 3], and a Reshape to rank 3 (the root);
+- MatMul(p, v4), optionally a Reshape that keeps its shape (torch's scaled_dot_product_attention export:
+  a target Concat of four one-element pieces, each Unsqueeze(Gather(Shape(t), k)) of the context's dim k, read
+  from the context itself or, for k = 2, from Q's heads or, for k = 3, from V's heads; at most one a
+  constant -1), Transpose [0, 2, 1, 3], and a Reshape to rank 3 (the root);
 - every value between the heads Reshapes and the root read only by the chain's next op (no graph output, no
-  other reader); the softmax result read by the IsNaN and Where only, where they follow;
+  other reader) but for Shape ops, which read dims only (the sdpa export reads Q's and V's heads and the
+  context so): such a value stays for its Shapes, which refine-shapes folds to dims, and eliminate-dead-ops
+  then erases it; the softmax result read by the IsNaN and Where only, where they follow;
 - Q float32 or float16.
-Anything else stays as imported (transformers' sdpa export reads the query heads and the context with Shape
-ops: those chains have intermediates read elsewhere and stay).
+Anything else stays as imported.
 """
 
 from __future__ import annotations
@@ -71,6 +77,18 @@ def _static(d: int) -> bool:
     return not ir.ShapedType.is_dynamic_size(d)
 
 
+def _user(use) -> ir.Operation:
+    owner = use.owner
+    return owner.operation if isinstance(owner, ir.OpView) else owner
+
+
+def _uses(value: ir.Value) -> int:
+    """How many ops read `value` for its data: Shape ops (which read its dims only, as torch's
+    scaled_dot_product_attention export does) left out.  An intermediate that a Shape reads stays, for the
+    Shape, until refine-shapes has folded that to the dims and eliminate-dead-ops erases it."""
+    return sum(1 for u in value.uses if _user(u).name != "onnx.shape")
+
+
 class _Chain:
     """The ops of one candidate chain (to erase once rewritten) and its element type."""
 
@@ -83,7 +101,7 @@ class _Chain:
     def inner(self, value: ir.Value, name: str, uses: int = 1) -> ir.Operation | None:
         """The op `name` producing `value`, read by `uses` ops (the chain's), taken into the chain; or None."""
         op = hir.defining_op(value)
-        if op is None or op.name != name or len(list(value.uses)) != uses or _inputs(op) is None:
+        if op is None or op.name != name or _uses(value) != uses or _inputs(op) is None:
             return None
         self.ops.append(op)
         return op
@@ -107,7 +125,7 @@ class _Chain:
         op = hir.defining_op(value)
         if op is None or op.name not in ("onnx.mul", "onnx.div") or (op.name == "onnx.div" and not allow_div):
             return value
-        if not fusion.one_use(value) or _inputs(op) is None:
+        if _uses(value) != 1 or _inputs(op) is None:
             return value
         a, b = op.operands
         pairs = [(a, b)] if op.name == "onnx.div" else [(a, b), (b, a)]
@@ -128,15 +146,48 @@ class _Chain:
                 return None
             value = t.operands[0]
         r = hir.defining_op(value)
-        if r is None or r.name != "onnx.reshape" or not fusion.one_use(value):
+        if r is None or r.name != "onnx.reshape" or _uses(value) != 1:
             return None
         d = _dims(value)
         src = _dims(r.operands[0])
-        if d is None or len(d) != 4 or src is None or len(src) != 3 or not _static(d[2]) or d[2] <= 0:
+        if d is None or len(d) != 4 or src is None or len(src) != 3 or hir.element_dtype(value) != self.dtype:
             return None
-        if hir.element_dtype(value) != self.dtype:
+        heads, size = d[2] if _static(d[2]) else None, d[3] if _static(d[3]) else None
+        if heads is None:  # from the target's constants: H itself, or the static hidden size over D
+            tail = _target_tail(r.operands[1])
+            hidden = src[2] if _static(src[2]) else None
+            size = size if size is not None else (tail[1] if tail[1] is not None and tail[1] > 0 else None)
+            if tail[0] is not None and tail[0] > 0:
+                heads = tail[0]
+            elif tail[0] == -1 and size and hidden is not None and hidden % size == 0:
+                heads = hidden // size
+        if heads is None or heads <= 0:
             return None
-        return value, d[2], d[3] if _static(d[3]) else None
+        return value, heads, size
+
+
+def _target_tail(target: ir.Value) -> list[int | None]:
+    """Entries 2 and 3 of a 4-entry Reshape target where constants give them (a hipdnn.constant, or a Concat
+    whose trailing pieces are), None where not."""
+    op = hir.defining_op(target)
+    if op is None:
+        return [None, None]
+    if op.name == "hipdnn.constant":
+        vals = hir.get_ints(op, "values")
+        return vals[2:] if vals is not None and len(vals) == 4 else [None, None]
+    if op.name != "onnx.concat" or hir.get_int(op, "onnx.axis", None) not in (0, -1) or _inputs(op) is None:
+        return [None, None]
+    tail: list[int | None] = []
+    for piece in reversed(list(op.operands)):
+        p = hir.defining_op(piece)
+        d = _dims(piece)
+        if d is None or len(d) != 1 or not _static(d[0]):
+            break
+        vals = hir.get_ints(p, "values") if p is not None and p.name == "hipdnn.constant" else None
+        tail = (list(vals) if vals is not None else [None] * d[0]) + tail
+        if len(tail) >= 2:
+            break
+    return tail[-2:] if len(tail) >= 2 else [None, None]
 
 
 def _match(root: ir.Operation) -> dict | None:
@@ -154,17 +205,21 @@ def _match(root: ir.Operation) -> dict | None:
     if ctx_t is None or hir.get_ints(ctx_t, "onnx.perm") != _Q_PERM:
         return None
     ctx = chain.inner(ctx_t.operands[0], "onnx.matmul")
-    if ctx is None:
-        return None
+    same = None
+    if ctx is None:  # torch's sdpa export: Reshape(ctx, [ctx.shape[0], -1, q.shape[2], v.shape[3]]) first
+        same = chain.inner(ctx_t.operands[0], "onnx.reshape")
+        ctx = None if same is None else chain.inner(same.operands[0], "onnx.matmul")
+        if ctx is None:
+            return None
     probs, chain.v4 = ctx.operands
     # Where(IsNaN(p), 0, p) after the softmax: the sdpa mask's zeroing of rows with no key
     where = hir.defining_op(probs)
-    if where is not None and where.name == "onnx.where" and fusion.one_use(probs) and _inputs(where) is not None:
+    if where is not None and where.name == "onnx.where" and _uses(probs) == 1 and _inputs(where) is not None:
         cond, zero, p = where.operands
         isnan = hir.defining_op(cond)
-        z = hir.float_values(zero) if hir.defining_op(zero) is not None else None
-        if (isnan is None or isnan.name != "onnx.is_nan" or isnan.operands[0] != p or not fusion.one_use(cond)
-                or len(list(p.uses)) != 2 or z is None or len(z) != 1 or z[0] != 0.0
+        z = hir.float_values(zero)
+        if (isnan is None or isnan.name != "onnx.is_nan" or isnan.operands[0] != p or _uses(cond) != 1
+                or _uses(p) != 2 or z is None or len(z) != 1 or z[0] != 0.0
                 or hir.element_dtype(zero) != dtype or math.prod(ir.RankedTensorType(zero.type).shape) != 1):
             return None
         chain.ops += [where, isnan]
@@ -176,19 +231,65 @@ def _match(root: ir.Operation) -> dict | None:
         return None
     x = soft.operands[0]
     add = chain.inner(x, "onnx.add")
+    found = None
     if add is None:
-        return _scores(chain, x, None)
-    for s, m in (add.operands[0], add.operands[1]), (add.operands[1], add.operands[0]):
-        md = _dims(m)
-        if md is None or len(md) > 4 or hir.element_dtype(m) != dtype:
+        found = _scores(chain, x, None)
+    else:
+        for s, m in (add.operands[0], add.operands[1]), (add.operands[1], add.operands[0]):
+            md = _dims(m)
+            if md is None or len(md) > 4 or hir.element_dtype(m) != dtype:
+                continue
+            mark, scale = len(chain.ops), chain.scale
+            found = _scores(chain, s, m)
+            if found is not None:
+                break
+            del chain.ops[mark:]
+            chain.scale = scale
+    if found is None or (same is not None and not _identity(same, ctx.results[0], found["q4"], chain.v4)):
+        return None
+    return found
+
+
+def _dim_of(piece: ir.Value) -> tuple[ir.Value, int] | None:
+    """(X, k) where `piece` is Unsqueeze(Gather(Shape(X), k), [0]): a one-element vector of X's dim k."""
+    u = hir.defining_op(piece)
+    if u is None or u.name != "onnx.unsqueeze" or _inputs(u) is None or len(u.operands) != 2:
+        return None
+    if hir.get_ints(hir.defining_op(u.operands[1]), "values") != [0]:
+        return None
+    g = hir.defining_op(u.operands[0])
+    if g is None or g.name != "onnx.gather" or _inputs(g) is None or hir.get_int(g, "onnx.axis", 0) != 0:
+        return None
+    idx = hir.defining_op(g.operands[1])
+    k = hir.get_ints(idx, "values") if idx is not None and idx.name == "hipdnn.constant" else None
+    sh = hir.defining_op(g.operands[0])
+    if k is None or len(k) != 1 or sh is None or sh.name != "onnx.shape" or len(sh.operands) != 1:
+        return None
+    if "onnx.start" in sh.attributes or "onnx.end" in sh.attributes:
+        return None
+    return sh.operands[0], k[0]
+
+
+def _identity(reshape: ir.Operation, ctx: ir.Value, q4: ir.Value, v4: ir.Value) -> bool:
+    """Whether Reshape `reshape` of ctx [B, H, S, Dv] (= softmax(q4 k) v4) keeps its shape: its target a Concat
+    of four one-element pieces, each ctx's dim (read from ctx, or S from q4's dim 2, Dv from v4's dim 3), one
+    of them maybe -1."""
+    cat = hir.defining_op(reshape.operands[1])
+    if cat is None or cat.name != "onnx.concat" or _inputs(cat) is None or len(cat.operands) != 4:
+        return False
+    if hir.get_int(cat, "onnx.axis", None) not in (0, -1) or hir.get_int(reshape, "onnx.allowzero", 0):
+        return False
+    same = {(ctx, 0), (ctx, 1), (ctx, 2), (ctx, 3), (q4, 2), (v4, 3)}
+    inferred = 0
+    for k, piece in enumerate(cat.operands):
+        p = hir.defining_op(piece)
+        if p is not None and p.name == "hipdnn.constant" and hir.get_ints(p, "values") == [-1]:
+            inferred += 1
             continue
-        mark, scale = len(chain.ops), chain.scale
-        found = _scores(chain, s, m)
-        if found is not None:
-            return found
-        del chain.ops[mark:]
-        chain.scale = scale
-    return None
+        d = _dim_of(piece)
+        if d is None or d[1] != k or not any(d[0] == v and d[1] == i for v, i in same):
+            return False
+    return inferred <= 1
 
 
 def _scores(chain: _Chain, scores: ir.Value, mask: ir.Value | None) -> dict | None:
@@ -217,7 +318,7 @@ def _scores(chain: _Chain, scores: ir.Value, mask: ir.Value | None) -> dict | No
     if v[1] != kv_heads or heads % kv_heads or q[2] is None or k[2] != q[2]:
         return None
     return {"q": q[0], "k": k[0], "v": v[0], "mask": mask, "heads": heads, "kv_heads": kv_heads,
-            "scale": chain.scale, "ops": chain.ops, "dtype": chain.dtype}
+            "scale": chain.scale, "ops": chain.ops, "dtype": chain.dtype, "q4": q4}
 
 
 def _merged_type(r: ir.Value) -> ir.Type:
