@@ -93,7 +93,7 @@ def attention_chain(*, scale="div", k_perm="0231", mask="b11s", isnan=False, tar
         inputs.append(("m", elem, ["b", 1, 1, "s"] if mask == "b11s" else ["b", 1, "s", "s"]))
         nodes.append(n("Add", ["m", s] if mask == "b11s" else [s, "m"], ["masked"]))
         s = "masked"
-    nodes.append(n("Softmax", [s], ["probs"], axis=axis))
+    nodes.append(n("Softmax", [s], ["probs"], **({} if axis is None else {"axis": axis})))
     p = "probs"
     if isnan:
         nodes.append(n("IsNaN", [p], ["nan"]))
@@ -183,6 +183,11 @@ def test_the_chain_is_one_attention_call(scale, k_perm, refruntime, tmp_path):
 def test_heads_targets_and_masks(target, mask, refruntime, tmp_path):
     model = attention_chain(target=target, mask=mask)
     check(model, refruntime, tmp_path, fused=True, mask_kind=mask or "b11s")
+
+
+@pytest.mark.parametrize("axis", [3, None], ids=["axis3", "no-axis"])
+def test_softmax_axes(axis, refruntime, tmp_path):
+    check(attention_chain(axis=axis), refruntime, tmp_path, fused=True)
 
 
 def test_the_sdpa_zeroing_of_rows_without_a_key_goes_with_it(refruntime, tmp_path):

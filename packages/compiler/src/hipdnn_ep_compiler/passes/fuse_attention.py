@@ -29,8 +29,8 @@ What is recognised:
   is scale 1;
 - the mask: an Add of the scaled scores and any tensor of Q's type and rank <= 4 (the kernel broadcasts it
   to [batch, heads, seq, keys] and refuses at run time one that does not, as the Add would); absent: none;
-- Softmax over axis -1 (or 3), optionally followed by Where(IsNaN(p), 0, p) (transformers' sdpa mask path
-  zeroes a row whose every key is masked: the kernel gives such a row zeros);
+- Softmax over axis -1 (or 3, or no axis given), optionally followed by Where(IsNaN(p), 0, p) (transformers'
+  sdpa mask path zeroes a row whose every key is masked: the kernel gives such a row zeros);
 - MatMul(p, v4), optionally a Reshape that keeps its shape (torch's scaled_dot_product_attention export:
   a target Concat of four one-element pieces, each Unsqueeze(Gather(Shape(t), k)) of the context's dim k, read
   from the context itself or, for k = 2, from Q's heads or, for k = 3, from V's heads; at most one a
@@ -227,7 +227,8 @@ def _match(root: ir.Operation) -> dict | None:
         soft = chain.inner(probs, "onnx.softmax", uses=2)
     else:
         soft = chain.inner(probs, "onnx.softmax")
-    if soft is None or hir.get_int(soft, "onnx.axis", None) not in (-1, 3):
+    # (no axis: -1, as the Softmax rule reads it; the loader converts models below opset 13)
+    if soft is None or hir.get_int(soft, "onnx.axis", -1) not in (-1, 3):
         return None
     x = soft.operands[0]
     add = chain.inner(x, "onnx.add")
