@@ -3,8 +3,11 @@
 
 Attention without a KV cache, nonpad_kv_seqlen or sliding window, whose only output is Y, of float32 or
 float16, with a mask (if any) whose last dim is known to be the key count, is one call of the fused
-attention kernel (its is_causal is top-left aligned, as ONNX's is without a past).  Any other Attention
-is composed of existing kernel calls (matmul, softmax, binary, unary, where, transpose,
+attention kernel (its is_causal is top-left aligned, as ONNX's is without a past).  The Attention that
+fuse-attention writes for a spelled-out chain carries `hipdnn.mask_broadcasts`: its mask stood in an Add
+that broadcast it onto the scores, so any last dim goes to the kernel, which checks the broadcast at run time.
+
+Any other Attention is composed of existing kernel calls (matmul, softmax, binary, unary, where, transpose,
 concat, gather, reduce, range, fill, cast), as ONNX's reference defines it:
 
     scores = scale * Q K^T             (Q [B, H, S, D], K [B, kv_heads, T, D], T = past + new keys)

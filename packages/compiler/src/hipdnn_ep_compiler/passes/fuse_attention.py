@@ -22,7 +22,7 @@ What is recognised:
   [0, 2, 1, 3] then [0, 1, 3, 2]); x 3-D, each Reshape result 4-D with a heads count (H for Q, Hk for K and V,
   Hk dividing H) that its type gives, or the target's constant entry 2, or (entry 2 being -1, as
   transformers' view(*shape[:-1], -1, head_dim) writes it) x's static hidden size over the target's constant
-  head size (entry 3); Q and K of the same static head size;
+  head size (entry 3); Q and K of the same static head size; no two of them of different static batch sizes;
 - the scale: constant factors, multiplied, from Div or Mul of the scores by a constant, and Mul of Q's and of
   K's transposed heads by a constant (torch's scaled_dot_product_attention export scales each by
   sqrt(scale)); each constant a one-element float of Q's type and rank <= 4, finite and nonzero; none at all
@@ -317,6 +317,10 @@ def _scores(chain: _Chain, scores: ir.Value, mask: ir.Value | None) -> dict | No
         return None
     heads, kv_heads = q[1], k[1]
     if v[1] != kv_heads or heads % kv_heads or q[2] is None or k[2] != q[2]:
+        return None
+    # one batch size (the MatMuls would broadcast a batch of 1; the kernel does not)
+    batches = {d[0] for d in (_dims(q[0]), _dims(k[0]), _dims(v[0])) if _static(d[0])}
+    if len(batches) > 1:
         return None
     return {"q": q[0], "k": k[0], "v": v[0], "mask": mask, "heads": heads, "kv_heads": kv_heads,
             "scale": chain.scale, "ops": chain.ops, "dtype": chain.dtype, "q4": q4}
