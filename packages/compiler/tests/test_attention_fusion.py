@@ -400,3 +400,11 @@ def test_a_transformers_bert_export(implementation, float16, refruntime, tmp_pat
         (want,) = ort_run(model, feeds)
         tol = 2e-2 if float16 else 1e-4
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_a_target_abi_without_the_attention_kernel_keeps_the_chain(refruntime, tmp_path):
+    # the kernel is ABI 1.3's: compiled for 1.2, the chain stays as imported (and needs nothing newer)
+    model = attention_chain(target="const")
+    info = compile_model(model, tmp_path / "a12", abi="1.2")
+    assert info.metadata["abi"]["min_minor"] <= 2
+    assert compile_model(model, tmp_path / "a13").metadata["abi"]["min_minor"] == 3

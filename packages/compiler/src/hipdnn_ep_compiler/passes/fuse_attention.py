@@ -50,9 +50,12 @@ import math
 from torch_mlir import ir
 
 from .. import ir as hir
+from ..abi import RuntimeAbi
+from ..ops.contrib import ATTENTION
 from . import fusion
 
 NAME = "fuse-attention"
+USES_ABI = True  # run_pipeline passes the target manifest: no fusion for a runtime without the kernel
 
 FLOAT32, FLOAT16 = 1, 10
 _Q_PERM = [0, 2, 1, 3]
@@ -379,5 +382,11 @@ def _fuse(root, rewriter) -> bool:
     return False
 
 
-def run(module: ir.Module) -> ir.Module:
+def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
+    """abi: the manifest compiled against; a target ABI without the attention kernel (before 1.3) keeps the
+    chains as imported, as before this pass (the default, the bundled manifest, has it)."""
+    if abi is not None:
+        fn = abi.functions.get(abi.name(ATTENTION.kernel))
+        if fn is None or fn.since > abi.target_minor:
+            return module
     return fusion.apply(module, [("onnx.reshape", _fuse)], top_down=False)
