@@ -223,7 +223,8 @@ def _match(root: ir.Operation) -> dict | None:
         z = hir.float_values(zero)
         if (isnan is None or isnan.name != "onnx.is_nan" or isnan.operands[0] != p or _uses(cond) != 1
                 or _uses(p) != 2 or z is None or len(z) != 1 or z[0] != 0.0
-                or hir.element_dtype(zero) != dtype or math.prod(ir.RankedTensorType(zero.type).shape) != 1):
+                or hir.element_dtype(zero) != dtype or math.prod(ir.RankedTensorType(zero.type).shape) != 1
+                or ir.RankedTensorType(zero.type).rank > 4):
             return None
         chain.ops += [where, isnan]
         probs = p
@@ -259,7 +260,8 @@ def _dim_of(piece: ir.Value) -> tuple[ir.Value, int] | None:
     u = hir.defining_op(piece)
     if u is None or u.name != "onnx.unsqueeze" or _inputs(u) is None or len(u.operands) != 2:
         return None
-    if hir.get_ints(hir.defining_op(u.operands[1]), "values") != [0]:
+    axes = hir.defining_op(u.operands[1])
+    if axes is None or axes.name != "hipdnn.constant" or hir.get_ints(axes, "values") != [0]:
         return None
     g = hir.defining_op(u.operands[0])
     if g is None or g.name != "onnx.gather" or _inputs(g) is None or hir.get_int(g, "onnx.axis", 0) != 0:
