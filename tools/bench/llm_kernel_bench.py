@@ -31,7 +31,7 @@ HIDDEN, INTER, HEADS, KV_HEADS, HEAD, VOCAB, BLOCK = 4096, 14336, 32, 8, 128, 12
 
 @dataclass
 class Case:
-    group: str             # gemv, prefill-matmul, rms_norm, gqa-decode, gqa-prefill
+    group: str             # gemv, prefill-matmul, rms_norm, gqa-decode, gqa-prefill, attention
     name: str
     kernel: str            # runtime kernel name without the hipdnn_ep_kernel_ prefix
     make: Callable         # (torch, rng) -> (inputs, outputs, ints, floats)
@@ -95,6 +95,20 @@ def _gqa(seq: int, past: int) -> Callable:
     return make
 
 
+def _attention(batch: int, seq: int, heads: int, head: int, causal: bool) -> Callable:
+    """ONNX Attention as an encoder runs it once fused: rank-3 Q, K, V [batch, seq, heads * head] (the
+    projections' outputs), an additive float16 padding mask [batch, 1, 1, seq]."""
+
+    def make(torch, rng):
+        dev = lambda a: torch.from_numpy(a).cuda()  # noqa: E731
+        q, k, v = (dev(rng.standard_normal((batch, seq, heads * head)).astype(np.float16)) for _ in range(3))
+        mask = dev(np.where(rng.random((batch, 1, 1, seq)) < 0.9, 0.0, -10000.0).astype(np.float16))
+        out = torch.empty((batch, seq, heads * head), dtype=torch.float16, device="cuda")
+        return [q, k, v, mask], [out], [heads, heads, int(causal)], [0.0, 0.0]
+
+    return make
+
+
 def cases() -> list[Case]:
     out = []
     for label, k, n in (("qkv_proj", HIDDEN, (HEADS + 2 * KV_HEADS) * HEAD), ("o_proj", HIDDEN, HIDDEN),
@@ -122,6 +136,11 @@ def cases() -> list[Case]:
         causal_pairs = seq * (seq + 1) // 2
         out.append(Case("gqa-prefill", f"prompt {seq}", "group_query_attention", _gqa(seq, 0),
                         flops=4 * HEADS * HEAD * causal_pairs))
+    for batch, seq, heads, head, causal in ((1, 128, 12, 64, False), (8, 128, 12, 64, False),
+                                            (1, 1024, 16, 64, True)):
+        pairs = seq * (seq + 1) // 2 if causal else seq * seq
+        out.append(Case("attention", f"{'causal ' if causal else ''}{batch}x{seq} {heads}x{head}", "attention",
+                        _attention(batch, seq, heads, head, causal), flops=4 * batch * heads * head * pairs))
     return out
 
 

@@ -36,7 +36,7 @@ def test_manifest_lists_the_kernels_tested_here():
               "arg_reduce", "scatter_nd", "pad", "gather_nd", "scatter_elements", "top_k",
               # the LLM kernels: test_llm_kernels.py
               "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention",
-              "attention",
+              "attention", "skip_layer_norm",
               # the vision kernels: test_vision_kernels.py
               "conv", "pool", "max_pool_indices", "batch_norm", "activation", "conv_transpose", "resize",
               "grid_sample",
@@ -81,6 +81,7 @@ def good_call(kernel):
         "matmul_nbits": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
                           np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),
         "rms_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),
+        "skip_layer_norm": ([f, np.ones(3, F32), np.ones(3, F32), f], [o], [1], [1e-5]),
         "rotary_embedding": ([np.ones((1, 2, 4), F32), np.zeros((1, 2), I64), np.ones((4, 2), F32),
                               np.ones((4, 2), F32)], [np.zeros((1, 2, 4), F32)], [0, 1, 0], []),
         "group_query_attention": ([np.ones((1, 1, 8), F32), np.ones((1, 1, 8), F32), np.ones((1, 1, 8), F32),

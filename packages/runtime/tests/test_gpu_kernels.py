@@ -236,9 +236,15 @@ def test_gemm(cpu, gpu, dev, dtype):
     for ta, tb in itertools.product((0, 1), (0, 1)):
         a = rand((k, m) if ta else (m, k), dtype, ta, -1, 1)
         b = rand((n, k) if tb else (k, n), dtype, tb + 2, -1, 1)
-        for c_shape, alpha, beta in [(None, 1.0, 1.0), ((n,), 0.5, 2.0), ((m, 1), 1.5, 0.0), ((m, n), -1.0, 0.25)]:
+        # C [n] or [1, n] with beta 1 is a linear layer's bias: the GEMM library's bias epilogue adds it
+        for c_shape, alpha, beta in [(None, 1.0, 1.0), ((n,), 0.5, 2.0), ((m, 1), 1.5, 0.0), ((m, n), -1.0, 0.25),
+                                     ((n,), 0.5, 1.0), ((1, n), 1.0, 1.0)]:
             c = None if c_shape is None else rand(c_shape, dtype, 7, -1, 1)
             compare(cpu, gpu, dev, "gemm", [a, b, c], (m, n), ints=[ta, tb], floats=[alpha, beta], tol=tol)
+    # a BERT-base linear layer with its bias (the epilogue at a size the library tiles)
+    compare(cpu, gpu, dev, "gemm", [rand((128, 768), dtype, 4, -1, 1), rand((768, 3072), dtype, 5, -1, 1),
+                                    rand((3072,), dtype, 6, -1, 1)], (128, 3072), ints=[0, 0], floats=[1.0, 1.0],
+            tol=(1e-4, 1e-4) if dtype == F32 else (4e-3, 4e-3))
     # K = 0: alpha * (empty sum) + beta * C
     compare(cpu, gpu, dev, "gemm", [np.zeros((3, 0), dtype), np.zeros((0, 4), dtype), rand((4,), dtype, 1)], (3, 4),
             ints=[0, 0], floats=[1.0, 3.0], tol=tol)

@@ -11,7 +11,7 @@ elementwise, for float32 / float16):
   rows) sum in float in another order; in float16 the GEMM path rounds the dequantized weights to
   half before the library's float accumulation (measured on an H200: 0.0625 at outputs up to 45,
   K 4096), and both round the result to half.
-- rms_norm: 2e-5 / 2e-3 (the CPU sums squares in double, the GPU in float).
+- rms_norm, skip_layer_norm: 2e-5 / 2e-3 (the CPU sums in double, the GPU in float).
 - rotary_embedding: 1e-6 / 1e-3 (the same float operations; half rounding of the result).
 - attention: 2e-5 / 4e-3 (float online softmax over tiles of keys vs the CPU's two passes).
 - group_query_attention: 2e-5 / 4e-3 for the output (float online softmax in chunks vs the CPU's
@@ -48,6 +48,7 @@ F32, F16 = np.float32, np.float16
 TOL = {  # kernel: (float32, float16)
     "matmul_nbits": (1e-4, 4e-3),
     "rms_norm": (2e-5, 2e-3),
+    "skip_layer_norm": (2e-5, 2e-3),
     "rotary_embedding": (1e-6, 1e-3),
     "group_query_attention": (2e-5, 4e-3),
     "attention": (2e-5, 4e-3),
@@ -231,6 +232,26 @@ def test_rms_norm_paths(cpu, gpu, dev, dtype, shape, inputs):
     close("rms_norm", got[0], want[0], "output")
     if "sum" in inputs:
         close("rms_norm", got[1], want[1], "sum")
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("shape", RMS_ROWS, ids=[f"{r}x{s}" for r, s in RMS_ROWS])
+@pytest.mark.parametrize("inputs", ["plain", "beta", "skip+sum", "skip+bias+beta+sum"])
+def test_skip_layer_norm_paths(cpu, gpu, dev, dtype, shape, inputs):
+    """skip_layer_norm runs rms_norm's paths with the mean subtracted (from the registers, or one more
+    pass of the general kernel) and B added."""
+    rng = np.random.default_rng(shape[0] * 5 + shape[1])
+    x = (rng.standard_normal(shape) * 3 + 2).astype(dtype)
+    scale = rng.standard_normal(shape[-1]).astype(dtype)
+    beta = rng.standard_normal(shape[-1]).astype(dtype) if "beta" in inputs else None
+    skip = rng.standard_normal(shape).astype(dtype) if "skip" in inputs else None
+    bias = rng.standard_normal(shape[-1]).astype(dtype) if "bias" in inputs else None
+    outputs = [(shape, dtype)] * (2 if "sum" in inputs else 1)
+    got, want = run_both(cpu, gpu, dev, "skip_layer_norm", [x, scale, beta, skip, bias], outputs, ints=(1,),
+                         floats=(1e-5,))
+    close("skip_layer_norm", got[0], want[0], "output")
+    if "sum" in inputs:
+        close("skip_layer_norm", got[1], want[1], "sum")
 
 
 @pytest.mark.parametrize("dtype", [F32, F16])

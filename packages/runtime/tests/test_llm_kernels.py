@@ -1,5 +1,6 @@
-"""The LLM kernels (matmul_nbits, rms_norm, rotary_embedding, group_query_attention, attention) on the CPU
-backend against numpy references written from the com.microsoft op definitions."""
+"""The LLM kernels (matmul_nbits, rms_norm, skip_layer_norm, rotary_embedding, group_query_attention,
+attention) on the CPU backend against numpy references written from the com.microsoft and ONNX op
+definitions."""
 
 from __future__ import annotations
 
@@ -113,6 +114,41 @@ def test_rms_norm_with_skip_returns_the_sum(state, with_bias):
     want_y, want_s = rms_ref(x, scale, 1e-6, skip, bias)
     close(y, want_y, F32)
     close(s, want_s, F32)
+
+
+def skip_layer_norm_ref(x, scale, beta, eps, skip=None, bias=None):
+    s = x.astype(np.float64) + (0 if skip is None else skip) + (0 if bias is None else bias)
+    d = s - s.mean(axis=-1, keepdims=True)
+    return d / np.sqrt((d * d).mean(axis=-1, keepdims=True) + eps) * scale + (0 if beta is None else beta), s
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("inputs", ["plain", "beta", "skip+sum", "skip+bias+beta+sum", "broadcast-skip"])
+def test_skip_layer_norm(state, dtype, inputs):
+    rng = np.random.default_rng(len(inputs))
+    x = (rng.standard_normal((2, 5, 48)) * 3 + 2).astype(dtype)  # a mean far from 0: the centering shows
+    scale = rng.standard_normal(48).astype(dtype)
+    beta = rng.standard_normal(48).astype(dtype) if "beta" in inputs else None
+    skip = rng.standard_normal((5, 48) if "broadcast" in inputs else (2, 5, 48)).astype(dtype) if "skip" in inputs \
+        else None
+    bias = rng.standard_normal(48).astype(dtype) if "bias" in inputs else None
+    outputs = [(x.shape, dtype)] * (2 if "sum" in inputs else 1)
+    got = call(state, "skip_layer_norm", [x, scale, beta, skip, bias], outputs, ints=(2,), floats=(1e-5,))
+    want_y, want_s = skip_layer_norm_ref(x, scale, beta, 1e-5, skip, bias)
+    close(got[0], want_y, dtype)
+    if "sum" in inputs:
+        close(got[1], want_s, dtype)
+
+
+def test_skip_layer_norm_refuses_bad_inputs(state):
+    x, scale = np.ones((2, 8), F32), np.ones(8, F32)
+    with pytest.raises(InvalidArgumentError, match="input 1 is absent but required"):
+        call(state, "skip_layer_norm", [x, None, None, x], [(x.shape, F32)], ints=(1,), floats=(1e-5,))
+    with pytest.raises(InvalidArgumentError, match=r"Skip dims \[3, 8\] do not broadcast to \[2, 8\]"):
+        call(state, "skip_layer_norm", [x, scale, None, np.ones((3, 8), F32)], [(x.shape, F32)], ints=(1,),
+             floats=(1e-5,))
+    with pytest.raises(InvalidArgumentError, match=r"B dims \[7\] do not broadcast to \[8\]"):
+        call(state, "skip_layer_norm", [x, scale, np.ones(7, F32)], [(x.shape, F32)], ints=(1,), floats=(1e-5,))
 
 
 def test_rms_norm_over_two_axes(state):

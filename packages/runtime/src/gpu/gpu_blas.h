@@ -31,6 +31,9 @@ struct GemmProblem {
   int64_t ldc, stride_c;
   int64_t batch;
   float alpha, beta;
+  // Optional epilogue: C[i, j] += bias[j] (n values of dtype) after alpha * op(A) op(B) + beta * C, in
+  // the library's kernel (no second pass over C). The plan is the problem's and not the pointer's.
+  const void* bias = nullptr;
 };
 
 class GpuBlas {
@@ -46,7 +49,7 @@ class GpuBlas {
 
  private:
   struct Plan;
-  using Key = std::array<int64_t, 16>;
+  using Key = std::array<int64_t, 17>;
   Plan& plan(const GemmProblem& p, const Key& key);
 
   GpuDevice* device_;

@@ -78,6 +78,12 @@ GpuBlas::Plan& GpuBlas::plan(const GemmProblem& p, const Key& key) {
              "setting TRANSA");
   check_blas(hipblasLtMatmulDescSetAttribute(plan->desc, HIPBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second),
              "setting TRANSB");
+  if (p.bias != nullptr) {
+    // Column-major D is [n, m]: the library's bias, one value per row of D, is ours per column.
+    const hipblasLtEpilogue_t epilogue = HIPBLASLT_EPILOGUE_BIAS;
+    check_blas(hipblasLtMatmulDescSetAttribute(plan->desc, HIPBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+               "setting the bias epilogue");
+  }
   const uint64_t first_rows = p.trans_b ? p.k : p.n, first_cols = p.trans_b ? p.n : p.k;
   const uint64_t second_rows = p.trans_a ? p.m : p.k, second_cols = p.trans_a ? p.k : p.m;
   check_blas(hipblasLtMatrixLayoutCreate(&plan->a, type, first_rows, first_cols, p.ldb), "creating layout B");
@@ -119,7 +125,8 @@ GpuBlas::Plan& GpuBlas::plan(const GemmProblem& p, const Key& key) {
   if (status != HIPBLAS_STATUS_SUCCESS || found == 0) {
     kernels::fail(HIPDNN_EP_STATUS_UNSUPPORTED,
                   "the GEMM library has no algorithm for m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) +
-                      " k=" + std::to_string(p.k) + " batch=" + std::to_string(p.batch) + " (" +
+                      " k=" + std::to_string(p.k) + " batch=" + std::to_string(p.batch) +
+                      (p.bias != nullptr ? " with a bias epilogue" : "") + " (" +
                       kernels::dtype_name(p.dtype) + ")");
   }
   Plan* raw = plan.release();
@@ -130,8 +137,15 @@ GpuBlas::Plan& GpuBlas::plan(const GemmProblem& p, const Key& key) {
 void GpuBlas::gemm(const GemmProblem& p, hipStream_t stream) {
   const Key key{p.dtype,          p.m,       p.n,      p.k,        p.trans_a, p.trans_b,
                 p.lda,            p.stride_a, p.ldb,   p.stride_b, p.ldc,     p.stride_c,
-                alignment_of(p.b), alignment_of(p.a), std::min(alignment_of(p.c), int64_t{256}), p.batch};
+                alignment_of(p.b), alignment_of(p.a), std::min(alignment_of(p.c), int64_t{256}), p.batch,
+                p.bias != nullptr};
   Plan& pl = plan(p, key);
+  if (p.bias != nullptr) {
+    // Set per call: the plan is shared by every bias of this problem (a state's device has one GpuBlas,
+    // and a state runs one program at a time, as the plan cache itself assumes).
+    check_blas(hipblasLtMatmulDescSetAttribute(pl.desc, HIPBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof p.bias),
+               "setting the bias pointer");
+  }
   const float alpha = p.alpha;
   const float beta = p.beta;
   check_blas(hipblasLtMatmul(static_cast<hipblasLtHandle_t>(handle_), pl.desc, &alpha, p.b, pl.a, p.a, pl.b, &beta,

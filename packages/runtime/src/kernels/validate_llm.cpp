@@ -1,9 +1,10 @@
-// Argument checks of the LLM kernels (matmul_nbits, rms_norm, rotary_embedding,
+// Argument checks of the LLM kernels (matmul_nbits, rms_norm, skip_layer_norm, rotary_embedding,
 // group_query_attention, attention); see validate.h.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "kernels/attention_layout.h"
 #include "kernels/validate_util.h"
@@ -59,27 +60,30 @@ void validate_matmul_nbits(const hipdnn_ep_kernel_args_t* args) {
   call.expect_out(dtype, out);
 }
 
-void validate_rms_norm(const hipdnn_ep_kernel_args_t* args) {
+namespace {
+
+// rms_norm and skip_layer_norm: X, Scale and the optional inputs named in `names` (from index 2 on),
+// Skip (at skip_at) broadcast to X and the others to the normalized dims; Y and an optional sum like X.
+void validate_norm(const hipdnn_ep_kernel_args_t* args, int32_t n_int_attrs, int32_t n_float_attrs, dt::Mask dtypes,
+                   const char* what, int32_t axis_attr_index, int32_t epsilon_attr_index,
+                   const std::vector<const char*>& names, int32_t skip_at) {
   const int32_t n_outputs = args != nullptr && args->n_outputs == 2 ? 2 : 1;
-  const Call call(args, HIPDNN_EP_KERNEL_RMS_NORM_N_INT_ATTRS, HIPDNN_EP_KERNEL_RMS_NORM_N_FLOAT_ATTRS, 2, 4, n_outputs, 2);
+  const auto max_inputs = static_cast<int32_t>(names.size());
+  const Call call(args, n_int_attrs, n_float_attrs, 2, max_inputs, n_outputs, 2);
   const int32_t dtype = call.in(0).dtype;
-  require_dtype(dt::rms_norm, "rms_norm", dtype);
+  require_dtype(dtypes, what, dtype);
   const Dims x = dims_of(call.in(0));
-  const int64_t axis = axis_attr(call, HIPDNN_EP_KERNEL_RMS_NORM_INT_ATTR_AXIS, x.size());
-  const double epsilon = call.float_attr(HIPDNN_EP_KERNEL_RMS_NORM_FLOAT_ATTR_EPSILON);
+  const int64_t axis = axis_attr(call, axis_attr_index, x.size());
+  const double epsilon = call.float_attr(epsilon_attr_index);
   if (!(epsilon >= 0.0) || std::isinf(epsilon)) fail_invalid("epsilon " + std::to_string(epsilon) + " must be finite and >= 0");
   const Dims normalized(x.begin() + axis, x.end());
-  const char* names[] = {"X", "Scale", "Skip", "Bias"};
-  for (int32_t i = 1; i < 4; ++i) {
-    if (!call.has_input(i)) {
-      if (i == 1) fail_invalid("Scale is absent but required");
-      continue;
-    }
+  for (int32_t i = 1; i < max_inputs; ++i) {
+    if (!call.has_input(i)) continue;  // Scale (input 1) is required by Call
     call.expect_dtype(call.in(i), input_name(i), dtype);
-    const Dims& target = i == 2 ? x : normalized;
+    const Dims& target = i == skip_at ? x : normalized;
     if (!broadcasts_to(dims_of(call.in(i)), target)) {
-      fail_invalid(std::string(names[i]) + " dims " + format_dims(dims_of(call.in(i))) + " do not broadcast to " +
-                   format_dims(target));
+      fail_invalid(std::string(names[static_cast<size_t>(i)]) + " dims " + format_dims(dims_of(call.in(i))) +
+                   " do not broadcast to " + format_dims(target));
     }
   }
   call.expect_out(dtype, x);
@@ -87,6 +91,20 @@ void validate_rms_norm(const hipdnn_ep_kernel_args_t* args) {
     call.expect_dtype(call.out(1), output_name(1), dtype);
     expect_dims(call.out(1), output_name(1) + " (the sum)", x);
   }
+}
+
+}  // namespace
+
+void validate_rms_norm(const hipdnn_ep_kernel_args_t* args) {
+  validate_norm(args, HIPDNN_EP_KERNEL_RMS_NORM_N_INT_ATTRS, HIPDNN_EP_KERNEL_RMS_NORM_N_FLOAT_ATTRS, dt::rms_norm,
+                "rms_norm", HIPDNN_EP_KERNEL_RMS_NORM_INT_ATTR_AXIS, HIPDNN_EP_KERNEL_RMS_NORM_FLOAT_ATTR_EPSILON,
+                {"X", "Scale", "Skip", "Bias"}, 2);
+}
+
+void validate_skip_layer_norm(const hipdnn_ep_kernel_args_t* args) {
+  validate_norm(args, HIPDNN_EP_KERNEL_SKIP_LAYER_NORM_N_INT_ATTRS, HIPDNN_EP_KERNEL_SKIP_LAYER_NORM_N_FLOAT_ATTRS,
+                dt::skip_layer_norm, "skip_layer_norm", HIPDNN_EP_KERNEL_SKIP_LAYER_NORM_INT_ATTR_AXIS,
+                HIPDNN_EP_KERNEL_SKIP_LAYER_NORM_FLOAT_ATTR_EPSILON, {"X", "Scale", "B", "Skip", "Bias"}, 3);
 }
 
 void validate_rotary_embedding(const hipdnn_ep_kernel_args_t* args) {

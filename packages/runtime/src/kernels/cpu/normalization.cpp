@@ -196,20 +196,23 @@ std::vector<float> broadcast_param(const hipdnn_ep_tensor_ref_t& t, const Dims& 
   return values;
 }
 
-// ---------------------------------------------------------------- RMS norm
+// ---------------------------------------------------------------- RMS norm, skip layer norm
 
+// RMS normalization (center false) or layer normalization (true) of X + Skip + Bias over dims [axis,
+// rank): Scale at input 1, Skip, Bias and B (centering only) at the given inputs (below 0: the
+// kernel has none); output 1, when present, gets the sum. Sums in double.
 template <typename T>
-void rms_norm_typed(const hipdnn_ep_kernel_args_t& args, size_t axis, float epsilon) {
+void norm_typed(const hipdnn_ep_kernel_args_t& args, size_t axis, float epsilon, bool center, int32_t skip_at,
+                int32_t bias_at, int32_t beta_at) {
   const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
   const Dims dims = dims_of(in);
   const Dims normalized(dims.begin() + static_cast<std::ptrdiff_t>(axis), dims.end());
   const int64_t outer = dims_product(dims, 0, axis);
   const int64_t size = element_count(normalized);
-  // Parameters broadcast to dense float vectors (Scale, Bias over the
-  // normalized dims; Skip over X).
+  // Parameters broadcast to dense float vectors (Scale, B, Bias over the normalized dims; Skip over X).
   auto dense = [&](int32_t index, const Dims& target) {
     std::vector<float> values;
-    if (index >= args.n_inputs || !is_present(args.inputs[index])) return values;
+    if (index < 0 || index >= args.n_inputs || !is_present(args.inputs[index])) return values;
     const hipdnn_ep_tensor_ref_t& t = args.inputs[index];
     values.assign(static_cast<size_t>(element_count(target)), 0.0f);
     const std::array<Dims, 2> strides{contiguous_strides(target), broadcast_strides(dims_of(t), target)};
@@ -220,25 +223,32 @@ void rms_norm_typed(const hipdnn_ep_kernel_args_t& args, size_t axis, float epsi
     return values;
   };
   const std::vector<float> scale = dense(1, normalized);
-  const std::vector<float> skip = dense(2, dims);
-  const std::vector<float> bias = dense(3, normalized);
+  const std::vector<float> skip = dense(skip_at, dims);
+  const std::vector<float> bias = dense(bias_at, normalized);
+  const std::vector<float> beta = dense(beta_at, normalized);
   const T* x = static_cast<const T*>(in.data);
   T* y = static_cast<T*>(args.outputs[0].data);
   T* sum_out = args.n_outputs > 1 ? static_cast<T*>(args.outputs[1].data) : nullptr;
   std::vector<float> row(static_cast<size_t>(size));
   for (int64_t o = 0; o < outer; ++o) {
     const int64_t base = o * size;
-    double squares = 0.0;
+    double sum = 0.0;
     for (int64_t i = 0; i < size; ++i) {
       float v = load(x, base + i);
       if (!skip.empty()) v += skip[base + i];
       if (!bias.empty()) v += bias[i];
       row[i] = v;
-      squares += static_cast<double>(v) * v;
+      sum += v;
       if (sum_out != nullptr) store(sum_out, base + i, v);
     }
-    const auto inv_rms = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(size) + epsilon));
-    for (int64_t i = 0; i < size; ++i) store(y, base + i, row[i] * inv_rms * scale[i]);
+    const double mean = center ? sum / static_cast<double>(size) : 0.0;
+    double squares = 0.0;
+    for (int64_t i = 0; i < size; ++i) squares += (row[i] - mean) * (row[i] - mean);
+    const double inv = 1.0 / std::sqrt(squares / static_cast<double>(size) + epsilon);
+    for (int64_t i = 0; i < size; ++i) {
+      const double b = beta.empty() ? 0.0 : beta[i];
+      store(y, base + i, static_cast<float>((row[i] - mean) * inv * scale[i] + b));
+    }
   }
 }
 
@@ -304,7 +314,16 @@ void rms_norm(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   const auto epsilon = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RMS_NORM_FLOAT_ATTR_EPSILON]);
   if (element_count(args.inputs[0]) == 0) return;
   dispatch_float(args.inputs[0].dtype, "rms_norm", [&](auto tag) {
-    rms_norm_typed<typename decltype(tag)::type>(args, axis, epsilon);
+    norm_typed<typename decltype(tag)::type>(args, axis, epsilon, false, 2, 3, -1);
+  });
+}
+
+void skip_layer_norm(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
+  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_SKIP_LAYER_NORM_INT_ATTR_AXIS]);
+  const auto epsilon = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_SKIP_LAYER_NORM_FLOAT_ATTR_EPSILON]);
+  if (element_count(args.inputs[0]) == 0) return;
+  dispatch_float(args.inputs[0].dtype, "skip_layer_norm", [&](auto tag) {
+    norm_typed<typename decltype(tag)::type>(args, axis, epsilon, true, 3, 4, 2);
   });
 }
 

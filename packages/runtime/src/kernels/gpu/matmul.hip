@@ -91,6 +91,21 @@ void matmul(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   });
 }
 
+namespace {
+
+// C of dims [n], [1, n], ... at a 16-byte boundary: one value per column, the same for every row, as
+// the GEMM library's bias epilogue reads it.
+bool is_row_bias(const hipdnn_ep_tensor_ref_t& c, int64_t n) {
+  const Dims dims = dims_of(c);
+  if (dims.empty() || dims.back() != n || reinterpret_cast<uintptr_t>(c.data) % 16 != 0) return false;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) {
+    if (dims[i] != 1) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void gemm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const hipdnn_ep_tensor_ref_t& a = args.inputs[0];
   const hipdnn_ep_tensor_ref_t& b = args.inputs[1];
@@ -105,6 +120,34 @@ void gemm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   if (m == 0 || n == 0) return;
   // C is ignored when beta is 0, as in ONNX Runtime (so NaN in C stays out).
   const bool use_c = args.n_inputs > 2 && is_present(args.inputs[2]) && beta != 0.0f;
+  GemmProblem p{};
+  p.dtype = out.dtype;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  p.a = a.data;
+  p.lda = trans_a ? m : k;
+  p.b = b.data;
+  p.ldb = trans_b ? k : n;
+  p.c = out.data;
+  p.ldc = n;
+  p.batch = 1;
+  p.alpha = alpha;
+  if (use_c && beta == 1.0f && k > 0 && is_row_bias(args.inputs[2], n)) {
+    // A linear layer's bias (the compiler's fuse-linear-bias makes MatMul + Add this call): the GEMM
+    // library adds it in its epilogue, one launch instead of a broadcast copy and the product.
+    p.beta = 0.0f;
+    p.bias = args.inputs[2].data;
+    try {
+      gpu_device(state).blas().gemm(p, current_stream(state));
+      return;
+    } catch (const KernelError& e) {
+      if (e.status() != HIPDNN_EP_STATUS_UNSUPPORTED) throw;  // no algorithm with the epilogue: below
+    }
+    p.bias = nullptr;
+  }
   if (use_c) {
     // out = C broadcast to [M, N] in out's dtype, then out = alpha*AB + beta*out.
     const hipdnn_ep_tensor_ref_t& c = args.inputs[2];
@@ -122,21 +165,6 @@ void gemm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
     check_launch("gemm");
     return;
   }
-  GemmProblem p{};
-  p.dtype = out.dtype;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.trans_a = trans_a;
-  p.trans_b = trans_b;
-  p.a = a.data;
-  p.lda = trans_a ? m : k;
-  p.b = b.data;
-  p.ldb = trans_b ? k : n;
-  p.c = out.data;
-  p.ldc = n;
-  p.batch = 1;
-  p.alpha = alpha;
   p.beta = use_c ? beta : 0.0f;
   gpu_device(state).blas().gemm(p, current_stream(state));
 }

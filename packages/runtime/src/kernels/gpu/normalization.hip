@@ -163,10 +163,11 @@ __device__ __forceinline__ float norm_row_sum(float v, int threads, float* parti
   return total;
 }
 
-template <typename T, int kVec, int kVpt>
+// kCenter: LayerNormalization (the mean subtracted, then B added: `beta`); else RMS normalization.
+template <typename T, int kVec, int kVpt, bool kCenter>
 __global__ void __launch_bounds__(kNormMaxThreads)
-    rms_norm_rows_kernel(const T* x, const T* scale, const T* skip, const T* bias, T* y, T* sum_out, int64_t rows,
-                         int64_t size, int threads_log2, float epsilon) {
+    norm_rows_kernel(const T* x, const T* scale, const T* beta, const T* skip, const T* bias, T* y, T* sum_out,
+                     int64_t rows, int64_t size, int threads_log2, float epsilon) {
   using V = NormVector<T, kVec>;
   __shared__ float partial[kNormMaxThreads / 32];
   const int threads = 1 << threads_log2;
@@ -212,46 +213,74 @@ __global__ void __launch_bounds__(kNormMaxThreads)
         for (int e = 0; e < kVec; ++e) v[j][e] += add[e];
       }
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) squares += v[j][e] * v[j][e];
+      for (int e = 0; e < kVec; ++e) squares += kCenter ? v[j][e] : v[j][e] * v[j][e];  // the sum when centering
       if (sum_out != nullptr) V::write(sum_out, base + lane + j * threads, V::pack(v[j]));
     }
     squares = norm_row_sum(squares, threads, partial);
-    const float inv_rms = 1.0f / sqrtf(squares / static_cast<float>(size) + epsilon);
+    float mean = 0.0f;
+    if constexpr (kCenter) {
+      // Two passes from the registers (mean, then squared deviations), as the CPU backend.
+      mean = squares / static_cast<float>(size);
+      squares = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kVpt; ++j) {
+        if (!ok[j]) continue;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) squares += (v[j][e] - mean) * (v[j][e] - mean);
+      }
+      squares = norm_row_sum(squares, threads, partial);
+    }
+    const float inv = 1.0f / sqrtf(squares / static_cast<float>(size) + epsilon);
 #pragma unroll
     for (int j = 0; j < kVpt; ++j) {
       if (!ok[j]) continue;
-      float s[kVec];
+      float s[kVec], b[kVec];
       V::unpack(V::read(scale, lane + j * threads), s);
+      if (kCenter && beta != nullptr) {
+        V::unpack(V::read(beta, lane + j * threads), b);
+      } else {
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) v[j][e] *= inv_rms * s[e];
+        for (int e = 0; e < kVec; ++e) b[e] = 0.0f;
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) v[j][e] = (v[j][e] - mean) * inv * s[e] + b[e];
       V::write(y, base + lane + j * threads, V::pack(v[j]));
     }
   }
 }
 
 // The general path, for rows longer than the register path holds: one block per row, which reads
-// the row twice (squares, then the output).
-template <typename T>
-__global__ void rms_norm_kernel(const T* x, const T* scale, const T* skip, const T* bias, T* y, T* sum_out,
-                                int64_t rows, int64_t size, float epsilon) {
+// the row two or three times (the mean when centering, squares, then the output).
+template <typename T, bool kCenter>
+__global__ void norm_kernel(const T* x, const T* scale, const T* beta, const T* skip, const T* bias, T* y,
+                            T* sum_out, int64_t rows, int64_t size, float epsilon) {
   __shared__ float shared[kBlock];
+  const auto sum_op = [](float a, float b) { return a + b; };
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t base = r * size;
+    auto value = [&](int64_t i) {
+      float v = load(x, base + i);
+      if (skip != nullptr) v += load(skip, base + i);
+      if (bias != nullptr) v += load(bias, i);
+      return v;
+    };
+    float mean = 0.0f;
+    if constexpr (kCenter) {
+      float sum = 0.0f;
+      for (int64_t i = threadIdx.x; i < size; i += blockDim.x) sum += value(i);
+      mean = block_reduce(sum, sum_op, shared) / static_cast<float>(size);
+    }
     float squares = 0.0f;
     for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
-      float v = load(x, base + i);
-      if (skip != nullptr) v += load(skip, base + i);
-      if (bias != nullptr) v += load(bias, i);
-      squares += v * v;
+      const float v = value(i);
+      squares += (v - mean) * (v - mean);
       if (sum_out != nullptr) store(sum_out, base + i, v);
     }
-    squares = block_reduce(squares, [](float a, float b) { return a + b; }, shared);
-    const float inv_rms = 1.0f / sqrtf(squares / static_cast<float>(size) + epsilon);
+    squares = block_reduce(squares, sum_op, shared);
+    const float inv = 1.0f / sqrtf(squares / static_cast<float>(size) + epsilon);
     for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
-      float v = load(x, base + i);
-      if (skip != nullptr) v += load(skip, base + i);
-      if (bias != nullptr) v += load(bias, i);
-      store(y, base + i, v * inv_rms * static_cast<float>(load(scale, i)));
+      const float b = kCenter && beta != nullptr ? static_cast<float>(load(beta, i)) : 0.0f;
+      store(y, base + i, (value(i) - mean) * inv * static_cast<float>(load(scale, i)) + b);
     }
   }
 }
@@ -272,22 +301,22 @@ bool norm_shape(int64_t rows, int64_t vectors, int max_per_thread, int* threads_
   return true;
 }
 
-template <typename T, int kVec>
-void launch_rms_norm_rows(const T* x, const T* scale, const T* skip, const T* bias, T* y, T* sum_out, int64_t rows,
-                          int64_t size, int threads_log2, int per_thread, float epsilon, hipStream_t stream) {
+template <typename T, int kVec, bool kCenter>
+void launch_norm_rows(const T* x, const T* scale, const T* beta, const T* skip, const T* bias, T* y, T* sum_out,
+                      int64_t rows, int64_t size, int threads_log2, int per_thread, float epsilon, hipStream_t stream) {
   const int threads = 1 << threads_log2;
   const int block = threads > kNormBlock ? threads : kNormBlock;
   const int64_t blocks = (rows + block / threads - 1) / (block / threads);
   const auto grid = static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
   auto launch = [&](auto kernel) {
-    kernel<<<grid, block, 0, stream>>>(x, scale, skip, bias, y, sum_out, rows, size, threads_log2, epsilon);
+    kernel<<<grid, block, 0, stream>>>(x, scale, beta, skip, bias, y, sum_out, rows, size, threads_log2, epsilon);
   };
   switch (per_thread) {
-    case 1: launch(rms_norm_rows_kernel<T, kVec, 1>); break;
-    case 2: launch(rms_norm_rows_kernel<T, kVec, 2>); break;
-    case 4: launch(rms_norm_rows_kernel<T, kVec, 4>); break;
+    case 1: launch(norm_rows_kernel<T, kVec, 1, kCenter>); break;
+    case 2: launch(norm_rows_kernel<T, kVec, 2, kCenter>); break;
+    case 4: launch(norm_rows_kernel<T, kVec, 4, kCenter>); break;
     default:
-      if constexpr (kVec * 8 <= kNormMaxFloats) launch(rms_norm_rows_kernel<T, kVec, 8>);
+      if constexpr (kVec * 8 <= kNormMaxFloats) launch(norm_rows_kernel<T, kVec, 8, kCenter>);
       break;
   }
 }
@@ -303,6 +332,58 @@ const void* dense(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args,
   *holder = std::make_unique<TempBuffer>(state, static_cast<uint64_t>(element_count(target)) * esize);
   strided_copy(state, t.data, 0, broadcast_strides(dims_of(t), target), (*holder)->data(), target, esize);
   return (*holder)->data();
+}
+
+// RMS or layer normalization of X (input 0) over dims [axis, rank) with Scale (input 1), the optional
+// Skip and Bias summed into X first (inputs skip_at and bias_at) and the optional B (input beta_at,
+// centering only); an index below 0 is an input the kernel does not have. Output 1, when present,
+// gets the sum. The register path when a row fits in
+// registers, else the general one.
+template <bool kCenter>
+void run_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args, const char* what, size_t axis,
+              float epsilon, int32_t skip_at, int32_t bias_at, int32_t beta_at) {
+  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
+  const Dims dims = dims_of(in);
+  const Dims normalized(dims.begin() + static_cast<std::ptrdiff_t>(axis), dims.end());
+  const int64_t rows = dims_product(dims, 0, axis);
+  const int64_t size = element_count(normalized);
+  if (rows == 0 || size == 0) return;
+  std::unique_ptr<TempBuffer> scale_holder, beta_holder, skip_holder, bias_holder;
+  const void* scale = dense(state, args, 1, normalized, &scale_holder);
+  const void* beta = beta_at < 0 ? nullptr : dense(state, args, beta_at, normalized, &beta_holder);
+  const void* skip = skip_at < 0 ? nullptr : dense(state, args, skip_at, dims, &skip_holder);
+  const void* bias = bias_at < 0 ? nullptr : dense(state, args, bias_at, normalized, &bias_holder);
+  void* sum_out = args.n_outputs > 1 ? args.outputs[1].data : nullptr;
+  void* out = args.outputs[0].data;
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(in.dtype, what, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr int kVec = 16 / sizeof(T);
+    const bool vector = size % kVec == 0 && aligned(in.data, 16) && aligned(scale, 16) && aligned(beta, 16) &&
+                        aligned(skip, 16) && aligned(bias, 16) && aligned(out, 16) && aligned(sum_out, 16);
+    const auto* xt = static_cast<const T*>(in.data);
+    const auto* st = static_cast<const T*>(scale);
+    const auto* bt = static_cast<const T*>(beta);
+    const auto* kt = static_cast<const T*>(skip);
+    const auto* at = static_cast<const T*>(bias);
+    auto* yt = static_cast<T*>(out);
+    auto* ot = static_cast<T*>(sum_out);
+    int threads_log2 = 0, per_thread = 0;
+    const int max_per_thread = vector ? (kNormMaxFloats / kVec < 8 ? kNormMaxFloats / kVec : 8) : 8;
+    if (norm_shape(rows, vector ? size / kVec : size, max_per_thread, &threads_log2, &per_thread)) {
+      if (vector) {
+        launch_norm_rows<T, kVec, kCenter>(xt, st, bt, kt, at, yt, ot, rows, size, threads_log2, per_thread, epsilon,
+                                           stream);
+      } else {
+        launch_norm_rows<T, 1, kCenter>(xt, st, bt, kt, at, yt, ot, rows, size, threads_log2, per_thread, epsilon,
+                                        stream);
+      }
+      return;
+    }
+    const auto grid = static_cast<unsigned>(rows < 65535 * 8 ? rows : 65535 * 8);
+    norm_kernel<T, kCenter><<<grid, kBlock, 0, stream>>>(xt, st, bt, kt, at, yt, ot, rows, size, epsilon);
+  });
+  check_launch(what);
 }
 
 }  // namespace
@@ -332,6 +413,12 @@ void softmax(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
 }
 
 void layer_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  if (is_present(args.inputs[1])) {  // the register path; the general kernel below without Scale
+    return run_norm<true>(state, args, "layer_norm",
+                          static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_LAYER_NORM_INT_ATTR_AXIS]),
+                          static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_LAYER_NORM_FLOAT_ATTR_EPSILON]), -1, -1,
+                          2);
+  }
   const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
   const Dims dims = dims_of(in);
   const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_LAYER_NORM_INT_ATTR_AXIS]);
@@ -355,46 +442,14 @@ void layer_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
 }
 
 void rms_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
-  const hipdnn_ep_tensor_ref_t& in = args.inputs[0];
-  const Dims dims = dims_of(in);
-  const auto axis = static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_RMS_NORM_INT_ATTR_AXIS]);
-  const auto epsilon = static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RMS_NORM_FLOAT_ATTR_EPSILON]);
-  const Dims normalized(dims.begin() + static_cast<std::ptrdiff_t>(axis), dims.end());
-  const int64_t rows = dims_product(dims, 0, axis);
-  const int64_t size = element_count(normalized);
-  if (rows == 0 || size == 0) return;
-  std::unique_ptr<TempBuffer> scale_holder, skip_holder, bias_holder;
-  const void* scale = dense(state, args, 1, normalized, &scale_holder);
-  const void* skip = dense(state, args, 2, dims, &skip_holder);
-  const void* bias = dense(state, args, 3, normalized, &bias_holder);
-  void* sum_out = args.n_outputs > 1 ? args.outputs[1].data : nullptr;
-  void* out = args.outputs[0].data;
-  const hipStream_t stream = current_stream(state);
-  dispatch_float_gpu(in.dtype, "rms_norm", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    constexpr int kVec = 16 / sizeof(T);
-    const bool vector = size % kVec == 0 && aligned(in.data, 16) && aligned(scale, 16) && aligned(skip, 16) &&
-                        aligned(bias, 16) && aligned(out, 16) && aligned(sum_out, 16);
-    const auto* xt = static_cast<const T*>(in.data);
-    const auto* st = static_cast<const T*>(scale);
-    const auto* kt = static_cast<const T*>(skip);
-    const auto* bt = static_cast<const T*>(bias);
-    auto* yt = static_cast<T*>(out);
-    auto* ot = static_cast<T*>(sum_out);
-    int threads_log2 = 0, per_thread = 0;
-    const int max_per_thread = vector ? (kNormMaxFloats / kVec < 8 ? kNormMaxFloats / kVec : 8) : 8;
-    if (norm_shape(rows, vector ? size / kVec : size, max_per_thread, &threads_log2, &per_thread)) {
-      if (vector) {
-        launch_rms_norm_rows<T, kVec>(xt, st, kt, bt, yt, ot, rows, size, threads_log2, per_thread, epsilon, stream);
-      } else {
-        launch_rms_norm_rows<T, 1>(xt, st, kt, bt, yt, ot, rows, size, threads_log2, per_thread, epsilon, stream);
-      }
-      return;
-    }
-    const auto grid = static_cast<unsigned>(rows < 65535 * 8 ? rows : 65535 * 8);
-    rms_norm_kernel<<<grid, kBlock, 0, stream>>>(xt, st, kt, bt, yt, ot, rows, size, epsilon);
-  });
-  check_launch("rms_norm");
+  run_norm<false>(state, args, "rms_norm", static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_RMS_NORM_INT_ATTR_AXIS]),
+                  static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_RMS_NORM_FLOAT_ATTR_EPSILON]), 2, 3, -1);
+}
+
+void skip_layer_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  run_norm<true>(state, args, "skip_layer_norm",
+                 static_cast<size_t>(args.int_attrs[HIPDNN_EP_KERNEL_SKIP_LAYER_NORM_INT_ATTR_AXIS]),
+                 static_cast<float>(args.float_attrs[HIPDNN_EP_KERNEL_SKIP_LAYER_NORM_FLOAT_ATTR_EPSILON]), 3, 4, 2);
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
