@@ -390,3 +390,138 @@ def test_a_3d_output_over_symbolic_dims_keeps_its_computed_hidden_size(tmp_path)
     compile_model(model, tmp_path / "a")
     dims = read_metadata(tmp_path / "a")["outputs"][0]["dims"]
     assert dims[2] != 0 and isinstance(dims[2], str), dims
+
+
+# ---------------------------------------------------------------- Attention as one fused kernel call
+
+
+def lowered_ops(model) -> list[str]:
+    """The names of the ops of the compiled program (the full pipeline)."""
+    from hipdnn_ep_compiler.frontend import load_model
+    from hipdnn_ep_compiler.frontend.importer import import_model
+    from hipdnn_ep_compiler.passes import run_pipeline
+
+    loaded, _ = load_model(model)
+    module = run_pipeline(import_model(loaded))
+    return [op.operation.name for op in module.body.operations[0].regions[0].blocks[0].operations]
+
+
+def assert_fused(model, fused: bool = True):
+    ops = lowered_ops(model)
+    if fused:
+        assert ops.count("hipdnn.attention") == 1 and "hipdnn.softmax" not in ops and "hipdnn.matmul" not in ops
+    else:
+        assert "hipdnn.attention" not in ops and "hipdnn.softmax" in ops
+
+
+@pytestmark_ort
+@pytest.mark.parametrize("opts", [
+    {},
+    {"rank": 3},
+    {"rank": 3, "kv_heads": 2},
+    {"kv_heads": 1, "v_size": 6},
+    {"is_causal": 1},
+    {"rank": 3, "kv_heads": 2, "is_causal": 1},
+    {"scale": 0.3, "softcap": 1.5},
+    {"mask": ("bool", ["B", 1, "S", "T"])},
+    {"mask": ("bool", ["S", "T"]), "is_causal": 1},
+    {"mask": ("float", ["B", "H", "S", "T"])},
+    {"mask": ("float", [1, "S", "T"])},
+    {"mask": ("float", ["B", 1, 1, "T"])},
+    {"mask": ("float", ["T"])},
+    {"rank": 3, "kv_heads": 2, "mask": ("float", ["B", 1, "S", "T"]), "is_causal": 1},
+    {"softmax_precision": T.FLOAT},
+], ids=["mha4", "mha3", "gqa3", "mqa-vsize", "causal", "gqa3-causal", "scale-softcap", "bool-mask4d",
+        "bool-mask2d-causal", "float-mask4d", "float-mask3d", "float-mask-keys", "float-mask1d",
+        "gqa3-mask-causal", "precision-float"])
+def test_attention_is_one_fused_kernel_call(opts, refruntime, tmp_path):
+    rng = np.random.default_rng(len(str(opts)) + 100)
+    model, feeds = attention_case(rng, **opts)
+    assert_fused(model)
+    # onnxruntime wants the mask's last two dims to be the query and key counts: other masks (broadcast along
+    # them) go to ONNX's reference
+    mask = opts.get("mask", ("", ["S", "T"]))[1]
+    run_both(model, feeds, refruntime, tmp_path, against=ort_run if mask[-2:] == ["S", "T"] else reference_run)
+
+
+@pytestmark_ort
+@pytest.mark.parametrize("rank", [3, 4])
+def test_attention_float16_is_one_fused_kernel_call(rank, refruntime, tmp_path):
+    rng = np.random.default_rng(12)
+    model, feeds = attention_case(rng, rank=rank, kv_heads=2, dtype=T.FLOAT16, mask=("float", ["B", 1, "S", "T"]),
+                                  is_causal=1)
+    assert_fused(model)
+    run_both(model, feeds, refruntime, tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_attention_fused_fully_masked_rows_are_zero(kind, refruntime, tmp_path):
+    # a query with no key to attend (False everywhere, or -inf everywhere) gets zeros, as ONNX's reference gives
+    rng = np.random.default_rng(13)
+    model, feeds = attention_case(rng, mask=(kind, ["S", "T"]))
+    assert_fused(model)
+    for f in feeds:
+        f["attn_mask"][1] = False if kind == "bool" else -np.inf
+    info = run_both(model, feeds, refruntime, tmp_path, against=reference_run)
+    (got,) = refruntime.run(info.program, [feeds[0][n] for n in ("Q", "K", "V", "attn_mask")])
+    assert not got[:, :, 1].any() and got[:, :, 0].any()
+
+
+@pytest.mark.parametrize("case", ["past", "qk-output", "present", "short-mask", "mask-last1", "dynamic-mask",
+                                  "precision-half", "scale-zero"])
+def test_attention_the_fused_kernel_does_not_take(case, refruntime, tmp_path):
+    """What the fused kernel does not compute stays composed (and correct)."""
+    rng = np.random.default_rng(14)
+    against = ort_run
+    if case == "past":
+        model, feeds = attention_case(rng, past=True)
+    elif case == "qk-output":
+        model, feeds = attention_case(rng, qk=True, qk_matmul_output_mode=3)
+    elif case == "present":
+        node = helper.make_node("Attention", ["Q", "K", "V"], ["Y", "pk", "pv"])
+        model = model_of(node, QKV4, [("Y", T.FLOAT, None), ("pk", T.FLOAT, None), ("pv", T.FLOAT, None)])
+        feeds = [{"Q": rand(rng, 1, 4, 3, 8), "K": rand(rng, 1, 2, 5, 8), "V": rand(rng, 1, 2, 5, 8)}]
+    elif case == "short-mask":  # a mask over the first 4 of 5 keys: the composition pads it
+        node = helper.make_node("Attention", ["Q", "K", "V", "m"], ["Y"])
+        model = model_of(node, QKV4 + [("m", T.FLOAT, [3, 4])], [("Y", T.FLOAT, None)])
+        feeds = [{"Q": rand(rng, 1, 4, 3, 8), "K": rand(rng, 1, 2, 5, 8), "V": rand(rng, 1, 2, 5, 8),
+                  "m": rand(rng, 3, 4)}]
+        against = reference_run
+    elif case == "mask-last1":  # ONNX pads a last dim of 1 too (only key 0 is attended): no broadcast
+        model, feeds = attention_case(rng, mask=("float", ["S", 1]))
+        against = reference_run
+    elif case == "dynamic-mask":  # a mask whose key count is not known to be K's may be shorter: padded
+        model, feeds = attention_case(rng, mask=("float", ["S", "T"]), dynamic=True)
+    elif case == "precision-half":
+        model, feeds = attention_case(rng, softmax_precision=T.FLOAT16)
+        against = reference_run
+    else:  # an explicit scale 0 (the kernel's 0 would mean 1 / sqrt(head_size))
+        model, feeds = attention_case(rng, scale=0.0)
+        against = reference_run
+    assert_fused(model, fused=False)
+    if _ort_has("Attention", 23) is not None and against is ort_run:
+        pytest.skip(_ort_has("Attention", 23))
+    # a float16 softmax of float32 scores: float16's rounding
+    run_both(model, feeds, refruntime, tmp_path, against=against, tol=3e-3 if case == "precision-half" else 1e-4)
+
+
+@pytestmark_ort
+@pytest.mark.parametrize("opts", [
+    {"rank": 3, "kv_heads": 2, "mask": ("float", ["B", 1, "S", "T"]), "is_causal": 1},
+    {"mask": ("bool", ["B", 1, "S", "T"]), "softcap": 2.0, "scale": 0.2},
+    {"kv_heads": 1, "v_size": 6, "dtype": T.FLOAT16, "mask": ("float", ["S", "T"])},
+], ids=["gqa3-mask-causal", "bool-mask-softcap", "mqa-float16"])
+def test_attention_fused_on_the_runtime_cpu_backend(opts, tmp_path):
+    """Fused Attention on the C++ runtime's CPU backend, where the runtime is installed."""
+    from support.runtime_cpu import run_on_runtime
+
+    model, feeds = attention_case(np.random.default_rng(15), **opts)
+    assert_fused(model)
+    info = compile_model(model, tmp_path / "art")
+    names = [i["name"] for i in info.metadata["inputs"]]
+    results = run_on_runtime(info.program, [[f[n] for n in names] for f in feeds], tmp_path)
+    for f, (got,) in zip(feeds, results, strict=True):
+        (want,) = ort_run(model, f)
+        t = 3e-3 if got.dtype == np.float16 else 1e-4
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=t, atol=t)

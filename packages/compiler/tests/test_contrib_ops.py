@@ -253,3 +253,51 @@ def test_attention_refuses_a_4d_mask(tmp_path):
                      [const("w", np.ones((4, 12), np.float32))])
     with pytest.raises(UnsupportedError, match=r"attn.*a mask \(input 3\) of rank 4 is not supported"):
         compile_model(model, tmp_path / "art")
+
+
+def _kernel_ops(model) -> list[str]:
+    from hipdnn_ep_compiler.frontend import load_model
+    from hipdnn_ep_compiler.frontend.importer import import_model
+    from hipdnn_ep_compiler.passes import run_pipeline
+
+    module = run_pipeline(import_model(load_model(model)[0]))
+    return [op.operation.name for op in module.body.operations[0].regions[0].blocks[0].operations]
+
+
+@pytest.mark.parametrize("case", ["attention", "attention-causal", "attention-mask", "mha-bias",
+                                  "mha-attention-bias", "mha-key-mask"])
+def test_the_attention_ops_without_a_key_mask_are_one_fused_call(case, refruntime, tmp_path):
+    """Attention and MultiHeadAttention call the fused attention kernel where no key mask is given (mask_index,
+    key_padding_mask: mask_filter_value semantics stay composed)."""
+    rng = np.random.default_rng(9)
+    if case.startswith("attention"):
+        model = attention_model(4, 16, ["batch", "seq"] if case == "attention-mask" else None,
+                                unidirectional=int(case == "attention-causal"))
+        feeds = attention_feeds(16, "2d" if case == "attention-mask" else None)
+    else:
+        heads, hidden, vh = 2, 8, 12
+        names = ["q", "k", "v", "bias" if case == "mha-bias" else "", "m" if case == "mha-key-mask" else "",
+                 "ab" if case == "mha-attention-bias" else ""]
+        node = helper.make_node("MultiHeadAttention", names, ["y"], domain=MS, num_heads=heads)
+        inputs = [("q", T.FLOAT, ["batch", "seq", hidden]), ("k", T.FLOAT, ["batch", "kv", hidden]),
+                  ("v", T.FLOAT, ["batch", "kv", vh])]
+        if case == "mha-key-mask":
+            inputs.append(("m", T.INT32, ["batch", "kv"]))
+        if case == "mha-attention-bias":
+            inputs.append(("ab", T.FLOAT, [1, heads, "seq", "kv"]))
+        inits = [const("bias", rand(rng, 2 * hidden + vh))] if case == "mha-bias" else []
+        model = model_of([node], inputs, [("y", T.FLOAT, ["batch", "seq", vh])], inits)
+        feeds = []
+        for b, s, L in ((2, 3, 5), (1, 4, 1)):
+            f = {"q": rand(rng, b, s, hidden), "k": rand(rng, b, L, hidden), "v": rand(rng, b, L, vh)}
+            if case == "mha-key-mask":
+                f["m"] = (np.arange(L)[None, :] < rng.integers(1, L + 1, b)[:, None]).astype(np.int32)
+            if case == "mha-attention-bias":
+                f["ab"] = rand(rng, 1, heads, s, L)
+            feeds.append(f)
+    ops = _kernel_ops(model)
+    if case in ("attention-mask", "mha-key-mask"):
+        assert "hipdnn.attention" not in ops and "hipdnn.softmax" in ops
+    else:
+        assert ops.count("hipdnn.attention") == 1 and "hipdnn.softmax" not in ops
+    run_both(model, feeds, refruntime, tmp_path, tol=1e-4)

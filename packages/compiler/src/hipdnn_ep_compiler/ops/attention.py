@@ -1,7 +1,13 @@
 """The attention ops of ai.onnx: Attention (opset 23, with opset 24's nonpad_kv_seqlen input and opset
 25's sliding-window attributes) and RotaryEmbedding (opset 23).
 
-Attention is composed of existing kernel calls (matmul, softmax, binary, unary, where, transpose,
+Attention without a KV cache, nonpad_kv_seqlen or sliding window, whose only output is Y, of float32 or
+float16, with a mask (if any) whose last dim is known to be the key count, is one call of the fused
+attention kernel (its is_causal is top-left aligned, as ONNX's is without a past).  The Attention that
+fuse-attention writes for a spelled-out chain carries `hipdnn.mask_broadcasts`: its mask stood in an Add
+that broadcast it onto the scores, so any last dim goes to the kernel, which checks the broadcast at run time.
+
+Any other Attention is composed of existing kernel calls (matmul, softmax, binary, unary, where, transpose,
 concat, gather, reduce, range, fill, cast), as ONNX's reference defines it:
 
     scores = scale * Q K^T             (Q [B, H, S, D], K [B, kv_heads, T, D], T = past + new keys)
@@ -30,7 +36,7 @@ from .. import checks
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError
-from .contrib import Builder, _results
+from .contrib import ATTENTION, Builder, _results
 from .llm import ROTARY, _rope_caches
 from .mask import FILL, RANGE
 from .node import Node, finish, replace, show
@@ -66,12 +72,17 @@ def _divide(o: Node, total: sym.Expr, parts: sym.Expr, text: str) -> sym.Expr:
     return q
 
 
-def _split_heads(o: Node, b: Builder, i: int, heads: int, what: str) -> tuple:
-    """3-D input i [B, L, heads * D] -> [B, heads, L, D]."""
+def _head_dims(o: Node, i: int, heads: int, what: str) -> list[sym.Expr]:
+    """[B, heads, L, D] of 3-D input i [B, L, heads * D] (the hidden size checked to be a multiple)."""
     d = o.dims(i)
     size = _divide(o, d[2], heads, f"{what} (input {i}) has hidden size {{0}}, which is not a multiple of the "
                                    f"{{1}} heads")
-    return b.transpose(b.alias(b.input(i), [d[0], d[1], heads, size]), [0, 2, 1, 3])
+    return [d[0], heads, d[1], size]
+
+
+def _split_heads(b: Builder, i: int, dims: list[sym.Expr]) -> tuple:
+    """3-D input i [B, L, heads * D] -> [B, heads, L, D] (dims: _head_dims')."""
+    return b.transpose(b.alias(b.input(i), [dims[0], dims[2], dims[1], dims[3]]), [0, 2, 1, 3])
 
 
 def _pad_mask(o: Node, b: Builder, m: tuple, total: sym.Expr, is_bool: bool) -> tuple:
@@ -99,6 +110,53 @@ def _and(b: Builder, a: tuple | None, c: tuple) -> tuple:
     return c if a is None else b.binary("AND", a, c)
 
 
+def _fused(o: Node, roles: list[int], dtype: int, scores: list[sym.Expr], v_size: sym.Expr, qh: int,
+           kvh: int) -> bool:
+    """One call of the fused attention kernel where the node is what it computes (Q, K and V checked by the
+    caller; scores: [batch, q_heads, q_seq, keys], v_size: V's head size; qh, kvh: the heads attributes of 3-D
+    inputs, 0 for 4-D): no KV cache, no nonpad_kv_seqlen, no sliding window, only output Y, float32 or float16
+    inputs with softmax_precision unset, FLOAT or DOUBLE, a nonzero or unset scale, and a mask (if any) of BOOL
+    or Q's type and of rank <= 4 that broadcasts to the scores with a last dim known to be the key count (a
+    shorter one, 1 included, is padded by the composition).  True when the node was replaced."""
+    if dtype not in (FLOAT, FLOAT16) or set(roles) != {0}:
+        return False
+    if any(o.input(i) is not None for i in (4, 5, 6)):
+        return False
+    if o.attr_int("left_window_size", -1) != -1 or o.attr_int("right_window_size", -1) != -1:
+        return False
+    if o.attr_int("softmax_precision", 0) not in (0, FLOAT, DOUBLE):
+        return False
+    if o.attr_int("is_causal", 0) not in (0, 1):
+        return False
+    scale = o.attr_float("scale", math.nan)
+    if scale == 0.0 or (not math.isnan(scale) and not math.isfinite(scale)):
+        return False
+    softcap = o.attr_float("softcap", 0.0)
+    if not math.isfinite(softcap) or softcap < 0:
+        return False
+    operands = [o.input(0), o.input(1), o.input(2)]
+    if o.input(3) is not None:
+        m = o.dims(3)
+        if hir.element_dtype(o.input(3)) not in (BOOL, dtype) or not 1 <= len(m) <= 4:
+            return False
+        # ONNX pads a mask shorter than the keys (a last dim of 1 too: only key 0 is attended); the kernel
+        # broadcasts it.  fuse-attention's Attention stands for an Add that broadcast the mask onto the
+        # scores: there the kernel's broadcast is the meaning, and its run-time check the Add's
+        broadcasts = hir.get_int(o.op, "hipdnn.mask_broadcasts", 0)
+        if m[-1] != scores[-1] and not broadcasts:
+            return False
+        for got, want in zip(reversed(m), reversed(scores), strict=False):
+            if isinstance(got, int) and got != 1 and isinstance(want, int) and got != want:
+                return False  # the composition names the mismatch
+        operands.append(o.input(3))
+    batch, heads, seq = scores[:3]
+    y = [batch, seq, sym.mul(heads, v_size)] if qh else [batch, heads, seq, v_size]
+    replace(o, ATTENTION, operands,
+            {"q_num_heads": qh, "kv_num_heads": kvh, "is_causal": o.attr_int("is_causal", 0),
+             "scale": 0.0 if math.isnan(scale) else scale, "softcap": softcap}, [y])
+    return True
+
+
 def _attention(o: Node) -> None:
     names = {0: "Q", 1: "K", 2: "V", 3: "attn_mask", 4: "past_key", 5: "past_value", 6: "nonpad_kv_seqlen"}
     roles = _results(o)
@@ -116,23 +174,28 @@ def _attention(o: Node) -> None:
     if mode not in (0, 1, 2, 3):
         raise ModelError(f"{o.where}: qk_matmul_output_mode {mode} must be 0, 1, 2 or 3")
     b = Builder(o)
+    qh = kvh = 0
     if rank == 3:
         qh, kvh = o.attr_int("q_num_heads", 0), o.attr_int("kv_num_heads", 0)
         if not qh or not kvh or qh <= 0 or kvh <= 0:
             raise ModelError(f"{o.where}: 3-D inputs need q_num_heads and kv_num_heads > 0 (got {qh} and {kvh})")
-        q4 = _split_heads(o, b, 0, qh, "Q")
-        k4 = _split_heads(o, b, 1, kvh, "K")
-        v4 = _split_heads(o, b, 2, kvh, "V")
+        qd, kd, vd = _head_dims(o, 0, qh, "Q"), _head_dims(o, 1, kvh, "K"), _head_dims(o, 2, kvh, "V")
+    else:
+        qd, kd, vd = o.dims(0), o.dims(1), o.dims(2)
+    batch, heads, seq, size = qd
+    kv_heads, kv_len, v_size = kd[1], kd[2], vd[3]
+    _same(o, kd[0], batch, "K's batch size {0} differs from Q's {1}")
+    _same(o, vd[0], batch, "V's batch size {0} differs from Q's {1}")
+    _same(o, kd[3], size, "K's head size {0} differs from Q's {1}")
+    _same(o, vd[1], kv_heads, "V has {0} heads; K has {1}")
+    _same(o, vd[2], kv_len, "V's sequence length {0} differs from K's {1}")
+    reps = _divide(o, heads, kv_heads, "Q's {0} heads are not a multiple of K and V's {1} heads")
+    if _fused(o, roles, b.dtype, [batch, heads, seq, kv_len], v_size, qh, kvh):
+        return
+    if rank == 3:
+        q4, k4, v4 = _split_heads(b, 0, qd), _split_heads(b, 1, kd), _split_heads(b, 2, vd)
     else:
         q4, k4, v4 = b.input(0), b.input(1), b.input(2)
-    batch, heads, seq, size = q4[1]
-    kv_heads, kv_len, v_size = k4[1][1], k4[1][2], v4[1][3]
-    _same(o, k4[1][0], batch, "K's batch size {0} differs from Q's {1}")
-    _same(o, v4[1][0], batch, "V's batch size {0} differs from Q's {1}")
-    _same(o, k4[1][3], size, "K's head size {0} differs from Q's {1}")
-    _same(o, v4[1][1], kv_heads, "V has {0} heads; K has {1}")
-    _same(o, v4[1][2], kv_len, "V's sequence length {0} differs from K's {1}")
-    reps = _divide(o, heads, kv_heads, "Q's {0} heads are not a multiple of K and V's {1} heads")
     # one set of dims from here on (the checks above tie the others to them)
     k4 = b.alias(k4, [batch, kv_heads, kv_len, size])
     v4 = b.alias(v4, [batch, kv_heads, kv_len, v_size])
@@ -283,7 +346,8 @@ def _attention(o: Node) -> None:
 
 
 register(OpDef("Attention", "onnx_attention", _attention,
-               (MATMUL, SOFTMAX, BINARY, UNARY, WHERE, TRANSPOSE, CONCAT, GATHER, REDUCE, RANGE, FILL, CAST)))
+               (ATTENTION, MATMUL, SOFTMAX, BINARY, UNARY, WHERE, TRANSPOSE, CONCAT, GATHER, REDUCE, RANGE, FILL,
+                CAST)))
 
 
 # ---------------------------------------------------------------- RotaryEmbedding (ai.onnx, opset 23)

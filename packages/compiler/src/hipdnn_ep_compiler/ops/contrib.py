@@ -3,7 +3,9 @@ with a bias, QuickGelu, BiasAdd, SkipLayerNormalization, EmbedLayerNormalization
 MultiHeadAttention.
 
 Each is composed of existing kernel calls (binary, unary, matmul, softmax, layer_norm, gather, slice,
-transpose, where, fill, range), so every backend that runs those runs these.  The attention ops follow
+transpose, where, fill, range), so every backend that runs those runs these; Attention and
+MultiHeadAttention without a key mask (mask_index, key_padding_mask) of float32 or float16 are one call of
+the fused attention kernel after their projections and bias (attention_bias its mask).  The attention ops follow
 onnxruntime's CPU EP: scores = scale * Q K^T plus a mask bias that is 0 where a key is kept and
 mask_filter_value where it is masked (not a replacement: a row with every key masked stays a softmax of
 the shifted scores, as there), then softmax and the product with V.
@@ -24,10 +26,18 @@ from .llm import SKIP_LAYER_NORM
 from .mask import FILL, RANGE, _fill_bits
 from .node import Node, broadcast, emit, finish, show
 from .onnx import BINARY, CAST, GATHER, LAYER_NORM, MATMUL, REDUCE, SLICE, SOFTMAX, TRANSPOSE, UNARY, WHERE
-from .registry import OpDef, register
+from .registry import Kernel, OpDef, register, register_kernel
 
 MS = "com.microsoft"
 BOOL, INT32, INT64 = 9, 6, 7
+FLOAT, FLOAT16 = 1, 10
+
+# The fused attention kernel (ABI 1.3): softmax(scale * Q K^T + mask) V in one call, the scores never
+# written.  ai.onnx Attention (ops/attention.py), MultiHeadAttention and Attention here, and the chains
+# that fuse-attention recognises call it.  Operands Q, K, V and the optional mask (BOOL, or Q's type).
+ATTENTION = register_kernel(Kernel("attention", "kernel_attention", ("q_num_heads", "kv_num_heads", "is_causal"),
+                                   ("scale", "softcap"), arity=(3, 4), same_type=(0, 1, 2),
+                                   labels={3: "attn_mask"}))
 
 # ---------------------------------------------------------------- building blocks
 
@@ -348,6 +358,14 @@ def _attend(o: Node, b: Builder, q: tuple, k: tuple, v: tuple, heads: int, scale
     batch, seq = q[1][0], q[1][1]
     kv = k[1][1]
     hq, hv = q[1][2] // heads, v[1][2] // heads
+    if keep is None and b.dtype in (FLOAT, FLOAT16) and (bias is None or hir.element_dtype(bias[0]) == b.dtype):
+        # one fused kernel call: its causal mask is top-left aligned, the same as the bottom-right one here
+        # (unidirectional needs as many keys as queries), and masks with -inf where the composition adds
+        # mask_filter_value (a causal row always keeps key 0, so no row is left without a key)
+        operands = [q[0], k[0], v[0]] + ([bias[0]] if bias is not None else [])
+        return b.call(ATTENTION, operands, {"q_num_heads": heads, "kv_num_heads": heads,
+                                            "is_causal": int(unidirectional), "scale": scale, "softcap": 0.0},
+                      [batch, seq, heads * hv])
     qh = _heads(b, q, heads, hq, [0, 2, 1, 3])  # [B, N, S, H]
     kt = _heads(b, k, heads, hq, [0, 2, 3, 1])  # [B, N, H, L]
     vh = _heads(b, v, heads, hv, [0, 2, 1, 3])  # [B, N, L, Hv]
@@ -427,7 +445,7 @@ def _attention(o: Node) -> None:
 
 
 register(OpDef("Attention", "attention", _attention,
-               (MATMUL, BINARY, SLICE, TRANSPOSE, SOFTMAX, WHERE, RANGE, FILL, CAST), domains=(MS,)))
+               (ATTENTION, MATMUL, BINARY, SLICE, TRANSPOSE, SOFTMAX, WHERE, RANGE, FILL, CAST), domains=(MS,)))
 
 
 def _multi_head_attention(o: Node) -> None:
@@ -480,4 +498,4 @@ def _multi_head_attention(o: Node) -> None:
 
 
 register(OpDef("MultiHeadAttention", "multi_head_attention", _multi_head_attention,
-               (MATMUL, BINARY, SLICE, TRANSPOSE, SOFTMAX, WHERE, RANGE, FILL, CAST), domains=(MS,)))
+               (ATTENTION, MATMUL, BINARY, SLICE, TRANSPOSE, SOFTMAX, WHERE, RANGE, FILL, CAST), domains=(MS,)))

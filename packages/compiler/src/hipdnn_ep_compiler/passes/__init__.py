@@ -17,6 +17,7 @@ from ..ir import FOLD
 from . import (
     check_dtypes,
     eliminate_dead_ops,
+    fuse_attention,
     fuse_gelu,
     fuse_qdq,
     fuse_skip_layer_norm,
@@ -53,14 +54,13 @@ def register(module: ModuleType) -> PassDef:
     return PASSES[module.NAME]
 
 
-for _p in (fuse_qdq, fuse_gelu, fuse_skip_layer_norm, refine_shapes, check_dtypes, eliminate_dead_ops,
-           materialize_host_scalars, plan_memory):
+for _p in (fuse_qdq, fuse_gelu, fuse_attention, fuse_skip_layer_norm, refine_shapes, check_dtypes,
+           eliminate_dead_ops, materialize_host_scalars, plan_memory):
     register(_p)
 
 # The compile pipeline, in order.
-PIPELINE = ("fuse-qdq", "fuse-gelu", "fuse-skip-layer-norm", "refine-shapes", "check-dtypes",
-            "eliminate-dead-ops",
-            "materialize-host-scalars", "plan-memory")
+PIPELINE = ("fuse-qdq", "fuse-gelu", "fuse-attention", "fuse-skip-layer-norm", "refine-shapes", "check-dtypes",
+            "eliminate-dead-ops", "materialize-host-scalars", "plan-memory")
 
 from .pipeline import Pipeline, build, run_pass, run_pipeline  # noqa: E402  (it reads PASSES)
 

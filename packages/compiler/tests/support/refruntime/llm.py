@@ -1,10 +1,11 @@
-"""The reference of the LLM kernels (MatMulNBits, RMSNorm, rotary embedding, GroupQueryAttention); the rotary
-embedding's and GroupQueryAttention's semantics are kernel_reference's (shared with the runtime's tests)."""
+"""The reference of the LLM kernels (MatMulNBits, RMSNorm, rotary embedding, GroupQueryAttention, the fused
+attention); the rotary embedding's, GroupQueryAttention's and the fused attention's semantics are
+kernel_reference's (shared with the runtime's tests)."""
 
 from __future__ import annotations
 
 import numpy as np
-from kernel_reference import gqa_ref, rope_ref
+from kernel_reference import attention_ref, gqa_ref, rope_ref
 
 
 class LlmKernels:
@@ -83,3 +84,14 @@ class LlmKernels:
                                   interleaved, scale, softcap, window)
             return [out, pk, pv]
         return self._kernel_outputs(v, run)
+
+    def fn_kernel_attention(self, v):
+        def run(i, o, ints, f):
+            mask = i[3] if len(i) > 3 else None
+            if mask is not None:  # the kernel refuses a mask that does not broadcast to the scores
+                q4 = i[0].shape if i[0].ndim == 4 else (i[0].shape[0], ints[0], i[0].shape[1], 0)
+                np.broadcast_shapes(mask.shape, (q4[0], q4[1], q4[2], i[1].shape[-2]))
+                if mask.ndim > 4:
+                    raise ValueError("attn_mask has rank > 4")
+            return attention_ref(i[0], i[1], i[2], mask, ints[0], ints[1], bool(ints[2]), f[0], f[1])
+        return self._kernel(v, run)
