@@ -144,14 +144,15 @@ def feeds_for(model, b, s, rng, elem=T.FLOAT, mask_kind="b11s", empty_row=False)
 
 def check(model, refruntime, tmp_path, fused: bool, elem=T.FLOAT, mask_kind="b11s", empty_row=False, tol=None):
     """Compile and run `model` on two shapes against onnxruntime; `fused`: whether it must be one attention
-    kernel call (no softmax, no matmul but the three projections)."""
+    kernel call (no softmax, no matmul or gemm but the three projections)."""
     ops = pipeline_ops(model, until="fuse-attention")
     kernels = pipeline_ops(model)
     if fused:  # (an intermediate that a Shape reads stays for it until refine-shapes)
         assert ops.count("onnx.onnx_attention") == 1
         assert "onnx.shape" in ops or ("onnx.softmax" not in ops and "onnx.transpose" not in ops)
         assert kernels.count("hipdnn.attention") == 1 and "hipdnn.softmax" not in kernels
-        assert "hipdnn.transpose" not in kernels and kernels.count("hipdnn.matmul") == 3
+        # the three projections: MatMul, or Gemm where fuse-linear-bias took their bias Add
+        assert "hipdnn.transpose" not in kernels and kernels.count("hipdnn.matmul") + kernels.count("hipdnn.gemm") == 3
     else:
         assert "onnx.onnx_attention" not in ops and "hipdnn.attention" not in kernels
     info = compile_model(model, tmp_path / "art")
