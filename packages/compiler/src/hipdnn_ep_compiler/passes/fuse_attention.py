@@ -372,15 +372,7 @@ def _fuse(root, rewriter) -> bool:
                                   operands=[att.results[0], root.operands[1]],
                                   attributes={k: root.attributes[k] for k in root.attributes}, ip=ip)
     rewriter.replace_op(root, [new.results[0]])
-    # the chain's ops, each read only by the chain: erased once nothing reads them (users before producers)
-    left = list(found["ops"])
-    while left:
-        dead = [op for op in left if all(len(list(r.uses)) == 0 for r in op.results)]
-        if not dead:
-            break
-        for op in dead:
-            rewriter.erase_op(op)
-        left = [op for op in left if not any(op == d for d in dead)]
+    fusion.erase_chain(rewriter, found["ops"])
     return False
 
 

@@ -205,7 +205,7 @@ def _match(root: ir.Operation) -> tuple[ir.Value, str, list[ir.Operation]] | Non
         src = hir.defining_op(x)
         if x == term or (src is not None and src.name in fusion.CONSTANT_OPS):
             continue
-        if hir.element_dtype(x) != dtype or not _same_shape(x, y):
+        if hir.element_dtype(x) != dtype or not fusion.same_shape(x, y):
             continue
         mark = len(chain.ops)
         kind = chain.one_plus(term, x)
@@ -213,16 +213,6 @@ def _match(root: ir.Operation) -> tuple[ir.Value, str, list[ir.Operation]] | Non
             return x, kind, chain.ops
         del chain.ops[mark:]
     return None
-
-
-def _same_shape(a: ir.Value, b: ir.Value) -> bool:
-    """Whether a and b have the same rank and dims (a dynamic dim of one matching either of the other)."""
-    if not isinstance(a.type, ir.RankedTensorType) or not isinstance(b.type, ir.RankedTensorType):
-        return False
-    ta, tb = ir.RankedTensorType(a.type), ir.RankedTensorType(b.type)
-    return ta.rank == tb.rank and all(
-        da == db or ir.ShapedType.is_dynamic_size(da) or ir.ShapedType.is_dynamic_size(db)
-        for da, db in zip(ta.shape, tb.shape, strict=True))
 
 
 def _fuse(root, rewriter) -> bool:
@@ -240,15 +230,7 @@ def _fuse(root, rewriter) -> bool:
         new = ir.Operation.create("onnx.gelu", results=[root.results[0].type], operands=[x], attributes=attrs,
                                   ip=ir.InsertionPoint(root))
     rewriter.replace_op(root, [new.results[0]])
-    # the chain's ops, each read only by the next: erased once nothing reads them (users before producers)
-    left = list(ops)
-    while left:
-        dead = [op for op in left if all(len(list(r.uses)) == 0 for r in op.results)]
-        if not dead:
-            break
-        for op in dead:
-            rewriter.erase_op(op)
-        left = [op for op in left if not any(op == d for d in dead)]
+    fusion.erase_chain(rewriter, ops)
     return False
 
 

@@ -50,10 +50,6 @@ def _inputs(op: ir.Operation) -> list[ir.Value] | None:
     return list(op.operands) if roles == [0, 1] else None
 
 
-def _ranked(value: ir.Value) -> ir.RankedTensorType | None:
-    return ir.RankedTensorType(value.type) if isinstance(value.type, ir.RankedTensorType) else None
-
-
 def _constant(value: ir.Value) -> ir.Value | None:
     """The constant (initializer or Constant node) `value` is, through Identity ops, of a static type; or None.
     torch.onnx.export writes an initializer equal to an earlier one as an Identity of it (a freshly initialized
@@ -62,7 +58,7 @@ def _constant(value: ir.Value) -> ir.Value | None:
     while op is not None and op.name == "onnx.identity" and len(op.operands) == 1:
         value = op.operands[0]
         op = hir.defining_op(value)
-    t = _ranked(value)
+    t = fusion.ranked(value)
     if op is None or op.name not in fusion.CONSTANT_OPS or t is None or not t.has_static_shape:
         return None
     return value
@@ -72,7 +68,7 @@ def _match(add: ir.Operation) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Valu
     """(the MatMul, x, W, b) where Add `add` is a linear layer's bias added to its product, or None."""
     ins = _inputs(add)
     y = add.results[0]
-    ty = _ranked(y)
+    ty = fusion.ranked(y)
     if ins is None or ty is None or hir.element_dtype(y) not in (FLOAT32, FLOAT16):
         return None
     dtype = hir.element_dtype(y)
@@ -85,7 +81,7 @@ def _match(add: ir.Operation) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Valu
             continue
         x, w = mm_ins
         w, b = _constant(w), _constant(b)
-        tx, tm = _ranked(x), _ranked(prod)
+        tx, tm = fusion.ranked(x), fusion.ranked(prod)
         if tx is None or w is None or b is None or tm is None:
             continue
         tw, tb = ir.RankedTensorType(w.type), ir.RankedTensorType(b.type)

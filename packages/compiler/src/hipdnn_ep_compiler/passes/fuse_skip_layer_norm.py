@@ -31,16 +31,6 @@ NAME = "fuse-skip-layer-norm"
 FLOAT32, FLOAT16 = 1, 10
 
 
-def _ranked(value: ir.Value) -> ir.RankedTensorType | None:
-    return ir.RankedTensorType(value.type) if isinstance(value.type, ir.RankedTensorType) else None
-
-
-def _same_dims(a: ir.RankedTensorType, b: ir.RankedTensorType) -> bool:
-    return a.rank == b.rank and all(
-        da == db or ir.ShapedType.is_dynamic_size(da) or ir.ShapedType.is_dynamic_size(db)
-        for da, db in zip(a.shape, b.shape, strict=True))
-
-
 def _match(ln: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Operation] | None:
     """(residual, branch, the Add) where LayerNormalization `ln` normalizes a residual sum as described."""
     if len(ln.results) != 1 or hir.get_ints(ln, "result_roles", [0]) != [0]:  # Y alone: no Mean, InvStdDev
@@ -56,7 +46,7 @@ def _match(ln: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Operation] | None:
         return None
     if hir.get_ints(add, "operand_roles", [0, 1]) != [0, 1] or len(add.operands) != 2:
         return None
-    tx = _ranked(x)
+    tx = fusion.ranked(x)
     dtype = hir.element_dtype(x)
     if tx is None or tx.rank not in (2, 3) or dtype not in (FLOAT32, FLOAT16):
         return None
@@ -64,14 +54,13 @@ def _match(ln: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Operation] | None:
     if axis not in (-1, tx.rank - 1):
         return None
     for param in ln.operands[1:]:
-        t = _ranked(param)
+        t = fusion.ranked(param)
         if t is None or t.rank != 1 or hir.element_dtype(param) != dtype:
             return None
     a, b = add.operands
-    ta, tb = _ranked(a), _ranked(b)
-    if ta is None or tb is None or hir.element_dtype(a) != dtype or hir.element_dtype(b) != dtype:
+    if hir.element_dtype(a) != dtype or hir.element_dtype(b) != dtype:
         return None
-    if not (_same_dims(ta, tx) and _same_dims(tb, tx)):
+    if not (fusion.same_shape(a, x) and fusion.same_shape(b, x)):
         return None
     return a, b, add
 

@@ -17,6 +17,34 @@ def one_use(value: ir.Value) -> bool:
     return len(list(value.uses)) == 1
 
 
+def ranked(value: ir.Value) -> ir.RankedTensorType | None:
+    """The value's ranked tensor type, or None (unranked)."""
+    return ir.RankedTensorType(value.type) if isinstance(value.type, ir.RankedTensorType) else None
+
+
+def same_shape(a: ir.Value, b: ir.Value) -> bool:
+    """Whether a and b have the same rank and dims (a dynamic dim of one matching either of the other)."""
+    if not isinstance(a.type, ir.RankedTensorType) or not isinstance(b.type, ir.RankedTensorType):
+        return False
+    ta, tb = ir.RankedTensorType(a.type), ir.RankedTensorType(b.type)
+    return ta.rank == tb.rank and all(
+        da == db or ir.ShapedType.is_dynamic_size(da) or ir.ShapedType.is_dynamic_size(db)
+        for da, db in zip(ta.shape, tb.shape, strict=True))
+
+
+def erase_chain(rewriter, ops: list[ir.Operation]) -> None:
+    """Erases a rewritten chain's ops, each read only by the chain, once nothing reads them (users before
+    producers); an op something outside the chain still reads stays."""
+    left = list(ops)
+    while left:
+        dead = [op for op in left if all(len(list(r.uses)) == 0 for r in op.results)]
+        if not dead:
+            break
+        for op in dead:
+            rewriter.erase_op(op)
+        left = [op for op in left if not any(op == d for d in dead)]
+
+
 def apply(module: ir.Module, patterns: list[tuple[str, Callable]], top_down: bool) -> ir.Module:
     """Runs each (root op name, pattern function) over `module` until nothing changes."""
     config = rewrite.GreedyRewriteConfig()
