@@ -34,6 +34,26 @@ struct AttnParams {
   int64_t row_tiles;
 };
 
+// dst[c] = src[c] as float for c < n (zeros when !valid), by the 32 lanes of a warp: each lane's loads of
+// the row are issued before any is stored (kRowLoads at a time), so their latencies overlap.
+constexpr int kRowLoads = 8;
+template <typename T>
+__device__ __forceinline__ void load_row(float* dst, const T* src, int n, bool valid, int lane) {
+  for (int c0 = 0; c0 < n; c0 += 32 * kRowLoads) {
+    float v[kRowLoads];
+#pragma unroll
+    for (int u = 0; u < kRowLoads; ++u) {
+      const int c = c0 + u * 32 + lane;
+      v[u] = valid && c < n ? static_cast<float>(load(src, c)) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kRowLoads; ++u) {
+      const int c = c0 + u * 32 + lane;
+      if (c < n) dst[c] = v[u];
+    }
+  }
+}
+
 // The mask's bias at an element: 0 or -inf from a BOOL mask, the value of a float one.
 __device__ __forceinline__ float mask_bias(const void* mask, int32_t dtype, int64_t at) {
   if (dtype == HIPDNN_EP_DTYPE_BOOL) return static_cast<const uint8_t*>(mask)[at] != 0 ? 0.0f : -INFINITY;
@@ -60,9 +80,9 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams p, c
     const int64_t i = r0 + warp;  // this warp's query row
     const bool row_valid = i < l.q_seq;
     __syncthreads();  // the previous block's reads of shared memory are done
-    for (int64_t e = threadIdx.x; e < kAttnRows * d; e += kAttnThreads) {
-      const int64_t r = r0 + e / d;
-      q_s[e] = r < l.q_seq ? static_cast<float>(load(query + b * l.q.batch + h * l.q.head + r * l.q.seq, e % d)) : 0.0f;
+    {  // this warp's query row: lanes along the row, no index division
+      const T* qr = query + b * l.q.batch + h * l.q.head + i * l.q.seq;
+      load_row(q_s + warp * d, qr, static_cast<int>(d), row_valid, lane);
     }
     const int64_t last_row = imin(r0 + kAttnRows, l.q_seq) - 1;
     const int64_t key_end = l.causal ? imin(l.kv_seq, last_row + 1) : l.kv_seq;
@@ -74,13 +94,12 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams p, c
     for (int n = 0; n < NV; ++n) o[n] = 0.0f;
     for (int64_t t0 = 0; t0 < key_end; t0 += p.tile) {
       __syncthreads();  // q_s written; the previous tile's reads done
-      for (int64_t e = threadIdx.x; e < p.tile * d; e += kAttnThreads) {
-        const int64_t j = t0 + e / d;
-        k_s[(e / d) * p.pitch + e % d] = j < key_end ? static_cast<float>(load(k_head + j * l.k.seq, e % d)) : 0.0f;
-      }
-      for (int64_t e = threadIdx.x; e < p.tile * dv; e += kAttnThreads) {
-        const int64_t j = t0 + e / dv;
-        v_s[e] = j < key_end ? static_cast<float>(load(v_head + j * l.v.seq, e % dv)) : 0.0f;
+      // a warp per key row (rows warp, warp + kAttnRows, ...), lanes along it: coalesced, no index division
+      for (int r = warp; r < p.tile; r += kAttnRows) {
+        const int64_t j = t0 + r;
+        const bool valid = j < key_end;
+        load_row(k_s + r * p.pitch, k_head + (valid ? j : 0) * l.k.seq, static_cast<int>(d), valid, lane);
+        load_row(v_s + r * dv, v_head + (valid ? j : 0) * l.v.seq, static_cast<int>(dv), valid, lane);
       }
       __syncthreads();
       if (!row_valid) continue;  // warp-uniform
