@@ -63,12 +63,6 @@ _K_PERM = [0, 2, 3, 1]
 _SWAP_LAST = [0, 1, 3, 2]
 
 
-def _inputs(op: ir.Operation) -> list[ir.Value] | None:
-    """The operands of an op whose ONNX inputs are all given, in ONNX order, or None."""
-    roles = hir.get_ints(op, "operand_roles", list(range(len(op.operands))))
-    return list(op.operands) if roles == list(range(len(op.operands))) else None
-
-
 def _dims(value: ir.Value) -> list[int] | None:
     """The dims of a ranked tensor (dynamic ones as ir.ShapedType's marker), or None."""
     if not isinstance(value.type, ir.RankedTensorType):
@@ -104,7 +98,7 @@ class _Chain:
     def inner(self, value: ir.Value, name: str, uses: int = 1) -> ir.Operation | None:
         """The op `name` producing `value`, read by `uses` ops (the chain's), taken into the chain; or None."""
         op = hir.defining_op(value)
-        if op is None or op.name != name or _uses(value) != uses or _inputs(op) is None:
+        if op is None or op.name != name or _uses(value) != uses or fusion.given_inputs(op) is None:
             return None
         self.ops.append(op)
         return op
@@ -128,7 +122,7 @@ class _Chain:
         op = hir.defining_op(value)
         if op is None or op.name not in ("onnx.mul", "onnx.div") or (op.name == "onnx.div" and not allow_div):
             return value
-        if _uses(value) != 1 or _inputs(op) is None:
+        if _uses(value) != 1 or fusion.given_inputs(op) is None:
             return value
         a, b = op.operands
         pairs = [(a, b)] if op.name == "onnx.div" else [(a, b), (b, a)]
@@ -178,7 +172,7 @@ def _target_tail(target: ir.Value) -> list[int | None]:
     if op.name == "hipdnn.constant":
         vals = hir.get_ints(op, "values")
         return vals[2:] if vals is not None and len(vals) == 4 else [None, None]
-    if op.name != "onnx.concat" or hir.get_int(op, "onnx.axis", None) not in (0, -1) or _inputs(op) is None:
+    if op.name != "onnx.concat" or hir.get_int(op, "onnx.axis", None) not in (0, -1) or fusion.given_inputs(op) is None:
         return [None, None]
     tail: list[int | None] = []
     for piece in reversed(list(op.operands)):
@@ -195,7 +189,7 @@ def _target_tail(target: ir.Value) -> list[int | None]:
 
 def _match(root: ir.Operation) -> dict | None:
     """The parts of the chain ending at Reshape `root`, or None."""
-    ins = _inputs(root)
+    ins = fusion.given_inputs(root)
     y = root.results[0]
     yd = _dims(y)
     if ins is None or yd is None or len(yd) != 3:
@@ -217,7 +211,8 @@ def _match(root: ir.Operation) -> dict | None:
     probs, chain.v4 = ctx.operands
     # Where(IsNaN(p), 0, p) after the softmax: the sdpa mask's zeroing of rows with no key
     where = hir.defining_op(probs)
-    if where is not None and where.name == "onnx.where" and _uses(probs) == 1 and _inputs(where) is not None:
+    if (where is not None and where.name == "onnx.where" and _uses(probs) == 1
+            and fusion.given_inputs(where) is not None):
         cond, zero, p = where.operands
         isnan = hir.defining_op(cond)
         z = hir.float_values(zero)
@@ -258,13 +253,13 @@ def _match(root: ir.Operation) -> dict | None:
 def _dim_of(piece: ir.Value) -> tuple[ir.Value, int] | None:
     """(X, k) where `piece` is Unsqueeze(Gather(Shape(X), k), [0]): a one-element vector of X's dim k."""
     u = hir.defining_op(piece)
-    if u is None or u.name != "onnx.unsqueeze" or _inputs(u) is None or len(u.operands) != 2:
+    if u is None or u.name != "onnx.unsqueeze" or fusion.given_inputs(u) is None or len(u.operands) != 2:
         return None
     axes = hir.defining_op(u.operands[1])
     if axes is None or axes.name != "hipdnn.constant" or hir.get_ints(axes, "values") != [0]:
         return None
     g = hir.defining_op(u.operands[0])
-    if g is None or g.name != "onnx.gather" or _inputs(g) is None or hir.get_int(g, "onnx.axis", 0) != 0:
+    if g is None or g.name != "onnx.gather" or fusion.given_inputs(g) is None or hir.get_int(g, "onnx.axis", 0) != 0:
         return None
     idx = hir.defining_op(g.operands[1])
     k = hir.get_ints(idx, "values") if idx is not None and idx.name == "hipdnn.constant" else None
@@ -281,7 +276,7 @@ def _identity(reshape: ir.Operation, ctx: ir.Value, q4: ir.Value, v4: ir.Value) 
     of four one-element pieces, each ctx's dim (read from ctx, or S from q4's dim 2, Dv from v4's dim 3), one
     of them maybe -1."""
     cat = hir.defining_op(reshape.operands[1])
-    if cat is None or cat.name != "onnx.concat" or _inputs(cat) is None or len(cat.operands) != 4:
+    if cat is None or cat.name != "onnx.concat" or fusion.given_inputs(cat) is None or len(cat.operands) != 4:
         return False
     if hir.get_int(cat, "onnx.axis", None) not in (0, -1) or hir.get_int(reshape, "onnx.allowzero", 0):
         return False

@@ -47,12 +47,6 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _KAPPA = 0.044715
 
 
-def _inputs(op: ir.Operation) -> list[ir.Value] | None:
-    """The operands of a two-input op (Mul, Div, Add, Pow) in ONNX order, or None."""
-    roles = hir.get_ints(op, "operand_roles", list(range(len(op.operands))))
-    return list(op.operands) if roles == [0, 1] else None
-
-
 class _Chain:
     """The ops of one candidate chain and its element type, collected while matching."""
 
@@ -89,7 +83,7 @@ class _Chain:
         op = hir.defining_op(value)
         if op is None or op.name not in ("onnx.mul", "onnx.div") or (not root and not fusion.one_use(value)):
             return [], [value]
-        ins = _inputs(op)
+        ins = fusion.given_inputs(op)
         if ins is None:
             return [], [value]
         if op.name == "onnx.div":
@@ -138,7 +132,7 @@ class _Chain:
         op = hir.defining_op(value)
         if op is None or op.name != "onnx.pow" or not fusion.one_use(value):
             return False
-        ins = _inputs(op)
+        ins = fusion.given_inputs(op)
         if ins is None or ins[0] != x:
             return False
         exp = hir.defining_op(ins[1])
@@ -155,7 +149,7 @@ class _Chain:
     def one_plus(self, value: ir.Value, x: ir.Value) -> str | None:
         """"erf" or "tanh" where `value` is 1 + Erf(x / sqrt(2)) or 1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3))."""
         add = self.inner(value, "onnx.add")
-        ins = None if add is None else _inputs(add)
+        ins = None if add is None else fusion.given_inputs(add)
         if ins is None:
             return None
         for one, t in ((ins[0], ins[1]), (ins[1], ins[0])):
@@ -180,7 +174,7 @@ class _Chain:
         if len(consts) != 1 or not self.near(consts[0], _SQRT_2_OVER_PI) or len(others) != 1:
             return False
         add = self.inner(others[0], "onnx.add")
-        ins = None if add is None else _inputs(add)
+        ins = None if add is None else fusion.given_inputs(add)
         if ins is None:
             return False
         for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):

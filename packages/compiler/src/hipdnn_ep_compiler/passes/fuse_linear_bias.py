@@ -44,12 +44,6 @@ FLOAT32, FLOAT16 = 1, 10
 INT64 = 7
 
 
-def _inputs(op: ir.Operation) -> list[ir.Value] | None:
-    """The two operands of a MatMul or Add in ONNX order, or None."""
-    roles = hir.get_ints(op, "operand_roles", list(range(len(op.operands))))
-    return list(op.operands) if roles == [0, 1] else None
-
-
 def _constant(value: ir.Value) -> ir.Value | None:
     """The constant (initializer or Constant node) `value` is, through Identity ops, of a static type; or None.
     torch.onnx.export writes an initializer equal to an earlier one as an Identity of it (a freshly initialized
@@ -66,7 +60,7 @@ def _constant(value: ir.Value) -> ir.Value | None:
 
 def _match(add: ir.Operation) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Value] | None:
     """(the MatMul, x, W, b) where Add `add` is a linear layer's bias added to its product, or None."""
-    ins = _inputs(add)
+    ins = fusion.given_inputs(add)
     y = add.results[0]
     ty = fusion.ranked(y)
     if ins is None or ty is None or hir.element_dtype(y) not in (FLOAT32, FLOAT16):
@@ -76,7 +70,7 @@ def _match(add: ir.Operation) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Valu
         mm = hir.defining_op(prod)
         if mm is None or mm.name != "onnx.matmul" or not fusion.one_use(prod) or prod == b:
             continue
-        mm_ins = _inputs(mm)
+        mm_ins = fusion.given_inputs(mm)
         if mm_ins is None:
             continue
         x, w = mm_ins

@@ -9,12 +9,20 @@ from collections.abc import Callable
 
 from torch_mlir import ir, rewrite
 
+from .. import ir as hir
+
 # The ops an imported constant comes from: an initializer, or a Constant node / small host value.
 CONSTANT_OPS = ("hipdnn.weight", "hipdnn.constant")
 
 
 def one_use(value: ir.Value) -> bool:
     return len(list(value.uses)) == 1
+
+
+def given_inputs(op: ir.Operation) -> list[ir.Value] | None:
+    """The operands of an op whose ONNX inputs are all given, in ONNX order; None when one is left out."""
+    roles = hir.get_ints(op, "operand_roles", list(range(len(op.operands))))
+    return list(op.operands) if roles == list(range(len(op.operands))) else None
 
 
 def ranked(value: ir.Value) -> ir.RankedTensorType | None:
