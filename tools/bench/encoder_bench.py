@@ -150,6 +150,37 @@ def run_ours(directory: Path, weights, feeds, runs: int, graphs: bool) -> tuple[
     return ms, result, stats
 
 
+def profile_ours(directory: Path, weights, feeds, runs: int) -> list[tuple[str, float, float]]:
+    """Where one forward's device time goes, kernels launched one by one: (kernel, launches, us) per
+    forward, the largest first (CUDA's profiler through torch, which sees every kernel of the process)."""
+    import hipdnn_ep_runtime as rt
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from llm_kernel_bench import _kernel_label
+
+    with rt.Artifact(directory) as artifact:
+        names = [w["name"] for w in artifact.metadata["weights"]]
+    arrays = [feeds["x"], feeds["attention_mask"]] + [weights[n] for n in names]
+    with rt.State(backend="cuda") as st:
+        program = DeviceProgram(directory, st, arrays)
+        program()
+        st.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(runs):
+                program()
+            st.synchronize()
+        program.close()
+    rows: dict[str, tuple[float, float]] = {}
+    for e in prof.key_averages():
+        if e.device_type == DeviceType.CUDA:
+            label = _kernel_label(e.key)
+            n, us = rows.get(label, (0.0, 0.0))
+            rows[label] = (n + e.count / runs, us + e.self_device_time_total / runs)
+    return sorted(((k, n, us) for k, (n, us) in rows.items()), key=lambda r: -r[2])
+
+
 def run_torch(weights, feeds, runs: int) -> tuple[float, float, np.ndarray]:
     import torch
 
@@ -217,7 +248,7 @@ def floor_ms(seq: int = SEQ) -> tuple[float, float]:
     return weights / 4.25e12 * 1e3, LAYERS * per_layer / 780e12 * 1e3
 
 
-def bench(folder: Path, runs: int) -> int:
+def bench(folder: Path, runs: int, profile: bool = False) -> int:
     weights, feeds = encoder_weights(), encoder_feeds()
     eager, replay, ref = run_torch(weights, feeds, runs)
     scale = float(np.max(np.abs(ref)))
@@ -254,6 +285,15 @@ def bench(folder: Path, runs: int) -> int:
             print(f"{label:48} {'-':>8} {'':>9} {'':>9} {'':>8}  {note}")
         else:
             print(f"{label:48} {ms:8.3f} {eager / ms:8.2f}x {replay / ms:8.2f}x {ms / floor:7.1f}x  {note}")
+    if profile and (folder / "encoder_fixed" / "program.so").exists():
+        kernels = profile_ours(folder / "encoder_fixed", weights, feeds, 10)
+        total = sum(us for _, _, us in kernels)
+        launches = sum(n for _, n, _ in kernels)
+        print(f"\nencoder_fixed, kernels launched one by one: {launches:.0f} launches, {total:.1f} us of kernels "
+              "per forward")
+        print(f"{'kernel':48} {'launches':>9} {'us':>8} {'share':>6}")
+        for name, n, us in kernels[:15]:
+            print(f"{name[:48]:48} {n:9.0f} {us:8.1f} {us / total:6.1%}")
     return status
 
 
@@ -262,8 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("folder", type=Path)
     p.add_argument("--make", action="store_true", help="compile the encoders into FOLDER (needs the compiler)")
     p.add_argument("--runs", type=int, default=50)
+    p.add_argument("--profile", action="store_true", help="also print the device time of each kernel of a forward")
     args = p.parse_args(argv)
-    return make(args.folder) if args.make else bench(args.folder, args.runs)
+    return make(args.folder) if args.make else bench(args.folder, args.runs, args.profile)
 
 
 if __name__ == "__main__":
