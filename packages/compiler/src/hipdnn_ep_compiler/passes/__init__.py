@@ -18,6 +18,7 @@ from . import (
     check_dtypes,
     eliminate_dead_ops,
     fuse_gelu,
+    fuse_linear_bias,
     fuse_qdq,
     materialize_host_scalars,
     plan_memory,
@@ -52,11 +53,12 @@ def register(module: ModuleType) -> PassDef:
     return PASSES[module.NAME]
 
 
-for _p in (fuse_qdq, fuse_gelu, refine_shapes, check_dtypes, eliminate_dead_ops, materialize_host_scalars, plan_memory):
+for _p in (fuse_qdq, fuse_gelu, fuse_linear_bias, refine_shapes, check_dtypes, eliminate_dead_ops,
+           materialize_host_scalars, plan_memory):
     register(_p)
 
 # The compile pipeline, in order.
-PIPELINE = ("fuse-qdq", "fuse-gelu", "refine-shapes", "check-dtypes", "eliminate-dead-ops",
+PIPELINE = ("fuse-qdq", "fuse-gelu", "fuse-linear-bias", "refine-shapes", "check-dtypes", "eliminate-dead-ops",
             "materialize-host-scalars", "plan-memory")
 
 from .pipeline import Pipeline, build, run_pass, run_pipeline  # noqa: E402  (it reads PASSES)
