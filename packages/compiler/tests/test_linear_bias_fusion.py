@@ -29,8 +29,8 @@ MATMUL = "node #0 (MatMul -> 'm')"
 
 def linear_model(x_dims, bias_shape=(N,), swap=False, elem=T.FLOAT, w="init", b="init", outputs=("y",),
                  extra=(), k=K):
-    """y = Add(MatMul(x, w), b); w [k, N] and b of `bias_shape` initializers ("init"), Constant nodes ("node")
-    or graph inputs ("input"); `extra`: nodes appended (reading m or y)."""
+    """y = Add(MatMul(x, w), b); w [k, N] and b of `bias_shape` initializers ("init"), Constant nodes ("node"),
+    Identity nodes of initializers ("identity") or graph inputs ("input"); `extra`: nodes appended (reading m or y)."""
     rng = np.random.default_rng(3)
     npt = NP[elem]
     nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]),
@@ -42,6 +42,9 @@ def linear_model(x_dims, bias_shape=(N,), swap=False, elem=T.FLOAT, w="init", b=
             inits.append(const(name, arr))
         elif how == "node":
             nodes.insert(0, helper.make_node("Constant", [], [name], value=const(name, arr)))
+        elif how == "identity":  # torch.onnx.export's spelling of an initializer equal to an earlier one
+            inits.append(const(f"{name}_src", arr))
+            nodes.insert(0, helper.make_node("Identity", [f"{name}_src"], [name]))
         else:
             inputs.append((name, elem, list(arr.shape)))
     return make_model(nodes, inputs, [(o, elem, None) for o in outputs], inits)
@@ -100,7 +103,11 @@ def check(model, refruntime, tmp_path, fused: bool, shapes, rtol=1e-5, atol=1e-5
     ([2, 3, K], [(2, 3, K)]),
     (["b", 2, "s", K], [(2, 2, 3, K), (1, 2, 1, K)]),
     ([1, 2, 3, 5, K], [(1, 2, 3, 5, K)]),
-], ids=["rank2", "rank2_static", "rank3", "rank3_static", "rank4", "rank5_static"])
+    (["m", "k"], [(5, K)]),
+    (["b", "s", "k"], [(2, 3, K), (1, 4, K)]),
+    ([2, 3, "k"], [(2, 3, K)]),
+], ids=["rank2", "rank2_static", "rank3", "rank3_static", "rank4", "rank5_static", "rank2_k_dynamic",
+        "rank3_k_dynamic", "rank3_k_dynamic_lead_static"])
 def test_linear_layer_is_one_gemm(x_dims, shapes, refruntime, tmp_path):
     check(linear_model(x_dims), refruntime, tmp_path, True, shapes)
 
@@ -118,8 +125,9 @@ def test_bias_1xN_on_rank2_is_the_gemm_c_as_it_is(tmp_path):
     assert f"(tensor<?x{K}xf32>, tensor<{K}x{N}xf32>, tensor<1x{N}xf32>) -> tensor<?x{N}xf32>" in text
 
 
-def test_constant_nodes(refruntime, tmp_path):
-    model = linear_model(["b", "s", K], w="node", b="node")
+@pytest.mark.parametrize("how", ["node", "identity"])
+def test_constant_nodes_and_identities(how, refruntime, tmp_path):
+    model = linear_model(["b", "s", K], w=how, b=how)
     info = compile_model(model, tmp_path / "art")
     assert len(info.metadata["kernel_nodes"]) == 1
     assert "onnx.gemm" in fused_ops(model)
@@ -181,7 +189,7 @@ def _extra_reader():
 
 
 @pytest.mark.parametrize("case", ["w_input", "b_input", "bias_full_matrix", "bias_of_1", "bias_rank_above_x",
-                                  "product_read_twice", "product_an_output", "x_last_dim_dynamic",
+                                  "product_read_twice", "product_an_output",
                                   "x_rank1"])
 def test_near_misses_are_not_fused(case, refruntime, tmp_path):
     dims, shapes = ["b", "s", K], [(2, 3, K)]
@@ -200,8 +208,6 @@ def test_near_misses_are_not_fused(case, refruntime, tmp_path):
         kw = {"extra": _extra_reader(), "outputs": ("y", "z")}
     elif case == "product_an_output":
         kw = {"outputs": ("y", "m")}
-    elif case == "x_last_dim_dynamic":  # K only known at run time
-        dims = ["b", "s", "k"]
     elif case == "x_rank1":
         dims, shapes = [K], [(K,)]
     check(linear_model(dims, **kw), refruntime, tmp_path, False, shapes)
@@ -219,6 +225,24 @@ def test_k_mismatch_is_refused_as_before(tmp_path):
     model = linear_model(["b", "s", 5], k=K)
     with pytest.raises(ModelError, match="matrix multiplication"):
         compile_model(model, tmp_path / "art")
+
+
+@pytest.mark.parametrize("dims", [["m", "k"], ["b", "s", "k"]])
+def test_a_dynamic_last_dim_other_than_k_is_refused_at_run_time(dims, refruntime, tmp_path, monkeypatch):
+    """x's last dim, dynamic, fed as 5 against W's 8: the gemm call is refused as the matmul call is unfused (x
+    goes to [-1, its last dim], not [-1, K], so no other dim absorbs the difference)."""
+    model = linear_model(dims)
+    info = compile_model(model, tmp_path / "art")
+    assert info.metadata["kernel_nodes"] == [MATMUL]
+    x = np.zeros([3] * (len(dims) - 1) + [5], np.float32)
+    weights = load_weights(info.metadata, model)
+    with pytest.raises(RuntimeError, match="program returned status"):
+        refruntime.run(info.program, [x] + weights)
+    with monkeypatch.context() as m:
+        m.setattr(pipeline_mod, "PIPELINE", tuple(p for p in pipeline_mod.PIPELINE if p != "fuse-linear-bias"))
+        unfused = compile_model(model, tmp_path / "unfused")
+    with pytest.raises(RuntimeError, match="program returned status"):
+        refruntime.run(unfused.program, [x] + load_weights(unfused.metadata, model))
 
 
 # ---------------------------------------------------------------- whole models

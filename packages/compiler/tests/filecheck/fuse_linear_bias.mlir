@@ -60,7 +60,7 @@ func.func @main(%arg0: tensor<?x8xf32>) -> tensor<?x6xf32> {
 
 // -----
 
-// x's last dim 5 against W's 8 (a model ONNX shape inference would refuse): left to MatMul's shape rule.
+// x's last dim 5 against W's 8, static (a model ONNX shape inference would refuse): left to MatMul's shape rule.
 // CHECK-LABEL: func.func @main
 // CHECK:       onnx.matmul
 // CHECK:       onnx.add
@@ -88,4 +88,26 @@ func.func @main(%arg0: tensor<4x8xf32>) -> (tensor<4x6xf32>, tensor<4x6xf32>, te
   %c = "hipdnn.weight"() {name = "c"} : () -> tensor<6xf32>
   %z = "onnx.add"(%m2, %c) {onnx.node = "node 'add2'", operand_roles = [0, 1]} : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
   return %y, %z, %m2 : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>
+}
+
+// -----
+
+// x's last dim dynamic (after the Reshape that merges attention's heads): x goes to [-1, its last dim] (Shape
+// from -1 on), which the gemm kernel checks against W's K at run time; the bias an Identity of an initializer
+// (torch.onnx.export's spelling of an initializer equal to an earlier one) is the initializer.
+// CHECK-LABEL: func.func @main
+// CHECK:       %[[B:.*]] = "hipdnn.weight"() {name = "b"}
+// CHECK:       %[[LAST:.*]] = "onnx.shape"(%arg0) {{{.*}}onnx.start = -1 : i64{{.*}}} : (tensor<?x?x?xf32>) -> tensor<1xi64>
+// CHECK:       %[[MINUS1:.*]] = "hipdnn.constant"() {{.*}}values = [-1]} : () -> tensor<1xi64>
+// CHECK:       %[[COLS:.*]] = "onnx.concat"(%[[MINUS1]], %[[LAST]]) {{.*}} -> tensor<2xi64>
+// CHECK:       %[[X2:.*]] = "onnx.reshape"(%arg0, %[[COLS]]) {{.*}} -> tensor<?x?xf32>
+// CHECK:       "onnx.gemm"(%[[X2]], %{{.*}}, %[[B]]) {{.*}} : (tensor<?x?xf32>, tensor<8x6xf32>, tensor<6xf32>) -> tensor<?x6xf32>
+// CHECK-NOT:   onnx.matmul
+func.func @main(%arg0: tensor<?x?x?xf32>) -> tensor<?x?x6xf32> {
+  %w = "hipdnn.weight"() {name = "w"} : () -> tensor<8x6xf32>
+  %m = "onnx.matmul"(%arg0, %w) {onnx.node = "node 'mm'", operand_roles = [0, 1]} : (tensor<?x?x?xf32>, tensor<8x6xf32>) -> tensor<?x?x6xf32>
+  %b = "hipdnn.weight"() {name = "b"} : () -> tensor<6xf32>
+  %i = "onnx.identity"(%b) {onnx.node = "node 'id'", operand_roles = [0]} : (tensor<6xf32>) -> tensor<6xf32>
+  %y = "onnx.add"(%i, %m) {onnx.node = "node 'add'", operand_roles = [0, 1]} : (tensor<6xf32>, tensor<?x?x6xf32>) -> tensor<?x?x6xf32>
+  return %y : tensor<?x?x6xf32>
 }

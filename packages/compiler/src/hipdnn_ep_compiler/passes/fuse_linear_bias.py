@@ -11,13 +11,18 @@ into
     x of rank 2:    y = Gemm(x, W, b)
     x of rank > 2:  y = Reshape(Gemm(Reshape(x, [-1, K]), W, b), x's dims but the last + [N])
 
-whose Reshapes are aliases of their input (no kernel call) and whose target shapes are host arithmetic: a
-constant where x's leading dims are static, Concat(Shape(x, end=-1), [N]) otherwise.
+whose Reshapes are aliases of their input (no kernel call) and whose target shapes are host arithmetic:
+constants where the dims are static, else Concat(Shape(x, end=-1), [N]) for y and, where x's last dim is
+dynamic, Concat([-1], Shape(x, start=-1)) for x.
 
 It is fused only where the result is the same computation:
-- W is a 2-D constant [K, N] (an initializer or Constant node) and x is of rank >= 2 with a static last dim K;
-- b is a constant of dims [N] with any number of leading 1s, of rank at most the MatMul result's (so the Add does
-  not change the shape); b of rank 1 or 2 is the Gemm's C as it is, a longer one through a Reshape to [N];
+- W is a 2-D constant [K, N], K >= 1 (an initializer or Constant node, or an Identity of one: torch.onnx.export
+  writes an initializer equal to an earlier one so) and x is of rank >= 2 with a last dim K or dynamic (as
+  after the Reshape that merges attention's heads: it is K at run time, or the gemm kernel refuses the call as
+  the matmul kernel would have; x goes to [-1, its last dim], never to [-1, K], so no other dim absorbs it);
+- b is a constant (the same kinds) of dims [N] with any number of leading 1s, of rank at most the MatMul
+  result's (so the Add does not change the shape); b of rank 1 or 2 is the Gemm's C as it is, a longer one
+  through a Reshape to [N];
 - x, W, b and y are all float32 or all float16;
 - the MatMul's result is read by that Add only (no graph output, no other reader).
 A MatMul of two activations (attention's Q K^T and P V) has no constant W and is left alone.  Anything else
@@ -49,13 +54,18 @@ def _ranked(value: ir.Value) -> ir.RankedTensorType | None:
     return ir.RankedTensorType(value.type) if isinstance(value.type, ir.RankedTensorType) else None
 
 
-def _constant(value: ir.Value) -> ir.RankedTensorType | None:
-    """The static type of a constant (initializer or Constant node), or None."""
+def _constant(value: ir.Value) -> ir.Value | None:
+    """The constant (initializer or Constant node) `value` is, through Identity ops, of a static type; or None.
+    torch.onnx.export writes an initializer equal to an earlier one as an Identity of it (a freshly initialized
+    model's zero biases)."""
     op = hir.defining_op(value)
+    while op is not None and op.name == "onnx.identity" and len(op.operands) == 1:
+        value = op.operands[0]
+        op = hir.defining_op(value)
     t = _ranked(value)
     if op is None or op.name not in fusion.CONSTANT_OPS or t is None or not t.has_static_shape:
         return None
-    return t
+    return value
 
 
 def _match(add: ir.Operation) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Value] | None:
@@ -74,15 +84,18 @@ def _match(add: ir.Operation) -> tuple[ir.Operation, ir.Value, ir.Value, ir.Valu
         if mm_ins is None:
             continue
         x, w = mm_ins
-        tx, tw, tb, tm = _ranked(x), _constant(w), _constant(b), _ranked(prod)
-        if tx is None or tw is None or tb is None or tm is None:
+        w, b = _constant(w), _constant(b)
+        tx, tm = _ranked(x), _ranked(prod)
+        if tx is None or w is None or b is None or tm is None:
             continue
+        tw, tb = ir.RankedTensorType(w.type), ir.RankedTensorType(b.type)
         if any(hir.element_dtype(v) != dtype for v in (x, w, b, prod)):
             continue
         if tw.rank != 2 or tx.rank < 2 or tm.rank != tx.rank or ty.rank != tm.rank:
             continue
         k, n = tw.shape
-        if tx.shape[-1] != k or tm.shape[-1] not in (n, ir.ShapedType.get_dynamic_size()):
+        dyn = ir.ShapedType.get_dynamic_size()
+        if k < 1 or tx.shape[-1] not in (k, dyn) or tm.shape[-1] not in (n, dyn):
             continue
         if tb.rank == 0 or tb.rank > tm.rank or tb.shape[-1] != n or any(d != 1 for d in tb.shape[:-1]):
             continue
@@ -129,8 +142,16 @@ def _fuse(add, rewriter) -> bool:
             lead = list(tx.shape[:-1])
             static = all(not ir.ShapedType.is_dynamic_size(d) for d in lead)
             rows = math.prod(lead) if static else None
-            x2 = _onnx("onnx.reshape", [x, _ints([-1, k], f"{node}: rows", add)],
-                       hir.tensor_type_str(dtype, [rows, k]), node, add)
+            last_static = not ir.ShapedType.is_dynamic_size(tx.shape[-1])
+            if not last_static:
+                # x's last dim, K at run time (the gemm kernel refuses another, as the matmul kernel would)
+                last = _onnx("onnx.shape", [x], hir.tensor_type_str(INT64, [1]), node, add, start=-1)
+                cols = _onnx("onnx.concat", [_ints([-1], f"{node}: rows", add), last],
+                             hir.tensor_type_str(INT64, [2]), node, add, axis=0)
+            else:
+                cols = _ints([-1, k], f"{node}: rows", add)
+            x2_type = hir.tensor_type_str(dtype, [rows, k if last_static else None])
+            x2 = _onnx("onnx.reshape", [x, cols], x2_type, node, add)
             y2 = _onnx("onnx.gemm", [x2, w, b], hir.tensor_type_str(dtype, [rows, n]), mm_node, add)
             if static:
                 shape = _ints(lead + [n], f"{node}: result dims", add)
