@@ -1,7 +1,8 @@
 """fuse-linear-bias: a linear layer spelled Add(MatMul(x, W), b) (W, b constants) compiled as one gemm kernel call
 with C = b, the Reshapes around it aliases, compared with onnxruntime's CPU EP on the unfused graph; near misses
 (W or b not constant, b a full matrix or of another shape, the product read elsewhere or a graph output, another
-element type, x's last dim not known to be K) stay as imported and stay correct."""
+element type, x of rank 1) stay as imported and stay correct; an x whose dynamic last dim is not K at run time
+is refused, fused or not."""
 
 from __future__ import annotations
 
