@@ -304,3 +304,54 @@ def test_a_torch_export(refruntime, tmp_path):
     x = np.random.default_rng(5).standard_normal((2, 5, 8)).astype(np.float32)
     (got,) = refruntime.run(info.program, [x] + load_weights(info.metadata, model))
     np.testing.assert_allclose(got, ort_run(model, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_a_transformers_bert_export(attn, refruntime, tmp_path, monkeypatch):
+    """torch.onnx.export (TorchScript exporter, opset 17) of a small freshly initialized transformers BertModel
+    (nothing downloaded): its equal zero biases are exported as Identity nodes of one initializer, the attention
+    output's x has a dynamic last dim (after the head-merging Reshape); all 6 linear layers of each layer fuse."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    layers = 2
+    cfg = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
+                                  intermediate_size=64, max_position_embeddings=64, attn_implementation=attn)
+    bert = transformers.BertModel(cfg).eval()
+
+    class Outputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask):
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask)
+            return out.last_hidden_state, out.pooler_output
+
+    path = tmp_path / "bert.onnx"
+    ids = torch.randint(0, 64, (2, 7))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Outputs().eval(), (ids, torch.ones_like(ids)), str(path), opset_version=17,
+                              dynamo=False, input_names=["input_ids", "attention_mask"],
+                              output_names=["last_hidden_state", "pooler_output"],
+                              dynamic_axes={"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"}})
+    except Exception as exc:  # noqa: BLE001 - a torch without the TorchScript exporter (or its dependencies)
+        pytest.skip(f"torch.onnx.export (dynamo=False) is not available: {exc}")
+    model = onnx.load(str(path))
+    ops = fused_ops(model)
+    assert ops.count("onnx.gemm") == 6 * layers + 1  # the pooler's is a Gemm already
+    assert ops.count("onnx.matmul") == 2 * layers
+    info = compile_model(model, tmp_path / "art")
+    unfused = _kernel_calls_without_the_pass(model, tmp_path, monkeypatch)
+    assert len(unfused) - len(info.metadata["kernel_nodes"]) == 6 * layers
+    weights = load_weights(info.metadata, model)
+    rng = np.random.default_rng(6)
+    for batch, seq in ((2, 5), (1, 9)):
+        mask = np.ones((batch, seq), np.int64)
+        mask[:, -2:] = 0
+        feeds = {"input_ids": rng.integers(0, 64, (batch, seq)).astype(np.int64), "attention_mask": mask}
+        got = refruntime.run(info.program, [feeds["input_ids"], feeds["attention_mask"]] + weights)
+        for g, w in zip(got, ort_run(model, feeds), strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
