@@ -37,6 +37,17 @@ __device__ __forceinline__ void decode_key_range(const GqaParams& g, const int32
   *begin = g.window > 0 ? imax(0, *end - g.window) : 0;
 }
 
+// 8 float16 values (one 16-byte load) as float.
+__device__ __forceinline__ void halves8_to_float(uint4 raw, float (&out)[8]) {
+  const auto* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
 struct DecodeSplit {
   int lanes;               // lanes per key row
   int64_t keys_per_split;  // a multiple of the keys of one batch of passes
@@ -106,15 +117,35 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g,
   // k_hi are masked.
   for (int64_t base = k_lo; base < k_hi; base += static_cast<int64_t>(slots) * kDecodeBatch) {
     float kx[kDecodeBatch][8], vx[kDecodeBatch][8];
+    if (sizeof(T) == 2 && split.vector) {
+      // float16 rows of 16-byte aligned pieces: every load of the batch is issued before any is used. (Each
+      // load behind its own branch, converted right away, made the batch's 8 loads wait for one another:
+      // the memory latency 8 times a pass.)
+      uint4 kr[kDecodeBatch], vr[kDecodeBatch];
 #pragma unroll
-    for (int j = 0; j < kDecodeBatch; ++j) {
-      const int64_t key = base + j * slots + slot;
-      if (key < k_hi) {
-        load8(k_head + key * d, i0, d, split.vector, kx[j]);
-        load8(v_head + key * d, i0, d, split.vector, vx[j]);
-      } else {
+      for (int j = 0; j < kDecodeBatch; ++j) {
+        const int64_t key = base + j * slots + slot;
+        const bool ok = key < k_hi && i0 < d;
+        const int64_t at = ok ? key * d + i0 : 0;
+        kr[j] = ok ? __ldg(reinterpret_cast<const uint4*>(k_head + at)) : make_uint4(0, 0, 0, 0);
+        vr[j] = ok ? __ldg(reinterpret_cast<const uint4*>(v_head + at)) : make_uint4(0, 0, 0, 0);
+      }
 #pragma unroll
-        for (int e = 0; e < 8; ++e) kx[j][e] = vx[j][e] = 0.0f;
+      for (int j = 0; j < kDecodeBatch; ++j) {
+        halves8_to_float(kr[j], kx[j]);
+        halves8_to_float(vr[j], vx[j]);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kDecodeBatch; ++j) {
+        const int64_t key = base + j * slots + slot;
+        if (key < k_hi) {
+          load8(k_head + key * d, i0, d, split.vector, kx[j]);
+          load8(v_head + key * d, i0, d, split.vector, vx[j]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) kx[j][e] = vx[j][e] = 0.0f;
+        }
       }
     }
 #pragma unroll
