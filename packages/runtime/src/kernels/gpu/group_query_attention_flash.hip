@@ -5,6 +5,7 @@
 #include "kernels/gpu/device_math.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/group_query_attention.h"
+#include "kernels/gpu/mma_sm80.h"
 #include "kernels/gpu/rotary.h"
 
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
@@ -25,43 +26,6 @@ constexpr int kFlashWarps = 4;
 constexpr int kFlashRows = 16 * kFlashWarps;  // query rows per block
 constexpr int kFlashKeys = 64;                // keys per tile (== kFlashRows: the query tile is staged in the key tile)
 constexpr int kFlashPad = 8;                  // halfs after each shared row: ldmatrix rows fall in distinct banks
-
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
-// c += a (16 x 16, row-major fragment) * b (16 x 8, column-major fragment), float accumulators.
-__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// 16 bytes global -> shared, asynchronously; zeros when !valid (nothing is read then).
-__device__ __forceinline__ void copy16_async(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void copy_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
-
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
 
 template <int D>
 __global__ void __launch_bounds__(kFlashWarps * 32) gqa_flash_kernel(GqaParams g, const __half* query,
@@ -234,7 +198,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32) gqa_flash_kernel(GqaParams g
     __syncthreads();  // every warp is done with v_tile
     load_tile(v_tile, v_head, t0 + kFlashKeys);
   }
-  asm volatile("cp.async.wait_all;\n" ::);
+  copy_async_wait_all();
 
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
