@@ -179,7 +179,7 @@ def zoo(session: nox.Session) -> None:
     Fails unless every model is claimed whole and within its tolerance of ORT (tools/zoo/builders.py). CI
     runs all of them: exporting and running them takes about a minute on 2 cores (exports are kept in
     build/zoo). Without options it first runs the zoo's tests, whose exported-model test skips in `tests`
-    (no torch there). Options after `--` go to tools/zoo instead (`--models NAME ...`, `--backend cuda`,
+    (no torch there), and the compiler's tests marked `exports` (likewise). Options after `--` go to tools/zoo instead (`--models NAME ...`, `--backend cuda`,
     `--json FILE`; `--help`)."""
     # torch and torchvision from PyPI, a pair built for each other (torchvision's operators load only beside
     # its own torch): on Linux that is torch's CUDA build (~5.5 GB installed, run here on the CPU); its
@@ -190,6 +190,8 @@ def zoo(session: nox.Session) -> None:
     _install(session, "runtime", "compiler", "ep")
     if not session.posargs:
         session.run("pytest", str(ROOT / "integration/tests/test_zoo.py"))
+        # the compiler's tests on models torch exports (transformers' BERT, GELU), which skip in `tests`
+        session.run("pytest", "-m", "exports", str(ROOT / "packages/compiler/tests"))
     session.run("python", str(ROOT / "tools/zoo"), *session.posargs)
 
 

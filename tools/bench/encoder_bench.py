@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
-from gpu_timing import DeviceProgram, time_loop, time_torch_graph  # noqa: E402
+from gpu_timing import DeviceProgram, kernel_profile, print_kernel_profile, time_loop, time_torch_graph  # noqa: E402
 
 LAYERS, HIDDEN, HEADS, FFN, SEQ = 12, 768, 12, 3072, 128
 
@@ -151,34 +151,22 @@ def run_ours(directory: Path, weights, feeds, runs: int, graphs: bool) -> tuple[
 
 
 def profile_ours(directory: Path, weights, feeds, runs: int) -> list[tuple[str, float, float]]:
-    """Where one forward's device time goes, kernels launched one by one: (kernel, launches, us) per
-    forward, the largest first (CUDA's profiler through torch, which sees every kernel of the process)."""
+    """Where one forward's device time goes, kernels launched one by one (gpu_timing.kernel_profile)."""
     import hipdnn_ep_runtime as rt
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from llm_kernel_bench import _kernel_label
 
     with rt.Artifact(directory) as artifact:
         names = [w["name"] for w in artifact.metadata["weights"]]
     arrays = [feeds["x"], feeds["attention_mask"]] + [weights[n] for n in names]
     with rt.State(backend="cuda") as st:
         program = DeviceProgram(directory, st, arrays)
-        program()
-        st.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(runs):
-                program()
+
+        def step():
+            program()
             st.synchronize()
+
+        kernels = kernel_profile(step, runs)
         program.close()
-    rows: dict[str, tuple[float, float]] = {}
-    for e in prof.key_averages():
-        if e.device_type == DeviceType.CUDA:
-            label = _kernel_label(e.key)
-            n, us = rows.get(label, (0.0, 0.0))
-            rows[label] = (n + e.count / runs, us + e.self_device_time_total / runs)
-    return sorted(((k, n, us) for k, (n, us) in rows.items()), key=lambda r: -r[2])
+    return kernels
 
 
 def run_torch(weights, feeds, runs: int) -> tuple[float, float, np.ndarray]:
@@ -286,14 +274,8 @@ def bench(folder: Path, runs: int, profile: bool = False) -> int:
         else:
             print(f"{label:48} {ms:8.3f} {eager / ms:8.2f}x {replay / ms:8.2f}x {ms / floor:7.1f}x  {note}")
     if profile and (folder / "encoder_fixed" / "program.so").exists():
-        kernels = profile_ours(folder / "encoder_fixed", weights, feeds, 10)
-        total = sum(us for _, _, us in kernels)
-        launches = sum(n for _, n, _ in kernels)
-        print(f"\nencoder_fixed, kernels launched one by one: {launches:.0f} launches, {total:.1f} us of kernels "
-              "per forward")
-        print(f"{'kernel':48} {'launches':>9} {'us':>8} {'share':>6}")
-        for name, n, us in kernels[:15]:
-            print(f"{name[:48]:48} {n:9.0f} {us:8.1f} {us / total:6.1%}")
+        print_kernel_profile("encoder_fixed, kernels launched one by one",
+                             profile_ours(folder / "encoder_fixed", weights, feeds, 10))
     return status
 
 

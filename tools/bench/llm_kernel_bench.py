@@ -23,8 +23,12 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+from gpu_timing import kernel_label  # noqa: E402
 
 HIDDEN, INTER, HEADS, KV_HEADS, HEAD, VOCAB, BLOCK = 4096, 14336, 32, 8, 128, 128256, 128
 
@@ -144,18 +148,6 @@ def cases() -> list[Case]:
     return out
 
 
-def _kernel_label(name: str) -> str:
-    """A CUDA kernel's name without namespaces, template arguments and parameters."""
-    name = name.replace("(anonymous namespace)", "").split("(")[0]
-    depth, plain = 0, ""
-    for ch in name:
-        depth += ch == "<"
-        if depth == 0:
-            plain += ch
-        depth -= ch == ">"
-    return plain.split("::")[-1].split(" ")[-1]
-
-
 def _device_us(torch, fn: Callable[[], None], iters: int, per_kernel: dict | None = None) -> float:
     """Mean device time of fn's kernels per call, from the CUDA profiler; per_kernel, when given, gets
     each kernel's share (by name)."""
@@ -171,7 +163,7 @@ def _device_us(torch, fn: Callable[[], None], iters: int, per_kernel: dict | Non
     kernels = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
     if per_kernel is not None:
         for e in kernels:
-            label = _kernel_label(e.key)
+            label = kernel_label(e.key)
             per_kernel[label] = per_kernel.get(label, 0.0) + e.self_device_time_total / iters
     return sum(e.self_device_time_total for e in kernels) / iters
 

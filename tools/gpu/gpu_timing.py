@@ -1,9 +1,10 @@
 """What the GPU benchmarks share: calling a compiled program through the runtime's C ABI with its
 inputs and weights resident on the device, and timing a loop of calls.
 
-Used by tools/gpu/gpu_bench.py and tools/bench/encoder_bench.py. A program is called with ctypes (no
-Python-level copies per run); its outputs come back as device blocks the caller frees, and
-`DeviceProgram.run_once` copies them to numpy for the accuracy checks.
+Used by tools/gpu/gpu_bench.py and tools/bench/ (encoder_bench, bert_bench, llm_kernel_bench). A
+program is called with ctypes (no Python-level copies per run); its outputs come back as device blocks
+the caller frees, and `DeviceProgram.run_once` copies them to numpy for the accuracy checks. Kernel
+profiles come from CUDA's profiler through torch.
 """
 
 from __future__ import annotations
@@ -64,6 +65,47 @@ def time_torch_graph(fn: Callable[[], object], runs: int) -> float:
             fn()
     torch.cuda.current_stream().wait_stream(stream)
     return time_loop(graph.replay, torch.cuda.synchronize, runs)
+
+
+def kernel_label(name: str) -> str:
+    """A CUDA kernel's name without namespaces, template arguments and parameters."""
+    name = name.replace("(anonymous namespace)", "").split("(")[0]
+    depth, plain = 0, ""
+    for ch in name:
+        depth += ch == "<"
+        if depth == 0:
+            plain += ch
+        depth -= ch == ">"
+    return plain.split("::")[-1].split(" ")[-1]
+
+
+def kernel_profile(step: Callable[[], object], runs: int) -> list[tuple[str, float, float]]:
+    """Where the device time of one call of `step` (which drains the device) goes: (kernel, launches, us)
+    per call, the largest first, from CUDA's profiler through torch (it sees every kernel of the process,
+    those of replayed graphs included)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    step()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(runs):
+            step()
+    rows: dict[str, tuple[float, float]] = {}
+    for e in prof.key_averages():
+        if e.device_type == DeviceType.CUDA:
+            label = kernel_label(e.key)
+            n, us = rows.get(label, (0.0, 0.0))
+            rows[label] = (n + e.count / runs, us + e.self_device_time_total / runs)
+    return sorted(((k, n, us) for k, (n, us) in rows.items()), key=lambda r: -r[2])
+
+
+def print_kernel_profile(title: str, kernels: list[tuple[str, float, float]], top: int = 15) -> None:
+    total = sum(us for _, _, us in kernels)
+    launches = sum(n for _, n, _ in kernels)
+    print(f"\n{title}: {launches:.0f} launches, {total:.1f} us of kernels per forward")
+    print(f"{'kernel':48} {'launches':>9} {'us':>8} {'share':>6}")
+    for name, n, us in kernels[:top]:
+        print(f"{name[:48]:48} {n:9.0f} {us:8.1f} {us / total:6.1%}")
 
 
 class DeviceProgram:

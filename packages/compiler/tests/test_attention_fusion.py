@@ -342,6 +342,7 @@ def test_exported_bert_on_the_runtime_cpu_backend(mask, float16, tmp_path):
 # ---------------------------------------------------------------- a real export
 
 
+@pytest.mark.exports
 @pytest.mark.parametrize("float16", [False, True], ids=["fp32", "fp16"])
 @pytest.mark.parametrize("implementation", ["eager", "sdpa"])
 def test_a_transformers_bert_export(implementation, float16, refruntime, tmp_path):

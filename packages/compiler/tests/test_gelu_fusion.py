@@ -244,6 +244,7 @@ def test_float64_chains_are_not_fused():
 # ---------------------------------------------------------------- a real export
 
 
+@pytest.mark.exports
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_a_torch_export(approximate, refruntime, tmp_path):
     """torch.onnx.export (the TorchScript exporter, opset 17) of Linear -> GELU: one MatMul, Add and GELU."""

@@ -461,7 +461,17 @@ GPU_ATTENTION_CASES = {**ATTENTION_CASES,  # rank, batch, q_seq, kv_seq, q_heads
                        "bert-base": (3, 1, 128, 128, 12, 12, 64, 64),
                        "head-256-fewer-keys-per-tile": (4, 1, 5, 70, 2, 1, 256, 256),
                        "head-512-value-96": (4, 1, 3, 33, 2, 2, 512, 96),
-                       "head-80-rows-past-a-block": (3, 2, 21, 19, 2, 2, 80, 80)}
+                       "head-80-rows-past-a-block": (3, 2, 21, 19, 2, 2, 80, 80),
+                       # float16 with head size 64 or 128 runs on tensor cores (attention_flash.hip), its block
+                       # shape by how many blocks the call has: 4 or 2 warps of distinct rows, or the keys split
+                       # over the warps of one row group (bert-base and long-keys above, the first two here;
+                       # some warps with no key at all); query and key tiles cut short, more queries than keys
+                       # (causal rows past the last key), grouped heads
+                       "flash-128-cross-gqa": (4, 2, 70, 150, 4, 2, 128, 128),
+                       "flash-more-queries-than-keys": (3, 1, 300, 130, 2, 2, 64, 64),
+                       "flash-two-warps": (3, 1, 128, 97, 40, 40, 64, 64),
+                       "flash-four-warps": (4, 4, 130, 66, 36, 12, 64, 64),
+                       "flash-128-four-warps": (4, 2, 130, 70, 40, 8, 128, 128)}
 
 
 @pytest.mark.parametrize("dtype", [F32, F16])
@@ -482,6 +492,21 @@ def test_attention_softcap_and_masked_rows(cpu, gpu, dev):
     inputs[3][1] = False  # query 1 attends no key: zeros on both backends
     got, want = run_both(cpu, gpu, dev, "attention", inputs, [out], ints=ints + [1], floats=(0.5, 2.0))
     assert (want[0][:, 1] == 0).all() and (got[0][:, 1] == 0).all()
+    close("attention", got[0], want[0])
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_attention_rows_masked_by_the_lowest_value(cpu, gpu, dev, dtype):
+    # transformers masks padding with the dtype's lowest value (not -inf): a row whose every key has it still
+    # weighs its keys by their scores, on both backends (the flash kernel subtracts the row's max before
+    # scaling to base 2, so -FLT_MAX * log2(e) never overflows)
+    rng = np.random.default_rng(17)
+    inputs, out, ints = attention_arguments(rng, GPU_ATTENTION_CASES["bert-base"], dtype, ("b", 1, "q", "k"), dtype)
+    inputs[3][:] = 0
+    inputs[3][0, 0, :, 100:] = np.finfo(dtype).min  # padding keys
+    inputs[3][0, 0, 3, :] = np.finfo(dtype).min  # a row with no key left
+    got, want = run_both(cpu, gpu, dev, "attention", inputs, [out], ints=ints + [0], floats=(0.0, 0.0))
+    assert np.isfinite(want[0]).all() and np.abs(want[0][0, 3]).max() > 0
     close("attention", got[0], want[0])
 
 

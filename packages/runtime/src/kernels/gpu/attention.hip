@@ -7,12 +7,15 @@
 // by the block's rows); in a tile, lane j scores key j against the warp's row, the warp keeps the
 // running max and sum of the online softmax, and each lane accumulates the output values c =
 // lane + 32 n (NV of them, NV = ceil(v_head_size / 32)). Causal blocks stop at their last row's
-// key. Scalar float math: a flash kernel on tensor cores is the faster path for long sequences.
+// key. Scalar float math, for what the tensor-core kernel (attention_flash.hip: float16, head sizes 64
+// and 128, CUDA) does not take.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/gpu_device.h"
 #include "kernels/attention_layout.h"
+#include "kernels/gpu/attention.h"
 #include "kernels/gpu/device_math.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
@@ -52,13 +55,6 @@ __device__ __forceinline__ void load_row(float* dst, const T* src, int n, bool v
       if (c < n) dst[c] = v[u];
     }
   }
-}
-
-// The mask's bias at an element: 0 or -inf from a BOOL mask, the value of a float one.
-__device__ __forceinline__ float mask_bias(const void* mask, int32_t dtype, int64_t at) {
-  if (dtype == HIPDNN_EP_DTYPE_BOOL) return static_cast<const uint8_t*>(mask)[at] != 0 ? 0.0f : -INFINITY;
-  if (dtype == HIPDNN_EP_DTYPE_FLOAT16) return __half2float(static_cast<const __half*>(mask)[at]);
-  return static_cast<const float*>(mask)[at];
 }
 
 template <typename T, int NV>
@@ -189,6 +185,17 @@ void attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   const int chunks = static_cast<int>((l.v_head_size + 31) / 32);
   dispatch_float_gpu(args.inputs[0].dtype, "attention", [&](auto tag) {
     using T = typename decltype(tag)::type;
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+    if constexpr (std::is_same_v<T, __half>) {
+      if (launch_attention_flash(state, l, static_cast<const __half*>(args.inputs[0].data),
+                                 static_cast<const __half*>(args.inputs[1].data),
+                                 static_cast<const __half*>(args.inputs[2].data),
+                                 l.has_mask ? args.inputs[3].data : nullptr,
+                                 static_cast<__half*>(args.outputs[0].data), stream)) {
+        return;
+      }
+    }
+#endif
     if (chunks <= 1) {
       launch_attention<T, 1>(p, args, shared_bytes, stream);
     } else if (chunks <= 2) {
