@@ -176,11 +176,11 @@ def demo(session: nox.Session) -> None:
 def zoo(session: nox.Session) -> None:
     """The model zoo: public architectures with random weights, exported here, run on the EP and on ORT's CPU EP.
 
-    Fails unless every model is claimed whole and within its tolerance of ORT (tools/zoo/builders.py). CI
-    runs all of them: exporting and running them takes about a minute on 2 cores (exports are kept in
-    build/zoo). Without options it first runs the zoo's tests, whose exported-model test skips in `tests`
-    (no torch there), and the compiler's tests marked `exports` (likewise). Options after `--` go to tools/zoo instead (`--models NAME ...`, `--backend cuda`,
-    `--json FILE`; `--help`)."""
+    Fails unless every model is claimed whole and within its tolerance of ORT (tools/zoo/builders.py). CI runs
+    all of them: exporting and running them takes about a minute on 2 cores (exports are kept in build/zoo).
+    Without options it first runs the zoo's tests, whose exported-model test skips in `tests` (no torch there),
+    and the compiler's tests marked `exports` (likewise). Options after `--` go to tools/zoo instead (`--models
+    NAME ...`, `--backend cuda`, `--json FILE`; `--help`)."""
     # torch and torchvision from PyPI, a pair built for each other (torchvision's operators load only beside
     # its own torch): on Linux that is torch's CUDA build (~5.5 GB installed, run here on the CPU); its
     # CPU-only wheels are on PyTorch's own index, which CI does not use (it installs from PyPI only). pip
