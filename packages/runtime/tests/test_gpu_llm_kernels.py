@@ -364,18 +364,24 @@ DECODE_CASES = {  # name: batch, past (cache length), valid lengths, heads, kv_h
     "split-ragged": (2, 1100, [1100, 300], 32, 8, 128, -1, 0.0),
     "split-window-softcap": (2, 1500, [1500, 700], 16, 4, 64, 300, 3.0),
     "head-20-scalar-loads": (1, 50, [51], 4, 2, 20, -1, 0.0),
+    # split sizes come from each row's valid keys on the device: a short past in a long cache buffer uses a few
+    # of the launched splits; caches over 4096 keys take two query heads per block (an odd group: one in the last)
+    "8b-short-past-long-buffer": (1, 4095, [129], 32, 8, 128, -1, 0.0),
+    "8b-cache-over-4096": (1, 5000, [4700], 32, 8, 128, -1, 0.0),
+    "group-3-over-4096-ragged": (2, 4200, [4150, 900], 6, 2, 64, -1, 0.0),
 }
 
 
 @pytest.mark.parametrize("dtype", [F32, F16])
 @pytest.mark.parametrize("case", DECODE_CASES)
 def test_group_query_attention_decode_over_key_chunks(cpu, gpu, dev, case, dtype):
-    """One new token: short caches in one block per KV head, long ones split over blocks and merged
-    (ragged rows using fewer splits), groups above 8 query heads over several blocks; window, softcap,
-    interleaved rotary, head size 256 and a head size that is no multiple of 8 (element loads)."""
+    """One new token: each row's keys split over blocks by its valid length and merged (ragged rows using
+    fewer splits), one or two query heads per block; window, softcap, interleaved rotary, head size 256 and a
+    head size that is no multiple of 8 (element loads)."""
     bsz, past, valid, heads, kv_heads, d, window, softcap = DECODE_CASES[case]
     rng = np.random.default_rng(len(case))
-    inputs, outputs = gqa_inputs(rng, dtype, bsz, 1, past, valid, heads, kv_heads, d, True, False, max_pos=2100)
+    inputs, outputs = gqa_inputs(rng, dtype, bsz, 1, past, valid, heads, kv_heads, d, True, False,
+                                 max_pos=max(2100, past + 8))
     got, want = run_both(cpu, gpu, dev, "group_query_attention", inputs, outputs,
                          ints=(heads, kv_heads, window, 1, int(softcap > 0)), floats=(0.0, softcap))
     for name, g, w in zip(("output", "present_key", "present_value"), got, want, strict=True):
