@@ -52,7 +52,7 @@ for src in "${SOURCES[@]}"; do
     if (cd "$RUNTIME" && "$CLANG" -x hip -std=c++17 --offload-arch="$arch" --cuda-device-only -S -nogpulib \
           -Werror -Wno-unused-command-line-argument --rocm-path="$HEADERS/usr" -isystem "$HEADERS/usr/include" \
           -isystem "$ROOT/third_party/nlohmann-json" -DJSON_USE_IMPLICIT_CONVERSIONS=0 \
-          -Isrc -I"$WORK/abi/include" -I"$WORK/abi/internal" "$src" -o "$out") 2> "$out.log"; then
+          -Isrc -I"$WORK/abi/include" -I"$WORK/abi/internal" -I"$WORK/abi/contracts" -I"$ROOT/packages/abi/include" "$src" -o "$out") 2> "$out.log"; then
       printf ' %-16s' "ok ($(grep -c '^[[:space:]]*\.amdhsa_kernel ' "$out") kernels)"
     else
       printf ' %-16s' "FAIL"

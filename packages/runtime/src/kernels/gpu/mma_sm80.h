@@ -1,7 +1,6 @@
 // Warp-level tensor-core and async-copy primitives of sm_80 and later (inline PTX; Hopper runs them as
 // well), shared by the float16 flash attention kernels (group_query_attention_flash.hip,
-// attention_flash.hip). CUDA only: include it under HIPDNN_EP_PLATFORM_CUDA and use it in code compiled
-// for __CUDA_ARCH__ >= 800.
+// attention_flash.hip). CUDA only (empty on HIP); use it in code compiled for __CUDA_ARCH__ >= 800.
 #ifndef HIPDNN_EP_KERNELS_GPU_MMA_SM80_H_
 #define HIPDNN_EP_KERNELS_GPU_MMA_SM80_H_
 
@@ -9,6 +8,7 @@
 
 #include "gpu/gpu_device.h"
 
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
 namespace hipdnn_ep::kernels::gpu {
 
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
@@ -51,5 +51,6 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
+#endif  // HIPDNN_EP_PLATFORM_CUDA
 
 #endif  // HIPDNN_EP_KERNELS_GPU_MMA_SM80_H_
