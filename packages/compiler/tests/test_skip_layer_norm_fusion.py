@@ -113,3 +113,16 @@ def test_com_microsoft_skip_layer_norm_is_one_kernel_call_with_its_sum(refruntim
     got = refruntime.run(info.program, [x, r] + weights)
     for g, w in zip(got, ort_run(model, {"x": x, "r": r}), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_target_abi_without_the_kernel_keeps_the_add_and_the_layer_norm(refruntime, tmp_path):
+    # skip_layer_norm is ABI 1.3's: compiled for 1.2 the pair stays two kernel calls (and needs nothing newer),
+    # as before the pass; the compatibility matrix compiled it for 1.1 and 1.2 runtimes and the node was refused
+    model = residual_ln()
+    info = compile_model(model, tmp_path / "a12", abi="1.2")
+    assert info.metadata["abi"]["min_minor"] <= 2 and len(info.metadata["kernel_nodes"]) == 2
+    x = np.random.default_rng(2).standard_normal((2, 3, HIDDEN)).astype(np.float32)
+    (got,) = refruntime.run(info.program, [x, x + 1] + load_weights(info.metadata, model))
+    np.testing.assert_allclose(got, ort_run(model, {"x": x, "r": x + 1})[0], rtol=1e-5, atol=1e-5)
+    fused = compile_model(model, tmp_path / "a13")
+    assert fused.metadata["abi"]["min_minor"] == 3 and len(fused.metadata["kernel_nodes"]) == 1

@@ -374,8 +374,6 @@ def _fuse(root, rewriter) -> bool:
 def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
     """abi: the manifest compiled against; a target ABI without the attention kernel (before 1.3) keeps the
     chains as imported, as before this pass (the default, the bundled manifest, has it)."""
-    if abi is not None:
-        fn = abi.functions.get(abi.name(ATTENTION.kernel))
-        if fn is None or fn.since > abi.target_minor:
-            return module
+    if not fusion.target_has(abi, ATTENTION):
+        return module
     return fusion.apply(module, [("onnx.reshape", _fuse)], top_down=False)

@@ -16,7 +16,8 @@ It is fused only where the result is the same computation:
 - the LayerNormalization normalizes the last axis only (axis -1 or rank - 1), its Scale and B (if given)
   are rank-1 of the Add's type, it has the default stash_type (float) and only its output Y is used (Mean
   and InvStdDev are absent).
-Anything else stays as imported.
+Anything else stays as imported, and nothing fuses when compiling for a runtime ABI without the
+skip_layer_norm kernel (before 1.3): the Add and the LayerNormalization compile as before.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from .. import ir as hir
+from ..abi import RuntimeAbi
+from ..ops.llm import SKIP_LAYER_NORM
 from . import fusion
 
 NAME = "fuse-skip-layer-norm"
+USES_ABI = True  # run_pipeline passes the target manifest: no fusion for a runtime without the kernel
 
 FLOAT32, FLOAT16 = 1, 10
 
@@ -83,5 +87,8 @@ def _fuse(root, rewriter) -> bool:
     return False
 
 
-def run(module: ir.Module) -> ir.Module:
+def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
+    """abi: the manifest compiled against (None: the bundled one)."""
+    if not fusion.target_has(abi, SKIP_LAYER_NORM):
+        return module
     return fusion.apply(module, [("onnx.layer_norm", _fuse)], top_down=True)
