@@ -126,3 +126,28 @@ def test_a_target_abi_without_the_kernel_keeps_the_add_and_the_layer_norm(refrun
     np.testing.assert_allclose(got, ort_run(model, {"x": x, "r": x + 1})[0], rtol=1e-5, atol=1e-5)
     fused = compile_model(model, tmp_path / "a13")
     assert fused.metadata["abi"]["min_minor"] == 3 and len(fused.metadata["kernel_nodes"]) == 1
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_com_microsoft_skip_layer_norm_composes_for_a_target_abi_without_the_kernel(bias, refruntime, tmp_path):
+    # for a runtime before ABI 1.3 the node is an add (and the bias's) and a layer_norm, as before the kernel: it
+    # compiled for 1.2 then, and must still (not refused for a function the target lacks)
+    rng = np.random.default_rng(4)
+    n = helper.make_node
+    inits = [const("g", rng.standard_normal(HIDDEN).astype(np.float32)),
+             const("beta", rng.standard_normal(HIDDEN).astype(np.float32))]
+    ins = ["x", "r", "g", "beta"]
+    if bias:
+        inits.append(const("bias", rng.standard_normal(HIDDEN).astype(np.float32)))
+        ins.append("bias")
+    node = n("SkipLayerNormalization", ins, ["y", "", "", "sum"], domain="com.microsoft", epsilon=1e-5)
+    model = make_model([node], [("x", T.FLOAT, ["b", 3, HIDDEN]), ("r", T.FLOAT, ["b", 3, HIDDEN])],
+                       [("y", T.FLOAT, None), ("sum", T.FLOAT, None)], inits, extra_opsets=[("com.microsoft", 1)])
+    x, r = (rng.standard_normal((2, 3, HIDDEN)).astype(np.float32) for _ in range(2))
+    want = ort_run(model, {"x": x, "r": r})
+    for abi, calls in (("1.2", 3 if bias else 2), (None, 1)):
+        info = compile_model(model, tmp_path / f"a{abi}", **({"abi": abi} if abi else {}))
+        assert len(info.metadata["kernel_nodes"]) == calls
+        got = refruntime.run(info.program, [x, r] + load_weights(info.metadata, model))
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)

@@ -24,7 +24,7 @@ from .. import symbolic as sym
 from ..errors import ModelError
 from .llm import SKIP_LAYER_NORM
 from .mask import FILL, RANGE, _fill_bits
-from .node import Node, broadcast, emit, finish, show
+from .node import Node, broadcast, emit, finish, show, target_has
 from .onnx import BINARY, CAST, GATHER, LAYER_NORM, MATMUL, REDUCE, SLICE, SOFTMAX, TRANSPOSE, UNARY, WHERE
 from .registry import Kernel, OpDef, register, register_kernel
 
@@ -211,6 +211,16 @@ def _skip_layer_norm(o: Node) -> None:
     text = checks.Text(1, hidden)
     o.require("le", text.values, f"input shape {text.dims(x)} has hidden size {{1}}; layer normalization needs "
                                  "at least 1")
+    if not target_has(SKIP_LAYER_NORM):  # a runtime before ABI 1.3: the sum, then layer_norm
+        b = Builder(o)
+        s = b.binary("ADD", b.input(0), b.input(1))
+        s = (s[0], x)  # the skip may broadcast from [sequence, hidden]: the sum has the input's dims
+        if o.input(4) is not None:
+            s = b.binary("ADD", s, b.input(4))
+        operands = [s[0], o.input(2)] + ([o.input(3)] if o.input(3) is not None else [])
+        y = b.call(LAYER_NORM, operands, {"axis": len(x) - 1, "epsilon": _finite(o, "epsilon", 1e-12)}, x)
+        finish(o, [y if r == 0 else s[0] for r in roles])
+        return
     # one kernel call: inputs X, Scale, B, Skip, Bias by position (ONNX: input, skip, gamma, beta, bias),
     # results Y and, when the graph reads it, the sum
     to_slot = {0: 0, 2: 1, 3: 2, 1: 3, 4: 4}
@@ -224,7 +234,8 @@ def _skip_layer_norm(o: Node) -> None:
     finish(o, [call.results[0] if r == 0 else call.results[1] for r in roles])
 
 
-register(OpDef("SkipLayerNormalization", "skip_layer_norm", _skip_layer_norm, (SKIP_LAYER_NORM,), domains=(MS,)))
+register(OpDef("SkipLayerNormalization", "skip_layer_norm", _skip_layer_norm, (SKIP_LAYER_NORM, BINARY, LAYER_NORM),
+               domains=(MS,)))
 
 
 def _embed_layer_norm(o: Node) -> None:

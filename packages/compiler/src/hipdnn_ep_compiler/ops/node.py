@@ -135,6 +135,34 @@ def rewriting(rewriter) -> Iterator[None]:
         _rewriter.reset(token)
 
 
+_target_abi: contextvars.ContextVar = contextvars.ContextVar("hipdnn_target_abi", default=None)
+
+
+@contextlib.contextmanager
+def targeting(abi) -> Iterator[None]:
+    """Shape rules called in this block compile for `abi` (the RuntimeAbi compiled against; None: the bundled
+    manifest, which has every kernel)."""
+    token = _target_abi.set(abi)
+    try:
+        yield
+    finally:
+        _target_abi.reset(token)
+
+
+def kernel_in(abi, kernel: Kernel) -> bool:
+    """Whether runtime ABI `abi` (None: the bundled manifest) has `kernel` at its target version."""
+    if abi is None:
+        return True
+    fn = abi.functions.get(abi.name(kernel.kernel))
+    return fn is not None and fn.since <= abi.target_minor
+
+
+def target_has(kernel: Kernel) -> bool:
+    """Whether the runtime the rules compile for (see `targeting`) has `kernel`: a rule with a fused kernel
+    newer than its composition composes where the target lacks it."""
+    return kernel_in(_target_abi.get(), kernel)
+
+
 def _retire(o: Node, values: list[ir.Value]) -> None:
     """Move the uses of `o`'s results to `values` (a kernel op may have more results than `o`) and erase `o`."""
     old = list(o.op.results)

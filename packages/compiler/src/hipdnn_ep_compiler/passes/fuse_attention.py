@@ -52,6 +52,7 @@ from torch_mlir import ir
 from .. import ir as hir
 from ..abi import RuntimeAbi
 from ..ops.contrib import ATTENTION
+from ..ops.node import kernel_in
 from . import fusion
 
 NAME = "fuse-attention"
@@ -374,6 +375,6 @@ def _fuse(root, rewriter) -> bool:
 def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
     """abi: the manifest compiled against; a target ABI without the attention kernel (before 1.3) keeps the
     chains as imported, as before this pass (the default, the bundled manifest, has it)."""
-    if not fusion.target_has(abi, ATTENTION):
+    if not kernel_in(abi, ATTENTION):
         return module
     return fusion.apply(module, [("onnx.reshape", _fuse)], top_down=False)

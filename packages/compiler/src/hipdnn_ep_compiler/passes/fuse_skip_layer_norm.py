@@ -27,6 +27,7 @@ from torch_mlir import ir
 from .. import ir as hir
 from ..abi import RuntimeAbi
 from ..ops.llm import SKIP_LAYER_NORM
+from ..ops.node import kernel_in
 from . import fusion
 
 NAME = "fuse-skip-layer-norm"
@@ -89,6 +90,6 @@ def _fuse(root, rewriter) -> bool:
 
 def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
     """abi: the manifest compiled against (None: the bundled one)."""
-    if not fusion.target_has(abi, SKIP_LAYER_NORM):
+    if not kernel_in(abi, SKIP_LAYER_NORM):
         return module
     return fusion.apply(module, [("onnx.layer_norm", _fuse)], top_down=True)

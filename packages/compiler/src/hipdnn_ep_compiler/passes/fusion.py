@@ -53,16 +53,6 @@ def erase_chain(rewriter, ops: list[ir.Operation]) -> None:
         left = [op for op in left if not any(op == d for d in dead)]
 
 
-def target_has(abi, kernel) -> bool:
-    """Whether the runtime ABI compiled against (a RuntimeAbi, or None: the bundled manifest, which has every
-    kernel) has `kernel` (an ops Kernel): a fusion into a kernel the target lacks would make its nodes
-    unsupported where the chain they replace compiles."""
-    if abi is None:
-        return True
-    fn = abi.functions.get(abi.name(kernel.kernel))
-    return fn is not None and fn.since <= abi.target_minor
-
-
 def apply(module: ir.Module, patterns: list[tuple[str, Callable]], top_down: bool) -> ir.Module:
     """Runs each (root op name, pattern function) over `module` until nothing changes."""
     config = rewrite.GreedyRewriteConfig()

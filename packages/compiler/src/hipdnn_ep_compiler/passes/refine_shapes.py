@@ -31,7 +31,7 @@ from torch_mlir import ir, rewrite
 from .. import ir as hir
 from .. import symbolic as sym
 from ..errors import ModelError, UnsupportedError
-from ..ops.node import Node, rewriting
+from ..ops.node import Node, rewriting, targeting
 from ..ops.registry import OpDef, by_ir_name, by_ir_names
 
 NAME = "refine-shapes"
@@ -86,7 +86,15 @@ def _config() -> rewrite.GreedyRewriteConfig:
     return config
 
 
-def run(module: ir.Module) -> ir.Module:
+USES_ABI = True  # the shape rules compose what the target runtime has no fused kernel for
+
+
+def run(module: ir.Module, abi=None) -> ir.Module:
+    with targeting(abi):
+        return _run(module)
+
+
+def _run(module: ir.Module) -> ir.Module:
     func = hir.main_func(module)
     for op in hir.ops(module):
         if op.name not in _NO_RULE and by_ir_name(op.name) is None:
