@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
-from gpu_timing import kernel_label  # noqa: E402
+from gpu_timing import kernel_profile  # noqa: E402
 
 HIDDEN, INTER, HEADS, KV_HEADS, HEAD, VOCAB, BLOCK = 4096, 14336, 32, 8, 128, 128256, 128
 
@@ -149,23 +149,18 @@ def cases() -> list[Case]:
 
 
 def _device_us(torch, fn: Callable[[], None], iters: int, per_kernel: dict | None = None) -> float:
-    """Mean device time of fn's kernels per call, from the CUDA profiler; per_kernel, when given, gets
-    each kernel's share (by name)."""
-    from torch.autograd import DeviceType  # noqa: PLC0415
-    from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
+    """Mean device time of fn's kernels per call, from the CUDA profiler (gpu_timing.kernel_profile);
+    per_kernel, when given, gets each kernel's share (by name)."""
 
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(iters):
-            fn()
+    def step():
+        fn()
         torch.cuda.synchronize()
-    kernels = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
+
+    kernels = kernel_profile(step, iters)
     if per_kernel is not None:
-        for e in kernels:
-            label = kernel_label(e.key)
-            per_kernel[label] = per_kernel.get(label, 0.0) + e.self_device_time_total / iters
-    return sum(e.self_device_time_total for e in kernels) / iters
+        for label, _, us in kernels:
+            per_kernel[label] = per_kernel.get(label, 0.0) + us
+    return sum(us for _, _, us in kernels)
 
 
 def measure_floors(torch) -> tuple[float, float]:
