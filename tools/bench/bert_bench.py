@@ -3,7 +3,7 @@ the GPU: hipdnn-ep (cuda backend, graph capture on) against PyTorch eager, PyTor
 `torch.compile(mode="reduce-overhead")` and, where onnxruntime has its CUDA EP, ONNX Runtime's CUDA EP
 on the graph fused by onnxruntime's transformer optimizer (with its CUDA graph). One table per batch size.
 
-    python tools/bench/bert_bench.py [--batch 1 8] [--seq 128] [--layers 12] [--runs 100] [--profile]
+    python tools/bench/bert_bench.py [--batch 1 8] [--seq 128] [--layers 12] [--runs 100] [--profile] [--ep-only]
 
 The model is what a user exports: `BertModel(BertConfig())` (12 layers, hidden 768, 12 heads, FFN 3072;
 transformers' default attention implementation, or `--attention eager`), exported on the CPU in float32
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
-from gpu_timing import kernel_profile, print_kernel_profile, time_torch_graph  # noqa: E402
+from gpu_timing import device_timeline, kernel_profile, print_kernel_profile, time_torch_graph  # noqa: E402
 
 HBM_BYTES_PER_S = 4.25e12  # H200 device-to-device copy, read + write counted (H100: about 3.0e12)
 TENSOR_FLOPS = 780e12      # dense float16/bfloat16 matrix products measured through PyTorch
@@ -149,6 +149,9 @@ def run_session(sess, feeds, runs: int, output_on_device, profile: bool = False)
     if profile:
         b, seq = feeds["input_ids"].shape
         print_kernel_profile(f"hipdnn-ep forward, batch {b}, seq {seq}", kernel_profile(step, 10))
+        busy, idle, kernels = device_timeline(step, 10)
+        print(f"device timeline per forward: {kernels} kernels and copies, {busy:.1f} us busy, {idle:.1f} us idle between them "
+              f"({idle / max(kernels - 1, 1):.2f} us a gap); the rest of the {ms * 1e3:.1f} us is the host's")
     return ms, out
 
 
@@ -224,10 +227,13 @@ def bench(args: argparse.Namespace) -> int:
         model = export_float16(bert, Path(tmp) / "bert_fp16.onnx", args.seq)
         for batch in args.batch:
             feeds = feeds_for(batch, args.seq)
-            rows = [run_hipdnn(model, feeds, args.runs, args.profile), run_ort_cuda(model, feeds, args.runs)]
-            rows = run_torch(bert, feeds, args.runs) + rows
+            rows = [run_hipdnn(model, feeds, args.runs, args.profile)]
+            eager = graph = None
+            if not args.ep_only:
+                rows = run_torch(bert, feeds, args.runs) + rows + [run_ort_cuda(model, feeds, args.runs)]
+                eager, graph = rows[0][1], rows[1][1]
             kept = feeds["attention_mask"].astype(bool)
-            ref, eager, graph = float32_truth(bert, feeds)[kept], rows[0][1], rows[1][1]
+            ref = float32_truth(bert, feeds)[kept]
             scale = float(np.abs(ref).max())
             onnx_ref = cpu_reference(model, feeds)
             floor = floor_ms(args.layers, batch, args.seq, weight_bytes)
@@ -246,7 +252,8 @@ def bench(args: argparse.Namespace) -> int:
                 if ms is None:
                     print(f"{label:58} {'-':>8} {'':>9} {'':>9} {'':>8}  {note}")
                 else:
-                    print(f"{label:58} {ms:8.3f} {eager / ms:8.2f}x {graph / ms:8.2f}x {ms / floor:7.1f}x  {note}")
+                    ratios = "".join(f" {base / ms:8.2f}x" if base else f" {'-':>9}" for base in (eager, graph))
+                    print(f"{label:58} {ms:8.3f}{ratios} {ms / floor:7.1f}x  {note}")
     return status
 
 
@@ -257,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--profile", action="store_true", help="also print hipdnn-ep's kernels per forward")
+    parser.add_argument("--ep-only", action="store_true",
+                        help="time hipdnn-ep alone (no PyTorch or onnxruntime CUDA rows): to compare runtime builds")
     parser.add_argument("--attention", choices=["eager", "sdpa"], default=None,
                         help="transformers' attention implementation (default: transformers' own default)")
     args = parser.parse_args(argv)

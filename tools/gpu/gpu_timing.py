@@ -99,6 +99,30 @@ def kernel_profile(step: Callable[[], object], runs: int) -> list[tuple[str, flo
     return sorted(((k, n, us) for k, (n, us) in rows.items()), key=lambda r: -r[2])
 
 
+def device_timeline(step: Callable[[], object], runs: int, max_gap_us: float = 20.0) -> tuple[float, float, int]:
+    """How one call of `step` (which drains the device) occupies the device: (kernel us, idle us between its
+    kernels, kernels) per call, from the kernels' start and end times in CUDA's profiler. The device is idle
+    longer than `max_gap_us` only between calls (the host's part of a call: its run, copies and the
+    synchronization), so such gaps separate calls and are not counted; shorter ones are the launch gaps
+    inside a call."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    step()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(runs):
+            step()
+    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                   if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start)
+    busy = sum(end - start for start, end in spans)
+    idle, last_end = 0.0, None
+    for start, end in spans:
+        if last_end is not None and 0 < start - last_end <= max_gap_us:
+            idle += start - last_end
+        last_end = end if last_end is None else max(last_end, end)
+    return busy / runs, idle / runs, round(len(spans) / runs)
+
+
 def print_kernel_profile(title: str, kernels: list[tuple[str, float, float]], top: int = 15) -> None:
     total = sum(us for _, _, us in kernels)
     launches = sum(n for _, n, _ in kernels)
