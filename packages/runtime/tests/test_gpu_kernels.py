@@ -106,6 +106,24 @@ def test_unary(cpu, gpu, dev, op, dtype):
         compare(cpu, gpu, dev, "unary", [rand(shape, dtype, k, low, 4.0)], shape, ints=[UNARY[op]], tol=tol)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16, I32])
+def test_unary_vectors_and_their_tail(cpu, gpu, dev, dtype):
+    # 16-byte vectors where both pointers are aligned, the elements past the last whole vector one per thread;
+    # an operand one element into its buffer is not aligned and takes the scalar kernel
+    op = "NEG" if dtype == I32 else "GELU_ERF"
+    tol = EXACT if dtype == I32 else (2e-6, 1e-6) if dtype == F32 else (1e-3, 1e-3)
+    for n in (7, 8, 9, 15, 16, 17, 31, 33, 1000, 3 * 1024 * 8 + 5):
+        compare(cpu, gpu, dev, "unary", [rand((n,), dtype, n, -4, 4)], (n,), ints=[UNARY[op]], tol=tol)
+    x = rand((65,), dtype, 3, -4, 4)
+    expected = np.full(64, 77, dtype)
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_unary", [x[1:].copy()], [expected], [UNARY[op]], [])
+    dx, dy = dev.to_device(x), dev.to_device(np.full(65, 77, dtype))
+    _core.call_kernel(gpu, "hipdnn_ep_kernel_unary", [dx[1:]], [dy[1:]], [UNARY[op]], [])
+    got = dev.to_host(dy)
+    assert got[0] == 77  # nothing written before the view
+    np.testing.assert_allclose(got[1:].astype(F32), expected.astype(F32), rtol=tol[0], atol=tol[1])
+
+
 @pytest.mark.parametrize("dtype", [I32, I64])
 def test_unary_integers(cpu, gpu, dev, dtype):
     x = rand((9, 4), dtype, 5, -100, 100)
