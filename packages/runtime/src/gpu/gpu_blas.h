@@ -2,7 +2,7 @@
 // entry point for MatMul and Gemm. The library's handle, a workspace and a
 // cache of matmul plans (descriptors plus the chosen algorithm, keyed by the
 // problem) live as long as the device, so a repeated shape costs no
-// heuristic query.
+// heuristic query; a problem's candidates are timed on its first call.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +51,12 @@ class GpuBlas {
   struct Plan;
   using Key = std::array<int64_t, 17>;
   Plan& plan(const GemmProblem& p, const Key& key);
+  // One call of the plan's candidate `candidate` (an index into its heuristic results).
+  int run(const GemmProblem& p, Plan& pl, int candidate, hipStream_t stream);
+  // Times the plan's candidates once and keeps the fastest (gpu_blas.hip says when and how).
+  void tune(const GemmProblem& p, Plan& pl, hipStream_t stream);
+  float time_candidate(const GemmProblem& p, Plan& pl, int candidate, int runs, hipStream_t side, hipEvent_t start,
+                       hipEvent_t stop);
 
   GpuDevice* device_;
   void* handle_ = nullptr;  // hipblasLtHandle_t

@@ -58,6 +58,11 @@
 #define hipMemoryTypeManaged cudaMemoryTypeManaged
 #define hipEvent_t cudaEvent_t
 #define hipEventCreateWithFlags cudaEventCreateWithFlags
+#define hipEventCreate cudaEventCreate
+#define hipEventElapsedTime cudaEventElapsedTime
+#define hipStreamIsCapturing cudaStreamIsCapturing
+#define hipStreamCaptureStatus cudaStreamCaptureStatus
+#define hipStreamCaptureStatusNone cudaStreamCaptureStatusNone
 #define hipEventDisableTiming cudaEventDisableTiming
 #define hipEventRecord cudaEventRecord
 #define hipEventDestroy cudaEventDestroy
