@@ -64,6 +64,9 @@ class GpuDevice final : public Device {
   int32_t synchronize_event(uint64_t event) override;
 
   int32_t ordinal() const { return ordinal_; }
+  // The device's multiprocessor count (asked once, at creation; 1 if the query fails), by which kernels
+  // size their grids.
+  int multiprocessors() const { return multiprocessors_; }
   // Makes this device current on the calling thread (threads of ONNX Runtime
   // or Python may differ from the one that created the state).
   void make_current() const;
@@ -78,6 +81,7 @@ class GpuDevice final : public Device {
  private:
   int32_t backend_;
   int32_t ordinal_;
+  int multiprocessors_ = 1;
   hipStream_t stream_;
   DataErrorRecord* errors_host_;
   DataErrorRecord* errors_device_;

@@ -25,7 +25,14 @@ std::string gpu_error_text(const std::string& what, hipError_t error) {
 
 GpuDevice::GpuDevice(int32_t backend, int32_t ordinal, hipStream_t stream, DataErrorRecord* errors_host,
                      DataErrorRecord* errors_device)
-    : backend_(backend), ordinal_(ordinal), stream_(stream), errors_host_(errors_host), errors_device_(errors_device) {}
+    : backend_(backend), ordinal_(ordinal), stream_(stream), errors_host_(errors_host), errors_device_(errors_device) {
+  int sms = 0;
+  if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, ordinal) == hipSuccess && sms > 0) {
+    multiprocessors_ = sms;
+  } else {
+    (void)hipGetLastError();
+  }
+}
 
 GpuDevice::~GpuDevice() {
   make_current();

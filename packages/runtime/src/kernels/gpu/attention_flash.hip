@@ -343,12 +343,7 @@ __global__ void __launch_bounds__(RG * KS * 32) attention_flash_kernel(Attention
 template <int D, int RG, int KS>
 bool launch_for(const AttentionLayout& l, const __half* query, const __half* key, const __half* value,
                 const void* mask, __half* out, hipStream_t stream) {
-  cudaFuncAttributes attributes{};
-  if (cudaFuncGetAttributes(&attributes, attention_flash_kernel<D, RG, KS>) != cudaSuccess ||
-      attributes.binaryVersion < 80) {
-    (void)cudaGetLastError();
-    return false;
-  }
+  if (!runs_sm80_code<attention_flash_kernel<D, RG, KS>>()) return false;
   const dim3 grid(static_cast<unsigned>((l.q_seq + 16 * RG - 1) / (16 * RG)), static_cast<unsigned>(l.q_heads),
                   static_cast<unsigned>(l.batch));
   attention_flash_kernel<D, RG, KS><<<grid, RG * KS * 32, 0, stream>>>(l, query, key, value, mask, out);
@@ -361,11 +356,7 @@ bool launch_for(const AttentionLayout& l, const __half* query, const __half* key
 template <int D>
 bool launch_for_size(hipdnn_ep_state_t* state, const AttentionLayout& l, const __half* query, const __half* key,
                      const __half* value, const void* mask, __half* out, hipStream_t stream) {
-  int sms = 0;
-  if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, gpu_device(state).ordinal()) != hipSuccess ||
-      sms < 1) {
-    sms = 1;
-  }
+  const int sms = gpu_device(state).multiprocessors();
   const int64_t heads = l.batch * l.q_heads;
   if (heads * ((l.q_seq + 63) / 64) >= sms) return launch_for<D, 4, 1>(l, query, key, value, mask, out, stream);
   if (heads * ((l.q_seq + 31) / 32) >= sms) return launch_for<D, 2, 1>(l, query, key, value, mask, out, stream);

@@ -7,6 +7,7 @@
 #define HIPDNN_EP_KERNELS_GPU_GPU_COMMON_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -193,6 +194,30 @@ template <typename Fn>
 decltype(auto) dispatch_any_gpu(int32_t dtype, const char* what, Fn&& fn) {
   return dispatch_any<__half, gbool>(dtype, what, std::forward<Fn>(fn));
 }
+
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+// Whether the code of kernel kKernel that the current device runs was built for sm_80 or later (the
+// tensor-core kernels are empty below it): cudaFuncGetAttributes, a driver call, once per kernel and device
+// instead of once per launch.
+template <auto kKernel>
+bool runs_sm80_code() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> known[kDevices] = {};  // 0: not asked yet, 1: yes, 2: no
+  int device = 0;
+  if (hipGetDevice(&device) != hipSuccess || device < 0 || device >= kDevices) {
+    (void)hipGetLastError();
+    return false;
+  }
+  int v = known[device].load(std::memory_order_relaxed);
+  if (v == 0) {
+    cudaFuncAttributes attributes{};
+    v = cudaFuncGetAttributes(&attributes, kKernel) == cudaSuccess && attributes.binaryVersion >= 80 ? 1 : 2;
+    (void)cudaGetLastError();
+    known[device].store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+#endif
 
 // out (contiguous, dims `shape`)[idx] = in[offset + sum(idx[d] * in_strides[d])]
 // by element width, on the state's current stream.

@@ -309,11 +309,7 @@ void launch_gqa_decode(hipdnn_ep_state_t* state, const GqaParams& g, const T* qu
   // at 8192 keys two per block are best (39.5 us against 50.6 for the group, 49.9 for one).
   const int heads = keys > kDecodeLongKeys && group >= 2 ? 2 : 1;
   // Enough splits for about two blocks per multiprocessor, at most one per quantum of the longest row.
-  int sms = 0;
-  if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, gpu_device(state).ordinal()) != hipSuccess ||
-      sms < 1) {
-    sms = 1;
-  }
+  const int sms = gpu_device(state).multiprocessors();
   const int64_t blocks = g.batch * g.kv_heads * ((group + heads - 1) / heads);
   const int64_t wanted = std::min<int64_t>(kDecodeMaxSplits, std::max<int64_t>(1, (2 * sms + blocks - 1) / blocks));
   split.splits = std::max<int64_t>(1, std::min(wanted, (keys + split.quantum - 1) / split.quantum));

@@ -223,11 +223,7 @@ template <int D>
 bool launch_flash_for(const GqaParams& g, const __half* query, const __half* cos, const __half* sin,
                       const int32_t* seqlens, const int32_t* total, const __half* present_k, const __half* present_v,
                       __half* out, hipStream_t stream) {
-  cudaFuncAttributes attributes{};
-  if (cudaFuncGetAttributes(&attributes, gqa_flash_kernel<D>) != cudaSuccess || attributes.binaryVersion < 80) {
-    (void)cudaGetLastError();
-    return false;
-  }
+  if (!runs_sm80_code<gqa_flash_kernel<D>>()) return false;
   const int64_t group = g.heads / g.kv_heads;
   const dim3 grid(static_cast<unsigned>((g.seq * group + kFlashRows - 1) / kFlashRows),
                   static_cast<unsigned>(g.kv_heads), static_cast<unsigned>(g.batch));
