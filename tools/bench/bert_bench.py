@@ -150,8 +150,9 @@ def run_session(sess, feeds, runs: int, output_on_device, profile: bool = False)
         b, seq = feeds["input_ids"].shape
         print_kernel_profile(f"hipdnn-ep forward, batch {b}, seq {seq}", kernel_profile(step, 10))
         busy, idle, kernels = device_timeline(step, 10)
-        print(f"device timeline per forward: {kernels} kernels and copies, {busy:.1f} us busy, {idle:.1f} us idle between them "
-              f"({idle / max(kernels - 1, 1):.2f} us a gap); the rest of the {ms * 1e3:.1f} us is the host's")
+        print(f"device timeline per forward: {kernels} kernels and copies, {busy:.1f} us busy, {idle:.1f} us idle "
+              f"between them ({idle / max(kernels - 1, 1):.2f} us a gap); the rest of the {ms * 1e3:.1f} us is the "
+              "host's")
     return ms, out
 
 
