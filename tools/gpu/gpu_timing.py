@@ -51,10 +51,9 @@ def time_loop(fn: Callable[[], object], sync: Callable[[], object], runs: int, w
     return (time.perf_counter() - start) / runs
 
 
-def time_torch_graph(fn: Callable[[], object], runs: int) -> float:
-    """Seconds per replay of fn captured into a torch CUDA graph: one warm-up call and the capture on a
-    side stream (as torch asks), then `runs` replays timed with time_loop. Call it under torch.no_grad()
-    when fn computes with tensors that require grad."""
+def torch_graph(fn: Callable[[], object]) -> Callable[[], object]:
+    """fn captured into a torch CUDA graph (one warm-up call and the capture on a side stream, as torch asks):
+    the graph's replay. Call it under torch.no_grad() when fn computes with tensors that require grad."""
     import torch
 
     graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
@@ -64,7 +63,15 @@ def time_torch_graph(fn: Callable[[], object], runs: int) -> float:
         with torch.cuda.graph(graph):
             fn()
     torch.cuda.current_stream().wait_stream(stream)
-    return time_loop(graph.replay, torch.cuda.synchronize, runs)
+    return graph.replay
+
+
+def time_torch_graph(fn: Callable[[], object], runs: int) -> float:
+    """Seconds per replay of fn captured into a torch CUDA graph (torch_graph), `runs` replays back to back
+    timed with time_loop."""
+    import torch
+
+    return time_loop(torch_graph(fn), torch.cuda.synchronize, runs)
 
 
 def kernel_label(name: str) -> str:
