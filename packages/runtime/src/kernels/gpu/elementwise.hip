@@ -10,6 +10,7 @@
 #include "kernels/int_pow.h"
 #include "kernels/narrow_float.h"
 #include "gpu/gpu_device.h"
+#include "kernels/gpu/device_math.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
 #include "kernels/validate.h"
@@ -318,8 +319,7 @@ void launch_unary(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t& in, co
   const UnaryOp<Op, typename Compute<T>::type> fn{};
   constexpr int kVec = 16 / sizeof(T);
   if constexpr (std::is_same_v<T, TOut> && (sizeof(T) == 2 || sizeof(T) == 4)) {
-    const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-    if (n >= 2 * kVec && aligned(in.data) && aligned(out.data)) {
+    if (n >= 2 * kVec && aligned(in.data, 16) && aligned(out.data, 16)) {
       const int64_t vectors = n / kVec;
       unary_vector_kernel<T, kVec><<<grid_for(vectors), kBlock, 0, current_stream(state)>>>(
           static_cast<const T*>(in.data), static_cast<T*>(out.data), vectors, n, fn);
