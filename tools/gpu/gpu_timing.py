@@ -86,19 +86,25 @@ def kernel_label(name: str) -> str:
     return plain.split("::")[-1].split(" ")[-1]
 
 
-def kernel_profile(step: Callable[[], object], runs: int) -> list[tuple[str, float, float]]:
-    """Where the device time of one call of `step` (which drains the device) goes: (kernel, launches, us)
-    per call, the largest first, from CUDA's profiler through torch (it sees every kernel of the process,
-    those of replayed graphs included)."""
-    from torch.autograd import DeviceType
+def _cuda_profile(step: Callable[[], object], runs: int):
+    """torch's profiler (CUDA activity) over `runs` calls of `step`, after one call outside it."""
     from torch.profiler import ProfilerActivity, profile
 
     step()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(runs):
             step()
+    return prof
+
+
+def kernel_profile(step: Callable[[], object], runs: int) -> list[tuple[str, float, float]]:
+    """Where the device time of one call of `step` (which drains the device) goes: (kernel, launches, us)
+    per call, the largest first, from CUDA's profiler through torch (it sees every kernel of the process,
+    those of replayed graphs included)."""
+    from torch.autograd import DeviceType
+
     rows: dict[str, tuple[float, float]] = {}
-    for e in prof.key_averages():
+    for e in _cuda_profile(step, runs).key_averages():
         if e.device_type == DeviceType.CUDA:
             label = kernel_label(e.key)
             n, us = rows.get(label, (0.0, 0.0))
@@ -113,13 +119,8 @@ def device_timeline(step: Callable[[], object], runs: int, max_gap_us: float = 2
     synchronization), so such gaps separate calls and are not counted; shorter ones are the launch gaps
     inside a call."""
     from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
 
-    step()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(runs):
-            step()
-    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+    spans = sorted((e.time_range.start, e.time_range.end) for e in _cuda_profile(step, runs).events()
                    if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start)
     busy = sum(end - start for start, end in spans)
     idle, last_end = 0.0, None
