@@ -113,11 +113,13 @@ def test_matmul_nbits_one_row_long_k(cpu, gpu, dev, dtype, k, block, zero_points
 
 @pytest.mark.parametrize("m", [1, 3, 8])
 @pytest.mark.parametrize(("k", "n", "block", "zero_points"),
-                         [(1001, 40, 128, True), (4096, 33, 256, False), (9000, 24, 128, True), (512, 16, 128, False)])
+                         [(1001, 40, 128, True), (4096, 33, 256, False), (9000, 24, 128, True), (512, 16, 128, False),
+                          (65536, 24, 128, True)])
 def test_matmul_nbits_tensor_core_gemv(cpu, gpu, dev, m, k, n, block, zero_points):
     """float16, 1..8 rows of A, blocks of a multiple of 128 (the tensor-core GEMV on CUDA): K not a multiple
     of 8 (A read element by element) and ending inside the last block, N not a multiple of the block's 16
-    columns, blocks of 256 (two steps of K per block), no zero points, a bias."""
+    columns, blocks of 256 (two steps of K per block), no zero points, a bias; K 65536, whose one row of A
+    does not fit the block's shared memory (read from global memory instead, as for several rows)."""
     rng = np.random.default_rng(k + m)
     b, scales, zp = quantized(rng, n, k, block, zero_points, F16)
     a, bias = rng.standard_normal((m, k)).astype(F16), rng.standard_normal(n).astype(F16)

@@ -1,5 +1,4 @@
 // The int4 MatMulNBits decode GEMV on tensor cores (CUDA only); see matmul_nbits.hip for where it runs.
-#include <atomic>
 #include <cstdint>
 
 #include "kernels/gpu/device_math.h"
@@ -10,22 +9,37 @@
 namespace hipdnn_ep::kernels::gpu {
 namespace {
 
-// The decode GEMV on tensor cores (CUDA, float16, 1..kMmaRows rows of A, blocks of a multiple of 128
-// elements, B 16-byte aligned). A block owns kMmaColumns output columns; its kMmaWarps warps split K in
-// steps of 128 elements (one quantization block or part of one) and each warp loads a step's B, scales
-// and zero points just before using them (its first step before A is staged). Loading the next step
-// before the current one's arithmetic (two steps in registers, at the 64-register bound) measured 5-11%
-// slower on an H200 for every Llama-3.1-8B shape. In a step, lane (g, t) = (lane / 4,
-// lane % 4) loads 16 bytes (32 weights) of columns g and g + 8 at K offset 32 t, turns the nibbles into
-// exact half pairs q - z, and 8 mma.m16n8k16 (W as the 16 x 16 operand, A's rows as the 8 columns of
-// the other) sum q - z times A in float; the step's scales multiply that float sum. K is permuted the
+// The decode GEMV on tensor cores (CUDA, float16, 1..kMmaRows rows of A, blocks of a power of two of at
+// least 128 elements, B 16-byte aligned). A block owns kMmaColumns output columns; its kMmaWarps warps
+// split K in steps of 128 elements (one quantization block or part of one) and each warp loads a step's
+// B, scales and zero points just before using them (its first step before A is staged). In a step, lane
+// (g, t) = (lane / 4, lane % 4) loads 16 bytes (32 weights) of columns g and g + 8 at K offset 32 t, turns
+// the nibbles into exact halves, and 8 mma.m16n8k16 (W as the 16 x 16 operand, A's rows as the 8 columns
+// of the other) sum them times A in float; the step's scales multiply that float sum. K is permuted the
 // same way in both operands (pairs of elements 4 apart, as the nibble trick yields them), which a dot
 // product does not see. The warps' partial sums meet in shared memory.
+//
+// Instructions, not only bytes, bound it: Nsight Compute on an H100 had the lm_head GEMV issue on 67% of
+// its cycles. So the one-row path (decode at batch 1) spends fewer: the block stages A once, already in
+// the mma's operand order, with each step's sums of its even and odd elements, and a nibble q becomes the
+// half 1024 + q (even elements) or 64 + q (odd ones) in one logic op, no zero point subtracted: a step
+// adds scale * (sum - 1024 * even - 64 * odd - z * (even + odd)). With several rows, A comes from global
+// memory and q - z is formed in halves.
+//
+// Tried and slower: loading the next step before the current one's arithmetic (two steps in registers at
+// the 64-register bound; 5-11% on an H200), a ring of 2-4 steps per warp copied by cp.async into shared
+// memory (5-25% on an H100: more bytes in flight, but the arithmetic waits for the last of them), two
+// steps per round at 80 registers and 3 blocks an SM (no faster).
 constexpr int kMmaRows = 8;
 constexpr int kMmaColumns = 16;
 constexpr int kMmaWarps = 8;
 constexpr int kMmaBlocksPerSm = 4;             // the launch bound: at most 64 registers a thread
-constexpr int64_t kMmaSharedA = 48 << 10;      // bytes of shared memory for A, at most
+constexpr int64_t kMmaSharedA = 48 << 10;      // bytes of shared memory for A and its sums, at most
+
+// The one-row path's shared memory: A in operand order (uint4 [step][chunk i][t]: (x0, x4), (x1, x5),
+// (x2, x6), (x3, x7) of the 8 elements at 128 step + 32 t + 8 i), then per step the float pair
+// (1024 * even + 64 * odd, even + odd) of its elements' sums.
+__host__ __device__ inline int64_t mma_shared_a_bytes(int64_t steps) { return steps * (256 + 8); }
 
 __device__ __forceinline__ uint32_t half2_bits(__half2 h) { return *reinterpret_cast<const uint32_t*>(&h); }
 __device__ __forceinline__ __half2 bits_half2(uint32_t u) { return *reinterpret_cast<const __half2*>(&u); }
@@ -49,6 +63,16 @@ __device__ __forceinline__ void nibble_pairs(uint32_t w, __half2 zlo, __half2 zh
   h[1] = half2_bits(__hfma2(bits_half2((w & 0x00F000F0u) | 0x64006400u), sixteenth, zhi));
   h[2] = half2_bits(__hsub2(bits_half2((w8 & 0x000F000Fu) | 0x64006400u), zlo));
   h[3] = half2_bits(__hfma2(bits_half2((w8 & 0x00F000F0u) | 0x64006400u), sixteenth, zhi));
+}
+
+// The nibbles q0..q7 of w as halves (1024 + q0, 1024 + q4), (64 + q1, 64 + q5), (1024 + q2, 1024 + q6),
+// (64 + q3, 64 + q7): one logic op each (0x6400 is 1024 with ulp 1, 0x5400 64 with ulp 1/16).
+__device__ __forceinline__ void nibble_offsets(uint32_t w, uint32_t (&h)[4]) {
+  const uint32_t w8 = w >> 8;
+  h[0] = (w & 0x000F000Fu) | 0x64006400u;
+  h[1] = (w & 0x00F000F0u) | 0x54005400u;
+  h[2] = (w8 & 0x000F000Fu) | 0x64006400u;
+  h[3] = (w8 & 0x00F000F0u) | 0x54005400u;
 }
 
 // d += W (16 x 16, row major) * X (16 x 8, column major), float accumulation.
@@ -89,72 +113,126 @@ struct MmaStep {
   uint32_t zero[2];
 };
 
-__device__ __forceinline__ void load_mma_step(const NbitsArgs& p, const __half* scales, const int64_t (&col)[2], int t,
-                                              int64_t s, uint32_t steps_per_block, MmaStep& st) {
-  const int64_t blk = static_cast<uint32_t>(s) / steps_per_block;
+// Lane (g, t)'s columns g and g + 8 (the last one for those past N) and where their B starts at K offset
+// 32 t.
+struct MmaColumns {
+  int64_t col[2];
+  const uint8_t* b[2];
+};
+
+// blk_shift: log2 of the steps in a quantization block.
+__device__ __forceinline__ void load_mma_step(const NbitsArgs& p, const __half* scales, const MmaColumns& cols,
+                                              int64_t s, int blk_shift, MmaStep& st) {
+  const int64_t blk = s >> blk_shift;
 #pragma unroll
   for (int c = 0; c < 2; ++c) {
-    st.w[c] = load_streamed(p.b + col[c] * p.col_bytes + s * 64 + t * 16);
-    st.scale[c] = __half2float(scales[col[c] * p.blocks + blk]);
-    st.zero[c] = p.zp == nullptr ? 8u : (p.zp[col[c] * p.zp_stride + blk / 2] >> (4 * (blk & 1))) & 0x0Fu;
+    st.w[c] = load_streamed(cols.b[c] + s * 64);
+    st.scale[c] = __half2float(scales[cols.col[c] * p.blocks + blk]);
+    st.zero[c] = p.zp == nullptr ? 8u : (p.zp[cols.col[c] * p.zp_stride + blk / 2] >> (4 * (blk & 1))) & 0x0Fu;
   }
 }
 
-// kVectorA: A is 16-byte aligned and K % 8 == 0. kSharedA: one row of A, staged in shared memory (zeros
-// past K) once per block while the first step of B is in flight.
+// Stages the one row of A in operand order (zeros past K) and each step's sums (see mma_shared_a_bytes).
+// Thread i of a pass takes 8 elements, a step's 16 threads sit in one half-warp and add up their sums.
+__device__ __forceinline__ void stage_row(const NbitsArgs& p, const __half* a, int64_t steps, uint4* staged,
+                                          float2* sums) {
+  const auto* src = reinterpret_cast<const uint4*>(a);
+  for (int64_t base = 0; base < steps * 16; base += 32 * kMmaWarps) {  // every thread runs every pass
+    const int64_t i = base + threadIdx.x;
+    const bool inside = i < steps * 16;
+    const uint4 v = inside && i * 8 < p.k ? __ldg(src + i) : make_uint4(0, 0, 0, 0);
+    if (inside) {
+      const int64_t step = i / 16, chunk = i % 4, t = (i / 4) % 4;
+      staged[step * 16 + chunk * 4 + t] = make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
+                                                     __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
+    }
+    const float2 e01 = __half22float2(bits_half2(v.x)), e23 = __half22float2(bits_half2(v.y));
+    const float2 e45 = __half22float2(bits_half2(v.z)), e67 = __half22float2(bits_half2(v.w));
+    float even = (e01.x + e23.x) + (e45.x + e67.x), odd = (e01.y + e23.y) + (e45.y + e67.y);
+#pragma unroll
+    for (int width = 8; width >= 1; width /= 2) {
+      even += __shfl_xor_sync(0xFFFFFFFFu, even, width);
+      odd += __shfl_xor_sync(0xFFFFFFFFu, odd, width);
+    }
+    if (inside && i % 16 == 0) sums[i / 16] = make_float2(1024.0f * even + 64.0f * odd, even + odd);
+  }
+}
+
+// kVectorA: A is 16-byte aligned and K % 8 == 0. kSharedA: one row of A, staged in shared memory once per
+// block while the first step of B is in flight.
 template <bool kVectorA, bool kSharedA>
 __global__ void __launch_bounds__(32 * kMmaWarps, kMmaBlocksPerSm)
     gemv_mma_nbits_kernel(NbitsArgs p, const __half* a, const __half* scales, const __half* bias, __half* y) {
-  extern __shared__ uint4 shared_a[];  // kSharedA: steps * 128 halves
+  extern __shared__ uint4 shared_a[];  // kSharedA: mma_shared_a_bytes(steps)
   __shared__ float partial[kMmaWarps][kMmaColumns][kMmaRows];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kMmaColumns;
-  const int64_t col[2] = {imin(col0 + g, p.n - 1), imin(col0 + g + 8, p.n - 1)};  // past N: computed, not stored
+  MmaColumns cols{};
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    cols.col[c] = imin(col0 + g + 8 * c, p.n - 1);  // past N: computed, not stored
+    cols.b[c] = p.b + cols.col[c] * p.col_bytes + t * 16;
+  }
   const int64_t steps = p.col_bytes / 64;
-  const auto steps_per_block = static_cast<uint32_t>(p.block / 128);
-  // The row of A in the mma's column g.
-  const __half* x = kSharedA ? reinterpret_cast<const __half*>(shared_a) : a + imin(g, p.m - 1) * p.k;
+  const int blk_shift = __ffsll(p.block / 128) - 1;
+  auto* const sums = reinterpret_cast<float2*>(shared_a + steps * 16);  // kSharedA
+  // kSharedA false: the row of A in the mma's column g.
+  const __half* const x = a + imin(g, p.m - 1) * p.k;
   MmaStep st;
-  if (warp < steps) load_mma_step(p, scales, col, t, warp, steps_per_block, st);
+  if (warp < steps) load_mma_step(p, scales, cols, warp, blk_shift, st);
   if constexpr (kSharedA) {
-    const auto* src = reinterpret_cast<const uint4*>(a);
-    for (int64_t i = threadIdx.x; i < steps * 16; i += 32 * kMmaWarps) {
-      shared_a[i] = i * 8 < p.k ? __ldg(src + i) : make_uint4(0, 0, 0, 0);
-    }
+    stage_row(p, a, steps, shared_a, sums);
     __syncthreads();
   }
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int64_t s = warp; s < steps; s += kMmaWarps) {
-    if (s != warp) load_mma_step(p, scales, col, t, s, steps_per_block, st);
-    const int64_t k0 = s * 128 + t * 32;
-    uint4 xs[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      xs[i] = kSharedA ? reinterpret_cast<const uint4*>(x)[k0 / 8 + i] : load8_half<kVectorA>(x, k0 + 8 * i, p.k);
-    }
-    __half2 zlo[2], zhi[2];
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      zlo[c] = bits_half2((0x6400u | st.zero[c]) * 0x00010001u);
-      zhi[c] = __hsub2(__float2half2_rn(960.0f), zlo[c]);
-    }
+    if (s != warp) load_mma_step(p, scales, cols, s, blk_shift, st);
     const uint32_t words[2][4] = {{st.w[0].x, st.w[0].y, st.w[0].z, st.w[0].w},
                                   {st.w[1].x, st.w[1].y, st.w[1].z, st.w[1].w}};
     float d[2][4] = {};  // two chains of 4 mma
+    if constexpr (kSharedA) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      uint32_t lo[4], hi[4];  // columns g and g + 8
-      nibble_pairs(words[0][i], zlo[0], zhi[0], lo);
-      nibble_pairs(words[1][i], zlo[1], zhi[1], hi);
-      const uint4 v = xs[i];  // (x0, x1), (x2, x3), (x4, x5), (x6, x7)
-      mma_16x8x16(d[0], lo[0], hi[0], lo[1], hi[1], __byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632));
-      mma_16x8x16(d[1], lo[2], hi[2], lo[3], hi[3], __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
+      for (int i = 0; i < 4; ++i) {
+        uint32_t lo[4], hi[4];  // columns g and g + 8
+        nibble_offsets(words[0][i], lo);
+        nibble_offsets(words[1][i], hi);
+        const uint4 v = shared_a[s * 16 + i * 4 + t];
+        mma_16x8x16(d[0], lo[0], hi[0], lo[1], hi[1], v.x, v.y);
+        mma_16x8x16(d[1], lo[2], hi[2], lo[3], hi[3], v.z, v.w);
+      }
+      const float2 sum = sums[s];
+      const float base[2] = {sum.x + static_cast<float>(st.zero[0]) * sum.y,
+                             sum.x + static_cast<float>(st.zero[1]) * sum.y};
+      acc[0] += (d[0][0] + d[1][0] - base[0]) * st.scale[0];
+      acc[1] += (d[0][1] + d[1][1] - base[0]) * st.scale[0];
+      acc[2] += (d[0][2] + d[1][2] - base[1]) * st.scale[1];
+      acc[3] += (d[0][3] + d[1][3] - base[1]) * st.scale[1];
+    } else {
+      const int64_t k0 = s * 128 + t * 32;
+      uint4 xs[4];  // (x0, x1), (x2, x3), (x4, x5), (x6, x7) of each 8; loaded before the arithmetic
+#pragma unroll
+      for (int i = 0; i < 4; ++i) xs[i] = load8_half<kVectorA>(x, k0 + 8 * i, p.k);
+      __half2 zlo[2], zhi[2];
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        zlo[c] = bits_half2((0x6400u | st.zero[c]) * 0x00010001u);
+        zhi[c] = __hsub2(__float2half2_rn(960.0f), zlo[c]);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        uint32_t lo[4], hi[4];  // columns g and g + 8
+        nibble_pairs(words[0][i], zlo[0], zhi[0], lo);
+        nibble_pairs(words[1][i], zlo[1], zhi[1], hi);
+        const uint4 v = xs[i];
+        mma_16x8x16(d[0], lo[0], hi[0], lo[1], hi[1], __byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632));
+        mma_16x8x16(d[1], lo[2], hi[2], lo[3], hi[3], __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
+      }
+      acc[0] += (d[0][0] + d[1][0]) * st.scale[0];
+      acc[1] += (d[0][1] + d[1][1]) * st.scale[0];
+      acc[2] += (d[0][2] + d[1][2]) * st.scale[1];
+      acc[3] += (d[0][3] + d[1][3]) * st.scale[1];
     }
-    acc[0] += (d[0][0] + d[1][0]) * st.scale[0];
-    acc[1] += (d[0][1] + d[1][1]) * st.scale[0];
-    acc[2] += (d[0][2] + d[1][2]) * st.scale[1];
-    acc[3] += (d[0][3] + d[1][3]) * st.scale[1];
   }
   // acc[0], acc[1]: column g, rows 2t and 2t + 1; acc[2], acc[3]: column g + 8.
   partial[warp][g][2 * t] = acc[0];
@@ -174,35 +252,26 @@ __global__ void __launch_bounds__(32 * kMmaWarps, kMmaBlocksPerSm)
   }
 }
 
-// Whether the current device runs mma.m16n8k16 (compute capability 8.0 or more); asked once per device.
-bool mma_device() {
-  static std::atomic<int> known[64] = {};
-  int device = 0;
-  if (hipGetDevice(&device) != hipSuccess || device < 0 || device >= 64) return false;
-  int v = known[device].load(std::memory_order_relaxed);
-  if (v == 0) {
-    int major = 0;
-    v = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 8 ? 1 : 2;
-    known[device].store(v, std::memory_order_relaxed);
-  }
-  return v == 1;
-}
-
 }  // namespace
 
 bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                      hipStream_t stream) {
-  if (!(p.m <= kMmaRows && p.block % 128 == 0 && aligned(p.b, 16) && mma_device())) return false;
+  const bool block_power_of_two = p.block >= 128 && (p.block & (p.block - 1)) == 0;
+  if (!(p.m <= kMmaRows && block_power_of_two && aligned(p.b, 16))) return false;
   const auto grid = static_cast<unsigned>((p.n + kMmaColumns - 1) / kMmaColumns);
-  const int64_t shared = p.col_bytes * 4;  // steps of 128 halves
+  const auto block = static_cast<unsigned>(32 * kMmaWarps);
+  const int64_t shared = mma_shared_a_bytes(p.col_bytes / 64);
   if (aligned(a, 16) && p.k % 8 == 0) {
     if (p.m == 1 && shared <= kMmaSharedA) {
-      gemv_mma_nbits_kernel<true, true><<<grid, 32 * kMmaWarps, shared, stream>>>(p, a, scales, bias, y);
+      if (!runs_sm80_code<gemv_mma_nbits_kernel<true, true>>()) return false;
+      gemv_mma_nbits_kernel<true, true><<<grid, block, static_cast<size_t>(shared), stream>>>(p, a, scales, bias, y);
     } else {
-      gemv_mma_nbits_kernel<true, false><<<grid, 32 * kMmaWarps, 0, stream>>>(p, a, scales, bias, y);
+      if (!runs_sm80_code<gemv_mma_nbits_kernel<true, false>>()) return false;
+      gemv_mma_nbits_kernel<true, false><<<grid, block, 0, stream>>>(p, a, scales, bias, y);
     }
   } else {
-    gemv_mma_nbits_kernel<false, false><<<grid, 32 * kMmaWarps, 0, stream>>>(p, a, scales, bias, y);
+    if (!runs_sm80_code<gemv_mma_nbits_kernel<false, false>>()) return false;
+    gemv_mma_nbits_kernel<false, false><<<grid, block, 0, stream>>>(p, a, scales, bias, y);
   }
   return true;
 }
