@@ -36,8 +36,8 @@ constexpr int kMmaWarps = 8;
 constexpr int kMmaBlocksPerSm = 4;             // the launch bound: at most 64 registers a thread
 constexpr int64_t kMmaSharedA = 48 << 10;      // bytes of shared memory for A and its sums, at most
 
-// The one-row path's shared memory: A in operand order (uint4 [step][chunk i][t]: (x0, x4), (x1, x5),
-// (x2, x6), (x3, x7) of the 8 elements at 128 step + 32 t + 8 i), then per step the float pair
+// The one-row path's shared memory: A in operand order (uint4 [step][chunk i][t]: operand_pairs of the 8
+// elements at 128 step + 32 t + 8 i), then per step the float pair
 // (1024 * even + 64 * odd, even + odd) of its elements' sums.
 __host__ __device__ inline int64_t mma_shared_a_bytes(int64_t steps) { return steps * (256 + 8); }
 
@@ -105,6 +105,13 @@ __device__ __forceinline__ uint4 load8_half(const __half* x, int64_t k0, int64_t
   }
 }
 
+// The 8 halves (x0, x1), (x2, x3), (x4, x5), (x6, x7) of v as the mma's second operand for the nibble
+// pairs' order: (x0, x4), (x1, x5) for the first mma of a word, (x2, x6), (x3, x7) for the second.
+__device__ __forceinline__ uint4 operand_pairs(uint4 v) {
+  return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632), __byte_perm(v.y, v.w, 0x5410),
+                    __byte_perm(v.y, v.w, 0x7632));
+}
+
 // One step of K (128 elements) of columns g and g + 8 for lane (g, t): 16 bytes of B each, the block's
 // scale and zero point.
 struct MmaStep {
@@ -143,8 +150,7 @@ __device__ __forceinline__ void stage_row(const NbitsArgs& p, const __half* a, i
     const uint4 v = inside && i * 8 < p.k ? __ldg(src + i) : make_uint4(0, 0, 0, 0);
     if (inside) {
       const int64_t step = i / 16, chunk = i % 4, t = (i / 4) % 4;
-      staged[step * 16 + chunk * 4 + t] = make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
-                                                     __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
+      staged[step * 16 + chunk * 4 + t] = operand_pairs(v);
     }
     const float2 e01 = __half22float2(bits_half2(v.x)), e23 = __half22float2(bits_half2(v.y));
     const float2 e45 = __half22float2(bits_half2(v.z)), e67 = __half22float2(bits_half2(v.w));
@@ -224,9 +230,9 @@ __global__ void __launch_bounds__(32 * kMmaWarps, kMmaBlocksPerSm)
         uint32_t lo[4], hi[4];  // columns g and g + 8
         nibble_pairs(words[0][i], zlo[0], zhi[0], lo);
         nibble_pairs(words[1][i], zlo[1], zhi[1], hi);
-        const uint4 v = xs[i];
-        mma_16x8x16(d[0], lo[0], hi[0], lo[1], hi[1], __byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632));
-        mma_16x8x16(d[1], lo[2], hi[2], lo[3], hi[3], __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
+        const uint4 v = operand_pairs(xs[i]);
+        mma_16x8x16(d[0], lo[0], hi[0], lo[1], hi[1], v.x, v.y);
+        mma_16x8x16(d[1], lo[2], hi[2], lo[3], hi[3], v.z, v.w);
       }
       acc[0] += (d[0][0] + d[1][0]) * st.scale[0];
       acc[1] += (d[0][1] + d[1][1]) * st.scale[0];
@@ -252,28 +258,27 @@ __global__ void __launch_bounds__(32 * kMmaWarps, kMmaBlocksPerSm)
   }
 }
 
+// Launches one form of the kernel where the device runs its tensor-core code; false where it does not.
+template <bool kVectorA, bool kSharedA>
+bool launch_form(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
+                 int64_t shared_bytes, hipStream_t stream) {
+  if (!runs_sm80_code<gemv_mma_nbits_kernel<kVectorA, kSharedA>>()) return false;
+  const auto grid = static_cast<unsigned>((p.n + kMmaColumns - 1) / kMmaColumns);
+  gemv_mma_nbits_kernel<kVectorA, kSharedA>
+      <<<grid, 32 * kMmaWarps, static_cast<size_t>(shared_bytes), stream>>>(p, a, scales, bias, y);
+  return true;
+}
+
 }  // namespace
 
 bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                      hipStream_t stream) {
   const bool block_power_of_two = p.block >= 128 && (p.block & (p.block - 1)) == 0;
   if (!(p.m <= kMmaRows && block_power_of_two && aligned(p.b, 16))) return false;
-  const auto grid = static_cast<unsigned>((p.n + kMmaColumns - 1) / kMmaColumns);
-  const auto block = static_cast<unsigned>(32 * kMmaWarps);
+  if (!aligned(a, 16) || p.k % 8 != 0) return launch_form<false, false>(p, a, scales, bias, y, 0, stream);
   const int64_t shared = mma_shared_a_bytes(p.col_bytes / 64);
-  if (aligned(a, 16) && p.k % 8 == 0) {
-    if (p.m == 1 && shared <= kMmaSharedA) {
-      if (!runs_sm80_code<gemv_mma_nbits_kernel<true, true>>()) return false;
-      gemv_mma_nbits_kernel<true, true><<<grid, block, static_cast<size_t>(shared), stream>>>(p, a, scales, bias, y);
-    } else {
-      if (!runs_sm80_code<gemv_mma_nbits_kernel<true, false>>()) return false;
-      gemv_mma_nbits_kernel<true, false><<<grid, block, 0, stream>>>(p, a, scales, bias, y);
-    }
-  } else {
-    if (!runs_sm80_code<gemv_mma_nbits_kernel<false, false>>()) return false;
-    gemv_mma_nbits_kernel<false, false><<<grid, block, 0, stream>>>(p, a, scales, bias, y);
-  }
-  return true;
+  if (p.m == 1 && shared <= kMmaSharedA) return launch_form<true, true>(p, a, scales, bias, y, shared, stream);
+  return launch_form<true, false>(p, a, scales, bias, y, 0, stream);
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
