@@ -18,9 +18,10 @@ struct NbitsArgs {
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
 // The decode GEMV on tensor cores where it applies (float16 is the caller's; up to 8 rows of A, blocks of
 // a power of two of at least 128, 16-byte aligned B, a GPU of compute capability 8.0 or more): launches it
-// and returns true, else false (the caller runs the scalar GEMV). The caller checks the launch.
+// and returns true, else false (the caller runs the scalar GEMV). `multiprocessors` (the device's) sizes
+// its blocks. The caller checks the launch.
 bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
-                     hipStream_t stream);
+                     int multiprocessors, hipStream_t stream);
 #endif
 
 }  // namespace hipdnn_ep::kernels::gpu

@@ -356,7 +356,7 @@ void matmul_nbits(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args)
     if (p.m <= kGemvMaxRows) {
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
       if constexpr (std::is_same_v<T, __half>) {
-        if (launch_gemv_mma(p, a, scales, bias, y, stream)) {
+        if (launch_gemv_mma(p, a, scales, bias, y, gpu_device(state).multiprocessors(), stream)) {
           check_launch("matmul_nbits");
           return;
         }

@@ -10,7 +10,7 @@ namespace hipdnn_ep::kernels::gpu {
 namespace {
 
 // The decode GEMV on tensor cores (CUDA, float16, 1..kMmaRows rows of A, blocks of a power of two of at
-// least 128 elements, B 16-byte aligned). A block owns kMmaColumns output columns; its kMmaWarps warps
+// least 128 elements, B 16-byte aligned). A block owns kMmaColumns output columns; its kWarps warps
 // split K in steps of 128 elements (one quantization block or part of one) and each warp loads a step's
 // B, scales and zero points just before using them (its first step before A is staged). In a step, lane
 // (g, t) = (lane / 4, lane % 4) loads 16 bytes (32 weights) of columns g and g + 8 at K offset 32 t, turns
@@ -32,8 +32,11 @@ namespace {
 // steps per round at 80 registers and 3 blocks an SM (no faster).
 constexpr int kMmaRows = 8;
 constexpr int kMmaColumns = 16;
+// Warps a block: 8, or 16 where the grid fits one wave of 2 blocks an SM (Llama's o_proj and down_proj on
+// an H100 or H200), so that a short grid still has 32 warps an SM. The launch bound keeps 64 registers.
 constexpr int kMmaWarps = 8;
-constexpr int kMmaBlocksPerSm = 4;             // the launch bound: at most 64 registers a thread
+constexpr int kMmaWideWarps = 16;
+constexpr int kMmaWarpsPerSm = 32;
 constexpr int64_t kMmaSharedA = 48 << 10;      // bytes of shared memory for A and its sums, at most
 
 // The one-row path's shared memory: A in operand order (uint4 [step][chunk i][t]: operand_pairs of the 8
@@ -141,10 +144,11 @@ __device__ __forceinline__ void load_mma_step(const NbitsArgs& p, const __half* 
 
 // Stages the one row of A in operand order (zeros past K) and each step's sums (see mma_shared_a_bytes).
 // Thread i of a pass takes 8 elements, a step's 16 threads sit in one half-warp and add up their sums.
+template <int kWarps>
 __device__ __forceinline__ void stage_row(const NbitsArgs& p, const __half* a, int64_t steps, uint4* staged,
                                           float2* sums) {
   const auto* src = reinterpret_cast<const uint4*>(a);
-  for (int64_t base = 0; base < steps * 16; base += 32 * kMmaWarps) {  // every thread runs every pass
+  for (int64_t base = 0; base < steps * 16; base += 32 * kWarps) {  // every thread runs every pass
     const int64_t i = base + threadIdx.x;
     const bool inside = i < steps * 16;
     const uint4 v = inside && i * 8 < p.k ? __ldg(src + i) : make_uint4(0, 0, 0, 0);
@@ -166,11 +170,11 @@ __device__ __forceinline__ void stage_row(const NbitsArgs& p, const __half* a, i
 
 // kVectorA: A is 16-byte aligned and K % 8 == 0. kSharedA: one row of A, staged in shared memory once per
 // block while the first step of B is in flight.
-template <bool kVectorA, bool kSharedA>
-__global__ void __launch_bounds__(32 * kMmaWarps, kMmaBlocksPerSm)
+template <int kWarps, bool kVectorA, bool kSharedA>
+__global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
     gemv_mma_nbits_kernel(NbitsArgs p, const __half* a, const __half* scales, const __half* bias, __half* y) {
   extern __shared__ uint4 shared_a[];  // kSharedA: mma_shared_a_bytes(steps)
-  __shared__ float partial[kMmaWarps][kMmaColumns][kMmaRows];
+  __shared__ float partial[kWarps][kMmaColumns][kMmaRows];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kMmaColumns;
@@ -188,11 +192,11 @@ __global__ void __launch_bounds__(32 * kMmaWarps, kMmaBlocksPerSm)
   MmaStep st;
   if (warp < steps) load_mma_step(p, scales, cols, warp, blk_shift, st);
   if constexpr (kSharedA) {
-    stage_row(p, a, steps, shared_a, sums);
+    stage_row<kWarps>(p, a, steps, shared_a, sums);
     __syncthreads();
   }
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int64_t s = warp; s < steps; s += kMmaWarps) {
+  for (int64_t s = warp; s < steps; s += kWarps) {
     if (s != warp) load_mma_step(p, scales, cols, s, blk_shift, st);
     const uint32_t words[2][4] = {{st.w[0].x, st.w[0].y, st.w[0].z, st.w[0].w},
                                   {st.w[1].x, st.w[1].y, st.w[1].z, st.w[1].w}};
@@ -252,33 +256,44 @@ __global__ void __launch_bounds__(32 * kMmaWarps, kMmaBlocksPerSm)
     if (r < p.m && column < p.n) {
       float sum = bias != nullptr ? __half2float(bias[column]) : 0.0f;
 #pragma unroll
-      for (int wi = 0; wi < kMmaWarps; ++wi) sum += partial[wi][c][r];
+      for (int wi = 0; wi < kWarps; ++wi) sum += partial[wi][c][r];
       y[r * p.n + column] = __float2half_rn(sum);
     }
   }
 }
 
 // Launches one form of the kernel where the device runs its tensor-core code; false where it does not.
-template <bool kVectorA, bool kSharedA>
+template <int kWarps, bool kVectorA, bool kSharedA>
 bool launch_form(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                  int64_t shared_bytes, hipStream_t stream) {
-  if (!runs_sm80_code<gemv_mma_nbits_kernel<kVectorA, kSharedA>>()) return false;
+  if (!runs_sm80_code<gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA>>()) return false;
   const auto grid = static_cast<unsigned>((p.n + kMmaColumns - 1) / kMmaColumns);
-  gemv_mma_nbits_kernel<kVectorA, kSharedA>
-      <<<grid, 32 * kMmaWarps, static_cast<size_t>(shared_bytes), stream>>>(p, a, scales, bias, y);
+  gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA>
+      <<<grid, 32 * kWarps, static_cast<size_t>(shared_bytes), stream>>>(p, a, scales, bias, y);
   return true;
+}
+
+template <int kWarps>
+bool launch_warps(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
+                  hipStream_t stream) {
+  if (!aligned(a, 16) || p.k % 8 != 0) return launch_form<kWarps, false, false>(p, a, scales, bias, y, 0, stream);
+  const int64_t shared = mma_shared_a_bytes(p.col_bytes / 64);
+  if (p.m == 1 && shared <= kMmaSharedA) {
+    return launch_form<kWarps, true, true>(p, a, scales, bias, y, shared, stream);
+  }
+  return launch_form<kWarps, true, false>(p, a, scales, bias, y, 0, stream);
 }
 
 }  // namespace
 
 bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
-                     hipStream_t stream) {
+                     int multiprocessors, hipStream_t stream) {
   const bool block_power_of_two = p.block >= 128 && (p.block & (p.block - 1)) == 0;
   if (!(p.m <= kMmaRows && block_power_of_two && aligned(p.b, 16))) return false;
-  if (!aligned(a, 16) || p.k % 8 != 0) return launch_form<false, false>(p, a, scales, bias, y, 0, stream);
-  const int64_t shared = mma_shared_a_bytes(p.col_bytes / 64);
-  if (p.m == 1 && shared <= kMmaSharedA) return launch_form<true, true>(p, a, scales, bias, y, shared, stream);
-  return launch_form<true, false>(p, a, scales, bias, y, 0, stream);
+  const int64_t grid = (p.n + kMmaColumns - 1) / kMmaColumns;
+  const int64_t wide_blocks = static_cast<int64_t>(multiprocessors) * (kMmaWarpsPerSm / kMmaWideWarps);
+  return grid <= wide_blocks ? launch_warps<kMmaWideWarps>(p, a, scales, bias, y, stream)
+                             : launch_warps<kMmaWarps>(p, a, scales, bias, y, stream);
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
