@@ -445,6 +445,67 @@ def test_group_query_attention_shared_buffer_in_place(cpu, gpu, dev, dtype):
         np.testing.assert_array_equal(got_v[b, :, n:], past_v[b, :, n:])
 
 
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("case", DECODE_CASES)
+def test_group_query_attention_decode_in_a_shared_buffer(cpu, gpu, dev, case, packed, dtype):
+    """The decode cases with past and present as one device buffer (onnxruntime-genai's shared-buffer mode),
+    where the decode kernel writes the new token's K (rotated) and V itself: the output, each row's valid
+    cache positions (the new token's included) and every position past them untouched."""
+    bsz, past, valid, heads, kv_heads, d, window, softcap = DECODE_CASES[case]
+    rng = np.random.default_rng(len(case) + packed)
+    inputs, outputs = gqa_inputs(rng, dtype, bsz, 1, past, valid, heads, kv_heads, d, True, packed,
+                                 max_pos=max(2100, past + 8))
+    length = outputs[1][0][2]  # the present length: the past's, or the longest row's when that is longer
+    for i in (3, 4):  # the past padded to it: one buffer, one length
+        pad = rng.standard_normal((bsz, kv_heads, length - past, d)).astype(dtype)
+        inputs[i] = np.concatenate([inputs[i], pad], axis=2)
+    ints, floats = [heads, kv_heads, window, 1, int(softcap > 0)], [0.0, softcap]
+    want = [np.full(shape, 77, dtype=t) for shape, t in outputs]
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_group_query_attention", inputs, want, ints, floats)
+    dev_inputs = [None if x is None else dev.to_device(x) for x in inputs]
+    out = dev.to_device(np.full(outputs[0][0], 77, dtype))
+    _core.call_kernel(gpu, "hipdnn_ep_kernel_group_query_attention", dev_inputs, [out, dev_inputs[3], dev_inputs[4]],
+                      ints, floats)
+    close("group_query_attention", dev.to_host(out), want[0], f"{case} output")
+    for name, cache, before, expected in (("present_key", dev_inputs[3], inputs[3], want[1]),
+                                          ("present_value", dev_inputs[4], inputs[4], want[2])):
+        got = dev.to_host(cache)
+        for b, n in enumerate(valid):
+            close("group_query_attention", got[b, :, :n], expected[b, :, :n], f"{case} {name} row {b}")
+            np.testing.assert_array_equal(got[b, :, n:], before[b, :, n:])
+
+
+def test_group_query_attention_decode_in_a_shared_buffer_refuses_bad_lengths_and_positions(gpu, dev):
+    """The shared-buffer decode makes the checks the present kernel makes elsewhere: lengths that do not fit
+    and a rotary position past the cache are refused at the wait, and the cache is left as it was."""
+    def run(seqlens, total, length, positions=16, error=None):
+        cache = np.arange(length * 16, dtype=F32).reshape(1, 1, length, 16)
+        k_dev, v_dev = dev.to_device(cache), dev.to_device(cache)
+        q = dev.to_device(np.ones((1, 1, 48), F32))  # packed: one query head, one KV head of 16
+        cos = dev.to_device(np.ones((positions, 8), F32))
+        args = [q, None, None, k_dev, v_dev, dev.to_device(np.array(seqlens, np.int32)),
+                dev.to_device(np.array([total], np.int32)), cos, cos]
+        outs = [dev.to_device(np.zeros((1, 1, 16), F32)), k_dev, v_dev]
+
+        def call():
+            _core.call_kernel(gpu, "hipdnn_ep_kernel_group_query_attention", args, outs, [1, 1, -1, 1, 0], [0.0, 0.0])
+
+        if error is None:
+            call()
+            assert not np.array_equal(dev.to_host(k_dev), cache)  # the new token was written
+            return
+        with pytest.raises(rt.InvalidArgumentError, match=error):
+            call()
+        np.testing.assert_array_equal(dev.to_host(k_dev), cache)
+        np.testing.assert_array_equal(dev.to_host(v_dev), cache)
+
+    run([9], 5, 5, error=r"seqlens_k\[0\] = 9 does not fit the present buffer of 5")
+    run([4], 7, 5, error="total_sequence_length 7 must be in")
+    run([4], 5, 5, positions=3, error="position 4 is outside the rotary cache's 3 positions")
+    run([4], 5, 5)  # the state still works after the refusals
+
+
 def test_group_query_attention_refuses_lengths_that_do_not_fit(gpu, dev):
     def run(seqlens, total, present):
         q = dev.to_device(np.ones((1, 1, 16), F32))

@@ -55,12 +55,23 @@ __device__ __forceinline__ int64_t token_position(const RowLengths& r, int64_t s
   return r.first_prompt ? (s < r.valid ? s : 1) : r.past_len + s;
 }
 
+// Decode in the shared-buffer mode: the decode kernel writes the new token's K (rotated) and V into the
+// cache itself, with the checks the present kernel would make, instead of a launch before it. Where the
+// new rows come from: K of batch row b and KV head h at key + b * kv_token_stride + h * head_size, V
+// likewise. key null: the present kernel has written them.
+template <typename T>
+struct DecodeNewToken {
+  const T* key = nullptr;
+  const T* value = nullptr;
+  DataErrorRecord* errors = nullptr;
+};
+
 // Decode (one new token per sequence; group_query_attention_decode.hip): the output from the present
 // cache, in one or two launches. Instantiated for dispatch_float_gpu's types (float and __half).
 template <typename T>
 void launch_gqa_decode(hipdnn_ep_state_t* state, const GqaParams& g, const T* query, const T* cos, const T* sin,
-                       const int32_t* seqlens, const int32_t* total, const T* present_k, const T* present_v, T* out,
-                       hipStream_t stream);
+                       const int32_t* seqlens, const int32_t* total, DecodeNewToken<T> new_token, T* present_k,
+                       T* present_v, T* out, hipStream_t stream);
 
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
 // Prefill on tensor cores where it applies (float16, head size 64 or 128, 16-byte aligned caches, a

@@ -1,10 +1,11 @@
 // GroupQueryAttention with its KV cache on the GPU backends, computed in float whatever the storage dtype, following
 // the CPU kernel (kernels/cpu/group_query_attention.cpp) operation for operation where the order of a sum does not matter.
 //
-// group_query_attention: two or three launches on the stream.
+// group_query_attention: one to three launches on the stream.
 //   1. the present cache (a thread per 8 elements of a row): the row's valid past (not copied when
 //      present and past are one buffer, the shared-buffer mode), then the new K (rotated) and V,
-//      then zeros (not written in the shared-buffer mode, where those positions are unused);
+//      then zeros (not written in the shared-buffer mode, where those positions are unused). A decode
+//      step in the shared-buffer mode skips it: its decode kernel writes the new K and V;
 //   2. prefill (more than one new token): one block per (batch, KV head, tile of query rows); the
 //      tile holds query rows of that KV head's group, ordered token-major, so the block reads each
 //      key and value row of its KV head once for all of them, with an online softmax over tiles of
@@ -301,14 +302,23 @@ void group_query_attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args
     const T* sin = g.do_rotary ? data(8) : nullptr;
     T* present_k = static_cast<T*>(args.outputs[1].data);
     T* present_v = static_cast<T*>(args.outputs[2].data);
+    T* out = static_cast<T*>(args.outputs[0].data);
+    if (g.seq == 1 && shared) {  // the decode kernel writes the new token into the cache
+      DecodeNewToken<T> new_token;
+      new_token.key = g.packed ? data(0) + g.heads * g.head_size : data(1);
+      new_token.value = g.packed ? data(0) + (g.heads + g.kv_heads) * g.head_size : data(2);
+      new_token.errors = errors;
+      launch_gqa_decode<T>(state, g, data(0), cos, sin, seqlens, total, new_token, present_k, present_v, out, stream);
+      return;
+    }
     const int64_t cache_pieces = g.batch * g.kv_heads * (shared ? g.seq : g.present) * ((g.head_size + 7) / 8);
     gqa_present_kernel<<<grid_for(cache_pieces), kBlock, 0, stream>>>(
         g, data(0), data(1), data(2), data(3), data(4), seqlens, total, cos, sin, present_k, present_v,
         errors);
     check_launch("group_query_attention (present)");
-    T* out = static_cast<T*>(args.outputs[0].data);
     if (g.seq == 1) {
-      launch_gqa_decode<T>(state, g, data(0), cos, sin, seqlens, total, present_k, present_v, out, stream);
+      launch_gqa_decode<T>(state, g, data(0), cos, sin, seqlens, total, DecodeNewToken<T>{}, present_k, present_v, out,
+                           stream);
       return;
     }
 #if defined(HIPDNN_EP_PLATFORM_CUDA)

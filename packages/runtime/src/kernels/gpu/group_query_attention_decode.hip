@@ -27,15 +27,21 @@ namespace {
 // cache buffer is spread over as many blocks as a full one instead of filling the first split alone.
 // One split: the block writes the output. Several: each writes its unnormalized sum, max and exp sum,
 // and a second kernel merges the splits of each head (rescaling each by exp(its max - the overall max)).
+// In the shared-buffer mode the new token's K and V come from the input (DecodeNewToken): the blocks whose
+// split holds its position stage them (K rotated and rounded as the cache stores it), add that key after
+// their cached ones, and the first block of the KV head's group writes them into the cache; no block reads
+// that cache row, so no other block waits for the write.
 constexpr int kDecodeThreads = 256;
 constexpr int kDecodeBatch = 4;         // keys per slot whose loads are in flight together
 constexpr int64_t kDecodeLongKeys = 4096;  // longer caches take 2 query heads per block
 
-// Keys [begin, end) of batch row b's new token (end 0: the row's lengths were refused).
+// Keys [begin, end) of batch row b's new token (end 0: the row's lengths were refused; recorded in `errors`
+// when `report`, else by whichever kernel wrote the new token). The new token's key is end - 1.
 __device__ __forceinline__ void decode_key_range(const GqaParams& g, const int32_t* seqlens, const int32_t* total,
-                                                 int64_t b, RowLengths* len, int64_t* begin, int64_t* end) {
+                                                 int64_t b, DataErrorRecord* errors, bool report, RowLengths* len,
+                                                 int64_t* begin, int64_t* end) {
   *begin = *end = 0;
-  if (!row_lengths(g, seqlens, total, b, nullptr, false, len)) return;  // reported by gqa_present_kernel
+  if (!row_lengths(g, seqlens, total, b, errors, report, len)) return;
   *end = imin(len->past_len + 1, len->valid);
   *begin = g.window > 0 ? imax(0, *end - g.window) : 0;
 }
@@ -67,23 +73,28 @@ __device__ __forceinline__ int64_t split_keys(int64_t keys, int64_t splits, int6
 
 // Splits > 1: partial[b, h, split] = the split's unnormalized output (d floats), then its max score
 // and exp sum. One split: out[b, 0, h] directly.
+// float16: two blocks an SM, for which the grid is sized (the new token's code took two query heads' form
+// from 128 registers to 147, one block an SM: 44 -> 60 us at 8192 keys on an H100).
 template <typename T, int G>
-__global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g, const T* query, const T* cos,
-                                                                    const T* sin, const int32_t* seqlens,
-                                                                    const int32_t* total, const T* present_k,
-                                                                    const T* present_v, DecodeSplit split,
-                                                                    float* partial, T* out) {
+__global__ void __launch_bounds__(kDecodeThreads, sizeof(T) == 2 ? 2 : 1)
+    gqa_decode_kernel(GqaParams g, const T* query, const T* cos, const T* sin, const int32_t* seqlens,
+                      const int32_t* total, DecodeNewToken<T> new_token, T* present_k, T* present_v,
+                      DecodeSplit split, float* partial, T* out) {
   __shared__ float slot_max[kDecodeThreads][G];
   __shared__ float slot_sum[kDecodeThreads][G];
   __shared__ float reduce[kDecodeThreads * 8];
   __shared__ float q_shared[G * kMaxHeadSize];
+  __shared__ float new_k[kMaxHeadSize], new_v[kMaxHeadSize];  // the new token's, where this block adds it
   const int64_t d = g.head_size, group = g.heads / g.kv_heads;
-  const int64_t b = blockIdx.z, kvh = blockIdx.y / ((group + G - 1) / G);
-  const int64_t head0 = kvh * group + (blockIdx.y % ((group + G - 1) / G)) * G;  // this block's first query head
+  const int64_t head_blocks = (group + G - 1) / G;
+  const int64_t b = blockIdx.z, kvh = blockIdx.y / head_blocks;
+  const int64_t head0 = kvh * group + (blockIdx.y % head_blocks) * G;  // this block's first query head
   const int heads = static_cast<int>(imin(G, (kvh + 1) * group - head0));
+  const bool fresh = new_token.key != nullptr;
+  const bool checks = fresh && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;  // once per row
   RowLengths len;
   int64_t begin, end;
-  decode_key_range(g, seqlens, total, b, &len, &begin, &end);
+  decode_key_range(g, seqlens, total, b, new_token.errors, checks, &len, &begin, &end);
   const int64_t per_split = split_keys(end - begin, split.splits, split.quantum);
   const int64_t k_lo = begin + blockIdx.x * per_split;
   const int64_t k_hi = imin(end, k_lo + per_split);
@@ -95,7 +106,13 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g,
   // The block's queries, rotated, staged in shared memory (8 elements per thread, loads issued
   // together); then this lane's elements of each, times the scale.
   const int64_t position = g.do_rotary ? token_position(len, 0) : 0;
-  const bool rotate = g.do_rotary && position >= 0 && position < g.rotary_positions;  // else reported
+  const bool rotate = g.do_rotary && position >= 0 && position < g.rotary_positions;
+  if (checks && g.do_rotary && !rotate) report_error(new_token.errors, kErrorGqaRotaryPosition, position,
+                                                     g.rotary_positions);
+  // A bad position leaves the cache row as it was (as the present kernel does) and reads it from there.
+  const int64_t new_key = end - 1;
+  const bool adds_new = fresh && (rotate || !g.do_rotary) && new_key < k_hi;  // the split holding it
+  const int64_t cached_hi = adds_new ? new_key : k_hi;                         // keys read from the cache
   const int64_t pieces = (d + 7) / 8;
   for (int64_t t = threadIdx.x; t < heads * pieces; t += kDecodeThreads) {
     const int64_t r = t / pieces, c0 = (t % pieces) * 8;
@@ -107,7 +124,33 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g,
       if (c0 + e < d) q_shared[r * d + c0 + e] = v[e];
     }
   }
+  if (adds_new) {
+    const T* key_row = new_token.key + b * g.kv_token_stride + kvh * d;
+    const T* value_row = new_token.value + b * g.kv_token_stride + kvh * d;
+    for (int64_t t = threadIdx.x; t < pieces; t += kDecodeThreads) {
+      const int64_t c0 = t * 8;
+      float k[8];
+      rotated8(key_row, c0, d, cos + position * g.rotary_width, sin + position * g.rotary_width, g.rotary_dim,
+               g.interleaved, rotate, k);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        if (c0 + e < d) {
+          T stored;
+          store(&stored, 0, k[e]);  // as the cache holds it
+          new_k[c0 + e] = load(&stored, 0);
+          new_v[c0 + e] = load(value_row, c0 + e);
+        }
+      }
+    }
+  }
   __syncthreads();
+  if (adds_new && blockIdx.y % head_blocks == 0) {  // one block of the KV head writes the cache row
+    const int64_t row = ((b * g.kv_heads + kvh) * g.present + new_key) * d;
+    for (int64_t i = threadIdx.x; i < d; i += kDecodeThreads) {
+      store(present_k, row + i, new_k[i]);
+      present_v[row + i] = new_token.value[b * g.kv_token_stride + kvh * d + i];
+    }
+  }
   float q[G][8];
 #pragma unroll
   for (int r = 0; r < G; ++r) {
@@ -122,11 +165,27 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g,
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[r][e] = 0.0f;
   }
+  if (adds_new) {  // the new key first, in slot 0 (every lane computes its dot: the shuffles span the warp)
+#pragma unroll
+    for (int r = 0; r < G; ++r) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) dot += i0 + e < d ? q[r][e] * new_k[i0 + e] : 0.0f;
+      for (int mask = lanes / 2; mask > 0; mask >>= 1) dot += lane_xor(dot, mask);
+      if (g.softcap > 0.0f) dot = g.softcap * tanhf(dot / g.softcap);
+      if (slot != 0) continue;
+      const float mx = fmaxf(m[r], dot), c = expf(m[r] - mx), p = expf(dot - mx);
+      l[r] = l[r] * c + p;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[r][e] = acc[r][e] * c + (i0 + e < d ? p * new_v[i0 + e] : 0.0f);
+      m[r] = mx;
+    }
+  }
   const T* k_head = present_k + (b * g.kv_heads + kvh) * g.present * d;
   const T* v_head = present_v + (b * g.kv_heads + kvh) * g.present * d;
   // Every thread runs the same passes (the lane sums shuffle across slots of a warp); keys past
   // k_hi are masked.
-  for (int64_t base = k_lo; base < k_hi; base += static_cast<int64_t>(slots) * kDecodeBatch) {
+  for (int64_t base = k_lo; base < cached_hi; base += static_cast<int64_t>(slots) * kDecodeBatch) {
     float kx[kDecodeBatch][8], vx[kDecodeBatch][8];
     if (sizeof(T) == 2 && split.vector) {
       // float16 rows of 16-byte aligned pieces: every load of the batch is issued before any is used. (Each
@@ -136,7 +195,7 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g,
 #pragma unroll
       for (int j = 0; j < kDecodeBatch; ++j) {
         const int64_t key = base + j * slots + slot;
-        const bool ok = key < k_hi && i0 < d;
+        const bool ok = key < cached_hi && i0 < d;
         const int64_t at = ok ? key * d + i0 : 0;
         kr[j] = ok ? __ldg(reinterpret_cast<const uint4*>(k_head + at)) : make_uint4(0, 0, 0, 0);
         vr[j] = ok ? __ldg(reinterpret_cast<const uint4*>(v_head + at)) : make_uint4(0, 0, 0, 0);
@@ -150,7 +209,7 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g,
 #pragma unroll
       for (int j = 0; j < kDecodeBatch; ++j) {
         const int64_t key = base + j * slots + slot;
-        if (key < k_hi) {
+        if (key < cached_hi) {
           load8(k_head + key * d, i0, d, split.vector, kx[j]);
           load8(v_head + key * d, i0, d, split.vector, vx[j]);
         } else {
@@ -170,7 +229,7 @@ __global__ void __launch_bounds__(kDecodeThreads) gqa_decode_kernel(GqaParams g,
         for (int e = 0; e < 8; ++e) dot += q[r][e] * kx[j][e];
         for (int mask = lanes / 2; mask > 0; mask >>= 1) dot += lane_xor(dot, mask);
         if (g.softcap > 0.0f) dot = g.softcap * tanhf(dot / g.softcap);
-        s[j] = base + j * slots + slot < k_hi ? dot : -INFINITY;
+        s[j] = base + j * slots + slot < cached_hi ? dot : -INFINITY;
         mx = fmaxf(mx, s[j]);
       }
       if (mx == -INFINITY) continue;  // no key of this slot yet
@@ -241,8 +300,8 @@ __global__ void __launch_bounds__(128) gqa_decode_merge_kernel(GqaParams g, cons
   const int64_t h = blockIdx.x, b = blockIdx.y, d = g.head_size;
   RowLengths len;
   int64_t begin, end;
-  decode_key_range(g, seqlens, total, b, &len, &begin, &end);
-  if (end <= begin) return;  // refused lengths: the row stays as it was, reported by gqa_present_kernel
+  decode_key_range(g, seqlens, total, b, nullptr, false, &len, &begin, &end);
+  if (end <= begin) return;  // refused lengths: the row stays as it was, reported by the decode kernel
   const int64_t per_split = split_keys(end - begin, splits, quantum);
   const int used = static_cast<int>((end - begin + per_split - 1) / per_split);
   const float* row = partial + (b * g.heads + h) * splits * (d + 2);
@@ -266,8 +325,8 @@ __global__ void __launch_bounds__(128) gqa_decode_merge_kernel(GqaParams g, cons
 // Decode: gqa_decode_kernel over the splits of each row's keys, then the merge when there are several.
 template <typename T, int G>
 void launch_decode_heads(hipdnn_ep_state_t* state, const GqaParams& g, const T* query, const T* cos, const T* sin,
-                         const int32_t* seqlens, const int32_t* total, const T* present_k, const T* present_v, T* out,
-                         DecodeSplit split, hipStream_t stream) {
+                         const int32_t* seqlens, const int32_t* total, DecodeNewToken<T> new_token, T* present_k,
+                         T* present_v, T* out, DecodeSplit split, hipStream_t stream) {
   const int64_t group = g.heads / g.kv_heads;
   const int64_t head_blocks = (group + G - 1) / G;
   std::unique_ptr<TempBuffer> partial;
@@ -279,8 +338,8 @@ void launch_decode_heads(hipdnn_ep_state_t* state, const GqaParams& g, const T* 
   }
   const dim3 grid(static_cast<unsigned>(split.splits), static_cast<unsigned>(g.kv_heads * head_blocks),
                   static_cast<unsigned>(g.batch));
-  gqa_decode_kernel<T, G><<<grid, kDecodeThreads, 0, stream>>>(g, query, cos, sin, seqlens, total, present_k,
-                                                               present_v, split, partial_data, out);
+  gqa_decode_kernel<T, G><<<grid, kDecodeThreads, 0, stream>>>(g, query, cos, sin, seqlens, total, new_token,
+                                                               present_k, present_v, split, partial_data, out);
   check_launch("group_query_attention (decode)");
   if (split.splits > 1) {
     gqa_decode_merge_kernel<<<dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), 128, 0,
@@ -293,8 +352,8 @@ void launch_decode_heads(hipdnn_ep_state_t* state, const GqaParams& g, const T* 
 
 template <typename T>
 void launch_gqa_decode(hipdnn_ep_state_t* state, const GqaParams& g, const T* query, const T* cos, const T* sin,
-                       const int32_t* seqlens, const int32_t* total, const T* present_k, const T* present_v, T* out,
-                       hipStream_t stream) {
+                       const int32_t* seqlens, const int32_t* total, DecodeNewToken<T> new_token, T* present_k,
+                       T* present_v, T* out, hipStream_t stream) {
   DecodeSplit split{};
   split.lanes = 1;
   while (split.lanes * 8 < g.head_size) split.lanes *= 2;
@@ -314,16 +373,18 @@ void launch_gqa_decode(hipdnn_ep_state_t* state, const GqaParams& g, const T* qu
   const int64_t wanted = std::min<int64_t>(kDecodeMaxSplits, std::max<int64_t>(1, (2 * sms + blocks - 1) / blocks));
   split.splits = std::max<int64_t>(1, std::min(wanted, (keys + split.quantum - 1) / split.quantum));
   if (heads == 2) {
-    return launch_decode_heads<T, 2>(state, g, query, cos, sin, seqlens, total, present_k, present_v, out, split,
-                                     stream);
+    return launch_decode_heads<T, 2>(state, g, query, cos, sin, seqlens, total, new_token, present_k, present_v, out,
+                                     split, stream);
   }
-  launch_decode_heads<T, 1>(state, g, query, cos, sin, seqlens, total, present_k, present_v, out, split, stream);
+  launch_decode_heads<T, 1>(state, g, query, cos, sin, seqlens, total, new_token, present_k, present_v, out, split,
+                            stream);
 }
 
 template void launch_gqa_decode<float>(hipdnn_ep_state_t*, const GqaParams&, const float*, const float*, const float*,
-                                       const int32_t*, const int32_t*, const float*, const float*, float*, hipStream_t);
+                                       const int32_t*, const int32_t*, DecodeNewToken<float>, float*, float*, float*,
+                                       hipStream_t);
 template void launch_gqa_decode<__half>(hipdnn_ep_state_t*, const GqaParams&, const __half*, const __half*,
-                                        const __half*, const int32_t*, const int32_t*, const __half*, const __half*,
-                                        __half*, hipStream_t);
+                                        const __half*, const int32_t*, const int32_t*, DecodeNewToken<__half>, __half*,
+                                        __half*, __half*, hipStream_t);
 
 }  // namespace hipdnn_ep::kernels::gpu
