@@ -262,38 +262,41 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
   }
 }
 
-// Launches one form of the kernel where the device runs its tensor-core code; false where it does not.
+// Launches one form of the kernel (`blocks` blocks) where the device runs its tensor-core code; false where
+// it does not.
 template <int kWarps, bool kVectorA, bool kSharedA>
 bool launch_form(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
-                 int64_t shared_bytes, hipStream_t stream) {
-  if (!runs_sm80_code<gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA>>()) return false;
-  const auto grid = static_cast<unsigned>((p.n + kMmaColumns - 1) / kMmaColumns);
-  gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA>
-      <<<grid, 32 * kWarps, static_cast<size_t>(shared_bytes), stream>>>(p, a, scales, bias, y);
+                 int64_t blocks, int64_t shared_bytes, hipStream_t stream) {
+  constexpr auto kKernel = gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA>;
+  if (!runs_sm80_code<kKernel>()) return false;
+  kKernel<<<static_cast<unsigned>(blocks), 32 * kWarps, static_cast<size_t>(shared_bytes), stream>>>(p, a, scales,
+                                                                                                     bias, y);
   return true;
 }
 
 template <int kWarps>
 bool launch_warps(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
-                  hipStream_t stream) {
-  if (!aligned(a, 16) || p.k % 8 != 0) return launch_form<kWarps, false, false>(p, a, scales, bias, y, 0, stream);
+                  int64_t blocks, hipStream_t stream) {
+  if (!aligned(a, 16) || p.k % 8 != 0) {
+    return launch_form<kWarps, false, false>(p, a, scales, bias, y, blocks, 0, stream);
+  }
   const int64_t shared = mma_shared_a_bytes(p.col_bytes / 64);
   if (p.m == 1 && shared <= kMmaSharedA) {
-    return launch_form<kWarps, true, true>(p, a, scales, bias, y, shared, stream);
+    return launch_form<kWarps, true, true>(p, a, scales, bias, y, blocks, shared, stream);
   }
-  return launch_form<kWarps, true, false>(p, a, scales, bias, y, 0, stream);
+  return launch_form<kWarps, true, false>(p, a, scales, bias, y, blocks, 0, stream);
 }
 
 }  // namespace
 
 bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                      int multiprocessors, hipStream_t stream) {
-  const bool block_power_of_two = p.block >= 128 && (p.block & (p.block - 1)) == 0;
-  if (!(p.m <= kMmaRows && block_power_of_two && aligned(p.b, 16))) return false;
-  const int64_t grid = (p.n + kMmaColumns - 1) / kMmaColumns;
+  // p.block is a power of two (validate_matmul_nbits refuses others): the kernel finds its block by a shift
+  if (!(p.m <= kMmaRows && p.block >= 128 && aligned(p.b, 16))) return false;
+  const int64_t blocks = (p.n + kMmaColumns - 1) / kMmaColumns;
   const int64_t wide_blocks = static_cast<int64_t>(multiprocessors) * (kMmaWarpsPerSm / kMmaWideWarps);
-  return grid <= wide_blocks ? launch_warps<kMmaWideWarps>(p, a, scales, bias, y, stream)
-                             : launch_warps<kMmaWarps>(p, a, scales, bias, y, stream);
+  return blocks <= wide_blocks ? launch_warps<kMmaWideWarps>(p, a, scales, bias, y, blocks, stream)
+                               : launch_warps<kMmaWarps>(p, a, scales, bias, y, blocks, stream);
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
