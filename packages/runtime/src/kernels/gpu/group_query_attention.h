@@ -55,10 +55,19 @@ __device__ __forceinline__ int64_t token_position(const RowLengths& r, int64_t s
   return r.first_prompt ? (s < r.valid ? s : 1) : r.past_len + s;
 }
 
+// Where the new tokens' K and V start (token 0 of batch row 0, KV head 0): after the query heads in packed
+// QKV, else the key and value inputs. Token t's rows of KV head h lie t * kv_token_stride + h * head_size
+// further on (packed, kv_token_stride is the packed token's stride).
+template <typename T>
+__host__ __device__ inline void new_kv_start(const GqaParams& g, const T* query, const T* key, const T* value,
+                                             const T** k0, const T** v0) {
+  *k0 = g.packed ? query + g.heads * g.head_size : key;
+  *v0 = g.packed ? query + (g.heads + g.kv_heads) * g.head_size : value;
+}
+
 // Decode in the shared-buffer mode: the decode kernel writes the new token's K (rotated) and V into the
-// cache itself, with the checks the present kernel would make, instead of a launch before it. Where the
-// new rows come from: K of batch row b and KV head h at key + b * kv_token_stride + h * head_size, V
-// likewise. key null: the present kernel has written them.
+// cache itself, with the checks the present kernel would make, instead of a launch before it. key and value:
+// where the new rows start (new_kv_start); key null: the present kernel has written them.
 template <typename T>
 struct DecodeNewToken {
   const T* key = nullptr;

@@ -76,10 +76,10 @@ __global__ void gqa_present_kernel(GqaParams g, const T* query, const T* key, co
       }
     } else if (p < r.past_len + g.seq) {
       const int64_t s = p - r.past_len;
-      const T* k_row = g.packed ? query + (b * g.seq + s) * g.token_stride + (g.heads + kvh) * d
-                                : key + (b * g.seq + s) * g.kv_token_stride + kvh * d;
-      const T* v_row = g.packed ? query + (b * g.seq + s) * g.token_stride + (g.heads + g.kv_heads + kvh) * d
-                                : value + (b * g.seq + s) * g.kv_token_stride + kvh * d;
+      const T *k_row, *v_row;
+      new_kv_start(g, query, key, value, &k_row, &v_row);
+      k_row += (b * g.seq + s) * g.kv_token_stride + kvh * d;
+      v_row += (b * g.seq + s) * g.kv_token_stride + kvh * d;
       const int64_t position = g.do_rotary ? token_position(r, s) : 0;
       if (g.do_rotary && (position < 0 || position >= g.rotary_positions)) {  // the row stays as it was, recorded
         if (i0 == 0) report_error(errors, kErrorGqaRotaryPosition, position, g.rotary_positions);
@@ -305,8 +305,7 @@ void group_query_attention(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args
     T* out = static_cast<T*>(args.outputs[0].data);
     if (g.seq == 1 && shared) {  // the decode kernel writes the new token into the cache
       DecodeNewToken<T> new_token;
-      new_token.key = g.packed ? data(0) + g.heads * g.head_size : data(1);
-      new_token.value = g.packed ? data(0) + (g.heads + g.kv_heads) * g.head_size : data(2);
+      new_kv_start(g, data(0), data(1), data(2), &new_token.key, &new_token.value);
       new_token.errors = errors;
       launch_gqa_decode<T>(state, g, data(0), cos, sin, seqlens, total, new_token, present_k, present_v, out, stream);
       return;

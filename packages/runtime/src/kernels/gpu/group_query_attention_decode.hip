@@ -28,7 +28,7 @@ namespace {
 // One split: the block writes the output. Several: each writes its unnormalized sum, max and exp sum,
 // and a second kernel merges the splits of each head (rescaling each by exp(its max - the overall max)).
 // In the shared-buffer mode the new token's K and V come from the input (DecodeNewToken): the blocks whose
-// split holds its position stage them (K rotated and rounded as the cache stores it), add that key after
+// split holds its position stage them (K rotated and rounded as the cache stores it), add that key before
 // their cached ones, and the first block of the KV head's group writes them into the cache; no block reads
 // that cache row, so no other block waits for the write.
 constexpr int kDecodeThreads = 256;
@@ -55,6 +55,16 @@ __device__ __forceinline__ void halves8_to_float(uint4 raw, float (&out)[8]) {
     out[2 * i] = f.x;
     out[2 * i + 1] = f.y;
   }
+}
+
+// The score of this lane's 8 query elements (scaled) against a key's, summed over the slot's `lanes` lanes
+// (every lane of the warp takes part in the shuffles), then softcapped.
+__device__ __forceinline__ float slot_score(const float (&q)[8], const float (&k)[8], int lanes, float softcap) {
+  float dot = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) dot += q[e] * k[e];
+  for (int mask = lanes / 2; mask > 0; mask >>= 1) dot += lane_xor(dot, mask);
+  return softcap > 0.0f ? softcap * tanhf(dot / softcap) : dot;
 }
 
 struct DecodeSplit {
@@ -148,7 +158,7 @@ __global__ void __launch_bounds__(kDecodeThreads, sizeof(T) == 2 ? 2 : 1)
     const int64_t row = ((b * g.kv_heads + kvh) * g.present + new_key) * d;
     for (int64_t i = threadIdx.x; i < d; i += kDecodeThreads) {
       store(present_k, row + i, new_k[i]);
-      present_v[row + i] = new_token.value[b * g.kv_token_stride + kvh * d + i];
+      store(present_v, row + i, new_v[i]);  // exact: the value as read
     }
   }
   float q[G][8];
@@ -165,14 +175,13 @@ __global__ void __launch_bounds__(kDecodeThreads, sizeof(T) == 2 ? 2 : 1)
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[r][e] = 0.0f;
   }
-  if (adds_new) {  // the new key first, in slot 0 (every lane computes its dot: the shuffles span the warp)
+  if (adds_new) {  // the new key first, in slot 0 (every lane computes its score: the shuffles span the warp)
+    float k[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) k[e] = i0 + e < d ? new_k[i0 + e] : 0.0f;
 #pragma unroll
     for (int r = 0; r < G; ++r) {
-      float dot = 0.0f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) dot += i0 + e < d ? q[r][e] * new_k[i0 + e] : 0.0f;
-      for (int mask = lanes / 2; mask > 0; mask >>= 1) dot += lane_xor(dot, mask);
-      if (g.softcap > 0.0f) dot = g.softcap * tanhf(dot / g.softcap);
+      const float dot = slot_score(q[r], k, lanes, g.softcap);
       if (slot != 0) continue;
       const float mx = fmaxf(m[r], dot), c = expf(m[r] - mx), p = expf(dot - mx);
       l[r] = l[r] * c + p;
@@ -224,11 +233,7 @@ __global__ void __launch_bounds__(kDecodeThreads, sizeof(T) == 2 ? 2 : 1)
       float mx = m[r];
 #pragma unroll
       for (int j = 0; j < kDecodeBatch; ++j) {
-        float dot = 0.0f;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) dot += q[r][e] * kx[j][e];
-        for (int mask = lanes / 2; mask > 0; mask >>= 1) dot += lane_xor(dot, mask);
-        if (g.softcap > 0.0f) dot = g.softcap * tanhf(dot / g.softcap);
+        const float dot = slot_score(q[r], kx[j], lanes, g.softcap);
         s[j] = base + j * slots + slot < cached_hi ? dot : -INFINITY;
         mx = fmaxf(mx, s[j]);
       }
