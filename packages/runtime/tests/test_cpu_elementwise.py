@@ -257,6 +257,28 @@ def test_binary_fmod_floats(state, dtype):
     assert_close(out, expected, dtype)
 
 
+@pytest.mark.parametrize("dtype", [F32, F16, np.float64])
+def test_binary_silu_mul(state, dtype):
+    """A * sigmoid(A) * B (a gated MLP's SiLU(gate) * up), broadcast; large |A| neither overflows nor loses
+    the product (sigmoid exponentiates only non-positive numbers)."""
+    a = rand((3, 4), dtype, seed=1, low=-9, high=9)
+    a[0, :2] = [-100, 100]
+    b = rand((4,), dtype, seed=2, low=-3, high=3)
+    out = run(state, "binary", [a, b], (3, 4), ints=[BINARY["SILU_MUL"]])
+    x = a.astype(np.float64)
+    expected = (x / (1 + np.exp(-x)) * b.astype(np.float64)).astype(dtype)
+    assert np.isfinite(out).all()
+    if dtype == np.float64:
+        np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+    else:
+        assert_close(out, expected, dtype)
+
+
+def test_binary_silu_mul_refuses_integers(state):
+    with pytest.raises(RuntimeError, match="binary op SILU_MUL does not support dtype"):
+        run(state, "binary", [np.ones(3, I32), np.ones(3, I32)], (3,), ints=[BINARY["SILU_MUL"]])
+
+
 MASK_UNARY_REF = {"ABS": np.abs, "FLOOR": np.floor, "CEIL": np.ceil, "SIGN": np.sign, "RECIPROCAL": np.reciprocal}
 
 

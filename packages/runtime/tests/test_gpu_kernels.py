@@ -81,6 +81,15 @@ def test_binary(cpu, gpu, dev, op, dtype):
         compare(cpu, gpu, dev, "binary", [a, b], out, BOOL if cmp else None, [BINARY[op]])
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_binary_silu_mul(cpu, gpu, dev, dtype):
+    """A * sigmoid(A) * B over the broadcast shapes (dense and strided launches), large |A| included."""
+    for k, (sa, sb) in enumerate(BROADCAST_SHAPES):
+        a, b = rand(sa, dtype, 2 * k, -12, 12), rand(sb, dtype, 2 * k + 1)
+        compare(cpu, gpu, dev, "binary", [a, b], np.broadcast_shapes(sa, sb), ints=[BINARY["SILU_MUL"]],
+                tol=(2e-6, 1e-6) if dtype == F32 else (1e-3, 1e-3))
+
+
 def test_binary_pow_and_bool_equal(cpu, gpu, dev):
     for dtype in FLOATS:
         tol = (2e-6, 1e-6) if dtype == F32 else (1e-3, 1e-3)

@@ -36,6 +36,7 @@ std::string binary_op_name(int64_t op) {
     case HIPDNN_EP_BINARY_OP_BITWISE_XOR: return "BITWISE_XOR";
     case HIPDNN_EP_BINARY_OP_SHIFT_LEFT: return "SHIFT_LEFT";
     case HIPDNN_EP_BINARY_OP_SHIFT_RIGHT: return "SHIFT_RIGHT";
+    case HIPDNN_EP_BINARY_OP_SILU_MUL: return "SILU_MUL";
     default: return std::to_string(op);
   }
 }
@@ -98,7 +99,7 @@ std::string reduce_op_name(int64_t op) {
 void validate_binary(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_BINARY_N_INT_ATTRS, HIPDNN_EP_KERNEL_BINARY_N_FLOAT_ATTRS, 2, 2, 1);
   const int64_t op = call.int_attr(HIPDNN_EP_KERNEL_BINARY_INT_ATTR_OP);
-  if (op < HIPDNN_EP_BINARY_OP_ADD || op > HIPDNN_EP_BINARY_OP_SHIFT_RIGHT) {
+  if (op < HIPDNN_EP_BINARY_OP_ADD || op > HIPDNN_EP_BINARY_OP_SILU_MUL) {
     fail_invalid("unknown binary op " + std::to_string(op));
   }
   const int32_t dtype = call.in(0).dtype;

@@ -115,6 +115,15 @@ for _op_type, _key in (("Add", "ADD"), ("Sub", "SUB"), ("Mul", "MUL"), ("Div", "
                       ("Equal", "EQUAL"), ("Less", "LESS"), ("Greater", "GREATER")):
     register(OpDef(_op_type, _key.lower(), _binary, (BINARY,), enum_key=_key))
 
+
+def _silu_mul(o: Node) -> None:
+    """fuse-silu-mul's Mul(Mul(x, Sigmoid(x)), y): one binary call, x * sigmoid(x) * y, broadcast as Mul."""
+    replace(o, BINARY, [o.input(0), o.input(1)], {"op": "SILU_MUL"}, [broadcast(o, o.dims(0), o.dims(1))])
+
+
+# No ONNX op and no domain (a model cannot name it): only fuse-silu-mul writes it.
+register(OpDef("SiluMul", "silu_mul", _silu_mul, (BINARY,), domains=(), enum_key="SILU_MUL"))
+
 _FLOAT_TYPES = (1, 10, 11)  # FLOAT32, FLOAT16, FLOAT64
 _FLOAT64 = 11
 

@@ -161,8 +161,9 @@ def kernels() -> dict[str, Kernel]:
 
 
 def entries() -> list[OpDef]:
-    """Every registered op, once (an op registered under two domains is one entry)."""
-    return list({id(e): e for e in _BY_DOMAIN.values()}.values())
+    """Every registered op, once (an op registered under two domains is one entry; one no model can name,
+    written by a pass, included)."""
+    return list({id(e): e for e in (*_BY_DOMAIN.values(), *_BY_NAME.values())}.values())
 
 
 def supported_ops() -> dict[str, list[str]]:

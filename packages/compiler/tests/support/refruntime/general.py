@@ -74,7 +74,8 @@ class GeneralKernels:
             return np.where(out_of_range, fill, shifted)
 
         ops.update({"BITWISE_AND": np.bitwise_and, "BITWISE_OR": np.bitwise_or, "BITWISE_XOR": np.bitwise_xor,
-                    "SHIFT_LEFT": lambda x, s: shift(x, s, True), "SHIFT_RIGHT": lambda x, s: shift(x, s, False)})
+                    "SHIFT_LEFT": lambda x, s: shift(x, s, True), "SHIFT_RIGHT": lambda x, s: shift(x, s, False),
+                    "SILU_MUL": lambda x, y: (x / (1 + np.exp(-x.astype(np.float64))) * y).astype(x.dtype)})
 
         def run(i, o, ints, f):
             op = self._op("hipdnn_ep_binary_op", ints[0])

@@ -127,6 +127,14 @@ void bitwise_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_
   }
 }
 
+// x * sigmoid(x), exponentiating only non-positive numbers (no overflow).
+template <typename C>
+C silu(C x) {
+  if (x >= C(0)) return x / (C(1) + std::exp(-x));
+  const C e = std::exp(x);
+  return x * e / (C(1) + e);
+}
+
 template <typename T>
 void binary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_tensor_ref_t& b,
                   const hipdnn_ep_tensor_ref_t& out) {
@@ -175,6 +183,11 @@ void binary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_t
     case HIPDNN_EP_BINARY_OP_FMOD:
       if constexpr (kInt) return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return int_mod(x, y, true); });
       else return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return static_cast<C>(std::fmod(x, y)); });
+    case HIPDNN_EP_BINARY_OP_SILU_MUL:
+      if constexpr (std::is_floating_point_v<C>) {
+        return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return silu(x) * y; });
+      }
+      break;
     default: break;
   }
   fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " reached the CPU kernel unvalidated");

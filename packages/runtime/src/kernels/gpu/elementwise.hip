@@ -85,6 +85,9 @@ struct BinaryOp {
       if constexpr (kInt) return x < y ? x : y; else return isnan(x) || x < y ? x : y;  // NaN wins, as on the CPU
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_MAX) {
       if constexpr (kInt) return x > y ? x : y; else return isnan(x) || x > y ? x : y;
+    } else if constexpr (Op == HIPDNN_EP_BINARY_OP_SILU_MUL) {  // floats only (validated)
+      const C e = exp(x >= C(0) ? -x : x);                    // of a non-positive number: no overflow
+      return (x >= C(0) ? x / (C(1) + e) : x * e / (C(1) + e)) * y;
     } else {  // MOD (divisor's sign, integers only) and FMOD (dividend's sign)
       if constexpr (kInt) {
         if (y == 0) {
@@ -198,6 +201,11 @@ void binary_typed(hipdnn_ep_state_t* state, int64_t op, const hipdnn_ep_tensor_r
       if constexpr (std::is_integral_v<C>) return launch_binary<T, T, HIPDNN_EP_BINARY_OP_MOD>(state, a, b, out);
       break;
     case HIPDNN_EP_BINARY_OP_FMOD: return launch_binary<T, T, HIPDNN_EP_BINARY_OP_FMOD>(state, a, b, out);
+    case HIPDNN_EP_BINARY_OP_SILU_MUL:
+      if constexpr (std::is_floating_point_v<C>) {
+        return launch_binary<T, T, HIPDNN_EP_BINARY_OP_SILU_MUL>(state, a, b, out);
+      }
+      break;
     default: break;
   }
   fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " reached the GPU kernel unvalidated");
