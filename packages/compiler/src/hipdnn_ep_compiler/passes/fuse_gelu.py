@@ -216,15 +216,9 @@ def _fuse(root, rewriter) -> bool:
     if found is None:
         return True
     x, kind, ops = found
-    with root.context, root.location:
-        attrs = {"operand_roles": hir.to_attr([0]),
-                 "onnx.node": ir.StringAttr.get(hir.get_str(root, "onnx.node", root.name))}
-        if kind == "tanh":
-            attrs["onnx.approximate"] = ir.StringAttr.get("tanh")
-        new = ir.Operation.create("onnx.gelu", results=[root.results[0].type], operands=[x], attributes=attrs,
-                                  ip=ir.InsertionPoint(root))
-    rewriter.replace_op(root, [new.results[0]])
-    fusion.erase_chain(rewriter, ops)
+    with root.context:
+        attrs = {"onnx.approximate": ir.StringAttr.get("tanh")} if kind == "tanh" else None
+    fusion.replace_chain(rewriter, root, "onnx.gelu", [x], ops, attrs)
     return False
 
 

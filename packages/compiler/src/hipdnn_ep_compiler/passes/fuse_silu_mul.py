@@ -66,13 +66,7 @@ def _fuse(root, rewriter) -> bool:
     if found is None:
         return True
     x, y, ops = found
-    with root.context, root.location:
-        attrs = {"operand_roles": hir.to_attr([0, 1]),
-                 "onnx.node": ir.StringAttr.get(hir.get_str(root, "onnx.node", root.name))}
-        new = ir.Operation.create("onnx.silu_mul", results=[root.results[0].type], operands=[x, y],
-                                  attributes=attrs, ip=ir.InsertionPoint(root))
-    rewriter.replace_op(root, [new.results[0]])
-    fusion.erase_chain(rewriter, ops)
+    fusion.replace_chain(rewriter, root, "onnx.silu_mul", [x, y], ops)
     return False
 
 

@@ -53,6 +53,19 @@ def erase_chain(rewriter, ops: list[ir.Operation]) -> None:
         left = [op for op in left if not any(op == d for d in dead)]
 
 
+def replace_chain(rewriter, root: ir.Operation, op_name: str, operands: list[ir.Value], chain: list[ir.Operation],
+                  attrs: dict | None = None) -> None:
+    """Replaces `root` by a new import-level op `op_name` of the given operands (its ONNX inputs in order, named
+    after root's node, `attrs` added) and erases the rest of the matched chain."""
+    with root.context, root.location:
+        attributes = {"operand_roles": hir.to_attr(list(range(len(operands)))),
+                      "onnx.node": ir.StringAttr.get(hir.get_str(root, "onnx.node", root.name)), **(attrs or {})}
+        new = ir.Operation.create(op_name, results=[root.results[0].type], operands=operands, attributes=attributes,
+                                  ip=ir.InsertionPoint(root))
+    rewriter.replace_op(root, [new.results[0]])
+    erase_chain(rewriter, chain)
+
+
 def apply(module: ir.Module, patterns: list[tuple[str, Callable]], top_down: bool) -> ir.Module:
     """Runs each (root op name, pattern function) over `module` until nothing changes."""
     config = rewrite.GreedyRewriteConfig()
