@@ -283,6 +283,13 @@ class DeviceArrays:
             return d.cpu().numpy()
         return self.cupy.asnumpy(d)
 
+    def synchronize(self) -> None:
+        """Waits for the copies and fills the library queued on its stream."""
+        if self.torch is not None:
+            self.torch.cuda.synchronize()
+        else:
+            self.cupy.cuda.runtime.deviceSynchronize()
+
 
 @pytest.fixture(scope="module")
 def dev() -> DeviceArrays:

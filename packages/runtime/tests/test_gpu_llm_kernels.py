@@ -142,6 +142,32 @@ def test_matmul_nbits_decode_at_llama_8b_shapes(cpu, gpu, dev, n, k):
     close("matmul_nbits", y, want, f"{n}x{k}")
 
 
+@pytest.mark.parametrize(("n", "k"), [(6144, 4096), (4096, 14336)])
+def test_matmul_nbits_reads_a_only_after_the_kernel_that_writes_it(cpu, gpu, dev, n, k):
+    """A decode step's order: rms_norm writes A, the int4 GEMV reads it next, with no wait between (the
+    GEMV may start before the norm ends, and must read A only after it). The norm runs over 8192 rows and A
+    is its last one, written by its last blocks, so that it is still running when the host has launched the
+    GEMV; A starts as NaN each time, so a GEMV that read it early gives NaN or a wrong sum."""
+    rows = 8192
+    rng = np.random.default_rng(n + k)
+    x, scale = rng.standard_normal((rows, k)).astype(F16), rng.standard_normal(k).astype(F16)
+    b, scales, zp = quantized(rng, n, k, 128, True, F16)
+    normed, want = np.zeros((1, k), F16), np.zeros((1, n), F16)
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_rms_norm", [x[-1:], scale], [normed], [1], [1e-5])
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_matmul_nbits", [normed, b, scales, zp], [want], [k, n, 4, 128], [])
+    weights = [dev.to_device(w) for w in (b, scales, zp)]
+    x_dev, scale_dev = dev.to_device(x), dev.to_device(scale)
+    for attempt in range(10):
+        y_norm = dev.to_device(np.full((rows, k), np.nan, F16))
+        y_dev = dev.to_device(np.full((1, n), 77, F16))
+        dev.synchronize()
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_rms_norm", [x_dev, scale_dev], [y_norm], [1], [1e-5], wait=False)
+        _core.call_kernel(gpu, "hipdnn_ep_kernel_matmul_nbits", [y_norm[-1:], *weights], [y_dev], [k, n, 4, 128], [],
+                          wait=False)
+        gpu.synchronize()
+        close("matmul_nbits", dev.to_host(y_dev), want, f"{n}x{k}, attempt {attempt}")
+
+
 @pytest.mark.parametrize("offset", [4, 1])
 def test_matmul_nbits_unaligned_weights(cpu, gpu, dev, offset):
     """B not 16-byte aligned: the word and byte loads give the same result."""

@@ -90,7 +90,7 @@ hipdnn_ep_tensor_ref_t tensor_ref(nb::handle obj, bool writable, bool gpu_state,
 
 void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb::list outputs,
                  const std::vector<int64_t>& int_attrs, const std::vector<double>& float_attrs,
-                 const std::vector<int32_t>& dtypes) {
+                 const std::vector<int32_t>& dtypes, bool wait) {
   hipdnn_ep_state_t* state = py_state.get();
   const bool gpu_state = py_state.backend != HIPDNN_EP_BACKEND_CPU;
   // Sized up front so that the dims vectors never move while refs point into them.
@@ -147,13 +147,15 @@ void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb
   }
   // Arrays of other libraries are written on their own streams: wait for the
   // device before the kernel reads them and after it wrote, so that the
-  // caller sees the result whatever stream it uses next.
-  int32_t status;
+  // caller sees the result whatever stream it uses next. wait=False: the
+  // caller orders the calls (kernels one after another on the state's stream,
+  // as a compiled program runs them) and synchronizes.
+  int32_t status = HIPDNN_EP_STATUS_OK;
   {
     nb::gil_scoped_release release;
-    status = hipdnn_ep_synchronize(state);
+    if (wait) status = hipdnn_ep_synchronize(state);
     if (status == HIPDNN_EP_STATUS_OK) status = kernel(state, &args);
-    if (status == HIPDNN_EP_STATUS_OK) status = hipdnn_ep_synchronize(state);
+    if (wait && status == HIPDNN_EP_STATUS_OK) status = hipdnn_ep_synchronize(state);
   }
   check(status);
 }
@@ -163,11 +165,12 @@ void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb
 void bind_kernel(nb::module_& m) {
   m.def("call_kernel", &call_kernel, nb::arg("state"), nb::arg("name"), nb::arg("inputs"), nb::arg("outputs"),
         nb::arg("int_attrs") = std::vector<int64_t>{}, nb::arg("float_attrs") = std::vector<double>{},
-        nb::arg("dtypes") = std::vector<int32_t>{},
+        nb::arg("dtypes") = std::vector<int32_t>{}, nb::arg("wait") = true,
         "Calls the runtime kernel `name` (from the ABI manifest) over arrays: inputs (None = absent\n"
         "optional tensor) are read, outputs (preallocated, C-contiguous, writable) are written. A cpu\n"
         "State takes numpy arrays; a GPU State takes device arrays (torch, cupy: DLPack, zero-copy) for\n"
-        "data and numpy arrays for host parameter tensors, and waits for the device before and after.\n"
+        "data and numpy arrays for host parameter tensors, and waits for the device before and after\n"
+        "(wait=False: it only launches, after the state's earlier kernels; the caller synchronizes).\n"
         "dtypes (optional): ONNX element type codes of the tensors, inputs then outputs (-1: the array's\n"
         "own), for the types numpy cannot name (BFLOAT16, FLOAT8), passed as uint16/uint8 bit patterns.\n"
         "Raises the mapped exception on a nonzero status.");

@@ -143,6 +143,7 @@ struct BitwiseOp {
 
 template <typename TIn, typename TOut, typename Fn>
 __global__ void binary_kernel(const TIn* a, const TIn* b, TOut* out, Layout<3> l, int64_t n, Fn fn) {
+  allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
   HIPDNN_EP_GRID_STRIDE(i, n) {
     int64_t off[3];
     offsets_at(l, i, off);
@@ -153,6 +154,7 @@ __global__ void binary_kernel(const TIn* a, const TIn* b, TOut* out, Layout<3> l
 // Same shape, contiguous: no index arithmetic.
 template <typename TIn, typename TOut, typename Fn>
 __global__ void binary_dense_kernel(const TIn* a, const TIn* b, TOut* out, int64_t n, Fn fn) {
+  allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
   HIPDNN_EP_GRID_STRIDE(i, n) { store(out, i, fn(load(a, i), load(b, i))); }
 }
 
@@ -298,6 +300,7 @@ struct UnaryOp {
 
 template <typename T, typename TOut, typename Fn>
 __global__ void unary_kernel(const T* x, TOut* y, int64_t n, Fn fn) {
+  allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
   HIPDNN_EP_GRID_STRIDE(i, n) { store(y, i, fn(load(x, i))); }
 }
 
@@ -306,6 +309,7 @@ __global__ void unary_kernel(const T* x, TOut* y, int64_t n, Fn fn) {
 // per load, far from the memory's rate on large tensors (GELU of a BERT FFN at batch 8: 3M elements).
 template <typename T, int kVec, typename Fn>
 __global__ void unary_vector_kernel(const T* x, T* y, int64_t vectors, int64_t n, Fn fn) {
+  allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
   HIPDNN_EP_GRID_STRIDE(v, vectors) {
     const uint4 in = reinterpret_cast<const uint4*>(x)[v];
     uint4 out;

@@ -90,6 +90,7 @@ __global__ void __launch_bounds__(kDecodeThreads, sizeof(T) == 2 ? 2 : 1)
     gqa_decode_kernel(GqaParams g, const T* query, const T* cos, const T* sin, const int32_t* seqlens,
                       const int32_t* total, DecodeNewToken<T> new_token, T* present_k, T* present_v,
                       DecodeSplit split, float* partial, T* out) {
+  allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
   __shared__ float slot_max[kDecodeThreads][G];
   __shared__ float slot_sum[kDecodeThreads][G];
   __shared__ float reduce[kDecodeThreads * 8];
@@ -301,6 +302,7 @@ template <typename T>
 __global__ void __launch_bounds__(128) gqa_decode_merge_kernel(GqaParams g, const int32_t* seqlens,
                                                                const int32_t* total, const float* partial,
                                                                int64_t quantum, int64_t splits, T* out) {
+  allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
   __shared__ float split_max[kDecodeMaxSplits], split_sum[kDecodeMaxSplits];
   const int64_t h = blockIdx.x, b = blockIdx.y, d = g.head_size;
   RowLengths len;

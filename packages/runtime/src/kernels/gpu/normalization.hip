@@ -168,6 +168,7 @@ template <typename T, int kVec, int kVpt, bool kCenter>
 __global__ void __launch_bounds__(kNormMaxThreads)
     norm_rows_kernel(const T* x, const T* scale, const T* beta, const T* skip, const T* bias, T* y, T* sum_out,
                      int64_t rows, int64_t size, int threads_log2, float epsilon) {
+  allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
   using V = NormVector<T, kVec>;
   __shared__ float partial[kNormMaxThreads / 32];
   const int threads = 1 << threads_log2;
@@ -254,6 +255,7 @@ __global__ void __launch_bounds__(kNormMaxThreads)
 template <typename T, bool kCenter>
 __global__ void norm_kernel(const T* x, const T* scale, const T* beta, const T* skip, const T* bias, T* y,
                             T* sum_out, int64_t rows, int64_t size, float epsilon) {
+  allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
   __shared__ float shared[kBlock];
   const auto sum_op = [](float a, float b) { return a + b; };
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
