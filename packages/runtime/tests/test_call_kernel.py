@@ -33,3 +33,17 @@ def test_call_kernel_needs_writable_outputs(state: rt.State) -> None:
         _core.call_kernel(state, KERNELS[0], [np.zeros((3, 4), np.float32).T], [np.zeros(3)], [0], [])
     with pytest.raises(rt.InvalidArgumentError, match="outputs must be arrays"):
         _core.call_kernel(state, KERNELS[0], [], [None], [0], [])
+
+
+def test_call_kernels_runs_a_chain_in_order(state: rt.State) -> None:
+    a = np.arange(6, dtype=np.float32)
+    b = np.full(6, 2, np.float32)
+    mid, out = np.zeros(6, np.float32), np.zeros(6, np.float32)
+    _core.call_kernels(state, [("hipdnn_ep_kernel_binary", [a, b], [mid], [BINARY_OPS["ADD"]], []),
+                               ("hipdnn_ep_kernel_binary", [mid, b], [out], [BINARY_OPS["MUL"]], [])])
+    np.testing.assert_array_equal(out, (a + b) * b)
+
+
+def test_call_kernels_refuses_a_malformed_call(state: rt.State) -> None:
+    with pytest.raises(rt.InvalidArgumentError, match=r"each call is \(name, inputs, outputs, int_attrs"):
+        _core.call_kernels(state, [("hipdnn_ep_kernel_binary", [], [])])

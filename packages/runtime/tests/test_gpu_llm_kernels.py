@@ -144,10 +144,10 @@ def test_matmul_nbits_decode_at_llama_8b_shapes(cpu, gpu, dev, n, k):
 
 @pytest.mark.parametrize(("n", "k"), [(6144, 4096), (4096, 14336)])
 def test_matmul_nbits_reads_a_only_after_the_kernel_that_writes_it(cpu, gpu, dev, n, k):
-    """A decode step's order: rms_norm writes A, the int4 GEMV reads it next, with no wait between (the
-    GEMV may start before the norm ends, and must read A only after it). The norm runs over 8192 rows and A
-    is its last one, written by its last blocks, so that it is still running when the host has launched the
-    GEMV; A starts as NaN each time, so a GEMV that read it early gives NaN or a wrong sum."""
+    """A decode step's order: rms_norm writes A, the int4 GEMV reads it next, launched back to back with no
+    wait between (the GEMV may start before the norm ends, and must read A only after it). The norm runs over
+    8192 rows and A is its last one, written by its last blocks; A starts as NaN each time, so a GEMV that
+    read it early gives NaN or a wrong sum."""
     rows = 8192
     rng = np.random.default_rng(n + k)
     x, scale = rng.standard_normal((rows, k)).astype(F16), rng.standard_normal(k).astype(F16)
@@ -161,10 +161,9 @@ def test_matmul_nbits_reads_a_only_after_the_kernel_that_writes_it(cpu, gpu, dev
         y_norm = dev.to_device(np.full((rows, k), np.nan, F16))
         y_dev = dev.to_device(np.full((1, n), 77, F16))
         dev.synchronize()
-        _core.call_kernel(gpu, "hipdnn_ep_kernel_rms_norm", [x_dev, scale_dev], [y_norm], [1], [1e-5], wait=False)
-        _core.call_kernel(gpu, "hipdnn_ep_kernel_matmul_nbits", [y_norm[-1:], *weights], [y_dev], [k, n, 4, 128], [],
-                          wait=False)
-        gpu.synchronize()
+        _core.call_kernels(gpu, [("hipdnn_ep_kernel_rms_norm", [x_dev, scale_dev], [y_norm], [1], [1e-5]),
+                                 ("hipdnn_ep_kernel_matmul_nbits", [y_norm[-1:], *weights], [y_dev], [k, n, 4, 128],
+                                  [])])
         close("matmul_nbits", dev.to_host(y_dev), want, f"{n}x{k}, attempt {attempt}")
 
 

@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -88,24 +89,34 @@ hipdnn_ep_tensor_ref_t tensor_ref(nb::handle obj, bool writable, bool gpu_state,
   return {data, dims->data(), static_cast<int32_t>(dims->size()), dtype_code(dtype)};
 }
 
-void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb::list outputs,
-                 const std::vector<int64_t>& int_attrs, const std::vector<double>& float_attrs,
-                 const std::vector<int32_t>& dtypes, bool wait) {
-  hipdnn_ep_state_t* state = py_state.get();
-  const bool gpu_state = py_state.backend != HIPDNN_EP_BACKEND_CPU;
-  // Sized up front so that the dims vectors never move while refs point into them.
-  std::vector<std::vector<int64_t>> dims(inputs.size() + outputs.size());
+// One kernel call's arguments, with the storage its tensor refs point into.
+struct PreparedCall {
+  std::vector<std::vector<int64_t>> dims;  // sized up front: the refs point into these vectors
   std::vector<hipdnn_ep_tensor_ref_t> in_refs, out_refs;
+  std::vector<int64_t> int_attrs;
+  std::vector<double> float_attrs;
+  KernelFn kernel = nullptr;
+  hipdnn_ep_kernel_args_t args{};
+};
+
+std::unique_ptr<PreparedCall> prepare_call(bool gpu_state, const std::string& name, nb::list inputs,
+                                           nb::list outputs, const std::vector<int64_t>& int_attrs,
+                                           const std::vector<double>& float_attrs, const std::vector<int32_t>& dtypes) {
+  auto call = std::make_unique<PreparedCall>();
+  call->dims.resize(inputs.size() + outputs.size());
   size_t k = 0;
   for (nb::handle obj : inputs) {
-    in_refs.push_back(tensor_ref(obj, false, gpu_state, &dims[k], "input " + std::to_string(k)));
+    call->in_refs.push_back(tensor_ref(obj, false, gpu_state, &call->dims[k], "input " + std::to_string(k)));
     ++k;
   }
   for (nb::handle obj : outputs) {
     if (obj.is_none()) raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT, "call_kernel: outputs must be arrays");
-    out_refs.push_back(tensor_ref(obj, true, gpu_state, &dims[k], "output " + std::to_string(k - inputs.size())));
+    call->out_refs.push_back(
+        tensor_ref(obj, true, gpu_state, &call->dims[k], "output " + std::to_string(k - inputs.size())));
     ++k;
   }
+  std::vector<hipdnn_ep_tensor_ref_t>& in_refs = call->in_refs;
+  std::vector<hipdnn_ep_tensor_ref_t>& out_refs = call->out_refs;
   // dtypes: element types of the tensors (inputs, then outputs) that numpy cannot name (BFLOAT16, FLOAT8),
   // passed as arrays of their bit patterns (uint16/uint8); -1 keeps the array's own type.
   if (dtypes.size() > in_refs.size() + out_refs.size()) {
@@ -130,34 +141,66 @@ void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb
     }
     ref.dtype = dtypes[i];
   }
-  KernelFn kernel = find_kernel(name);  // after the arrays are checked
-  hipdnn_ep_kernel_args_t args{};
+  call->kernel = find_kernel(name);  // after the arrays are checked
+  call->int_attrs = int_attrs;
+  call->float_attrs = float_attrs;
+  hipdnn_ep_kernel_args_t& args = call->args;
   args.struct_size = sizeof args;
   args.inputs = in_refs.data();
   args.outputs = out_refs.data();
-  args.int_attrs = int_attrs.data();
-  args.float_attrs = float_attrs.data();
+  args.int_attrs = call->int_attrs.data();
+  args.float_attrs = call->float_attrs.data();
   args.n_inputs = static_cast<int32_t>(in_refs.size());
   args.n_outputs = static_cast<int32_t>(out_refs.size());
-  args.n_int_attrs = static_cast<int32_t>(int_attrs.size());
-  args.n_float_attrs = static_cast<int32_t>(float_attrs.size());
-  if (!gpu_state) {
-    check(kernel(state, &args));
+  args.n_int_attrs = static_cast<int32_t>(call->int_attrs.size());
+  args.n_float_attrs = static_cast<int32_t>(call->float_attrs.size());
+  return call;
+}
+
+// Runs the calls in order. On a GPU state it waits for the device before the first (arrays of other
+// libraries are written on their own streams) and after the last (so that the caller sees the results
+// whatever stream it uses next), and launches the calls back to back in between, as a compiled program does.
+void run_calls(PyState& py_state, const std::vector<std::unique_ptr<PreparedCall>>& calls) {
+  hipdnn_ep_state_t* state = py_state.get();
+  if (py_state.backend == HIPDNN_EP_BACKEND_CPU) {
+    for (const auto& call : calls) check(call->kernel(state, &call->args));
     return;
   }
-  // Arrays of other libraries are written on their own streams: wait for the
-  // device before the kernel reads them and after it wrote, so that the
-  // caller sees the result whatever stream it uses next. wait=False: the
-  // caller orders the calls (kernels one after another on the state's stream,
-  // as a compiled program runs them) and synchronizes.
-  int32_t status = HIPDNN_EP_STATUS_OK;
+  int32_t status;
   {
     nb::gil_scoped_release release;
-    if (wait) status = hipdnn_ep_synchronize(state);
-    if (status == HIPDNN_EP_STATUS_OK) status = kernel(state, &args);
-    if (wait && status == HIPDNN_EP_STATUS_OK) status = hipdnn_ep_synchronize(state);
+    status = hipdnn_ep_synchronize(state);
+    for (size_t i = 0; i < calls.size() && status == HIPDNN_EP_STATUS_OK; ++i) {
+      status = calls[i]->kernel(state, &calls[i]->args);
+    }
+    if (status == HIPDNN_EP_STATUS_OK) status = hipdnn_ep_synchronize(state);
   }
   check(status);
+}
+
+void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb::list outputs,
+                 const std::vector<int64_t>& int_attrs, const std::vector<double>& float_attrs,
+                 const std::vector<int32_t>& dtypes) {
+  std::vector<std::unique_ptr<PreparedCall>> calls;
+  calls.push_back(prepare_call(py_state.backend != HIPDNN_EP_BACKEND_CPU, name, inputs, outputs, int_attrs,
+                               float_attrs, dtypes));
+  run_calls(py_state, calls);
+}
+
+// calls: (name, inputs, outputs, int_attrs, float_attrs) each.
+void call_kernels(PyState& py_state, nb::list calls) {
+  std::vector<std::unique_ptr<PreparedCall>> prepared;
+  for (nb::handle item : calls) {
+    auto t = nb::cast<nb::tuple>(item);
+    if (t.size() != 5) {
+      raise_status(HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+                   "call_kernels: each call is (name, inputs, outputs, int_attrs, float_attrs)");
+    }
+    prepared.push_back(prepare_call(py_state.backend != HIPDNN_EP_BACKEND_CPU, nb::cast<std::string>(t[0]),
+                                    nb::cast<nb::list>(t[1]), nb::cast<nb::list>(t[2]),
+                                    nb::cast<std::vector<int64_t>>(t[3]), nb::cast<std::vector<double>>(t[4]), {}));
+  }
+  run_calls(py_state, prepared);
 }
 
 }  // namespace
@@ -165,15 +208,18 @@ void call_kernel(PyState& py_state, const std::string& name, nb::list inputs, nb
 void bind_kernel(nb::module_& m) {
   m.def("call_kernel", &call_kernel, nb::arg("state"), nb::arg("name"), nb::arg("inputs"), nb::arg("outputs"),
         nb::arg("int_attrs") = std::vector<int64_t>{}, nb::arg("float_attrs") = std::vector<double>{},
-        nb::arg("dtypes") = std::vector<int32_t>{}, nb::arg("wait") = true,
+        nb::arg("dtypes") = std::vector<int32_t>{},
         "Calls the runtime kernel `name` (from the ABI manifest) over arrays: inputs (None = absent\n"
         "optional tensor) are read, outputs (preallocated, C-contiguous, writable) are written. A cpu\n"
         "State takes numpy arrays; a GPU State takes device arrays (torch, cupy: DLPack, zero-copy) for\n"
-        "data and numpy arrays for host parameter tensors, and waits for the device before and after\n"
-        "(wait=False: it only launches, after the state's earlier kernels; the caller synchronizes).\n"
+        "data and numpy arrays for host parameter tensors, and waits for the device before and after.\n"
         "dtypes (optional): ONNX element type codes of the tensors, inputs then outputs (-1: the array's\n"
         "own), for the types numpy cannot name (BFLOAT16, FLOAT8), passed as uint16/uint8 bit patterns.\n"
         "Raises the mapped exception on a nonzero status.");
+  m.def("call_kernels", &call_kernels, nb::arg("state"), nb::arg("calls"),
+        "Calls kernels one after another, as call_kernel does each, but on a GPU state launched back to\n"
+        "back with no wait between them (as a compiled program runs them): calls is a list of\n"
+        "(name, inputs, outputs, int_attrs, float_attrs).");
 }
 
 }  // namespace hipdnn_ep::python
