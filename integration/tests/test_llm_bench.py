@@ -121,7 +121,15 @@ def test_bench_refuses_a_run_longer_than_the_shared_buffer(tmp_path):
     assert "exceeds the model's max_length 5" in out.stderr and "shorter -l/-g" in out.stderr
 
 
-def _last_logits(folder, io: str, ep: str, generate: int = 3) -> np.ndarray:
+def test_bench_cuda_graph_refuses_a_model_without_a_shared_kv_buffer(tmp_path):
+    """ORT's CUDA graph replays one graph for every decode step: a growing KV cache changes the shapes."""
+    folder = lm.write_model(lm.SIZES["tiny"], tmp_path / "m")
+    out, _ = _bench(folder, tmp_path, "--ep", "cuda-graph")
+    assert out.returncode != 0
+    assert "needs the same input shapes each step" in out.stderr and "shared KV buffer" in out.stderr
+
+
+def _last_logits(folder, io: str, ep: str, generate: int = 3, graph: bool = False) -> np.ndarray:
     decoder = bench.Decoder.read(folder)
     cache = folder.parent / "cache"
     cache.mkdir(mode=0o700, exist_ok=True)
@@ -132,7 +140,8 @@ def _last_logits(folder, io: str, ep: str, generate: int = 3) -> np.ndarray:
     if io == "numpy":
         return bench._feeds_numpy(decoder, sess, args, dtype, rng, timings, True)
     memory = bench.DeviceMemory(ep, ep_device, {})
-    return bench._feeds_bound(decoder, sess, args, dtype, rng, timings, True, memory, decoder.shared_kv, {}).numpy()
+    return bench._feeds_bound(decoder, sess, args, dtype, rng, timings, True, memory, decoder.shared_kv, {},
+                              graph=graph).numpy()
 
 
 @pytest.mark.parametrize(("ep", "shared"), [("cpu", True), ("cpu", False), ("hipdnn", True)])
@@ -143,6 +152,15 @@ def test_bound_steps_give_the_logits_of_host_steps(tmp_path, ep, shared):
     want = _last_logits(folder, "numpy", ep)
     got = _last_logits(folder, "binding", ep)
     assert want.shape == got.shape == (2, 1, lm.SIZES["tiny"].vocab)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_graph_steps_feed_inputs_through_buffers_that_keep_their_address(tmp_path):
+    """The loop --ep cuda-graph runs (decode inputs copied into buffers made once, run options naming the
+    graph) computes what host steps compute; run here on the CPU EP, which ignores the graph id."""
+    folder = lm.write_model(dataclasses.replace(lm.SIZES["tiny"], shared_kv=True, max_length=12), tmp_path / "m")
+    want = _last_logits(folder, "numpy", "cpu")
+    got = _last_logits(folder, "binding", "cpu", graph=True)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 

@@ -52,7 +52,9 @@ from .bench_memory import (
     runtime_peak_bytes,
 )
 
-ORT_EPS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+ORT_EPS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "cuda-graph": "CUDAExecutionProvider"}
+# ORT's CUDA EP replaying a captured CUDA graph of each decode step (as onnxruntime-genai runs it on CUDA)
+CUDA_GRAPH_OPTIONS = {"enable_cuda_graph": "1"}
 NP_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16"}
 
 
@@ -117,9 +119,10 @@ def _session(decoder: Decoder, ep: str, options: dict[str, str], log_file: str |
         device = devices_for_backend(register(), options["backend"])
         so.add_provider_for_devices(device, options)
         return ort.InferenceSession(str(decoder.model), sess_options=so), device[0]
-    if ep == "cuda" and hasattr(ort, "preload_dlls"):
+    if ep.startswith("cuda") and hasattr(ort, "preload_dlls"):
         ort.preload_dlls()  # the CUDA and cuDNN libraries of the nvidia-* wheels, where installed
-    sess = ort.InferenceSession(str(decoder.model), sess_options=so, providers=[ORT_EPS[ep]])
+    provider = (ORT_EPS[ep], CUDA_GRAPH_OPTIONS) if ep == "cuda-graph" else ORT_EPS[ep]
+    sess = ort.InferenceSession(str(decoder.model), sess_options=so, providers=[provider])
     if sess.get_providers()[0] != ORT_EPS[ep]:  # ORT falls back to its CPU EP with a mere warning
         raise SystemExit(f"hipdnn-ep bench: onnxruntime {ort.__version__} did not run the model on "
                          f"{ORT_EPS[ep]} (it has {ort.get_available_providers()}); for CUDA install "
@@ -150,7 +153,7 @@ def _peak_rss_kib() -> int:
 
 
 def _gpu_ep(ep: str, options: dict[str, str]) -> bool:
-    return ep == "cuda" or (ep == "hipdnn" and options.get("backend", "cpu") != "cpu")
+    return ep.startswith("cuda") or (ep == "hipdnn" and options.get("backend", "cpu") != "cpu")
 
 
 class DeviceMemory:
@@ -161,7 +164,7 @@ class DeviceMemory:
     def __init__(self, ep: str, ep_device, options: dict[str, str]):
         self.memory_info = None
         self.where: tuple = ("cpu", 0)
-        if ep == "cuda":
+        if ep.startswith("cuda"):
             self.where = ("cuda", 0)
         elif ep_device is not None and _gpu_ep(ep, options):
             memory_info = getattr(ep_device, "memory_info", None)
@@ -230,11 +233,15 @@ def _next_tokens(rng, sess, batch: int):
 
 
 def _feeds_bound(decoder: Decoder, sess, args: argparse.Namespace, kv_type, rng, timings: tuple[list, list],
-                 timed: bool, memory: DeviceMemory, shared: bool, cache: dict, after_step=None):
+                 timed: bool, memory: DeviceMemory, shared: bool, cache: dict, after_step=None, graph: bool = False):
     """One repetition through an IO binding with the KV cache and logits in the EP's memory (see the module
     docstring). `cache` keeps the shared KV buffers and logits across repetitions; `after_step(step)` is called
-    after each step (0: the prompt), outside the timing. Returns the last step's logits as an OrtValue."""
+    after each step (0: the prompt), outside the timing. With `graph` (ORT's CUDA EP capturing CUDA graphs)
+    the prompt runs uncaptured (gpu_graph_id -1) and every decode step replays graph 1, its inputs copied
+    into device buffers that keep their address, as a replayed graph needs. Returns the last step's logits
+    as an OrtValue."""
     import numpy as np  # noqa: PLC0415
+    import onnxruntime as ort  # noqa: PLC0415
 
     inputs = {i.name for i in sess.get_inputs()}
     logits_name = sess.get_outputs()[0].name
@@ -265,11 +272,22 @@ def _feeds_bound(decoder: Decoder, sess, args: argparse.Namespace, kv_type, rng,
         # step with the shared buffer the static (batch, max_length), zero past the real length
         mask = np.zeros((b, decoder.max_length if shared and step > 0 else total), np.int64)
         mask[:, :total] = 1
-        io.bind_cpu_input("input_ids", ids)
-        io.bind_cpu_input("attention_mask", mask)
+        feeds = {"input_ids": ids, "attention_mask": mask}
         if "position_ids" in inputs:
-            io.bind_cpu_input("position_ids", np.broadcast_to(np.arange(total - seq, total, dtype=np.int64),
-                                                              (b, seq)).copy())
+            feeds["position_ids"] = np.broadcast_to(np.arange(total - seq, total, dtype=np.int64), (b, seq)).copy()
+        for name, value in feeds.items():
+            if graph and step > 0:
+                key = ("graph input", name)
+                if key not in cache:
+                    cache[key] = memory.empty(value.shape, value.dtype)
+                cache[key].update_inplace(value)
+                io.bind_ortvalue_input(name, cache[key])
+            else:
+                io.bind_cpu_input(name, value)
+        run_options = None
+        if graph:
+            run_options = ort.RunOptions()
+            run_options.add_run_config_entry("gpu_graph_id", "1" if step > 0 else "-1")
         io.bind_ortvalue_output(logits_name, cache[seq])
         presents = []
         if not shared:
@@ -277,7 +295,7 @@ def _feeds_bound(decoder: Decoder, sess, args: argparse.Namespace, kv_type, rng,
             for (_, present), value in zip(names, presents, strict=True):
                 io.bind_ortvalue_output(present, value)
         t = time.perf_counter()
-        sess.run_with_iobinding(io)
+        sess.run_with_iobinding(io, run_options)
         io.synchronize_outputs()
         if timed:
             timings[min(step, 1)].append(time.perf_counter() - t)
@@ -295,6 +313,10 @@ def _feeds_bound(decoder: Decoder, sess, args: argparse.Namespace, kv_type, rng,
 def _run_ep(decoder: Decoder, ep: str, args: argparse.Namespace, options: dict[str, str]) -> Result:
     import numpy as np  # noqa: PLC0415
 
+    if ep == "cuda-graph" and not (decoder.shared_kv and args.io in (None, "binding")):
+        raise SystemExit("hipdnn-ep bench: --ep cuda-graph replays one graph for every decode step, which needs "
+                         "the same input shapes each step: a model with a shared KV buffer "
+                         "(past_present_share_buffer) and --io binding")
     baseline = _peak_rss_kib()  # after the imports
     start = time.perf_counter()
     sess, ep_device = _session(decoder, ep, options, args.log)
@@ -314,7 +336,7 @@ def _run_ep(decoder: Decoder, ep: str, args: argparse.Namespace, options: dict[s
     for rep in range(args.warmup + args.repetitions):
         if io == "binding":
             _feeds_bound(decoder, sess, args, kv_type, rng, (prefill, decode), rep >= args.warmup, memory, shared,
-                         cache)
+                         cache, graph=ep == "cuda-graph")
         else:
             _feeds_numpy(decoder, sess, args, kv_type, rng, (prefill, decode), rep >= args.warmup)
         print(json.dumps({"progress": ep, "done": rep + 1, "of": args.warmup + args.repetitions}), flush=True)
@@ -357,8 +379,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("-r", "--repetitions", type=int, default=3)
     ap.add_argument("-w", "--warmup", type=int, default=1, help="repetitions run first and not timed")
     ap.add_argument("-b", "--batch-size", type=int, default=1)
-    ap.add_argument("--ep", action="append", choices=("hipdnn", "cpu", "cuda"),
-                    help="EPs to run (default: hipdnn, cpu, and cuda when onnxruntime has it)")
+    ap.add_argument("--ep", action="append", choices=("hipdnn", "cpu", "cuda", "cuda-graph"),
+                    help="EPs to run (default: hipdnn, cpu, and cuda when onnxruntime has it); cuda-graph: ORT's "
+                         "CUDA EP replaying a captured graph of each decode step (needs a shared KV buffer)")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="hipdnn-ep option")
     ap.add_argument("--io", choices=("binding", "numpy"),
                     help="binding: KV cache and logits in the EP's device memory through an IO binding (default for "
