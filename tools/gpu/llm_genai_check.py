@@ -37,6 +37,27 @@ def set_accuracy_level_0(folder: Path) -> None:
         onnx.save(model, str(path))
 
 
+def hipdnn_model(folder: Path, backend: str, cache_dir: str | None = None):
+    """An onnxruntime-genai Model of the folder with hipdnn-ep as its only provider (compiler run by this
+    Python), on the backend's device."""
+    import hipdnn_ep
+    import onnxruntime_genai as og
+
+    name = hipdnn_ep.get_ep_name()
+    og.register_execution_provider_library(name, hipdnn_ep.get_library_path())
+    config = og.Config(str(folder))
+    config.clear_providers()
+    config.append_provider(name)
+    config.set_provider_option(name, "backend", backend)
+    config.set_provider_option(name, "compiler_python", sys.executable)  # this environment has the compiler
+    if cache_dir:
+        config.set_provider_option(name, "cache_dir", cache_dir)
+    if backend != "cpu":
+        # onnxruntime-genai hands ORT every EP device of the provider unless filtered: keep the GPU one.
+        config.set_decoder_provider_options_hardware_device_type(name, "gpu")
+    return og.Model(config)
+
+
 def paired_generators(models, prompt: np.ndarray, new_tokens: int) -> list:
     """An onnxruntime-genai generator per model, each with the prompt [batch, length] appended and room
     for new_tokens more."""
@@ -61,26 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", help="hipdnn-ep compile cache folder")
     args = ap.parse_args(argv)
 
-    import hipdnn_ep
     import onnxruntime_genai as og
 
     folder = Path(args.folder)
     set_accuracy_level_0(folder)
     vocab = json.loads((folder / "genai_config.json").read_text())["model"]["vocab_size"]
-    name = hipdnn_ep.get_ep_name()
-    og.register_execution_provider_library(name, hipdnn_ep.get_library_path())
-    config = og.Config(str(folder))
-    config.clear_providers()
-    config.append_provider(name)
-    config.set_provider_option(name, "backend", args.backend)
-    config.set_provider_option(name, "compiler_python", sys.executable)  # this environment has the compiler
-    if args.cache_dir:
-        config.set_provider_option(name, "cache_dir", args.cache_dir)
-    if args.backend != "cpu":
-        # onnxruntime-genai hands ORT every EP device of the provider unless filtered: keep the GPU one.
-        config.set_decoder_provider_options_hardware_device_type(name, "gpu")
     start = time.perf_counter()
-    ours = og.Model(config)
+    ours = hipdnn_model(folder, args.backend, args.cache_dir)
     print(f"hipdnn-ep ({args.backend}) model loaded in {time.perf_counter() - start:.1f} s", flush=True)
     reference = og.Model(str(folder))
 
