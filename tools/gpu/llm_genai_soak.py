@@ -111,8 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     before = memory.mib()
     start = time.perf_counter()
     model = hipdnn_model(folder, args.backend, args.cache_dir)
+    # onnxruntime-genai keeps the KV cache and logits in the memory of its device: CPU means host memory, copied
+    # to and from the EP's device every step
     print(f"hipdnn-ep ({args.backend}) model loaded in {time.perf_counter() - start:.1f} s; {memory.what} "
-          f"{before:.0f} -> {memory.mib():.0f} MiB; max_length {max_length}", flush=True)
+          f"{before:.0f} -> {memory.mib():.0f} MiB; max_length {max_length}; onnxruntime-genai's device "
+          f"{getattr(model, 'device_type', '?')}", flush=True)
 
     rng = np.random.default_rng(0)
     after_prompt: list[float] = []
