@@ -10,7 +10,13 @@ extra options (block size, accuracy level...). The output folder is an onnxrunti
 tools/bench/llm_session_bench.py --model and tools/gpu/llm_genai_check.py take.
 
     python tools/models/genai_builder_model.py OUT --size llama3-8b          (32 layers, about 5 GB of int4 weights)
-    python tools/models/genai_builder_model.py OUT --size small --extra int4_block_size=32
+    python tools/models/genai_builder_model.py OUT --size small --extra block_size=32
+    python tools/models/genai_builder_model.py OUT --size llama3-8b --extra      (the builder's own defaults)
+
+By default the int4 weights are in blocks of 128 (`--extra block_size=128 accuracy_level=0`); the builder's
+own default, what a user gets without options, is blocks of 32 without zero points. onnxruntime-genai 0.18
+renamed the options (`int4_block_size` is now `block_size`) and ignores the old names without a word, so
+this tool rewrites the old names to the new ones.
 
 Needs torch, transformers, safetensors, onnxruntime-genai and onnx_ir (what the builder imports).
 """
@@ -98,12 +104,24 @@ def write_checkpoint(spec: LlamaSpec, folder: Path, seed: int = 0) -> None:
     (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
 
 
+RENAMED_OPTIONS = {"int4_block_size": "block_size", "int4_accuracy_level": "accuracy_level"}
+
+
+def builder_options(extra: list[str]) -> list[str]:
+    """The --extra_options pairs with the names onnxruntime-genai 0.18 renamed written the new way."""
+    out = []
+    for pair in extra:
+        key, sep, value = pair.partition("=")
+        out.append(RENAMED_OPTIONS.get(key, key) + sep + value)
+    return out
+
+
 def run_builder(checkpoint: Path, output: Path, precision: str, provider: str, extra: list[str]) -> float:
     """Runs the builder in its own process; returns its wall seconds."""
     command = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(checkpoint), "-o", str(output),
                "-p", precision, "-e", provider, "-c", str(output.parent / (output.name + ".cache"))]
     if extra:
-        command += ["--extra_options", *extra]
+        command += ["--extra_options", *builder_options(extra)]
     start = time.perf_counter()
     subprocess.run(command, check=True)
     return time.perf_counter() - start
@@ -116,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", default="int4", choices=["int4", "fp16", "fp32"])
     ap.add_argument("--execution-provider", default="cuda", choices=["cpu", "cuda"],
                     help="the builder's target: cuda writes float16 activations, cpu float32")
-    ap.add_argument("--extra", nargs="*", default=["int4_block_size=128", "int4_accuracy_level=0"],
-                    help="the builder's --extra_options KEY=VALUE pairs")
+    ap.add_argument("--extra", nargs="*", default=["block_size=128", "accuracy_level=0"],
+                    help="the builder's --extra_options KEY=VALUE pairs (none: the builder's defaults)")
     ap.add_argument("--keep-checkpoint", action="store_true", help="keep the random Hugging Face checkpoint")
     args = ap.parse_args(argv)
     spec = SIZES[args.size]
