@@ -2,7 +2,8 @@
 # The 8B-shaped LLM benchmark on a GPU machine without a package index (the H200): installs carried
 # wheels, builds the runtime with the cuda backend, writes the model with tools/models/llm_models.py (cached),
 # then runs `hipdnn-ep bench` on this EP and, when onnxruntime-gpu was carried, on ORT's CUDA EP in the
-# same run, and optionally the kernel profile (tools/bench/llm_profile.py).
+# same run (with and without its CUDA graph), and optionally the kernel profile (tools/bench/llm_profile.py)
+# and the onnxruntime-genai soak (tools/gpu/llm_genai_soak.py).
 #
 #   tools/gpu/llm_gpu_bench.sh WHEELS OUT [SIZE] [bench flags...]
 #
@@ -15,7 +16,11 @@
 #   --shared-kv under build/llm-models/ once. Bench flags default to -l 128 -g 32 -r 3 -w 1.
 # Environment: PYTHON (default python3), PROFILE=1 to also profile kernels, TESTS=1 to also run the
 #   runtime's GPU LLM kernel tests, HIPDNN_EP_CUDA_ARCHITECTURES (default 90), BACKEND (this EP's
-#   backend, default cuda; cpu runs the whole flow on a machine without a GPU).
+#   backend, default cuda; cpu runs the whole flow on a machine without a GPU), BUILDER=1 to have
+#   onnxruntime-genai's own model builder write the model (tools/models/genai_builder_model.py: needs
+#   onnxruntime-genai among the wheels, and torch and transformers; BUILDER_EXTRA its --extra options,
+#   default blocks of 128), SOAK=1 to also run the soak (SOAK_STEPS decode steps, default 5000, over prompts
+#   of the lengths SOAK_PROMPTS, default the soak's own).
 #
 # Packing here (a machine with a package index), for a device that takes at most ~60 MiB per call:
 #
@@ -52,9 +57,10 @@ BUILD=$ROOT/build/llm-gpu
 mkdir -p "$SITE" "$BUILD"
 step() { echo "== $(date +%T) $*"; }
 
-# the model is written while the wheels install and the runtime builds
+# the model is written while the wheels install and the runtime builds (the builder's once they are installed)
 MODEL=$ROOT/build/llm-models/$SIZE
-if [ -f "$MODEL/genai_config.json" ]; then
+[ "${BUILDER:-0}" = 1 ] && MODEL=$ROOT/build/llm-models/builder-$SIZE
+if [ -f "$MODEL/genai_config.json" ] || [ "${BUILDER:-0}" = 1 ]; then
   true & MODEL_PID=$!
 else
   step "write $SIZE (shared KV buffer) in the background"
@@ -92,9 +98,17 @@ export LD_LIBRARY_PATH=${NV}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 $PYTHON -c "import onnxruntime as o, hipdnn_ep as h; print('onnxruntime', o.__version__, o.get_available_providers()); print('hipdnn-ep', h.__file__)"
 
 wait $MODEL_PID || { tail "$OUT/model.log"; exit 1; }
+if [ ! -f "$MODEL/genai_config.json" ]; then  # BUILDER=1
+  step "write $SIZE with onnxruntime-genai's model builder"
+  # shellcheck disable=SC2086  # BUILDER_EXTRA is a list of KEY=VALUE words
+  $PYTHON "$ROOT/tools/models/genai_builder_model.py" "$MODEL" --size "$SIZE" \
+    --execution-provider "$([ "${BACKEND:-cuda}" = cpu ] && echo cpu || echo cuda)" \
+    --extra ${BUILDER_EXTRA:-block_size=128 accuracy_level=0} > "$OUT/model.log" 2>&1 || { tail "$OUT/model.log"; exit 1; }
+fi
 
 EPS=(--ep hipdnn)
-$PYTHON -c "import onnxruntime as o, sys; sys.exit('CUDAExecutionProvider' not in o.get_available_providers())" && EPS+=(--ep cuda)
+$PYTHON -c "import onnxruntime as o, sys; sys.exit('CUDAExecutionProvider' not in o.get_available_providers())" &&
+  EPS+=(--ep cuda --ep cuda-graph)
 step "bench ${EPS[*]} ${FLAGS[*]}"
 $PYTHON -m hipdnn_ep.cli bench "$MODEL" "${EPS[@]}" --option "backend=${BACKEND:-cuda}" "${FLAGS[@]}" --json "$OUT/bench.json" \
   2>&1 | tee "$OUT/bench.txt"
@@ -107,6 +121,12 @@ if [ "${PROFILE:-0}" = 1 ]; then
     [[ " ${EPS[*]} " == *" cuda "* ]] && $PYTHON "$ROOT/tools/bench/llm_profile.py" "$MODEL" --ep cuda -l 128 -g 16
   } > "$OUT/profile.txt" 2>&1
   cat "$OUT/profile.txt" | grep -v "^\[" | head -150
+fi
+if [ "${SOAK:-0}" = 1 ]; then
+  step "onnxruntime-genai soak"
+  $PYTHON "$ROOT/tools/gpu/llm_genai_soak.py" "$MODEL" --backend "${BACKEND:-cuda}" --steps "${SOAK_STEPS:-5000}" \
+    ${SOAK_PROMPTS:+--prompts "$SOAK_PROMPTS"} > "$OUT/soak.txt" 2>&1 || status=1
+  tail -12 "$OUT/soak.txt"
 fi
 if [ "${TESTS:-0}" = 1 ]; then
   step "runtime GPU LLM kernel tests"
