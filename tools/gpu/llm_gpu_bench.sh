@@ -27,7 +27,9 @@
 #   tools/gpu/llm_gpu_bench.sh --pack DIR TORCH_MLIR_WHEEL [ONNXRUNTIME_GPU_WHEEL]
 #
 # builds the hipdnn-ep and hipdnn-ep-compiler wheels, repacks torch-mlir without its torch-mlir-opt
-# binary as a .tar.xz (about 44 MB), splits onnxruntime-gpu into 55 MiB parts, and puts them in
+# binary as a .tar.xz (about 44 MB), repacks onnxruntime-gpu as a .tar.xz with the CUDA code of the
+# device's architecture only (tools/gpu/keep_gpu_arch.py; PACK_ARCH, default 90: 255 MB -> 69 MB for
+# onnxruntime-gpu 1.31), splits it into 55 MiB parts, and puts them in
 # folders DIR/c1, DIR/c2, ... of at most 56 MiB each: send each folder in its own call (carry it,
 # copy its files into one folder there, e.g. /tmp/w), then run this script on that folder.
 set -uo pipefail
@@ -41,7 +43,10 @@ if [ "${1:-}" = --pack ]; then
   (cd "$work" && python3 -m zipfile -e "$TM" tm && rm -f tm/torch_mlir/_mlir_libs/torch-mlir-opt &&
    tar -C tm -cf - . | xz -T0 -9 > "$DIR/c1/torch_mlir.tar.xz") || exit 1
   if [ -n "$ORTGPU" ]; then
-    split -b 55M -a 2 "$ORTGPU" "$work/$(basename "$ORTGPU").part-"
+    (cd "$work" && python3 -m zipfile -e "$ORTGPU" ort &&
+     python3 "$ROOT/tools/gpu/keep_gpu_arch.py" ort/onnxruntime/capi/libonnxruntime_providers_cuda.so "${PACK_ARCH:-90}" &&
+     tar -C ort -cf - . | xz -T0 -9 > onnxruntime_gpu.tar.xz) || exit 1
+    split -b 55M -a 2 "$work/onnxruntime_gpu.tar.xz" "$work/onnxruntime_gpu.tar.xz.part-"
     n=2
     for part in "$work"/*.part-*; do mkdir -p "$DIR/c$n" && mv "$part" "$DIR/c$n/" && n=$((n + 1)); done
   fi
