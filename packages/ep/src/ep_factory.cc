@@ -92,6 +92,23 @@ std::string FileStamp(const std::string& path) {
          std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
 }
 
+// The variables of this process's environment, which the compiler process
+// inherits, that change which hipdnn_ep_compiler an interpreter imports
+// (its module path, home and user site), as "NAME=value" or "NAME unset"
+// lines.  The same interpreter under another PYTHONPATH may run another
+// compiler release, with files of its own; a kept answer holds only under the
+// environment it was given in.
+std::string ImportEnvironment() {
+  static const char* const kNames[] = {"PYTHONPATH",       "PYTHONHOME",       "PYTHONUSERBASE", "PYTHONNOUSERSITE",
+                                       "PYTHONPLATLIBDIR", "PYTHONSAFEPATH",   "HOME"};
+  std::string lines;
+  for (const char* name : kNames) {
+    const char* value = getenv(name);
+    lines += std::string(name) + (value != nullptr ? "=" + std::string(value) : std::string(" unset")) + "\n";
+  }
+  return lines;
+}
+
 // The files a kept capabilities answer depends on: the compiler's own list
 // and the interpreter (or wrapper) the EP runs.
 std::vector<std::string> StampedFiles(const CompileClient& client, const CompilerCapabilities& caps) {
@@ -121,7 +138,8 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
       keep = false;
     }
   }
-  const std::string kept = Sha256Hex(client.python()) + ".json";
+  const std::string environment = ImportEnvironment();
+  const std::string kept = Sha256Hex(client.python() + "\n" + environment) + ".json";
   if (kept_dir.is_open() && kept_dir.Exists(kept)) {
     try {
       const json::Json saved =
@@ -130,6 +148,8 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
       CompilerCapabilities caps = CompileClient::ParseCapabilities(json::Member(saved, "capabilities"));
       bool fresh = json::Member(saved, "python").is_string() &&
                    json::String(json::Member(saved, "python")) == client.python() &&
+                   json::Member(saved, "environment").is_string() &&
+                   json::String(json::Member(saved, "environment")) == environment &&
                    !caps.install_files.empty() && !caps.version.empty();
       const std::vector<std::string> files = StampedFiles(client, caps);
       const json::Json::array_t& stamps = json::Items(json::Member(saved, "stamps"));
@@ -158,6 +178,7 @@ CompilerCapabilities HipdnnEpFactory::Capabilities(const CompileClient& client, 
         // The answer as the compiler wrote it (it parsed within the bounds a moment ago).
         const json::Json kept_answer = {
             {"python", client.python()},
+            {"environment", environment},
             {"stamps", std::move(stamps)},
             {"capabilities", json::Parse(raw, json::kMaxAnswerBytes, "the compiler's answer")}};
         if (!kept_dir.is_open()) kept_dir = cache->Sub("compilers", true);

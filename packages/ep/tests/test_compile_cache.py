@@ -5,6 +5,7 @@ the key and the compile follow."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -94,6 +95,45 @@ def test_compile_cache_hit_miss_and_invalidation(tmp_path: Path, ep_devices, env
         (entry / "entry.json").write_text((entry / "entry.json").read_text().replace('"cpu"', '"cuda"'))
     check_elementwise(make_session(model, ep_devices, env.options, NO_FALLBACK), feeds)
     assert len(env.compiles()) == 4
+
+
+CHILD_SESSION = """
+import json, sys
+import hipdnn_ep, onnxruntime as ort
+so = ort.SessionOptions()
+so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+so.add_provider_for_devices(hipdnn_ep.register(ort), json.loads(sys.argv[2]))
+ort.InferenceSession(sys.argv[1], sess_options=so, enable_fallback=0)
+"""
+
+
+def test_a_kept_compiler_answer_holds_only_under_the_same_python_environment(tmp_path: Path, env: Env,
+                                                                           make_spy_python) -> None:
+    """The same interpreter under another PYTHONPATH imports another compiler release. The compiler's
+    capabilities kept on disk (its version among them, part of the cache key) were reused for it, so a
+    process whose PYTHONPATH named a newer compiler got the older compiler's cached programs: seen on a GPU
+    machine, where a compiler upgrade's fusion did not appear. Each session is made in a process of its own
+    (nothing kept in memory), the second under another PYTHONPATH whose compiler announces another version."""
+    model = elementwise(tmp_path / "m.onnx", ["n", 4])
+    options = dict(env.options, compiler_python=str(make_spy_python({})))  # the spy reads its capabilities
+    base = {k: v for k, v in os.environ.items() if k != "HIPDNN_EP_TEST_CAPABILITIES"}  # from the environment
+
+    def session(extra_environ: dict[str, str]) -> None:
+        out = subprocess.run([sys.executable, "-c", CHILD_SESSION, str(model), json.dumps(options)],
+                             capture_output=True, text=True, timeout=120, env={**base, **extra_environ})
+        assert out.returncode == 0, out.stderr
+
+    session({})
+    session({})
+    assert len(env.compiles()) == 1, "the same environment: the kept answer and the cached program serve"
+    other_site = tmp_path / "other-site"
+    other_site.mkdir()
+    newer = json.dumps({"compiler_version": hipdnn_ep_compiler.__version__ + "+newer"})
+    session({"PYTHONPATH": os.pathsep.join(filter(None, [str(other_site), base.get("PYTHONPATH")])),
+             "HIPDNN_EP_TEST_CAPABILITIES": newer})
+    assert len(env.compiles()) == 2, "another PYTHONPATH may be another compiler: asked again, compiled again"
+    described = sorted(json.loads((e / "entry.json").read_text())["compiler"] for e in env.cache_entries())
+    assert described == [COMPILER, COMPILER + "+newer"]
 
 
 def test_repeated_sessions_of_one_model_share_one_cache_entry(tmp_path: Path, ep_devices, env: Env) -> None:
