@@ -157,6 +157,15 @@ def kernel_in(abi, kernel: Kernel) -> bool:
     return fn is not None and fn.since <= abi.target_minor
 
 
+def enum_value_in(abi, enum: str, key: str) -> bool:
+    """Whether runtime ABI `abi` (None: the bundled manifest) has value `key` of enum `enum` (its name without
+    the ABI prefix, e.g. "binary_op") at its target version."""
+    if abi is None:
+        return True
+    full = abi.name(enum)
+    return key in abi.enums.get(full, {}) and abi.enum_since.get((full, key), 0) <= abi.target_minor
+
+
 def target_has(kernel: Kernel) -> bool:
     """Whether the runtime the rules compile for (see `targeting`) has `kernel`: a rule with a fused kernel
     newer than its composition composes where the target lacks it."""

@@ -21,6 +21,7 @@ from torch_mlir import ir
 
 from .. import ir as hir
 from ..abi import RuntimeAbi
+from ..ops.node import enum_value_in
 from . import fusion
 
 NAME = "fuse-silu-mul"
@@ -70,13 +71,8 @@ def _fuse(root, rewriter) -> bool:
     return False
 
 
-def _has_silu_mul(abi: RuntimeAbi) -> bool:
-    enum = abi.name("binary_op")
-    return "SILU_MUL" in abi.enums.get(enum, {}) and abi.enum_since.get((enum, "SILU_MUL"), 0) <= abi.target_minor
-
-
 def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
     """abi: the manifest compiled against (None: the bundled one, which has SILU_MUL)."""
-    if abi is not None and not _has_silu_mul(abi):
+    if not enum_value_in(abi, "binary_op", "SILU_MUL"):
         return module
     return fusion.apply(module, [("onnx.mul", _fuse)], top_down=False)

@@ -78,13 +78,9 @@ def _fuse(root, rewriter) -> bool:
         return True
     a, b, add = found
     with ln.context, ln.location:
-        attrs = {"operand_roles": hir.to_attr(list(range(2 + len(ln.operands) - 1))),
-                 "onnx.epsilon": ir.FloatAttr.get(ir.F64Type.get(), hir.get_float(ln, "onnx.epsilon", 1e-5)),
-                 "onnx.node": ir.StringAttr.get(hir.get_str(ln, "onnx.node", ln.name))}
-        new = ir.Operation.create("onnx.skip_layer_norm", results=[ln.results[0].type],
-                                  operands=[a, b, *ln.operands[1:]], attributes=attrs, ip=ir.InsertionPoint(ln))
-    rewriter.replace_op(ln, [new.results[0]])
-    rewriter.erase_op(add)
+        epsilon = ir.FloatAttr.get(ir.F64Type.get(), hir.get_float(ln, "onnx.epsilon", 1e-5))
+    fusion.replace_chain(rewriter, ln, "onnx.skip_layer_norm", [a, b, *ln.operands[1:]], [add],
+                         {"onnx.epsilon": epsilon})
     return False
 
 
