@@ -127,12 +127,12 @@ void bitwise_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_
   }
 }
 
-// x * sigmoid(x), exponentiating only non-positive numbers (no overflow).
+// Both branches only exponentiate non-positive numbers: no overflow.
 template <typename C>
-C silu(C x) {
-  if (x >= C(0)) return x / (C(1) + std::exp(-x));
+C sigmoid(C x) {
+  if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
   const C e = std::exp(x);
-  return x * e / (C(1) + e);
+  return e / (C(1) + e);
 }
 
 template <typename T>
@@ -185,19 +185,12 @@ void binary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_t
       else return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return static_cast<C>(std::fmod(x, y)); });
     case HIPDNN_EP_BINARY_OP_SILU_MUL:
       if constexpr (std::is_floating_point_v<C>) {
-        return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return silu(x) * y; });
+        return broadcast_binary<T, T>(a, b, out, [](C x, C y) { return x * sigmoid(x) * y; });
       }
       break;
     default: break;
   }
   fail(HIPDNN_EP_STATUS_INTERNAL, "binary op " + std::to_string(op) + " reached the CPU kernel unvalidated");
-}
-
-float sigmoid(float x) {
-  // Both branches only exponentiate non-positive numbers: no overflow.
-  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
-  const float e = std::exp(x);
-  return e / (1.0f + e);
 }
 
 // The vectorized unary ops, for map_unary_vec.
@@ -288,7 +281,7 @@ void unary_typed(int64_t op, const hipdnn_ep_tensor_ref_t& in, const hipdnn_ep_t
     switch (op) {
       // x < 0 rather than max(): NaN stays NaN.
       case HIPDNN_EP_UNARY_OP_RELU: return map_unary<T>(in, out, [](float x) { return x < 0.0f ? 0.0f : x; });
-      case HIPDNN_EP_UNARY_OP_SIGMOID: return map_unary<T>(in, out, sigmoid);
+      case HIPDNN_EP_UNARY_OP_SIGMOID: return map_unary<T>(in, out, sigmoid<float>);
       case HIPDNN_EP_UNARY_OP_TANH: return map_unary<T>(in, out, [](float x) { return std::tanh(x); });
       case HIPDNN_EP_UNARY_OP_EXP: return map_unary<T>(in, out, [](float x) { return std::exp(x); });
       case HIPDNN_EP_UNARY_OP_LOG: return map_unary<T>(in, out, [](float x) { return std::log(x); });
