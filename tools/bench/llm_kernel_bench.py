@@ -12,8 +12,9 @@ and its time over bytes / copy bandwidth; a compute-bound one (prefill projectio
 useful FLOP/s and its time over FLOPs / matrix rate (the causal half only, for attention).
 
 Shapes: hidden 4096, intermediate 14336, 32 query and 8 KV heads of 128, vocabulary 128256; int4 weights
-in blocks of 128 with zero points; float16 activations. Needs torch with CUDA and a GPU build of the
-runtime (HIPDNN_EP_BACKENDS="cpu;cuda").
+in blocks of 128 with zero points (the decode GEMVs also in blocks of 32 without, the model builder's
+default); float16 activations. Needs torch with CUDA and a GPU build of the runtime
+(HIPDNN_EP_BACKENDS="cpu;cuda").
 """
 
 from __future__ import annotations
@@ -44,19 +45,19 @@ class Case:
     sets: int = 1          # input sets the calls rotate through, so that a case's data is not read from L2
 
 
-def _nbits(m: int, k: int, n: int) -> tuple[Callable, int]:
-    blocks = k // BLOCK
+def _nbits(m: int, k: int, n: int, block: int = BLOCK, zero_points: bool = True) -> tuple[Callable, int]:
+    blocks = k // block
 
     def make(torch, rng):
         dev = lambda a: torch.from_numpy(a).cuda()  # noqa: E731
-        b = dev(rng.integers(0, 256, (n, blocks, BLOCK // 2), dtype=np.uint8))
+        b = dev(rng.integers(0, 256, (n, blocks, block // 2), dtype=np.uint8))
         scales = dev((rng.random(n * blocks) * 0.02).astype(np.float16))
-        zp = dev(rng.integers(0, 256, n * ((blocks + 1) // 2), dtype=np.uint8))
+        zp = dev(rng.integers(0, 256, n * ((blocks + 1) // 2), dtype=np.uint8)) if zero_points else None
         a = dev(rng.standard_normal((m, k)).astype(np.float16))
         y = torch.empty((m, n), dtype=torch.float16, device="cuda")
-        return [a, b, scales, zp], [y], [k, n, 4, BLOCK], []
+        return [a, b, scales, zp], [y], [k, n, 4, block], []
 
-    weight_bytes = n * blocks * BLOCK // 2 + n * blocks * 2 + n * ((blocks + 1) // 2)
+    weight_bytes = n * blocks * block // 2 + n * blocks * 2 + zero_points * n * ((blocks + 1) // 2)
     return make, weight_bytes + 2 * m * (k + n)
 
 
@@ -119,6 +120,10 @@ def cases() -> list[Case]:
                         ("gate/up_proj", HIDDEN, INTER), ("down_proj", INTER, HIDDEN), ("lm_head", HIDDEN, VOCAB)):
         make, moved = _nbits(1, k, n)
         out.append(Case("gemv", f"M 1 {label} {n}x{k}", "matmul_nbits", make, bytes_moved=moved,
+                        sets=_weight_sets(moved)))
+        # onnxruntime-genai's model builder quantizes in blocks of 32 without zero points by default
+        make, moved = _nbits(1, k, n, block=32, zero_points=False)
+        out.append(Case("gemv", f"M 1 {label} {n}x{k} block 32", "matmul_nbits", make, bytes_moved=moved,
                         sets=_weight_sets(moved)))
     make, moved = _nbits(4, HIDDEN, INTER)
     out.append(Case("gemv", f"M 4 gate/up_proj {INTER}x{HIDDEN}", "matmul_nbits", make, bytes_moved=moved,

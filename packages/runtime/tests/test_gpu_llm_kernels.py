@@ -114,12 +114,15 @@ def test_matmul_nbits_one_row_long_k(cpu, gpu, dev, dtype, k, block, zero_points
 @pytest.mark.parametrize("m", [1, 3, 8])
 @pytest.mark.parametrize(("k", "n", "block", "zero_points"),
                          [(1001, 40, 128, True), (4096, 33, 256, False), (9000, 24, 128, True), (512, 16, 128, False),
-                          (65536, 24, 128, True)])
+                          (65536, 24, 128, True), (4096, 40, 32, False), (4096, 33, 32, True), (1024, 24, 64, False),
+                          (14336, 16, 64, True), (1000, 24, 32, True), (65536, 16, 32, False)])
 def test_matmul_nbits_tensor_core_gemv(cpu, gpu, dev, m, k, n, block, zero_points):
     """float16, 1..8 rows of A, blocks of a multiple of 128 (the tensor-core GEMV on CUDA): K not a multiple
     of 8 (A read element by element) and ending inside the last block, N not a multiple of the block's 16
     columns, blocks of 256 (two steps of K per block), no zero points, a bias; K 65536, whose one row of A
-    does not fit the block's shared memory (read from global memory instead, as for several rows)."""
+    does not fit the block's shared memory (read from global memory instead, as for several rows). Blocks of
+    32 and 64 (several blocks a step, one row only; other rows, a K that ends inside a step and a row too long
+    for shared memory take the CUDA-core GEMV)."""
     rng = np.random.default_rng(k + m)
     b, scales, zp = quantized(rng, n, k, block, zero_points, F16)
     a, bias = rng.standard_normal((m, k)).astype(F16), rng.standard_normal(n).astype(F16)
@@ -131,15 +134,18 @@ def test_matmul_nbits_tensor_core_gemv(cpu, gpu, dev, m, k, n, block, zero_point
     assert rel < 1e-3
 
 
+@pytest.mark.parametrize(("block", "zero_points"), [(128, True), (32, False)])
 @pytest.mark.parametrize(("n", "k"), [(6144, 4096), (4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)])
-def test_matmul_nbits_decode_at_llama_8b_shapes(cpu, gpu, dev, n, k):
+def test_matmul_nbits_decode_at_llama_8b_shapes(cpu, gpu, dev, n, k, block, zero_points):
     """One row of A at Llama-3.1-8B's projections (packed QKV, o_proj, gate/up, down_proj, lm_head): float16,
-    blocks of 128 with zero points, as the decode step runs them."""
+    as the decode step runs them, with blocks of 128 and zero points (AWQ-style) and with onnxruntime-genai's
+    model builder's default, blocks of 32 without zero points."""
     rng = np.random.default_rng(n + k)
-    b, scales, zp = quantized(rng, n, k, 128, True, F16)
+    b, scales, zp = quantized(rng, n, k, block, zero_points, F16)
     a = rng.standard_normal((1, k)).astype(F16)
-    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits", [a, b, scales, zp], [((1, n), F16)], ints=(k, n, 4, 128))
-    close("matmul_nbits", y, want, f"{n}x{k}")
+    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits", [a, b, scales, zp], [((1, n), F16)],
+                             ints=(k, n, 4, block))
+    close("matmul_nbits", y, want, f"{n}x{k} block {block}")
 
 
 @pytest.mark.parametrize(("n", "k"), [(6144, 4096), (4096, 14336)])

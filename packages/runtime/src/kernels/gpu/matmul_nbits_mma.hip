@@ -10,7 +10,8 @@ namespace hipdnn_ep::kernels::gpu {
 namespace {
 
 // The decode GEMV on tensor cores (CUDA, float16, 1..kMmaRows rows of A, blocks of a power of two of at
-// least 128 elements, B 16-byte aligned). A block owns kMmaColumns output columns; its kWarps warps
+// least 128 elements, or of 32 or 64 with one row of A (see "Blocks under a step" below), B 16-byte
+// aligned). A block owns kMmaColumns output columns; its kWarps warps
 // split K in steps of 128 elements (one quantization block or part of one) and each warp loads a step's
 // B, scales and zero points just before using them (its first step before A is staged). In a step, lane
 // (g, t) = (lane / 4, lane % 4) loads 16 bytes (32 weights) of columns g and g + 8 at K offset 32 t, turns
@@ -25,6 +26,13 @@ namespace {
 // half 1024 + q (even elements) or 64 + q (odd ones) in one logic op, no zero point subtracted: a step
 // adds scale * (sum - 1024 * even - 64 * odd - z * (even + odd)). With several rows, A comes from global
 // memory and q - z is formed in halves.
+//
+// Blocks under a step (32 or 64 elements: onnxruntime-genai's model builder quantizes with 32 by default):
+// a step then spans kSub = 128 / block blocks, each with its own scale, which cannot multiply a sum the mma
+// took over all of them. With one row of A the mma's 8 columns are free: lane t's 32 elements of a step lie
+// in sub-block t * kSub / 4, and only the lanes whose column g is that sub-block feed A (the others feed
+// zeros), so column n of the mma's result is the sum over sub-block n alone. Lane t then holds sub-blocks 2t
+// and 2t + 1 (where below kSub), applies their scales and zero points, and the lanes of a column add up.
 //
 // Tried and slower: loading the next step before the current one's arithmetic (two steps in registers at
 // the 64-register bound; 5-11% on an H200), a ring of 2-4 steps per warp copied by cp.async into shared
@@ -42,8 +50,8 @@ constexpr int64_t kMmaSharedA = 48 << 10;      // bytes of shared memory for A a
 
 // The one-row path's shared memory: A in operand order (uint4 [step][chunk i][t]: operand_pairs of the 8
 // elements at 128 step + 32 t + 8 i), then per step the float pair
-// (1024 * even + 64 * odd, even + odd) of its elements' sums.
-__host__ __device__ inline int64_t mma_shared_a_bytes(int64_t steps) { return steps * (256 + 8); }
+// (1024 * even + 64 * odd, even + odd) of its elements' sums, one pair per block of the step (kSub).
+__host__ __device__ inline int64_t mma_shared_a_bytes(int64_t steps, int sub) { return steps * (256 + 8 * sub); }
 
 __device__ __forceinline__ uint32_t half2_bits(__half2 h) { return *reinterpret_cast<const uint32_t*>(&h); }
 __device__ __forceinline__ __half2 bits_half2(uint32_t u) { return *reinterpret_cast<const __half2*>(&u); }
@@ -116,12 +124,12 @@ __device__ __forceinline__ uint4 operand_pairs(uint4 v) {
                     __byte_perm(v.y, v.w, 0x7632));
 }
 
-// One step of K (128 elements) of columns g and g + 8 for lane (g, t): 16 bytes of B each, the block's
-// scale and zero point.
+// One step of K (128 elements) of columns g and g + 8 for lane (g, t): 16 bytes of B each, and the scale
+// and zero point of the step's block ([c][0]), or of its sub-blocks 2t and 2t + 1 ([c][0], [c][1]).
 struct MmaStep {
   uint4 w[2];
-  float scale[2];
-  uint32_t zero[2];
+  float scale[2][2];
+  uint32_t zero[2][2];
 };
 
 // Lane (g, t)'s columns g and g + 8 (the last one for those past N) and where their B starts at K offset
@@ -131,23 +139,37 @@ struct MmaColumns {
   const uint8_t* b[2];
 };
 
-// blk_shift: log2 of the steps in a quantization block.
+__device__ __forceinline__ void load_scale(const NbitsArgs& p, const __half* scales, int64_t col, int64_t blk,
+                                           float& scale, uint32_t& zero) {
+  scale = __half2float(scales[col * p.blocks + blk]);
+  zero = p.zp == nullptr ? 8u : (p.zp[col * p.zp_stride + blk / 2] >> (4 * (blk & 1))) & 0x0Fu;
+}
+
+// kSub: blocks a step (1: blk_shift is log2 of the steps a block). Lane t loads its sub-blocks' scales.
+template <int kSub>
 __device__ __forceinline__ void load_mma_step(const NbitsArgs& p, const __half* scales, const MmaColumns& cols,
-                                              int64_t s, int blk_shift, MmaStep& st) {
-  const int64_t blk = s >> blk_shift;
+                                              int64_t s, int blk_shift, int t, MmaStep& st) {
 #pragma unroll
   for (int c = 0; c < 2; ++c) {
     st.w[c] = load_streamed(cols.b[c] + s * 64);
-    st.scale[c] = __half2float(scales[cols.col[c] * p.blocks + blk]);
-    st.zero[c] = p.zp == nullptr ? 8u : (p.zp[cols.col[c] * p.zp_stride + blk / 2] >> (4 * (blk & 1))) & 0x0Fu;
+    if constexpr (kSub == 1) {
+      load_scale(p, scales, cols.col[c], s >> blk_shift, st.scale[c][0], st.zero[c][0]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        if (2 * t + j < kSub) load_scale(p, scales, cols.col[c], s * kSub + 2 * t + j, st.scale[c][j], st.zero[c][j]);
+      }
+    }
   }
 }
 
-// Stages the one row of A in operand order (zeros past K) and each step's sums (see mma_shared_a_bytes).
-// Thread i of a pass takes 8 elements, a step's 16 threads sit in one half-warp and add up their sums.
-template <int kWarps>
+// Stages the one row of A in operand order (zeros past K) and each block's sums (see mma_shared_a_bytes).
+// Thread i of a pass takes 8 elements, a step's 16 threads sit in one half-warp, and the 16 / kSub of one
+// block add up their sums.
+template <int kWarps, int kSub>
 __device__ __forceinline__ void stage_row(const NbitsArgs& p, const __half* a, int64_t steps, uint4* staged,
                                           float2* sums) {
+  constexpr int kThreadsPerSum = 16 / kSub;
   const auto* src = reinterpret_cast<const uint4*>(a);
   for (int64_t base = 0; base < steps * 16; base += 32 * kWarps) {  // every thread runs every pass
     const int64_t i = base + threadIdx.x;
@@ -161,20 +183,23 @@ __device__ __forceinline__ void stage_row(const NbitsArgs& p, const __half* a, i
     const float2 e45 = __half22float2(bits_half2(v.z)), e67 = __half22float2(bits_half2(v.w));
     float even = (e01.x + e23.x) + (e45.x + e67.x), odd = (e01.y + e23.y) + (e45.y + e67.y);
 #pragma unroll
-    for (int width = 8; width >= 1; width /= 2) {
+    for (int width = kThreadsPerSum / 2; width >= 1; width /= 2) {
       even += __shfl_xor_sync(0xFFFFFFFFu, even, width);
       odd += __shfl_xor_sync(0xFFFFFFFFu, odd, width);
     }
-    if (inside && i % 16 == 0) sums[i / 16] = make_float2(1024.0f * even + 64.0f * odd, even + odd);
+    if (inside && i % kThreadsPerSum == 0) {
+      sums[i / kThreadsPerSum] = make_float2(1024.0f * even + 64.0f * odd, even + odd);
+    }
   }
 }
 
 // kVectorA: A is 16-byte aligned and K % 8 == 0. kSharedA: one row of A, staged in shared memory once per
-// block while the first step of B is in flight.
-template <int kWarps, bool kVectorA, bool kSharedA>
+// block while the first step of B is in flight. kSub: blocks a step (1, or 2 and 4 with kSharedA).
+template <int kWarps, bool kVectorA, bool kSharedA, int kSub>
 __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
     gemv_mma_nbits_kernel(NbitsArgs p, const __half* a, const __half* scales, const __half* bias, __half* y) {
-  extern __shared__ uint4 shared_a[];  // kSharedA: mma_shared_a_bytes(steps)
+  static_assert(kSub == 1 || kSharedA, "blocks under a step need the one-row path");
+  extern __shared__ uint4 shared_a[];  // kSharedA: mma_shared_a_bytes(steps, kSub)
   __shared__ float partial[kWarps][kMmaColumns][kMmaRows];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -186,21 +211,24 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
     cols.b[c] = p.b + cols.col[c] * p.col_bytes + t * 16;
   }
   const int64_t steps = p.col_bytes / 64;
-  const int blk_shift = __ffsll(p.block / 128) - 1;
+  const int blk_shift = kSub == 1 ? __ffsll(p.block / 128) - 1 : 0;
+  // kSub > 1: this lane feeds A to the mma where its column g is the sub-block of its elements
+  const bool feeds_a = kSub == 1 || g == t * kSub / 4;
+  float col_acc[2] = {0.0f, 0.0f};  // kSub > 1: columns g and g + 8 over this lane's sub-blocks
   auto* const sums = reinterpret_cast<float2*>(shared_a + steps * 16);  // kSharedA
   // kSharedA false: the row of A in the mma's column g.
   const __half* const x = a + imin(g, p.m - 1) * p.k;
   wait_for_predecessor();  // launched overlapped: A is the predecessor's output
   allow_dependents();
   MmaStep st;
-  if (warp < steps) load_mma_step(p, scales, cols, warp, blk_shift, st);
+  if (warp < steps) load_mma_step<kSub>(p, scales, cols, warp, blk_shift, t, st);
   if constexpr (kSharedA) {
-    stage_row<kWarps>(p, a, steps, shared_a, sums);
+    stage_row<kWarps, kSub>(p, a, steps, shared_a, sums);
     __syncthreads();
   }
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int64_t s = warp; s < steps; s += kWarps) {
-    if (s != warp) load_mma_step(p, scales, cols, s, blk_shift, st);
+    if (s != warp) load_mma_step<kSub>(p, scales, cols, s, blk_shift, t, st);
     const uint32_t words[2][4] = {{st.w[0].x, st.w[0].y, st.w[0].z, st.w[0].w},
                                   {st.w[1].x, st.w[1].y, st.w[1].z, st.w[1].w}};
     float d[2][4] = {};  // two chains of 4 mma
@@ -210,17 +238,32 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
         uint32_t lo[4], hi[4];  // columns g and g + 8
         nibble_offsets(words[0][i], lo);
         nibble_offsets(words[1][i], hi);
-        const uint4 v = shared_a[s * 16 + i * 4 + t];
+        const uint4 v = feeds_a ? shared_a[s * 16 + i * 4 + t] : make_uint4(0, 0, 0, 0);
         mma_16x8x16(d[0], lo[0], hi[0], lo[1], hi[1], v.x, v.y);
         mma_16x8x16(d[1], lo[2], hi[2], lo[3], hi[3], v.z, v.w);
       }
-      const float2 sum = sums[s];
-      const float base[2] = {sum.x + static_cast<float>(st.zero[0]) * sum.y,
-                             sum.x + static_cast<float>(st.zero[1]) * sum.y};
-      acc[0] += (d[0][0] + d[1][0] - base[0]) * st.scale[0];
-      acc[1] += (d[0][1] + d[1][1] - base[0]) * st.scale[0];
-      acc[2] += (d[0][2] + d[1][2] - base[1]) * st.scale[1];
-      acc[3] += (d[0][3] + d[1][3] - base[1]) * st.scale[1];
+      if constexpr (kSub == 1) {
+        const float2 sum = sums[s];
+        const float base[2] = {sum.x + static_cast<float>(st.zero[0][0]) * sum.y,
+                               sum.x + static_cast<float>(st.zero[1][0]) * sum.y};
+        acc[0] += (d[0][0] + d[1][0] - base[0]) * st.scale[0][0];
+        acc[1] += (d[0][1] + d[1][1] - base[0]) * st.scale[0][0];
+        acc[2] += (d[0][2] + d[1][2] - base[1]) * st.scale[1][0];
+        acc[3] += (d[0][3] + d[1][3] - base[1]) * st.scale[1][0];
+      } else {
+        // d[.][2c + j]: column g + 8c of the mma's result column 2t + j, the sum over sub-block 2t + j
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          if (2 * t + j < kSub) {
+            const float2 sum = sums[s * kSub + 2 * t + j];
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              const float base = sum.x + static_cast<float>(st.zero[c][j]) * sum.y;
+              col_acc[c] += (d[0][2 * c + j] + d[1][2 * c + j] - base) * st.scale[c][j];
+            }
+          }
+        }
+      }
     } else {
       const int64_t k0 = s * 128 + t * 32;
       uint4 xs[4];  // (x0, x1), (x2, x3), (x4, x5), (x6, x7) of each 8; loaded before the arithmetic
@@ -229,7 +272,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
       __half2 zlo[2], zhi[2];
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
-        zlo[c] = bits_half2((0x6400u | st.zero[c]) * 0x00010001u);
+        zlo[c] = bits_half2((0x6400u | st.zero[c][0]) * 0x00010001u);
         zhi[c] = __hsub2(__float2half2_rn(960.0f), zlo[c]);
       }
 #pragma unroll
@@ -241,11 +284,20 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
         mma_16x8x16(d[0], lo[0], hi[0], lo[1], hi[1], v.x, v.y);
         mma_16x8x16(d[1], lo[2], hi[2], lo[3], hi[3], v.z, v.w);
       }
-      acc[0] += (d[0][0] + d[1][0]) * st.scale[0];
-      acc[1] += (d[0][1] + d[1][1]) * st.scale[0];
-      acc[2] += (d[0][2] + d[1][2]) * st.scale[1];
-      acc[3] += (d[0][3] + d[1][3]) * st.scale[1];
+      acc[0] += (d[0][0] + d[1][0]) * st.scale[0][0];
+      acc[1] += (d[0][1] + d[1][1]) * st.scale[0][0];
+      acc[2] += (d[0][2] + d[1][2]) * st.scale[1][0];
+      acc[3] += (d[0][3] + d[1][3]) * st.scale[1][0];
     }
+  }
+  if constexpr (kSub > 1) {  // the one row: each column's sum over the 4 lanes t, as row 0
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      col_acc[c] += __shfl_xor_sync(0xFFFFFFFFu, col_acc[c], 1);
+      col_acc[c] += __shfl_xor_sync(0xFFFFFFFFu, col_acc[c], 2);
+    }
+    acc[0] = col_acc[0];
+    acc[2] = col_acc[1];
   }
   // acc[0], acc[1]: column g, rows 2t and 2t + 1; acc[2], acc[3]: column g + 8.
   partial[warp][g][2 * t] = acc[0];
@@ -267,23 +319,35 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
 
 // Launches one form of the kernel (`blocks` blocks) where the device runs its tensor-core code; false where
 // it does not.
-template <int kWarps, bool kVectorA, bool kSharedA>
+template <int kWarps, bool kVectorA, bool kSharedA, int kSub = 1>
 bool launch_form(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                  int64_t blocks, int64_t shared_bytes, hipStream_t stream) {
-  constexpr auto kKernel = gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA>;
+  constexpr auto kKernel = gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA, kSub>;
   if (!runs_sm80_code<kKernel>()) return false;
   launch_overlapped<kKernel>(static_cast<unsigned>(blocks), 32 * kWarps, static_cast<size_t>(shared_bytes), stream,
                              p, a, scales, bias, y);
   return true;
 }
 
+// Blocks a step of 128 elements: 1 for blocks of 128 or more, 2 or 4 for blocks of 64 or 32.
+inline int blocks_a_step(const NbitsArgs& p) { return p.block >= 128 ? 1 : static_cast<int>(128 / p.block); }
+
 template <int kWarps>
 bool launch_warps(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                   int64_t blocks, hipStream_t stream) {
+  const int64_t steps = p.col_bytes / 64;
+  switch (blocks_a_step(p)) {  // launch_gemv_mma admits blocks under a step only where they take this path
+    case 2:
+      return launch_form<kWarps, true, true, 2>(p, a, scales, bias, y, blocks, mma_shared_a_bytes(steps, 2), stream);
+    case 4:
+      return launch_form<kWarps, true, true, 4>(p, a, scales, bias, y, blocks, mma_shared_a_bytes(steps, 4), stream);
+    default:
+      break;
+  }
   if (!aligned(a, 16) || p.k % 8 != 0) {
     return launch_form<kWarps, false, false>(p, a, scales, bias, y, blocks, 0, stream);
   }
-  const int64_t shared = mma_shared_a_bytes(p.col_bytes / 64);
+  const int64_t shared = mma_shared_a_bytes(steps, 1);
   if (p.m == 1 && shared <= kMmaSharedA) {
     return launch_form<kWarps, true, true>(p, a, scales, bias, y, blocks, shared, stream);
   }
@@ -295,7 +359,11 @@ bool launch_warps(const NbitsArgs& p, const __half* a, const __half* scales, con
 bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                      int multiprocessors, hipStream_t stream) {
   // p.block is a power of two (validate_matmul_nbits refuses others): the kernel finds its block by a shift
-  if (!(p.m <= kMmaRows && p.block >= 128 && aligned(p.b, 16))) return false;
+  if (!(p.m <= kMmaRows && p.block >= 32 && aligned(p.b, 16))) return false;
+  if (p.block < 128) {  // the one-row path only, over whole steps of B
+    const bool one_row = p.m == 1 && aligned(a, 16) && p.k % 8 == 0 && p.col_bytes % 64 == 0;
+    if (!one_row || mma_shared_a_bytes(p.col_bytes / 64, blocks_a_step(p)) > kMmaSharedA) return false;
+  }
   const int64_t blocks = (p.n + kMmaColumns - 1) / kMmaColumns;
   const int64_t wide_blocks = static_cast<int64_t>(multiprocessors) * (kMmaWarpsPerSm / kMmaWideWarps);
   return blocks <= wide_blocks ? launch_warps<kMmaWideWarps>(p, a, scales, bias, y, blocks, stream)
