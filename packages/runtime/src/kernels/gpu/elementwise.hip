@@ -36,6 +36,14 @@ __device__ __forceinline__ T wrap_mul(T a, T b) {
 
 // Integer Pow: int_pow.h (exact, shared with the other backend)
 
+// The logistic function in float or double; exp of a non-positive number only, so nothing overflows.
+template <typename C>
+__device__ __forceinline__ C sigmoid(C x) {
+  if (x >= C(0)) return C(1) / (C(1) + exp(-x));
+  const C e = exp(x);
+  return e / (C(1) + e);
+}
+
 // One functor per binary op; Int: integer arithmetic (wrapping).
 template <int64_t Op, typename C>
 struct BinaryOp {
@@ -86,8 +94,7 @@ struct BinaryOp {
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_MAX) {
       if constexpr (kInt) return x > y ? x : y; else return isnan(x) || x > y ? x : y;
     } else if constexpr (Op == HIPDNN_EP_BINARY_OP_SILU_MUL) {  // floats only (validated)
-      const C e = exp(x >= C(0) ? -x : x);                    // of a non-positive number: no overflow
-      return (x >= C(0) ? x / (C(1) + e) : x * e / (C(1) + e)) * y;
+      return x * sigmoid(x) * y;
     } else {  // MOD (divisor's sign, integers only) and FMOD (dividend's sign)
       if constexpr (kInt) {
         if (y == 0) {
@@ -239,12 +246,6 @@ struct BitwiseNotOp {
 
 // ---------------------------------------------------------------- unary
 
-__device__ __forceinline__ float sigmoidf(float x) {
-  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-  const float e = expf(x);
-  return e / (1.0f + e);
-}
-
 template <int64_t Op, typename C>
 struct UnaryOp {
   __device__ __forceinline__ auto operator()(C x) const {
@@ -267,7 +268,7 @@ struct UnaryOp {
       return static_cast<bool>(isnan(x));
     } else {
       if constexpr (Op == HIPDNN_EP_UNARY_OP_RELU) return x < 0.0f ? 0.0f : x;  // NaN stays NaN
-      else if constexpr (Op == HIPDNN_EP_UNARY_OP_SIGMOID) return sigmoidf(x);
+      else if constexpr (Op == HIPDNN_EP_UNARY_OP_SIGMOID) return sigmoid(x);
       else if constexpr (Op == HIPDNN_EP_UNARY_OP_TANH) return tanhf(x);
       else if constexpr (Op == HIPDNN_EP_UNARY_OP_EXP) return expf(x);
       else if constexpr (Op == HIPDNN_EP_UNARY_OP_LOG) return logf(x);
