@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/int_pow.h"
+#include "kernels/sigmoid.h"
 #include "kernels/narrow_float.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/vec_math.h"
@@ -125,14 +126,6 @@ void bitwise_typed(int64_t op, const hipdnn_ep_tensor_ref_t& a, const hipdnn_ep_
     default:
       return broadcast_binary<T, T>(a, b, out, [](T x, T y) { return shift_bits<T>(x, y, false); });
   }
-}
-
-// Both branches only exponentiate non-positive numbers: no overflow.
-template <typename C>
-C sigmoid(C x) {
-  if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
-  const C e = std::exp(x);
-  return e / (C(1) + e);
 }
 
 template <typename T>

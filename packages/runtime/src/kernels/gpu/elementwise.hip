@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "kernels/int_pow.h"
+#include "kernels/sigmoid.h"
 #include "kernels/narrow_float.h"
 #include "gpu/gpu_device.h"
 #include "kernels/gpu/device_math.h"
@@ -35,14 +36,6 @@ __device__ __forceinline__ T wrap_mul(T a, T b) {
 }
 
 // Integer Pow: int_pow.h (exact, shared with the other backend)
-
-// The logistic function in float or double; exp of a non-positive number only, so nothing overflows.
-template <typename C>
-__device__ __forceinline__ C sigmoid(C x) {
-  if (x >= C(0)) return C(1) / (C(1) + exp(-x));
-  const C e = exp(x);
-  return e / (C(1) + e);
-}
 
 // One functor per binary op; Int: integer arithmetic (wrapping).
 template <int64_t Op, typename C>
