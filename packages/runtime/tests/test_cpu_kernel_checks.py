@@ -35,7 +35,7 @@ def test_manifest_lists_the_kernels_tested_here():
               "transpose", "concat", "slice", "gather", "expand", "range", "fill", "gather_elements", "cumsum", "trilu",
               "arg_reduce", "scatter_nd", "pad", "gather_nd", "scatter_elements", "top_k",
               # the LLM kernels: test_llm_kernels.py
-              "matmul_nbits", "rms_norm", "rotary_embedding", "group_query_attention",
+              "matmul_nbits", "matmul_nbits_silu_mul", "rms_norm", "rotary_embedding", "group_query_attention",
               "attention", "skip_layer_norm",
               # the vision kernels: test_vision_kernels.py
               "conv", "pool", "max_pool_indices", "batch_norm", "activation", "conv_transpose", "resize",
@@ -80,6 +80,9 @@ def good_call(kernel):
         "top_k": ([f], [np.zeros((2, 2), F32), np.zeros((2, 2), I64)], [1, 1, 1], []),
         "matmul_nbits": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
                           np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),
+        "matmul_nbits_silu_mul": ([np.ones((2, 32), F32), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
+                                   np.ones((3, 1), np.uint8), np.ones((3, 1, 16), np.uint8), np.ones((3, 1), F32),
+                                   np.ones((3, 1), np.uint8)], [np.zeros((2, 3), F32)], [32, 3, 4, 32], []),
         "rms_norm": ([f, np.ones(3, F32)], [o], [1], [1e-5]),
         "skip_layer_norm": ([f, np.ones(3, F32), np.ones(3, F32), f], [o], [1], [1e-5]),
         "rotary_embedding": ([np.ones((1, 2, 4), F32), np.zeros((1, 2), I64), np.ones((4, 2), F32),

@@ -47,6 +47,7 @@ pytestmark = pytest.mark.gpu
 F32, F16 = np.float32, np.float16
 TOL = {  # kernel: (float32, float16)
     "matmul_nbits": (1e-4, 4e-3),
+    "matmul_nbits_silu_mul": (1e-4, 4e-3),
     "rms_norm": (2e-5, 2e-3),
     "skip_layer_norm": (2e-5, 2e-3),
     "rotary_embedding": (1e-6, 1e-3),
@@ -59,7 +60,7 @@ def close(kernel, actual, expected, what=""):
     tol = TOL[kernel][actual.dtype == F16]
     a, e = actual.astype(np.float64), expected.astype(np.float64)
     assert np.isfinite(a).all(), f"{kernel} {what}: non-finite output"
-    bound = tol * max(1.0, float(np.abs(e).max())) if kernel == "matmul_nbits" else tol * (1 + np.abs(e))
+    bound = tol * max(1.0, float(np.abs(e).max())) if kernel.startswith("matmul_nbits") else tol * (1 + np.abs(e))
     bad = np.abs(a - e) > bound
     assert not bad.any(), (f"{kernel} {what}: {bad.sum()} of {bad.size} elements differ by more than {tol}; "
                            f"max difference {np.abs(a - e).max():.3g}")
@@ -171,6 +172,38 @@ def test_matmul_nbits_reads_a_only_after_the_kernel_that_writes_it(cpu, gpu, dev
                                  ("hipdnn_ep_kernel_matmul_nbits", [y_norm[-1:], *weights], [y_dev], [k, n, 4, 128],
                                   [])])
         close("matmul_nbits", dev.to_host(y_dev), want, f"{n}x{k}, attempt {attempt}")
+
+
+@pytest.mark.parametrize(("dtype", "m", "k", "n", "block"),
+                         [(F16, 1, 4096, 40, 32), (F16, 1, 4096, 33, 128), (F16, 1, 1024, 24, 64),
+                          (F16, 3, 1001, 40, 128), (F16, 8, 4096, 24, 256), (F16, 1, 1000, 24, 32), (F16, 1, 1056, 24, 32),
+                          (F16, 17, 512, 40, 128), (F32, 1, 512, 40, 128), (F16, 1, 256, 24, 16)])
+@pytest.mark.parametrize("zero_points", [(True, True), (False, False), (True, False)])
+def test_matmul_nbits_silu_mul(cpu, gpu, dev, dtype, m, k, n, block, zero_points):
+    """SiLU(A x gate) * (A x up) in one call: on CUDA's tensor-core GEMV in float16 where it applies (one row
+    with blocks of 32, 64 or 128, K 1000 ending inside a block; several rows with blocks of 128 or more; K not a
+    multiple of 8; N not a multiple of the block's 8 columns), else both products and one SiLU pass (17 rows:
+    the GEMM path; float32; blocks of 16; blocks of 32 not filling the last step of 128, K 1056). Zero points on both weights, on neither, on
+    the gate only."""
+    rng = np.random.default_rng(k + m + n)
+    gate = quantized(rng, n, k, block, zero_points[0], dtype)
+    up = quantized(rng, n, k, block, zero_points[1], dtype)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits_silu_mul", [a, *gate, *up], [((m, n), dtype)],
+                             ints=(k, n, 4, block))
+    close("matmul_nbits_silu_mul", y, want, f"M {m} K {k} N {n} block {block}")
+
+
+@pytest.mark.parametrize(("block", "zero_points"), [(128, True), (32, False)])
+def test_matmul_nbits_silu_mul_at_llama_8b_shape(cpu, gpu, dev, block, zero_points):
+    """One row of A at Llama-3.1-8B's gate and up projections (14336 x 4096), float16, in both int4 layouts."""
+    rng = np.random.default_rng(block)
+    n, k = 14336, 4096
+    gate, up = quantized(rng, n, k, block, zero_points, F16), quantized(rng, n, k, block, zero_points, F16)
+    a = rng.standard_normal((1, k)).astype(F16)
+    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits_silu_mul", [a, *gate, *up], [((1, n), F16)],
+                             ints=(k, n, 4, block))
+    close("matmul_nbits_silu_mul", y, want, f"{n}x{k} block {block}")
 
 
 @pytest.mark.parametrize("offset", [4, 1])

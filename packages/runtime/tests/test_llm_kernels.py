@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from kernel_reference import attention_ref, gqa_ref, rope_ref
+from kernel_util import BINARY
 
 np = pytest.importorskip("numpy")
 rt = pytest.importorskip("hipdnn_ep_runtime")
@@ -88,6 +89,72 @@ def test_matmul_nbits_refuses_bad_arguments(state, ints, message):
     a = np.ones((1, 64), F32)
     with pytest.raises(rt.HipdnnEpError, match=message):
         call(state, "matmul_nbits", [a, b, scales], [((1, ints[1]), F32)], ints=ints)
+
+
+def silu_mul_ref(a, gate, up, k):
+    """SiLU(A x gate) * (A x up) in float64; gate and up are (B, scales, zero points)."""
+    g = a.astype(np.float64) @ dequantized(*gate, k)
+    u = a.astype(np.float64) @ dequantized(*up, k)
+    return g / (1.0 + np.exp(-g)) * u
+
+
+@pytest.mark.parametrize("dtype", [F32, F16])
+@pytest.mark.parametrize("block", [16, 32, 128])
+@pytest.mark.parametrize("zero_points", [(False, False), (True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("a_shape", [(1, 1, 256), (2, 5, 256), (3, 200)])
+def test_matmul_nbits_silu_mul(state, dtype, block, zero_points, a_shape):
+    rng = np.random.default_rng(block + 7)
+    k, n = a_shape[-1], 24
+    gate = quantized(rng, n, k, block, zero_points[0], dtype)
+    up = quantized(rng, n, k, block, zero_points[1], dtype)
+    a = rng.standard_normal(a_shape).astype(dtype)
+    (y,) = call(state, "matmul_nbits_silu_mul", [a, *gate, *up], [((*a_shape[:-1], n), dtype)], ints=(k, n, 4, block))
+    close(y, silu_mul_ref(a, gate, up, k), dtype, tol=1e-4)
+
+
+def test_matmul_nbits_silu_mul_is_the_two_products_and_silu_mul(state):
+    """The fused call equals matmul_nbits twice and binary SILU_MUL (float32: the same sums in float)."""
+    rng = np.random.default_rng(3)
+    k, n, block = 96, 40, 32
+    gate, up = quantized(rng, n, k, block, True, F32), quantized(rng, n, k, block, False, F32)
+    a = rng.standard_normal((4, k)).astype(F32)
+    (y,) = call(state, "matmul_nbits_silu_mul", [a, *gate, *up], [((4, n), F32)], ints=(k, n, 4, block))
+    (g,) = call(state, "matmul_nbits", [a, *gate], [((4, n), F32)], ints=(k, n, 4, block))
+    (u,) = call(state, "matmul_nbits", [a, *up], [((4, n), F32)], ints=(k, n, 4, block))
+    (want,) = call(state, "binary", [g, u], [((4, n), F32)], ints=(BINARY["SILU_MUL"],))
+    close(y, want, F32, tol=1e-5)
+
+
+@pytest.mark.parametrize("drop,message", [(4, "input 4 .B of up. and its scales are required"),
+                                          (5, "input 4 .B of up. and its scales are required")])
+def test_matmul_nbits_silu_mul_needs_both_weights(state, drop, message):
+    rng = np.random.default_rng(4)
+    gate, up = quantized(rng, 8, 64, 32, False, F32), quantized(rng, 8, 64, 32, False, F32)
+    inputs = [np.ones((1, 64), F32), *gate, *up]
+    inputs[drop] = None
+    with pytest.raises(rt.HipdnnEpError, match=message):
+        call(state, "matmul_nbits_silu_mul", inputs, [((1, 8), F32)], ints=(64, 8, 4, 32))
+
+
+@pytest.mark.parametrize("bad,message", [("up_rows", r"input 4 \(B of up\) has .* expected 256"),
+                                         ("up_scales", r"input 5 \(scales of up\) has .* expected 16"),
+                                         ("gate_zp", r"input 3 \(zero points of the gate\) has .* expected 8"),
+                                         ("output", "output 0 has dims")])
+def test_matmul_nbits_silu_mul_refuses_mismatched_weights(state, bad, message):
+    rng = np.random.default_rng(5)
+    k, n, block = 64, 8, 32
+    gate, up = list(quantized(rng, n, k, block, True, F32)), list(quantized(rng, n, k, block, False, F32))
+    out = (1, n)
+    if bad == "up_rows":
+        up[0] = up[0][:4]
+    elif bad == "up_scales":
+        up[1] = up[1].reshape(-1)[:10]
+    elif bad == "gate_zp":
+        gate[2] = gate[2].reshape(-1)[:5]
+    else:
+        out = (1, n + 1)
+    with pytest.raises(rt.HipdnnEpError, match=message):
+        call(state, "matmul_nbits_silu_mul", [np.ones((1, k), F32), *gate, *up], [(out, F32)], ints=(k, n, 4, block))
 
 
 # ---------------------------------------------------------------- rms_norm

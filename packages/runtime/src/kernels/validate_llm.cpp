@@ -25,10 +25,16 @@ void expect_count(const hipdnn_ep_tensor_ref_t& t, const std::string& name, int6
 
 }  // namespace
 
-void validate_matmul_nbits(const hipdnn_ep_kernel_args_t* args) {
-  const Call call(args, HIPDNN_EP_KERNEL_MATMUL_NBITS_N_INT_ATTRS, HIPDNN_EP_KERNEL_MATMUL_NBITS_N_FLOAT_ATTRS, 3, 5, 1, 3);
-  const int32_t dtype = call.in(0).dtype;
-  require_dtype(dt::matmul_nbits, "matmul_nbits", dtype);
+namespace {
+
+struct NbitsShape {
+  int64_t k, n, block, blocks;
+};
+
+// K, N, bits and block_size of matmul_nbits or its gated form (both list them in this order), checked
+// against A (input 0), whose dtype must be in `dtypes`.
+NbitsShape nbits_shape(const Call& call, const char* what, dt::Mask dtypes) {
+  require_dtype(dtypes, what, call.in(0).dtype);
   const int64_t k = call.int_attr(HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K);
   const int64_t n = call.int_attr(HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N);
   const int64_t bits = call.int_attr(HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BITS);
@@ -40,24 +46,59 @@ void validate_matmul_nbits(const hipdnn_ep_kernel_args_t* args) {
   if (k <= 0 || n <= 0) fail_invalid("K " + std::to_string(k) + " and N " + std::to_string(n) + " must be positive");
   const Dims a = dims_of(call.in(0));
   if (a.empty() || a.back() != k) fail_invalid("A dims " + format_dims(a) + " must end with K = " + std::to_string(k));
-  const int64_t blocks = (k + block - 1) / block;
+  return {k, n, block, (k + block - 1) / block};
+}
+
+// One quantized weight: B at input `at`, its scales at at + 1 and its optional zero points at at + 2
+// (`of`: which weight, for the messages).
+void expect_nbits_weight(const Call& call, const NbitsShape& s, int32_t at, const std::string& of) {
+  const auto name = [&](int32_t i, const char* what) { return "input " + std::to_string(i) + " (" + what + of + ")"; };
+  if (!call.has_input(at) || !call.has_input(at + 1)) fail_invalid(name(at, "B") + " and its scales are required");
   int64_t b_bytes = 0;
-  if (__builtin_mul_overflow(n, blocks * (block / 2), &b_bytes)) fail_invalid("N * K overflows");
-  require_input_dtype(call.in(1), "input 1 (B)", dt::matmul_nbits_input_1);
-  expect_count(call.in(1), "input 1 (B)", b_bytes);
-  call.expect_dtype(call.in(2), "input 2 (scales)", dtype);
-  expect_count(call.in(2), "input 2 (scales)", n * blocks);
-  if (call.has_input(3)) {
-    require_input_dtype(call.in(3), "input 3 (zero points)", dt::matmul_nbits_input_3);
-    expect_count(call.in(3), "input 3 (zero points)", n * ((blocks + 1) / 2));
+  if (__builtin_mul_overflow(s.n, s.blocks * (s.block / 2), &b_bytes)) fail_invalid("N * K overflows");
+  require_input_dtype(call.in(at), name(at, "B"), dt::matmul_nbits_input_1);
+  expect_count(call.in(at), name(at, "B"), b_bytes);
+  call.expect_dtype(call.in(at + 1), name(at + 1, "scales"), call.in(0).dtype);
+  expect_count(call.in(at + 1), name(at + 1, "scales"), s.n * s.blocks);
+  if (call.has_input(at + 2)) {
+    require_input_dtype(call.in(at + 2), name(at + 2, "zero points"), dt::matmul_nbits_input_3);
+    expect_count(call.in(at + 2), name(at + 2, "zero points"), s.n * ((s.blocks + 1) / 2));
   }
+}
+
+// Y: A's dims with N last, A's dtype.
+void expect_nbits_out(const Call& call, const NbitsShape& s) {
+  Dims out = dims_of(call.in(0));
+  out.back() = s.n;
+  call.expect_out(call.in(0).dtype, out);
+}
+
+}  // namespace
+
+void validate_matmul_nbits(const hipdnn_ep_kernel_args_t* args) {
+  const Call call(args, HIPDNN_EP_KERNEL_MATMUL_NBITS_N_INT_ATTRS, HIPDNN_EP_KERNEL_MATMUL_NBITS_N_FLOAT_ATTRS, 3, 5, 1, 3);
+  const NbitsShape s = nbits_shape(call, "matmul_nbits", dt::matmul_nbits);
+  expect_nbits_weight(call, s, 1, "");
   if (call.has_input(4)) {
-    call.expect_dtype(call.in(4), "input 4 (bias)", dtype);
-    expect_count(call.in(4), "input 4 (bias)", n);
+    call.expect_dtype(call.in(4), "input 4 (bias)", call.in(0).dtype);
+    expect_count(call.in(4), "input 4 (bias)", s.n);
   }
-  Dims out = a;
-  out.back() = n;
-  call.expect_out(dtype, out);
+  expect_nbits_out(call, s);
+}
+
+void validate_matmul_nbits_silu_mul(const hipdnn_ep_kernel_args_t* args) {
+  static_assert(HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_K == HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K &&
+                    HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_N == HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N &&
+                    HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_BITS == HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BITS &&
+                    HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_BLOCK_SIZE ==
+                        HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE,
+                "nbits_shape reads both kernels' attributes by matmul_nbits's indices");
+  const Call call(args, HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_N_INT_ATTRS,
+                  HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_N_FLOAT_ATTRS, 6, 7, 1, 3);
+  const NbitsShape s = nbits_shape(call, "matmul_nbits_silu_mul", dt::matmul_nbits_silu_mul);
+  expect_nbits_weight(call, s, 1, " of the gate");
+  expect_nbits_weight(call, s, 4, " of up");
+  expect_nbits_out(call, s);
 }
 
 namespace {

@@ -22,6 +22,12 @@ struct NbitsArgs {
 // its blocks. The caller checks the launch.
 bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                      int multiprocessors, hipStream_t stream);
+
+// The same for matmul_nbits_silu_mul: y = SiLU(A x gate's weight) * (A x up's weight), where gate and up
+// have the same m, k, n and block.
+bool launch_gemv_mma_silu_mul(const NbitsArgs& gate, const __half* gate_scales, const NbitsArgs& up,
+                              const __half* up_scales, const __half* a, __half* y, int multiprocessors,
+                              hipStream_t stream);
 #endif
 
 }  // namespace hipdnn_ep::kernels::gpu

@@ -26,6 +26,12 @@
 //     costs 2 (fp16) or 4 (fp32) bytes per weight written and read once, while the library's tuned
 //     tensor-core GEMM is used unchanged; a GEMM that dequantizes its B tiles in shared memory would
 //     save that traffic.
+//
+// matmul_nbits_silu_mul (a gated MLP's gate and up projections of one A, and SiLU(gate) * up)
+//   CUDA, float16, where the tensor-core GEMV applies: one launch whose blocks own 8 output columns, the
+//   mma rows of the gate's 8 columns beside those of up's, SiLU(gate) * up formed in the epilogue in float.
+//   Otherwise both products as matmul_nbits (the gate's into a temporary, up's into Y) and one pass
+//   Y = SiLU(gate) * Y.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -38,6 +44,7 @@
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
 #include "kernels/gpu/matmul_nbits.h"
+#include "kernels/sigmoid.h"
 #include "kernels/validate.h"
 
 namespace hipdnn_ep::kernels::gpu {
@@ -331,86 +338,142 @@ void launch_gemv(const NbitsArgs& p, const T* a, const T* scales, const T* bias,
   }
 }
 
-}  // namespace
-
-void matmul_nbits(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+// p's weight (B, zero points and the call's shape) from inputs at (B) and at + 2 (zero points).
+NbitsArgs nbits_args(const hipdnn_ep_kernel_args_t& args, int64_t k, int64_t n, int64_t block, int32_t at) {
   NbitsArgs p{};
-  p.k = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K];
-  p.n = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N];
-  p.block = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE];
+  p.k = k;
+  p.n = n;
+  p.block = block;
   p.m = element_count(args.inputs[0]) / p.k;
-  if (element_count(args.outputs[0]) == 0) return;
   p.blocks = (p.k + p.block - 1) / p.block;
   p.col_bytes = p.blocks * (p.block / 2);
   p.zp_stride = (p.blocks + 1) / 2;
-  p.b = static_cast<const uint8_t*>(args.inputs[1].data);
-  p.zp = args.n_inputs > 3 && is_present(args.inputs[3]) ? static_cast<const uint8_t*>(args.inputs[3].data) : nullptr;
+  p.b = static_cast<const uint8_t*>(args.inputs[at].data);
+  p.zp = args.n_inputs > at + 2 && is_present(args.inputs[at + 2]) ? static_cast<const uint8_t*>(args.inputs[at + 2].data)
+                                                                 : nullptr;
+  return p;
+}
+
+// y = A x p's weight (+ bias): the GEMV for up to kGemvMaxRows rows (on tensor cores where it applies),
+// else the dequantized weight through the GEMM library.
+template <typename T>
+void run_nbits(hipdnn_ep_state_t* state, const NbitsArgs& p, int32_t dtype, const T* a, const T* scales, const T* bias,
+               T* y, hipStream_t stream) {
+  if (p.m <= kGemvMaxRows) {
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+    if constexpr (std::is_same_v<T, __half>) {
+      if (launch_gemv_mma(p, a, scales, bias, y, gpu_device(state).multiprocessors(), stream)) {
+        check_launch("matmul_nbits");
+        return;
+      }
+    }
+#endif
+    if (p.m == 1) {
+      launch_gemv<T, 1>(p, a, scales, bias, y, stream);
+    } else if (p.m == 2) {
+      launch_gemv<T, 2>(p, a, scales, bias, y, stream);
+    } else {
+      launch_gemv<T, 4>(p, a, scales, bias, y, stream);
+    }
+    check_launch("matmul_nbits");
+    return;
+  }
+  // Prefill: y = A W^T a chunk of W's columns at a time (W [N, K] dequantized into a bounded
+  // temporary), the bias first written into y and added through beta = 1.
+  const int64_t columns = dequant_chunk_columns(p.n, p.k, sizeof(T));
+  TempBuffer w(state, static_cast<uint64_t>(columns * p.k) * sizeof(T));
+  if (bias != nullptr) {
+    strided_copy(state, bias, 0, Dims{0, 1}, y, Dims{p.m, p.n}, sizeof(T));
+  }
+  const bool vector = aligned(p.b, 4) && p.k % 8 == 0;
+  const bool words = vector && columns * (p.col_bytes / 4) < (int64_t{1} << 32);
+  for (int64_t col0 = 0; col0 < p.n; col0 += columns) {
+    const int64_t cols = p.n - col0 < columns ? p.n - col0 : columns;
+    T* chunk = static_cast<T*>(w.data());
+    const unsigned grid = grid_for(cols * (p.col_bytes / 4) / (words ? kDequantWords : 1));
+    if (words) {
+      dequantize_words_kernel<T><<<grid, kBlock, 0, stream>>>(p, scales, col0, static_cast<uint32_t>(cols), chunk);
+    } else if (vector) {
+      dequantize_nbits_kernel<T, true><<<grid, kBlock, 0, stream>>>(p, scales, col0, cols, chunk);
+    } else {
+      dequantize_nbits_kernel<T, false><<<grid, kBlock, 0, stream>>>(p, scales, col0, cols, chunk);
+    }
+    check_launch("matmul_nbits (dequantize)");
+    GemmProblem g{};
+    g.dtype = dtype;
+    g.m = p.m;
+    g.n = cols;
+    g.k = p.k;
+    g.trans_a = false;
+    g.trans_b = true;
+    g.a = a;
+    g.lda = p.k;
+    g.b = chunk;
+    g.ldb = p.k;
+    g.c = y + col0;
+    g.ldc = p.n;
+    g.batch = 1;
+    g.alpha = 1.0f;
+    g.beta = bias != nullptr ? 1.0f : 0.0f;
+    gpu_device(state).blas().gemm(g, stream);
+  }
+}
+
+// y = SiLU(gate) * y, elementwise in float (matmul_nbits_silu_mul where the gated GEMV does not apply).
+template <typename T>
+__global__ void silu_mul_kernel(const T* gate, T* y, int64_t count) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = static_cast<float>(gate[i]);
+    y[i] = static_cast<T>(g * sigmoid(g) * static_cast<float>(y[i]));
+  }
+}
+
+}  // namespace
+
+void matmul_nbits(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  if (element_count(args.outputs[0]) == 0) return;
+  const NbitsArgs p = nbits_args(args, args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K],
+                                 args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N],
+                                 args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE], 1);
   const bool has_bias = args.n_inputs > 4 && is_present(args.inputs[4]);
-  const hipStream_t stream = current_stream(state);
   dispatch_float_gpu(args.inputs[0].dtype, "matmul_nbits", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    run_nbits<T>(state, p, args.inputs[0].dtype, static_cast<const T*>(args.inputs[0].data), static_cast<const T*>(args.inputs[2].data),
+                 has_bias ? static_cast<const T*>(args.inputs[4].data) : nullptr, static_cast<T*>(args.outputs[0].data),
+                 current_stream(state));
+  });
+}
+
+void matmul_nbits_silu_mul(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
+  if (element_count(args.outputs[0]) == 0) return;
+  const int64_t k = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_K];
+  const int64_t n = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_N];
+  const int64_t block = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_BLOCK_SIZE];
+  const NbitsArgs gate = nbits_args(args, k, n, block, 1), up = nbits_args(args, k, n, block, 4);
+  const hipStream_t stream = current_stream(state);
+  dispatch_float_gpu(args.inputs[0].dtype, "matmul_nbits_silu_mul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
     const T* a = static_cast<const T*>(args.inputs[0].data);
-    const T* scales = static_cast<const T*>(args.inputs[2].data);
-    const T* bias = has_bias ? static_cast<const T*>(args.inputs[4].data) : nullptr;
+    const T* gate_scales = static_cast<const T*>(args.inputs[2].data);
+    const T* up_scales = static_cast<const T*>(args.inputs[5].data);
     T* y = static_cast<T*>(args.outputs[0].data);
-    if (p.m <= kGemvMaxRows) {
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
-      if constexpr (std::is_same_v<T, __half>) {
-        if (launch_gemv_mma(p, a, scales, bias, y, gpu_device(state).multiprocessors(), stream)) {
-          check_launch("matmul_nbits");
-          return;
-        }
+    if constexpr (std::is_same_v<T, __half>) {
+      if (launch_gemv_mma_silu_mul(gate, gate_scales, up, up_scales, a, y, gpu_device(state).multiprocessors(),
+                                   stream)) {
+        check_launch("matmul_nbits_silu_mul");
+        return;
       }
+    }
 #endif
-      if (p.m == 1) {
-        launch_gemv<T, 1>(p, a, scales, bias, y, stream);
-      } else if (p.m == 2) {
-        launch_gemv<T, 2>(p, a, scales, bias, y, stream);
-      } else {
-        launch_gemv<T, 4>(p, a, scales, bias, y, stream);
-      }
-      check_launch("matmul_nbits");
-      return;
-    }
-    // Prefill: y = A W^T a chunk of W's columns at a time (W [N, K] dequantized into a bounded
-    // temporary), the bias first written into y and added through beta = 1.
-    const int64_t columns = dequant_chunk_columns(p.n, p.k, sizeof(T));
-    TempBuffer w(state, static_cast<uint64_t>(columns * p.k) * sizeof(T));
-    if (has_bias) {
-      strided_copy(state, bias, 0, Dims{0, 1}, y, Dims{p.m, p.n}, sizeof(T));
-    }
-    const bool vector = aligned(p.b, 4) && p.k % 8 == 0;
-    const bool words = vector && columns * (p.col_bytes / 4) < (int64_t{1} << 32);
-    for (int64_t col0 = 0; col0 < p.n; col0 += columns) {
-      const int64_t cols = p.n - col0 < columns ? p.n - col0 : columns;
-      T* chunk = static_cast<T*>(w.data());
-      const unsigned grid = grid_for(cols * (p.col_bytes / 4) / (words ? kDequantWords : 1));
-      if (words) {
-        dequantize_words_kernel<T><<<grid, kBlock, 0, stream>>>(p, scales, col0, static_cast<uint32_t>(cols), chunk);
-      } else if (vector) {
-        dequantize_nbits_kernel<T, true><<<grid, kBlock, 0, stream>>>(p, scales, col0, cols, chunk);
-      } else {
-        dequantize_nbits_kernel<T, false><<<grid, kBlock, 0, stream>>>(p, scales, col0, cols, chunk);
-      }
-      check_launch("matmul_nbits (dequantize)");
-      GemmProblem g{};
-      g.dtype = args.inputs[0].dtype;
-      g.m = p.m;
-      g.n = cols;
-      g.k = p.k;
-      g.trans_a = false;
-      g.trans_b = true;
-      g.a = a;
-      g.lda = p.k;
-      g.b = chunk;
-      g.ldb = p.k;
-      g.c = y + col0;
-      g.ldc = p.n;
-      g.batch = 1;
-      g.alpha = 1.0f;
-      g.beta = has_bias ? 1.0f : 0.0f;
-      gpu_device(state).blas().gemm(g, stream);
-    }
+    // Both products, the gate's into a temporary and up's into y, then y = SiLU(gate) * y.
+    const int64_t count = element_count(args.outputs[0]);
+    TempBuffer gate_out(state, static_cast<uint64_t>(count) * sizeof(T));
+    run_nbits<T>(state, gate, args.inputs[0].dtype, a, gate_scales, nullptr, static_cast<T*>(gate_out.data()), stream);
+    run_nbits<T>(state, up, args.inputs[0].dtype, a, up_scales, nullptr, y, stream);
+    silu_mul_kernel<T><<<grid_for(count), kBlock, 0, stream>>>(static_cast<const T*>(gate_out.data()), y, count);
+    check_launch("matmul_nbits_silu_mul");
   });
 }
 

@@ -4,6 +4,7 @@
 #include "kernels/gpu/device_math.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/matmul_nbits.h"
+#include "kernels/sigmoid.h"
 
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
 namespace hipdnn_ep::kernels::gpu {
@@ -145,12 +146,22 @@ __device__ __forceinline__ void load_scale(const NbitsArgs& p, const __half* sca
   zero = p.zp == nullptr ? 8u : (p.zp[col * p.zp_stride + blk / 2] >> (4 * (blk & 1))) & 0x0Fu;
 }
 
+// The weight of a lane's column c: p's, or, in the gated form, up's (p2) for c = 1.
+struct MmaWeights {
+  const NbitsArgs& p;
+  const __half* scales;
+  const NbitsArgs& p2;
+  const __half* scales2;
+};
+
 // kSub: blocks a step (1: blk_shift is log2 of the steps a block). Lane t loads its sub-blocks' scales.
-template <int kSub>
-__device__ __forceinline__ void load_mma_step(const NbitsArgs& p, const __half* scales, const MmaColumns& cols,
-                                              int64_t s, int blk_shift, int t, MmaStep& st) {
+template <int kSub, bool kGated>
+__device__ __forceinline__ void load_mma_step(const MmaWeights& wt, const MmaColumns& cols, int64_t s, int blk_shift,
+                                              int t, MmaStep& st) {
 #pragma unroll
   for (int c = 0; c < 2; ++c) {
+    const NbitsArgs& p = kGated && c == 1 ? wt.p2 : wt.p;
+    const __half* scales = kGated && c == 1 ? wt.scales2 : wt.scales;
     st.w[c] = load_streamed(cols.b[c] + s * 64);
     if constexpr (kSub == 1) {
       load_scale(p, scales, cols.col[c], s >> blk_shift, st.scale[c][0], st.zero[c][0]);
@@ -195,20 +206,26 @@ __device__ __forceinline__ void stage_row(const NbitsArgs& p, const __half* a, i
 
 // kVectorA: A is 16-byte aligned and K % 8 == 0. kSharedA: one row of A, staged in shared memory once per
 // block while the first step of B is in flight. kSub: blocks a step (1, or 2 and 4 with kSharedA).
-template <int kWarps, bool kVectorA, bool kSharedA, int kSub>
+// kGated: y = SiLU(A x p's weight) * (A x p2's weight) (matmul_nbits_silu_mul; no bias): a block owns
+// kMmaColumns / 2 output columns, its mma rows g the gate's and rows g + 8 up's of the same columns, so a
+// lane's two columns meet in the epilogue.
+template <int kWarps, bool kVectorA, bool kSharedA, int kSub, bool kGated>
 __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
-    gemv_mma_nbits_kernel(NbitsArgs p, const __half* a, const __half* scales, const __half* bias, __half* y) {
+    gemv_mma_nbits_kernel(NbitsArgs p, const __half* a, const __half* scales, const __half* bias, __half* y,
+                          NbitsArgs p2, const __half* scales2) {
   static_assert(kSub == 1 || kSharedA, "blocks under a step need the one-row path");
+  constexpr int kOwned = kGated ? kMmaColumns / 2 : kMmaColumns;  // output columns a block writes
   extern __shared__ uint4 shared_a[];  // kSharedA: mma_shared_a_bytes(steps, kSub)
   __shared__ float partial[kWarps][kMmaColumns][kMmaRows];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kMmaColumns;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kOwned;
+  const MmaWeights wt{p, scales, p2, scales2};
   MmaColumns cols{};
 #pragma unroll
   for (int c = 0; c < 2; ++c) {
-    cols.col[c] = imin(col0 + g + 8 * c, p.n - 1);  // past N: computed, not stored
-    cols.b[c] = p.b + cols.col[c] * p.col_bytes + t * 16;
+    cols.col[c] = imin(col0 + g + (kGated ? 0 : 8 * c), p.n - 1);  // past N: computed, not stored
+    cols.b[c] = (kGated && c == 1 ? p2.b : p.b) + cols.col[c] * p.col_bytes + t * 16;
   }
   const int64_t steps = p.col_bytes / 64;
   const int blk_shift = kSub == 1 ? __ffsll(p.block / 128) - 1 : 0;
@@ -221,14 +238,14 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
   wait_for_predecessor();  // launched overlapped: A is the predecessor's output
   allow_dependents();
   MmaStep st;
-  if (warp < steps) load_mma_step<kSub>(p, scales, cols, warp, blk_shift, t, st);
+  if (warp < steps) load_mma_step<kSub, kGated>(wt, cols, warp, blk_shift, t, st);
   if constexpr (kSharedA) {
     stage_row<kWarps, kSub>(p, a, steps, shared_a, sums);
     __syncthreads();
   }
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int64_t s = warp; s < steps; s += kWarps) {
-    if (s != warp) load_mma_step<kSub>(p, scales, cols, s, blk_shift, t, st);
+    if (s != warp) load_mma_step<kSub, kGated>(wt, cols, s, blk_shift, t, st);
     const uint32_t words[2][4] = {{st.w[0].x, st.w[0].y, st.w[0].z, st.w[0].w},
                                   {st.w[1].x, st.w[1].y, st.w[1].z, st.w[1].w}};
     float d[2][4] = {};  // two chains of 4 mma
@@ -305,69 +322,94 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
   partial[warp][g + 8][2 * t] = acc[2];
   partial[warp][g + 8][2 * t + 1] = acc[3];
   __syncthreads();
-  if (threadIdx.x < kMmaColumns * kMmaRows) {
+  if (threadIdx.x < kOwned * kMmaRows) {
     const int c = threadIdx.x / kMmaRows, r = threadIdx.x % kMmaRows;
     const int64_t column = col0 + c;
     if (r < p.m && column < p.n) {
       float sum = bias != nullptr ? __half2float(bias[column]) : 0.0f;
 #pragma unroll
       for (int wi = 0; wi < kWarps; ++wi) sum += partial[wi][c][r];
+      if constexpr (kGated) {
+        float up = 0.0f;
+#pragma unroll
+        for (int wi = 0; wi < kWarps; ++wi) up += partial[wi][c + 8][r];
+        sum = sum * sigmoid(sum) * up;
+      }
       y[r * p.n + column] = __float2half_rn(sum);
     }
   }
 }
 
+// One call of the kernel: p, a, scales, bias and y; in the gated form also up's weight (p2, scales2).
+struct MmaLaunch {
+  NbitsArgs p;
+  const __half* a;
+  const __half* scales;
+  const __half* bias;
+  __half* y;
+  NbitsArgs p2;
+  const __half* scales2;
+};
+
 // Launches one form of the kernel (`blocks` blocks) where the device runs its tensor-core code; false where
 // it does not.
-template <int kWarps, bool kVectorA, bool kSharedA, int kSub = 1>
-bool launch_form(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
-                 int64_t blocks, int64_t shared_bytes, hipStream_t stream) {
-  constexpr auto kKernel = gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA, kSub>;
+template <int kWarps, bool kGated, bool kVectorA, bool kSharedA, int kSub = 1>
+bool launch_form(const MmaLaunch& l, int64_t blocks, int64_t shared_bytes, hipStream_t stream) {
+  constexpr auto kKernel = gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA, kSub, kGated>;
   if (!runs_sm80_code<kKernel>()) return false;
   launch_overlapped<kKernel>(static_cast<unsigned>(blocks), 32 * kWarps, static_cast<size_t>(shared_bytes), stream,
-                             p, a, scales, bias, y);
+                             l.p, l.a, l.scales, l.bias, l.y, l.p2, l.scales2);
   return true;
 }
 
 // Blocks a step of 128 elements: 1 for blocks of 128 or more, 2 or 4 for blocks of 64 or 32.
 inline int blocks_a_step(const NbitsArgs& p) { return p.block >= 128 ? 1 : static_cast<int>(128 / p.block); }
 
-template <int kWarps>
-bool launch_warps(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
-                  int64_t blocks, hipStream_t stream) {
+template <int kWarps, bool kGated>
+bool launch_warps(const MmaLaunch& l, int64_t blocks, hipStream_t stream) {
+  const NbitsArgs& p = l.p;
   const int64_t steps = p.col_bytes / 64;
-  switch (blocks_a_step(p)) {  // launch_gemv_mma admits blocks under a step only where they take this path
+  switch (blocks_a_step(p)) {  // launch_mma admits blocks under a step only where they take this path
     case 2:
-      return launch_form<kWarps, true, true, 2>(p, a, scales, bias, y, blocks, mma_shared_a_bytes(steps, 2), stream);
+      return launch_form<kWarps, kGated, true, true, 2>(l, blocks, mma_shared_a_bytes(steps, 2), stream);
     case 4:
-      return launch_form<kWarps, true, true, 4>(p, a, scales, bias, y, blocks, mma_shared_a_bytes(steps, 4), stream);
+      return launch_form<kWarps, kGated, true, true, 4>(l, blocks, mma_shared_a_bytes(steps, 4), stream);
     default:
       break;
   }
-  if (!aligned(a, 16) || p.k % 8 != 0) {
-    return launch_form<kWarps, false, false>(p, a, scales, bias, y, blocks, 0, stream);
-  }
+  if (!aligned(l.a, 16) || p.k % 8 != 0) return launch_form<kWarps, kGated, false, false>(l, blocks, 0, stream);
   const int64_t shared = mma_shared_a_bytes(steps, 1);
-  if (p.m == 1 && shared <= kMmaSharedA) {
-    return launch_form<kWarps, true, true>(p, a, scales, bias, y, blocks, shared, stream);
+  if (p.m == 1 && shared <= kMmaSharedA) return launch_form<kWarps, kGated, true, true>(l, blocks, shared, stream);
+  return launch_form<kWarps, kGated, true, false>(l, blocks, 0, stream);
+}
+
+template <bool kGated>
+bool launch_mma(const MmaLaunch& l, int multiprocessors, hipStream_t stream) {
+  const NbitsArgs& p = l.p;
+  // p.block is a power of two (validate_matmul_nbits refuses others): the kernel finds its block by a shift
+  if (!(p.m <= kMmaRows && p.block >= 32 && aligned(p.b, 16) && (!kGated || aligned(l.p2.b, 16)))) return false;
+  if (p.block < 128) {  // the one-row path only, over whole steps of B
+    const bool one_row = p.m == 1 && aligned(l.a, 16) && p.k % 8 == 0 && p.col_bytes % 64 == 0;
+    if (!one_row || mma_shared_a_bytes(p.col_bytes / 64, blocks_a_step(p)) > kMmaSharedA) return false;
   }
-  return launch_form<kWarps, true, false>(p, a, scales, bias, y, blocks, 0, stream);
+  constexpr int64_t kOwned = kGated ? kMmaColumns / 2 : kMmaColumns;
+  const int64_t blocks = (p.n + kOwned - 1) / kOwned;
+  const int64_t wide_blocks = static_cast<int64_t>(multiprocessors) * (kMmaWarpsPerSm / kMmaWideWarps);
+  return blocks <= wide_blocks ? launch_warps<kMmaWideWarps, kGated>(l, blocks, stream)
+                               : launch_warps<kMmaWarps, kGated>(l, blocks, stream);
 }
 
 }  // namespace
 
 bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                      int multiprocessors, hipStream_t stream) {
-  // p.block is a power of two (validate_matmul_nbits refuses others): the kernel finds its block by a shift
-  if (!(p.m <= kMmaRows && p.block >= 32 && aligned(p.b, 16))) return false;
-  if (p.block < 128) {  // the one-row path only, over whole steps of B
-    const bool one_row = p.m == 1 && aligned(a, 16) && p.k % 8 == 0 && p.col_bytes % 64 == 0;
-    if (!one_row || mma_shared_a_bytes(p.col_bytes / 64, blocks_a_step(p)) > kMmaSharedA) return false;
-  }
-  const int64_t blocks = (p.n + kMmaColumns - 1) / kMmaColumns;
-  const int64_t wide_blocks = static_cast<int64_t>(multiprocessors) * (kMmaWarpsPerSm / kMmaWideWarps);
-  return blocks <= wide_blocks ? launch_warps<kMmaWideWarps>(p, a, scales, bias, y, blocks, stream)
-                               : launch_warps<kMmaWarps>(p, a, scales, bias, y, blocks, stream);
+  return launch_mma<false>(MmaLaunch{p, a, scales, bias, y, p, scales}, multiprocessors, stream);
+}
+
+bool launch_gemv_mma_silu_mul(const NbitsArgs& gate, const __half* gate_scales, const NbitsArgs& up,
+                              const __half* up_scales, const __half* a, __half* y, int multiprocessors,
+                              hipStream_t stream) {
+  return launch_mma<true>(MmaLaunch{gate, a, gate_scales, nullptr, y, up, up_scales}, multiprocessors, stream);
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
