@@ -113,7 +113,8 @@ def test_opt_imports_an_onnx_model(static_model, tmp_path, capsys):
 
 @pytest.mark.parametrize("pipeline,message", [
     ("no-such-pass", "unknown pass 'no-such-pass': neither one of this compiler's (fuse-qdq, fuse-gelu, "
-                     "fuse-silu-mul, fuse-attention, fuse-linear-bias, fuse-skip-layer-norm, refine-shapes, "),
+                     "fuse-silu-mul, fuse-gated-matmul-nbits, fuse-attention, fuse-linear-bias, "
+                     "fuse-skip-layer-norm, refine-shapes, "),
     ("lower-to-llvm,refine-shapes", "lower-to-llvm must be the last pass of the pipeline"),
 ])
 def test_opt_refuses_a_bad_pipeline_naming_it(pipeline, message, tmp_path, capsys):

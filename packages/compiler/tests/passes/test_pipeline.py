@@ -28,8 +28,8 @@ def test_the_compile_pipeline_is_one_pass_manager():
     text = str(Pipeline(list(PIPELINE), hir.new_context()).pm)
     # this compiler's passes by name, each pass that leaves shape arithmetic followed by canonicalize and cse
     # and then the hipdnn verifier (the other passes verify their own result)
-    assert text.startswith("builtin.module(fuse-qdq,fuse-gelu,fuse-silu-mul,fuse-attention,fuse-linear-bias,"
-                           "fuse-skip-layer-norm,refine-shapes,func.func(canonicalize{")
+    assert text.startswith("builtin.module(fuse-qdq,fuse-gelu,fuse-silu-mul,fuse-gated-matmul-nbits,fuse-attention,"
+                           "fuse-linear-bias,fuse-skip-layer-norm,refine-shapes,func.func(canonicalize{")
     names = [e.split("{")[0].split("(")[0] for e in split(text)]
     assert [n for n in names if n in PASSES] == list(PIPELINE)
     followed = [n for n in PIPELINE if PASSES[n].follow]

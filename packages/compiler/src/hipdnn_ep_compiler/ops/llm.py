@@ -1,6 +1,7 @@
 """The ops of onnxruntime-genai's LLM graphs: MatMulNBits, SkipSimplifiedLayerNormalization,
 RotaryEmbedding and GroupQueryAttention (com.microsoft) and SimplifiedLayerNormalization (which ONNX
-Runtime registers in the default domain only).
+Runtime registers in the default domain only); and a gated MLP's gate and up MatMulNBits with SiLU(gate) * up,
+which fuse-gated-matmul-nbits makes one op.
 
 Their kernels take optional inputs by position: the kernel-level ops carry `hipdnn.slots`, each
 operand's kernel input position, and the lowering passes the positions left out as absent tensors
@@ -30,6 +31,8 @@ SKIP_LAYER_NORM = register_kernel(Kernel("skip_layer_norm", "kernel_skip_layer_n
                                          arity=(2, 5), results=(1, 2), same_type=(0, 1, 2, 3, 4)))
 MATMUL_NBITS = register_kernel(Kernel("matmul_nbits", "kernel_matmul_nbits", ("K", "N", "bits", "block_size"),
                                       arity=(3, 5), same_type=(0, 2, 4)))
+MATMUL_NBITS_SILU_MUL = register_kernel(Kernel("matmul_nbits_silu_mul", "kernel_matmul_nbits_silu_mul",
+                                               ("K", "N", "bits", "block_size"), arity=(5, 7), same_type=(0, 2, 5)))
 ROTARY = register_kernel(Kernel("rotary_embedding", "kernel_rotary_embedding",
                                 ("interleaved", "num_heads", "rotary_embedding_dim"), arity=(4, 4),
                                 same_type=(0, 2, 3)))
@@ -129,7 +132,9 @@ register(OpDef("SimplifiedLayerNormalization", "rms_norm", _rms_norm, (RMS_NORM,
 register(OpDef("SkipSimplifiedLayerNormalization", "skip_rms_norm", _rms_norm, (RMS_NORM,), domains=(MS,)))
 
 
-def _matmul_nbits(o: Node) -> None:
+def _nbits_attrs(o: Node) -> tuple[int, int, int, int]:
+    """K, N, bits and block_size of a MatMulNBits (or of the fused gate and up projections), checked, and input
+    A's last dim checked against K."""
     a = o.dims(0)
     k, n = o.attr_int("K"), o.attr_int("N")
     bits, block = o.attr_int("bits", 4), o.attr_int("block_size")
@@ -141,28 +146,59 @@ def _matmul_nbits(o: Node) -> None:
         raise ModelError(f"{o.where}: block_size {block} must be a power of two >= 16")
     if k <= 0 or n <= 0:
         raise ModelError(f"{o.where}: K = {k} and N = {n} must be positive (A is [..., K], the result [..., N])")
+    if not a or a[-1] != k:
+        raise ModelError(f"{o.where}: input A has shape {show(a)}; its last dim must be K = {k}")
+    return k, n, bits, block
+
+
+def _nbits_weights(o: Node, k: int, n: int, block: int, first: int, what: str = "") -> None:
+    """B, scales and zero points (inputs first, first + 1 and, if given, first + 2) hold the values MatMulNBits'
+    layout has for K, N and block_size; the zero points packed UINT8. what: how messages name their projection."""
+    zp = o.input(first + 2)
+    if zp is not None and hir.element_dtype(zp) != 2:
+        o.fail(f"{what}zero points must be packed UINT8 (zero points of the scales' element type are not "
+               "supported)")
+    blocks = -(-k // block)
+    for i, name, count in ((first, "B", n * blocks * (block // 2)), (first + 1, "scales", n * blocks),
+                           (first + 2, "zero points", n * ((blocks + 1) // 2))):
+        if o.input(i) is not None and sym.product(o.dims(i)) != count:
+            raise ModelError(f"{o.where}: {what}{name} has shape {show(o.dims(i))}; it must hold {count} values")
+
+
+def _matmul_nbits(o: Node) -> None:
+    k, n, bits, block = _nbits_attrs(o)
     accuracy = o.attr_int("accuracy_level", 0)
     if not 0 <= accuracy <= 4:
         raise ModelError(f"{o.where}: accuracy_level {accuracy} is outside 0..4 (0 unset, 1 float32, 2 float16, "
                          "3 bfloat16, 4 int8)")
-    if not a or a[-1] != k:
-        raise ModelError(f"{o.where}: input A has shape {show(a)}; its last dim must be K = {k}")
     if o.input(4) is not None:
         o.fail("g_idx (input 4) is not supported")
-    if o.input(3) is not None and hir.element_dtype(o.input(3)) != 2:
-        o.fail("zero points must be packed UINT8 (zero points of the scales' element type are not supported)")
-    blocks = -(-k // block)
-    for i, what, count in ((1, "B", n * blocks * (block // 2)), (2, "scales", n * blocks),
-                           (3, "zero points", n * ((blocks + 1) // 2)), (5, "bias", n)):
-        if o.input(i) is not None and sym.product(o.dims(i)) != count:
-            raise ModelError(f"{o.where}: {what} has shape {show(o.dims(i))}; it must hold {count} values")
+    _nbits_weights(o, k, n, block, 1)
+    if o.input(5) is not None and sym.product(o.dims(5)) != n:
+        raise ModelError(f"{o.where}: bias has shape {show(o.dims(5))}; it must hold {n} values")
     operands, positions = _present(o, [0, 1, 2, 3, 5])
     slots = [4 if p == 5 else p for p in positions]  # bias is the kernel's input 4 (no g_idx)
     replace(o, MATMUL_NBITS, operands, {"K": k, "N": n, "bits": bits, "block_size": block, "hipdnn.slots": slots},
-            [a[:-1] + [n]])
+            [o.dims(0)[:-1] + [n]])
 
 
 register(OpDef("MatMulNBits", "matmul_nbits", _matmul_nbits, (MATMUL_NBITS,), domains=(MS,)))
+
+
+def _matmul_nbits_silu_mul(o: Node) -> None:
+    """fuse-gated-matmul-nbits' SiLU(A x W_gate) * (A x W_up): its operand roles are the kernel's input positions
+    (A; B, scales and zero points of the gate at 1..3, of up at 4..6), the zero points optional."""
+    k, n, bits, block = _nbits_attrs(o)
+    for first, what in ((1, "the gate projection's "), (4, "the up projection's ")):
+        _nbits_weights(o, k, n, block, first, what)
+    operands, slots = _present(o, list(range(7)))
+    replace(o, MATMUL_NBITS_SILU_MUL, operands,
+            {"K": k, "N": n, "bits": bits, "block_size": block, "hipdnn.slots": slots}, [o.dims(0)[:-1] + [n]])
+
+
+# No ONNX op and no domain (a model cannot name it): only fuse-gated-matmul-nbits writes it.
+register(OpDef("MatMulNBitsSiluMul", "matmul_nbits_silu_mul", _matmul_nbits_silu_mul, (MATMUL_NBITS_SILU_MUL,),
+               domains=()))
 
 
 def _rotary_embedding(o: Node) -> None:

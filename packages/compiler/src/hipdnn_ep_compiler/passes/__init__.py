@@ -18,6 +18,7 @@ from . import (
     check_dtypes,
     eliminate_dead_ops,
     fuse_attention,
+    fuse_gated_matmul_nbits,
     fuse_gelu,
     fuse_linear_bias,
     fuse_qdq,
@@ -56,13 +57,15 @@ def register(module: ModuleType) -> PassDef:
     return PASSES[module.NAME]
 
 
-for _p in (fuse_qdq, fuse_gelu, fuse_silu_mul, fuse_attention, fuse_linear_bias, fuse_skip_layer_norm, refine_shapes,
-           check_dtypes, eliminate_dead_ops, materialize_host_scalars, plan_memory):
+for _p in (fuse_qdq, fuse_gelu, fuse_silu_mul, fuse_gated_matmul_nbits, fuse_attention, fuse_linear_bias,
+           fuse_skip_layer_norm, refine_shapes, check_dtypes, eliminate_dead_ops, materialize_host_scalars,
+           plan_memory):
     register(_p)
 
 # The compile pipeline, in order.
-PIPELINE = ("fuse-qdq", "fuse-gelu", "fuse-silu-mul", "fuse-attention", "fuse-linear-bias", "fuse-skip-layer-norm",
-            "refine-shapes", "check-dtypes", "eliminate-dead-ops", "materialize-host-scalars", "plan-memory")
+PIPELINE = ("fuse-qdq", "fuse-gelu", "fuse-silu-mul", "fuse-gated-matmul-nbits", "fuse-attention", "fuse-linear-bias",
+            "fuse-skip-layer-norm", "refine-shapes", "check-dtypes", "eliminate-dead-ops", "materialize-host-scalars",
+            "plan-memory")
 
 from .pipeline import Pipeline, build, run_pass, run_pipeline  # noqa: E402  (it reads PASSES)
 

@@ -1,7 +1,7 @@
-"""What the pattern-fusion passes (fuse-qdq, fuse-gelu, fuse-silu-mul, fuse-attention, fuse-linear-bias,
-fuse-skip-layer-norm) share: reading the import-level graph they match, and running their rewrite patterns
-through MLIR's greedy driver over the ops that exist when it starts, with no folding and no region
-simplification (they rewrite import-level ONNX ops and leave everything else as it is)."""
+"""What the pattern-fusion passes (fuse-qdq, fuse-gelu, fuse-silu-mul, fuse-gated-matmul-nbits, fuse-attention,
+fuse-linear-bias, fuse-skip-layer-norm) share: reading the import-level graph they match, and running their
+rewrite patterns through MLIR's greedy driver over the ops that exist when it starts, with no folding and no
+region simplification (they rewrite import-level ONNX ops and leave everything else as it is)."""
 
 from __future__ import annotations
 

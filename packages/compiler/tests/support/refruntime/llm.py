@@ -1,6 +1,6 @@
-"""The reference of the LLM kernels (MatMulNBits, RMSNorm, rotary embedding, GroupQueryAttention, the fused
-attention); the rotary embedding's, GroupQueryAttention's and the fused attention's semantics are
-kernel_reference's (shared with the runtime's tests)."""
+"""The reference of the LLM kernels (MatMulNBits and its gated form, SiLU(A x W_gate) * (A x W_up), RMSNorm,
+rotary embedding, GroupQueryAttention, the fused attention); the rotary embedding's, GroupQueryAttention's and the
+fused attention's semantics are kernel_reference's (shared with the runtime's tests)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,31 @@ import numpy as np
 from kernel_reference import attention_ref, gqa_ref, rope_ref
 
 
+def _dequantized(b, scales, zp, k: int, n: int, block: int) -> np.ndarray:
+    """MatMulNBits' 4-bit weight [N, K] from B, scales and zero points (None: 8)."""
+    blocks = -(-k // block)
+    q = np.stack([b & 15, b >> 4], axis=-1).reshape(n, blocks, block).astype(np.float64)
+    z = (np.full((n, blocks), 8.0) if zp is None else
+         np.stack([zp & 15, zp >> 4], axis=-1).reshape(n, -1)[:, :blocks].astype(np.float64))
+    return ((q - z[..., None]) * scales.reshape(n, blocks, 1)).reshape(n, -1)[:, :k]
+
+
 class LlmKernels:
     def fn_kernel_matmul_nbits(self, v):
         def run(i, o, ints, f):
             k, n, _, block = ints
-            b, scales, zp = i[1], i[2], i[3] if len(i) > 3 else None
-            blocks = -(-k // block)
-            q = np.stack([b & 15, b >> 4], axis=-1).reshape(n, blocks, block).astype(np.float64)
-            z = (np.full((n, blocks), 8.0) if zp is None else
-                 np.stack([zp & 15, zp >> 4], axis=-1).reshape(n, -1)[:, :blocks].astype(np.float64))
-            w = ((q - z[..., None]) * scales.reshape(n, blocks, 1)).reshape(n, -1)[:, :k]
-            y = i[0].astype(np.float64) @ w.T
+            y = i[0].astype(np.float64) @ _dequantized(i[1], i[2], i[3] if len(i) > 3 else None, k, n, block).T
             return y + i[4] if len(i) > 4 and i[4] is not None else y
+        return self._kernel(v, run)
+
+    def fn_kernel_matmul_nbits_silu_mul(self, v):
+        def run(i, o, ints, f):
+            k, n, _, block = ints
+            i = i + [None] * (7 - len(i))
+            a = i[0].astype(np.float64)
+            gate = a @ _dequantized(i[1], i[2], i[3], k, n, block).T
+            up = a @ _dequantized(i[4], i[5], i[6], k, n, block).T
+            return gate * 0.5 * (1 + np.tanh(gate / 2)) * up  # SiLU(gate) * up, sigmoid without overflow
         return self._kernel(v, run)
 
     def fn_kernel_rms_norm(self, v):
