@@ -13,8 +13,9 @@ useful FLOP/s and its time over FLOPs / matrix rate (the causal half only, for a
 
 Shapes: hidden 4096, intermediate 14336, 32 query and 8 KV heads of 128, vocabulary 128256; int4 weights
 in blocks of 128 with zero points (the decode GEMVs also in blocks of 32 without, the model builder's
-default); float16 activations. Needs torch with CUDA and a GPU build of the runtime
-(HIPDNN_EP_BACKENDS="cpu;cuda").
+default); float16 activations. The gated MLP's gate and up projections with SiLU(gate) * up in one call
+(matmul_nbits_silu_mul) are timed where the runtime has that kernel. Needs torch with CUDA and a GPU build
+of the runtime (HIPDNN_EP_BACKENDS="cpu;cuda").
 """
 
 from __future__ import annotations
@@ -59,6 +60,19 @@ def _nbits(m: int, k: int, n: int, block: int = BLOCK, zero_points: bool = True)
 
     weight_bytes = n * blocks * block // 2 + n * blocks * 2 + zero_points * n * ((blocks + 1) // 2)
     return make, weight_bytes + 2 * m * (k + n)
+
+
+def _nbits_silu_mul(m: int, k: int, n: int, block: int = BLOCK, zero_points: bool = True) -> tuple[Callable, int]:
+    """matmul_nbits_silu_mul: SiLU(A x gate) * (A x up), two weights of [n, k] on one A."""
+    one, moved = _nbits(m, k, n, block, zero_points)
+
+    def make(torch, rng):
+        (a, *gate), y, ints, floats = one(torch, rng)
+        (_, *up), _, _, _ = one(torch, rng)
+        return [a, *gate, *up], y, ints, floats
+
+    activations = 2 * m * (k + n)  # A read and Y written once, in float16
+    return make, 2 * (moved - activations) + activations
 
 
 def _weight_sets(moved: int) -> int:
@@ -125,6 +139,11 @@ def cases() -> list[Case]:
         make, moved = _nbits(1, k, n, block=32, zero_points=False)
         out.append(Case("gemv", f"M 1 {label} {n}x{k} block 32", "matmul_nbits", make, bytes_moved=moved,
                         sets=_weight_sets(moved)))
+    # a gated MLP's gate and up projections and SiLU(gate) * up in one call (the compiler's fuse-gated-matmul-nbits)
+    for block, zero_points in ((BLOCK, True), (32, False)):
+        make, moved = _nbits_silu_mul(1, HIDDEN, INTER, block, zero_points)
+        out.append(Case("gemv", f"M 1 gate+up SiLU {INTER}x{HIDDEN} block {block}", "matmul_nbits_silu_mul", make,
+                        bytes_moved=moved, sets=_weight_sets(moved)))
     make, moved = _nbits(4, HIDDEN, INTER)
     out.append(Case("gemv", f"M 4 gate/up_proj {INTER}x{HIDDEN}", "matmul_nbits", make, bytes_moved=moved,
                     sets=_weight_sets(moved)))
@@ -194,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         print("llm_kernel_bench: needs torch with a CUDA device", file=sys.stderr)
         return 2
     selected = [c for c in cases() if not args.only or any(t in c.group or t in c.name for t in args.only)]
+    kernels = {f["name"] for f in rt.abi_manifest()["functions"]}
+    for case in [c for c in selected if "hipdnn_ep_kernel_" + c.kernel not in kernels]:
+        print(f"skipped: {case.name} (this runtime has no {case.kernel})")
+        selected.remove(case)
     bandwidth, matrix_rate = measure_floors(torch)
     print(f"{torch.cuda.get_device_name()}: copy {bandwidth / 1e12:.2f} TB/s (read + write), "
           f"fp16 matrix {matrix_rate / 1e12:.0f} TFLOP/s")
