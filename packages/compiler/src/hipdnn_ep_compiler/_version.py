@@ -1,3 +1,3 @@
 """The compiler's version; the single source for pyproject (hatch) and the artifact metadata."""
 
-__version__ = "0.4.4"
+__version__ = "0.4.5"
