@@ -181,11 +181,11 @@ def test_matmul_nbits_reads_a_only_after_the_kernel_that_writes_it(cpu, gpu, dev
                           (F16, 1, 256, 24, 16)])
 @pytest.mark.parametrize("zero_points", [(True, True), (False, False), (True, False)])
 def test_matmul_nbits_silu_mul(cpu, gpu, dev, dtype, m, k, n, block, zero_points):
-    """SiLU(A x gate) * (A x up) in one call: on CUDA's tensor-core GEMV in float16 where it applies (one row
-    with blocks of 32, 64 or 128, K 1000 ending inside a block; several rows with blocks of 128 or more; K not
-    a multiple of 8; N not a multiple of the block's 8 columns), else both products and one SiLU pass (17
-    rows: the GEMM path; float32; blocks of 16; blocks of 32 not filling the last step of 128, K 1056). Zero
-    points on both weights, on neither, on the gate only."""
+    """SiLU(A x gate) * (A x up) in one call: on CUDA's tensor-core GEMV in float16 where it applies (blocks of
+    128 or more, one or several rows; K not a multiple of 8; N not a multiple of the block's 8 columns), else
+    both products and one SiLU pass (blocks of 32 and 64, where the two tensor-core GEMVs beat the gated one,
+    K 1000 ending inside a block and K 1056 not filling the last step of 128; 17 rows: the GEMM path;
+    float32; blocks of 16). Zero points on both weights, on neither, on the gate only."""
     rng = np.random.default_rng(k + m + n)
     gate = quantized(rng, n, k, block, zero_points[0], dtype)
     up = quantized(rng, n, k, block, zero_points[1], dtype)
