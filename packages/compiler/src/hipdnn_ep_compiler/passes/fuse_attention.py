@@ -335,12 +335,8 @@ def _merged_type(r: ir.Value) -> ir.Type:
     return ir.RankedTensorType.get([d[0], d[1], last], t.element_type)
 
 
-def _fuse(root, rewriter) -> bool:
-    """The pattern at a Reshape: False when the chain was rewritten (the bindings' convention)."""
-    root = root.operation
-    found = _match(root)
-    if found is None:
-        return True
+def _rewrite(rewriter, root: ir.Operation, found) -> None:
+    """Rewrites what _match found at a Reshape (fusion.pattern calls it)."""
     name = hir.get_str(root, "onnx.node", root.name)
     with root.context, root.location:
         ip = ir.InsertionPoint(root)
@@ -369,7 +365,6 @@ def _fuse(root, rewriter) -> bool:
                                   attributes={k: root.attributes[k] for k in root.attributes}, ip=ip)
     rewriter.replace_op(root, [new.results[0]])
     fusion.erase_chain(rewriter, found["ops"])
-    return False
 
 
 def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
@@ -377,4 +372,4 @@ def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
     chains as imported, as before this pass (the default, the bundled manifest, has it)."""
     if not kernel_in(abi, ATTENTION):
         return module
-    return fusion.apply(module, [("onnx.reshape", _fuse)], top_down=False)
+    return fusion.apply(module, [("onnx.reshape", fusion.pattern(_match, _rewrite))], top_down=False)

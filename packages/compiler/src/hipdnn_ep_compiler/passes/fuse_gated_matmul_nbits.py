@@ -80,22 +80,17 @@ def _match(root: ir.Operation) -> tuple[list[ir.Value], list[int], ir.Operation,
     return g_ins + u_ins, positions, gate, up
 
 
-def _fuse(root, rewriter) -> bool:
-    """The pattern at a silu_mul: False when the chain was rewritten (the bindings' convention)."""
-    root = root.operation
-    found = _match(root)
-    if found is None:
-        return True
+def _rewrite(rewriter, root: ir.Operation, found) -> None:
+    """Rewrites what _match found at a silu_mul (fusion.pattern calls it)."""
     operands, positions, gate, up = found
     with root.context:
         attrs = {a: gate.attributes[a] for a in _ATTRS if a in gate.attributes}
         attrs["operand_roles"] = hir.to_attr(positions)
     fusion.replace_chain(rewriter, root, "onnx.matmul_nbits_silu_mul", operands, [gate, up], attrs)
-    return False
 
 
 def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
     """abi: the manifest compiled against (None: the bundled one)."""
     if not kernel_in(abi, MATMUL_NBITS_SILU_MUL):
         return module
-    return fusion.apply(module, [("onnx.silu_mul", _fuse)], top_down=False)
+    return fusion.apply(module, [("onnx.silu_mul", fusion.pattern(_match, _rewrite))], top_down=False)

@@ -209,18 +209,13 @@ def _match(root: ir.Operation) -> tuple[ir.Value, str, list[ir.Operation]] | Non
     return None
 
 
-def _fuse(root, rewriter) -> bool:
-    """The pattern at a Mul: False when the chain was rewritten (the bindings' convention)."""
-    root = root.operation
-    found = _match(root)
-    if found is None:
-        return True
+def _rewrite(rewriter, root: ir.Operation, found) -> None:
+    """Rewrites what _match found at a Mul (fusion.pattern calls it)."""
     x, kind, ops = found
     with root.context:
         attrs = {"onnx.approximate": ir.StringAttr.get("tanh")} if kind == "tanh" else None
     fusion.replace_chain(rewriter, root, "onnx.gelu", [x], ops, attrs)
-    return False
 
 
 def run(module: ir.Module) -> ir.Module:
-    return fusion.apply(module, [("onnx.mul", _fuse)], top_down=False)
+    return fusion.apply(module, [("onnx.mul", fusion.pattern(_match, _rewrite))], top_down=False)

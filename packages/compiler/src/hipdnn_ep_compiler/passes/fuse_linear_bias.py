@@ -111,12 +111,8 @@ def _ints(values: list[int], name: str, before: ir.Operation) -> ir.Value:
     return hir.create("hipdnn.constant", [], [t], {"name": name, "values": values}, before).results[0]
 
 
-def _fuse(add, rewriter) -> bool:
-    """The pattern at an Add: False when it was rewritten (the bindings' convention)."""
-    add = add.operation
-    found = _match(add)
-    if found is None:
-        return True
+def _rewrite(rewriter, add: ir.Operation, found) -> None:
+    """Rewrites what _match found at an Add (fusion.pattern calls it)."""
     mm, x, w, b = found
     dtype = hir.element_dtype(add.results[0])
     tx, tb = ir.RankedTensorType(x.type), ir.RankedTensorType(b.type)
@@ -152,8 +148,7 @@ def _fuse(add, rewriter) -> bool:
             y = _onnx("onnx.reshape", [y2, shape], add.results[0].type, node, add)
     rewriter.replace_op(add, [y])
     rewriter.erase_op(mm)  # read by the Add only; its constants stay for eliminate-dead-ops
-    return False
 
 
 def run(module: ir.Module) -> ir.Module:
-    return fusion.apply(module, [("onnx.add", _fuse)], top_down=True)
+    return fusion.apply(module, [("onnx.add", fusion.pattern(_match, _rewrite))], top_down=True)

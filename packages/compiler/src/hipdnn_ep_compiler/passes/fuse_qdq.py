@@ -259,16 +259,6 @@ def _integer_op(src: ir.Operation, q: _Quant | None, ydt: int | None):
     return name, operands, roles, dqs
 
 
-def _fuse(q_op, rewriter) -> bool:
-    """The pattern at a Q: False when the group was rewritten (the bindings' convention)."""
-    q_op = q_op.operation
-    found = _group(q_op)
-    if found is None:
-        return True
-    _rewrite(rewriter, q_op, *found)
-    return False
-
-
 def _fuse_float_gemm(gemm, rewriter) -> bool:
     """The pattern at a Gemm of DQs whose result no Q reads: QGemm with a FLOAT32 output, as onnxruntime's
     Gemm selector allows (its MatMul and Conv selectors need the Q)."""
@@ -315,5 +305,5 @@ def _rewrite(rewriter, last: ir.Operation, name: str, operands: list[ir.Value], 
 
 
 def run(module: ir.Module) -> ir.Module:
-    return fusion.apply(module, [("onnx.quantize_linear", _fuse), ("onnx.gemm", _fuse_float_gemm)],
-                                top_down=True)
+    at_q = fusion.pattern(_group, lambda rewriter, q_op, found: _rewrite(rewriter, q_op, *found))
+    return fusion.apply(module, [("onnx.quantize_linear", at_q), ("onnx.gemm", _fuse_float_gemm)], top_down=True)

@@ -60,19 +60,14 @@ def _match(root: ir.Operation) -> tuple[ir.Value, ir.Value, list[ir.Operation]] 
     return None
 
 
-def _fuse(root, rewriter) -> bool:
-    """The pattern at a Mul: False when the chain was rewritten (the bindings' convention)."""
-    root = root.operation
-    found = _match(root)
-    if found is None:
-        return True
+def _rewrite(rewriter, root: ir.Operation, found) -> None:
+    """Rewrites what _match found at a Mul (fusion.pattern calls it)."""
     x, y, ops = found
     fusion.replace_chain(rewriter, root, "onnx.silu_mul", [x, y], ops)
-    return False
 
 
 def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
     """abi: the manifest compiled against (None: the bundled one, which has SILU_MUL)."""
     if not enum_value_in(abi, "binary_op", "SILU_MUL"):
         return module
-    return fusion.apply(module, [("onnx.mul", _fuse)], top_down=False)
+    return fusion.apply(module, [("onnx.mul", fusion.pattern(_match, _rewrite))], top_down=False)

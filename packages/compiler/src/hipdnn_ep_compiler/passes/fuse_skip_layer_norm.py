@@ -70,22 +70,17 @@ def _match(ln: ir.Operation) -> tuple[ir.Value, ir.Value, ir.Operation] | None:
     return a, b, add
 
 
-def _fuse(root, rewriter) -> bool:
-    """The pattern at a LayerNormalization: False when it was rewritten (the bindings' convention)."""
-    ln = root.operation
-    found = _match(ln)
-    if found is None:
-        return True
+def _rewrite(rewriter, ln: ir.Operation, found) -> None:
+    """Rewrites what _match found at a LayerNormalization (fusion.pattern calls it)."""
     a, b, add = found
     with ln.context, ln.location:
         epsilon = ir.FloatAttr.get(ir.F64Type.get(), hir.get_float(ln, "onnx.epsilon", 1e-5))
     fusion.replace_chain(rewriter, ln, "onnx.skip_layer_norm", [a, b, *ln.operands[1:]], [add],
                          {"onnx.epsilon": epsilon})
-    return False
 
 
 def run(module: ir.Module, abi: RuntimeAbi | None = None) -> ir.Module:
     """abi: the manifest compiled against (None: the bundled one)."""
     if not kernel_in(abi, SKIP_LAYER_NORM):
         return module
-    return fusion.apply(module, [("onnx.layer_norm", _fuse)], top_down=True)
+    return fusion.apply(module, [("onnx.layer_norm", fusion.pattern(_match, _rewrite))], top_down=True)

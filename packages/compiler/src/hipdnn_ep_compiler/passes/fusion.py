@@ -6,6 +6,7 @@ region simplification (they rewrite import-level ONNX ops and leave everything e
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from torch_mlir import ir, rewrite
 
@@ -64,6 +65,22 @@ def replace_chain(rewriter, root: ir.Operation, op_name: str, operands: list[ir.
                                   ip=ir.InsertionPoint(root))
     rewriter.replace_op(root, [new.results[0]])
     erase_chain(rewriter, chain)
+
+
+def pattern(match: Callable[[ir.Operation], Any], rewrite: Callable[[Any, ir.Operation, Any], None]) -> Callable:
+    """A pattern function for `apply`: `match(root)` gives what it found at the root op, or None (nothing to do);
+    `rewrite(rewriter, root, found)` rewrites it. The function returns False once it rewrote (the bindings'
+    convention: the pattern succeeded), True otherwise."""
+
+    def at(root, rewriter) -> bool:
+        op = root.operation
+        found = match(op)
+        if found is None:
+            return True
+        rewrite(rewriter, op, found)
+        return False
+
+    return at
 
 
 def apply(module: ir.Module, patterns: list[tuple[str, Callable]], top_down: bool) -> ir.Module:
