@@ -87,12 +87,6 @@ void validate_matmul_nbits(const hipdnn_ep_kernel_args_t* args) {
 }
 
 void validate_matmul_nbits_silu_mul(const hipdnn_ep_kernel_args_t* args) {
-  static_assert(HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_K == HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K &&
-                    HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_N == HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N &&
-                    HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_BITS == HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BITS &&
-                    HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_BLOCK_SIZE ==
-                        HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE,
-                "nbits_shape reads both kernels' attributes by matmul_nbits's indices");
   const Call call(args, HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_N_INT_ATTRS,
                   HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_N_FLOAT_ATTRS, 6, 7, 1, 3);
   const NbitsShape s = nbits_shape(call, "matmul_nbits_silu_mul", dt::matmul_nbits_silu_mul);

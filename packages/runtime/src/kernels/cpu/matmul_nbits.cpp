@@ -95,9 +95,12 @@ void column_dot(const NbitsRows& rows, const NbitsWeight<T>& weight, const Nbits
   }
 }
 
-NbitsDims nbits_dims(const hipdnn_ep_kernel_args_t& args, int64_t k, int64_t n, int64_t block) {
-  const int64_t blocks = (k + block - 1) / block;
-  return {element_count(args.inputs[0]) / k, k, n, block, blocks};
+// Of matmul_nbits or matmul_nbits_silu_mul (the same attribute indices: validate.h).
+NbitsDims nbits_dims(const hipdnn_ep_kernel_args_t& args) {
+  const int64_t k = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K];
+  const int64_t block = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE];
+  return {element_count(args.inputs[0]) / k, k, args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N], block,
+          (k + block - 1) / block};
 }
 
 template <typename T>
@@ -137,9 +140,7 @@ void matmul_nbits_silu_mul_typed(const hipdnn_ep_kernel_args_t& args, const Nbit
 
 void matmul_nbits(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   if (element_count(args.outputs[0]) == 0) return;
-  const NbitsDims d = nbits_dims(args, args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K],
-                                 args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N],
-                                 args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE]);
+  const NbitsDims d = nbits_dims(args);
   dispatch_float(args.inputs[0].dtype, "matmul_nbits", [&](auto tag) {
     matmul_nbits_typed<typename decltype(tag)::type>(args, d);
   });
@@ -147,9 +148,7 @@ void matmul_nbits(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
 
 void matmul_nbits_silu_mul(hipdnn_ep_state_t*, const hipdnn_ep_kernel_args_t& args) {
   if (element_count(args.outputs[0]) == 0) return;
-  const NbitsDims d = nbits_dims(args, args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_K],
-                                 args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_N],
-                                 args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_BLOCK_SIZE]);
+  const NbitsDims d = nbits_dims(args);
   dispatch_float(args.inputs[0].dtype, "matmul_nbits_silu_mul", [&](auto tag) {
     matmul_nbits_silu_mul_typed<typename decltype(tag)::type>(args, d);
   });

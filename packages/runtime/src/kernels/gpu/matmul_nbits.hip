@@ -340,12 +340,13 @@ void launch_gemv(const NbitsArgs& p, const T* a, const T* scales, const T* bias,
   }
 }
 
-// p's weight (B, zero points and the call's shape) from inputs at (B) and at + 2 (zero points).
-NbitsArgs nbits_args(const hipdnn_ep_kernel_args_t& args, int64_t k, int64_t n, int64_t block, int32_t at) {
+// The call's shape and one weight's B (input at) and zero points (input at + 2), of matmul_nbits or
+// matmul_nbits_silu_mul (the same attribute indices: validate.h).
+NbitsArgs nbits_args(const hipdnn_ep_kernel_args_t& args, int32_t at) {
   NbitsArgs p{};
-  p.k = k;
-  p.n = n;
-  p.block = block;
+  p.k = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K];
+  p.n = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N];
+  p.block = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE];
   p.m = element_count(args.inputs[0]) / p.k;
   p.blocks = (p.k + p.block - 1) / p.block;
   p.col_bytes = p.blocks * (p.block / 2);
@@ -435,9 +436,7 @@ __global__ void silu_mul_kernel(const T* gate, T* y, int64_t count) {
 
 void matmul_nbits(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   if (element_count(args.outputs[0]) == 0) return;
-  const NbitsArgs p = nbits_args(args, args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K],
-                                 args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N],
-                                 args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE], 1);
+  const NbitsArgs p = nbits_args(args, 1);
   const bool has_bias = args.n_inputs > 4 && is_present(args.inputs[4]);
   dispatch_float_gpu(args.inputs[0].dtype, "matmul_nbits", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -449,10 +448,7 @@ void matmul_nbits(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args)
 
 void matmul_nbits_silu_mul(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   if (element_count(args.outputs[0]) == 0) return;
-  const int64_t k = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_K];
-  const int64_t n = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_N];
-  const int64_t block = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_BLOCK_SIZE];
-  const NbitsArgs gate = nbits_args(args, k, n, block, 1), up = nbits_args(args, k, n, block, 4);
+  const NbitsArgs gate = nbits_args(args, 1), up = nbits_args(args, 4);
   const hipStream_t stream = current_stream(state);
   dispatch_float_gpu(args.inputs[0].dtype, "matmul_nbits_silu_mul", [&](auto tag) {
     using T = typename decltype(tag)::type;
