@@ -39,7 +39,11 @@ namespace {
 // the 64-register bound; 5-11% on an H200), a ring of 2-4 steps per warp copied by cp.async into shared
 // memory (5-25% on an H100: more bytes in flight, but the arithmetic waits for the last of them), two
 // steps per round at 80 registers and 3 blocks an SM (no faster), L2 prefetches of the block's columns
-// before wait_for_predecessor (a 32-layer decode step 3.46 -> 3.81 ms on an H100).
+// before wait_for_predecessor (a 32-layer decode step 3.46 -> 3.81 ms on an H100), and the block's B moved
+// by the bulk-copy (TMA) unit into a ring of 4 stages of 8 steps in shared memory (16 copies of 512 bytes a
+// stage, one mbarrier a slot, the first stages asked for before or after wait_for_predecessor): slower at
+// every shape on an H200 (us, blocks of 128: qkv 9.2 -> 10.3, gate/up 15.5 -> 20.0, down 16.4 -> 22.9,
+// lm_head 108 -> 142), a decode step 2.98 -> 3.29-3.50 ms.
 constexpr int kMmaRows = 8;
 constexpr int kMmaColumns = 16;
 // Warps a block: 8, or 16 where the grid fits one wave of 2 blocks an SM (Llama's o_proj and down_proj on
