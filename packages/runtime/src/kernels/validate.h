@@ -24,15 +24,6 @@ namespace hipdnn_ep::kernels {
 // validate_<kernel> for every kernel of the manifest (kernel_list.h).
 #define HIPDNN_EP_DECLARE_VALIDATOR(op) void validate_##op(const hipdnn_ep_kernel_args_t* args);
 HIPDNN_EP_KERNELS(HIPDNN_EP_DECLARE_VALIDATOR)
-
-// matmul_nbits_silu_mul lists K, N, bits and block_size as matmul_nbits does: the checks and both backends
-// read either kernel's attributes by matmul_nbits's indices.
-static_assert(HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_K == HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K &&
-                  HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_N == HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N &&
-                  HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_BITS == HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BITS &&
-                  HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_INT_ATTR_BLOCK_SIZE ==
-                      HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE,
-              "matmul_nbits_silu_mul's attributes must sit where matmul_nbits's do");
 #undef HIPDNN_EP_DECLARE_VALIDATOR
 
 // False for an absent optional tensor (data == NULL, rank == -1).

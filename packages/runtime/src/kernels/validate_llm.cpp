@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/attention_layout.h"
+#include "kernels/nbits_dims.h"  // its static_assert: both kernels' attribute indices, which nbits_shape reads
 #include "kernels/validate_util.h"
 
 namespace hipdnn_ep::kernels {

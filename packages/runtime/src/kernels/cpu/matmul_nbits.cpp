@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/nbits_dims.h"
 #include "kernels/sigmoid.h"
 #include "kernels/tensor_util.h"
 #include "kernels/validate.h"
@@ -24,10 +25,6 @@ namespace {
 //         = sum_blk scale * (sum_{k in blk} a[m, k] q[n, k] - zp * sum_{k in blk} a[m, k])
 // The per-block sums of A are computed once; B is then read once, column by
 // column, with each 4-bit block unpacked to floats and dotted with every row.
-
-struct NbitsDims {
-  int64_t m, k, n, block, blocks;
-};
 
 // One quantized weight: B, scales and zero points (null: 8) at inputs at, at + 1 and at + 2.
 template <typename T>
@@ -95,13 +92,6 @@ void column_dot(const NbitsRows& rows, const NbitsWeight<T>& weight, const Nbits
   }
 }
 
-// Of matmul_nbits or matmul_nbits_silu_mul (the same attribute indices: validate.h).
-NbitsDims nbits_dims(const hipdnn_ep_kernel_args_t& args) {
-  const int64_t k = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K];
-  const int64_t block = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE];
-  return {element_count(args.inputs[0]) / k, k, args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N], block,
-          (k + block - 1) / block};
-}
 
 template <typename T>
 void matmul_nbits_typed(const hipdnn_ep_kernel_args_t& args, const NbitsDims& d) {

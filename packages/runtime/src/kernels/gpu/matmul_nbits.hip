@@ -46,6 +46,7 @@
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
 #include "kernels/gpu/matmul_nbits.h"
+#include "kernels/nbits_dims.h"
 #include "kernels/sigmoid.h"
 #include "kernels/validate.h"
 
@@ -340,15 +341,16 @@ void launch_gemv(const NbitsArgs& p, const T* a, const T* scales, const T* bias,
   }
 }
 
-// The call's shape and one weight's B (input at) and zero points (input at + 2), of matmul_nbits or
-// matmul_nbits_silu_mul (the same attribute indices: validate.h).
+// The call's shape (nbits_dims.h) and one weight's B (input at) and zero points (input at + 2), of
+// matmul_nbits or matmul_nbits_silu_mul.
 NbitsArgs nbits_args(const hipdnn_ep_kernel_args_t& args, int32_t at) {
+  const NbitsDims d = nbits_dims(args);
   NbitsArgs p{};
-  p.k = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K];
-  p.n = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N];
-  p.block = args.int_attrs[HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_BLOCK_SIZE];
-  p.m = element_count(args.inputs[0]) / p.k;
-  p.blocks = (p.k + p.block - 1) / p.block;
+  p.m = d.m;
+  p.k = d.k;
+  p.n = d.n;
+  p.block = d.block;
+  p.blocks = d.blocks;
   p.col_bytes = p.blocks * (p.block / 2);
   p.zp_stride = (p.blocks + 1) / 2;
   p.b = static_cast<const uint8_t*>(args.inputs[at].data);
