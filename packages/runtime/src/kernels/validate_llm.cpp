@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/attention_layout.h"
-#include "kernels/nbits_dims.h"  // its static_assert: both kernels' attribute indices, which nbits_shape reads
+#include "kernels/nbits_dims.h"
 #include "kernels/validate_util.h"
 
 namespace hipdnn_ep::kernels {
@@ -28,13 +28,9 @@ void expect_count(const hipdnn_ep_tensor_ref_t& t, const std::string& name, int6
 
 namespace {
 
-struct NbitsShape {
-  int64_t k, n, block, blocks;
-};
-
 // K, N, bits and block_size of matmul_nbits or its gated form (both list them in this order), checked
-// against A (input 0), whose dtype must be in `dtypes`.
-NbitsShape nbits_shape(const Call& call, const char* what, dt::Mask dtypes) {
+// against A (input 0), whose dtype must be in `dtypes`; then the call's shape as the kernels read it.
+NbitsDims nbits_shape(const Call& call, const char* what, dt::Mask dtypes) {
   require_dtype(dtypes, what, call.in(0).dtype);
   const int64_t k = call.int_attr(HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_K);
   const int64_t n = call.int_attr(HIPDNN_EP_KERNEL_MATMUL_NBITS_INT_ATTR_N);
@@ -47,12 +43,12 @@ NbitsShape nbits_shape(const Call& call, const char* what, dt::Mask dtypes) {
   if (k <= 0 || n <= 0) fail_invalid("K " + std::to_string(k) + " and N " + std::to_string(n) + " must be positive");
   const Dims a = dims_of(call.in(0));
   if (a.empty() || a.back() != k) fail_invalid("A dims " + format_dims(a) + " must end with K = " + std::to_string(k));
-  return {k, n, block, (k + block - 1) / block};
+  return nbits_dims(call.args());
 }
 
 // One quantized weight: B at input `at`, its scales at at + 1 and its optional zero points at at + 2
 // (`of`: which weight, for the messages).
-void expect_nbits_weight(const Call& call, const NbitsShape& s, int32_t at, const std::string& of) {
+void expect_nbits_weight(const Call& call, const NbitsDims& s, int32_t at, const std::string& of) {
   const auto name = [&](int32_t i, const char* what) { return "input " + std::to_string(i) + " (" + what + of + ")"; };
   if (!call.has_input(at) || !call.has_input(at + 1)) fail_invalid(name(at, "B") + " and its scales are required");
   int64_t b_bytes = 0;
@@ -68,7 +64,7 @@ void expect_nbits_weight(const Call& call, const NbitsShape& s, int32_t at, cons
 }
 
 // Y: A's dims with N last, A's dtype.
-void expect_nbits_out(const Call& call, const NbitsShape& s) {
+void expect_nbits_out(const Call& call, const NbitsDims& s) {
   Dims out = dims_of(call.in(0));
   out.back() = s.n;
   call.expect_out(call.in(0).dtype, out);
@@ -78,7 +74,7 @@ void expect_nbits_out(const Call& call, const NbitsShape& s) {
 
 void validate_matmul_nbits(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_MATMUL_NBITS_N_INT_ATTRS, HIPDNN_EP_KERNEL_MATMUL_NBITS_N_FLOAT_ATTRS, 3, 5, 1, 3);
-  const NbitsShape s = nbits_shape(call, "matmul_nbits", dt::matmul_nbits);
+  const NbitsDims s = nbits_shape(call, "matmul_nbits", dt::matmul_nbits);
   expect_nbits_weight(call, s, 1, "");
   if (call.has_input(4)) {
     call.expect_dtype(call.in(4), "input 4 (bias)", call.in(0).dtype);
@@ -90,7 +86,7 @@ void validate_matmul_nbits(const hipdnn_ep_kernel_args_t* args) {
 void validate_matmul_nbits_silu_mul(const hipdnn_ep_kernel_args_t* args) {
   const Call call(args, HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_N_INT_ATTRS,
                   HIPDNN_EP_KERNEL_MATMUL_NBITS_SILU_MUL_N_FLOAT_ATTRS, 6, 7, 1, 3);
-  const NbitsShape s = nbits_shape(call, "matmul_nbits_silu_mul", dt::matmul_nbits_silu_mul);
+  const NbitsDims s = nbits_shape(call, "matmul_nbits_silu_mul", dt::matmul_nbits_silu_mul);
   expect_nbits_weight(call, s, 1, " of the gate");
   expect_nbits_weight(call, s, 4, " of up");
   expect_nbits_out(call, s);

@@ -30,6 +30,7 @@ class Call {
   Call(const hipdnn_ep_kernel_args_t* args, int32_t n_int_attrs, int32_t n_float_attrs, int32_t min_inputs,
        int32_t max_inputs, int32_t n_outputs, int32_t first_optional_input = std::numeric_limits<int32_t>::max());
 
+  const hipdnn_ep_kernel_args_t& args() const { return *args_; }
   int32_t n_inputs() const { return args_->n_inputs; }
   const hipdnn_ep_tensor_ref_t& in(int32_t i) const { return args_->inputs[i]; }
   const hipdnn_ep_tensor_ref_t& out(int32_t i) const { return args_->outputs[i]; }

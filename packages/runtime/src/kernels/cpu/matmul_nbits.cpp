@@ -92,7 +92,6 @@ void column_dot(const NbitsRows& rows, const NbitsWeight<T>& weight, const Nbits
   }
 }
 
-
 template <typename T>
 void matmul_nbits_typed(const hipdnn_ep_kernel_args_t& args, const NbitsDims& d) {
   const NbitsWeight<T> weight(args, 1);
