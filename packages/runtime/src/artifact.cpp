@@ -142,6 +142,9 @@ struct RunGuard {
       state->output_allocator = nullptr;
       state->host_outputs.clear();
     }
+    state->run_inputs = nullptr;
+    state->run_weights_known = false;
+    state->run_weights.clear();
     state->running.store(false);
   }
 };
@@ -283,6 +286,9 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
                     std::string(api) + ": the state is already running a program "
                                        "(a state runs one program at a time; use one state per thread)");
   RunGuard guard{state};
+  state->run_inputs = inputs;
+  state->run_graph_inputs = artifact->n_graph_inputs;
+  state->run_input_count = artifact->inputs.size();
   if (allocator != nullptr && artifact->writes_in_place) {
     std::lock_guard<std::mutex> lock(state->memory_mutex);
     state->output_allocator = allocator;

@@ -1,11 +1,15 @@
 // State lifecycle, options, backend selection, streams and synchronization.
 #include "state.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "error.h"
+#include "kernels/tensor_util.h"
 
 namespace hipdnn_ep {
 namespace {
@@ -89,6 +93,43 @@ int64_t kernel_started(hipdnn_ep_state_t* state) { return state == nullptr ? -1 
 
 void kernel_failed(hipdnn_ep_state_t* state, int64_t call) {
   if (state != nullptr && state->failed_kernel < 0) state->failed_kernel = call;
+}
+
+namespace {
+
+// The byte range [begin, end) of a run's input.
+std::pair<uintptr_t, uintptr_t> byte_range(const hipdnn_ep_tensor_ref_t& t) {
+  const auto begin = reinterpret_cast<uintptr_t>(t.data);
+  return {begin, begin + static_cast<uintptr_t>(kernels::element_count(t)) * kernels::dtype_size(t.dtype)};
+}
+
+// Fills state->run_weights (see holds_run_weights).
+void find_run_weights(hipdnn_ep_state_t* state) {
+  state->run_weights.clear();
+  for (size_t i = state->run_graph_inputs; i < state->run_input_count; ++i) {
+    const auto weight = byte_range(state->run_inputs[i]);
+    bool overlaps = weight.first == weight.second;  // empty: nothing to read
+    for (size_t j = 0; j < state->run_graph_inputs && !overlaps; ++j) {
+      const auto input = byte_range(state->run_inputs[j]);
+      overlaps = input.first < weight.second && weight.first < input.second;
+    }
+    if (!overlaps) state->run_weights.push_back(weight);
+  }
+  std::sort(state->run_weights.begin(), state->run_weights.end());
+  state->run_weights_known = true;
+}
+
+}  // namespace
+
+bool holds_run_weights(hipdnn_ep_state_t* state, const void* data, uint64_t size) {
+  if (state->run_inputs == nullptr || data == nullptr) return false;
+  if (!state->run_weights_known) find_run_weights(state);
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  // the last weight that begins at or before data (where weights overlap, a range inside an earlier one is
+  // not found: false only costs the kernel its early reads)
+  const auto after = std::upper_bound(state->run_weights.begin(), state->run_weights.end(),
+                                      std::make_pair(begin, UINTPTR_MAX));
+  return after != state->run_weights.begin() && begin + size <= std::prev(after)->second;
 }
 
 void finish_synchronization(hipdnn_ep_state_t* state) {
