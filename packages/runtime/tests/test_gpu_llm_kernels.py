@@ -223,6 +223,31 @@ def test_matmul_nbits_unaligned_weights(cpu, gpu, dev, offset):
     close("matmul_nbits", dev.to_host(y), want)
 
 
+@pytest.mark.parametrize("kernel", ["matmul_nbits", "matmul_nbits_silu_mul"])
+@pytest.mark.parametrize("zero_points", [False, True])
+def test_matmul_nbits_blocks_of_32_with_scales_off_a_word(cpu, gpu, dev, kernel, zero_points):
+    """One row, blocks of 32: the tensor-core GEMV (on CUDA; gate and up as its paired form) reads a lane's two
+    scales as one 4-byte word, so scales that start 2 bytes off a word take the CUDA-core GEMV instead, with
+    the same result. Flat scales, as a model's initializer may hold them."""
+    rng = np.random.default_rng(32 + zero_points)
+    k, n, block = 4096, 40, 32
+    weights = [quantized(rng, n, k, block, zero_points, F16) for _ in range(2 if kernel.endswith("silu_mul") else 1)]
+    a = rng.standard_normal((1, k)).astype(F16)
+    want = np.zeros((1, n), F16)
+    _core.call_kernel(cpu, f"hipdnn_ep_kernel_{kernel}", [a, *[x for w in weights for x in w]], [want],
+                      [k, n, 4, block], [])
+
+    def off_a_word(scales):
+        return dev.to_device(np.concatenate([np.zeros(1, F16), scales.reshape(-1)]))[1:]
+
+    inputs = [dev.to_device(a)]
+    for b, scales, zp in weights:
+        inputs += [dev.to_device(b), off_a_word(scales), None if zp is None else dev.to_device(zp)]
+    y = dev.to_device(np.full((1, n), 77, F16))
+    _core.call_kernel(gpu, f"hipdnn_ep_kernel_{kernel}", inputs, [y], [k, n, 4, block], [])
+    close(kernel, dev.to_host(y), want, f"zero points {zero_points}")
+
+
 @pytest.mark.parametrize("dtype", [F32, F16])
 def test_matmul_nbits_prefill_dequantizes_in_bounded_chunks(cpu, gpu_backend, dev, dtype):
     """The GEMM path dequantizes W a chunk of columns at a time into a temporary of at most 32 MiB (an

@@ -183,6 +183,10 @@ void check_launch(const char* what);
 // allow_dependents(); until its own wait_for_predecessor() returns it may read nothing the predecessor
 // could write (it does index arithmetic only). wait_for_predecessor() returns when the predecessor has
 // finished and its writes are visible. Elsewhere, and in kernels launched the usual way, both are no-ops.
+// Starts chain: a kernel may run beside kernels before its predecessor too, where that predecessor calls
+// allow_dependents() before its own wait (the GQA decode kernel does), so "the predecessor could write"
+// means any kernel of the run. The one read before the wait is of the running program's weights
+// (holds_run_weights: no kernel of a run writes them, and they were written before it began).
 // The decode step's int4 GEMVs are launched so: the launch and the blocks' start overlap the norm, the
 // attention merge or the elementwise product before them (on an H100, a 32-layer Llama-3.1-8B-shaped
 // decode step 3.33 -> 3.28 ms). Prefetching the weights into L2 before the wait was slower (3.46 -> 3.81).

@@ -13,6 +13,9 @@ struct NbitsArgs {
   const uint8_t* b;
   const uint8_t* zp;  // null: zero point 8
   int64_t m, k, n, block, blocks, col_bytes, zp_stride;
+  // B, its scales and zero points are weights of the running program (holds_run_weights): the tensor-core
+  // GEMV loads its first step of them before waiting for its stream predecessor.
+  bool constant_weights;
 };
 
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
@@ -28,6 +31,12 @@ bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, 
 bool launch_gemv_mma_silu_mul(const NbitsArgs& gate, const __half* gate_scales, const NbitsArgs& up,
                               const __half* up_scales, const __half* a, __half* y, int multiprocessors,
                               hipStream_t stream);
+
+// matmul_nbits_silu_mul's two products in one launch where the gated form does not apply (one row of A,
+// blocks of 32 or 64): y_gate = A x gate's weight, y_up = A x up's weight. False where it does not apply.
+bool launch_gemv_mma_paired(const NbitsArgs& gate, const __half* gate_scales, const NbitsArgs& up,
+                            const __half* up_scales, const __half* a, __half* y_gate, __half* y_up,
+                            int multiprocessors, hipStream_t stream);
 #endif
 
 }  // namespace hipdnn_ep::kernels::gpu

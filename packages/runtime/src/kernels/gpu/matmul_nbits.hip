@@ -42,6 +42,7 @@
 
 #include "gpu/gpu_blas.h"
 #include "gpu/gpu_device.h"
+#include "runtime_internal.h"
 #include "kernels/gpu/device_math.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/gpu_kernels.h"
@@ -341,9 +342,15 @@ void launch_gemv(const NbitsArgs& p, const T* a, const T* scales, const T* bias,
   }
 }
 
+// Whether input i of the call is present and lies in the running program's weights.
+bool is_run_weight(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args, int32_t i) {
+  const hipdnn_ep_tensor_ref_t& t = args.inputs[i];
+  return holds_run_weights(state, t.data, static_cast<uint64_t>(element_count(t)) * dtype_size(t.dtype));
+}
+
 // The call's shape (nbits_dims.h) and one weight's B (input at) and zero points (input at + 2), of
-// matmul_nbits or matmul_nbits_silu_mul.
-NbitsArgs nbits_args(const hipdnn_ep_kernel_args_t& args, int32_t at) {
+// matmul_nbits or matmul_nbits_silu_mul, and whether B, its scales and zero points are the run's weights.
+NbitsArgs nbits_args(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args, int32_t at) {
   const NbitsDims d = nbits_dims(args);
   NbitsArgs p{};
   p.m = d.m;
@@ -356,6 +363,8 @@ NbitsArgs nbits_args(const hipdnn_ep_kernel_args_t& args, int32_t at) {
   p.b = static_cast<const uint8_t*>(args.inputs[at].data);
   p.zp = args.n_inputs > at + 2 && is_present(args.inputs[at + 2]) ? static_cast<const uint8_t*>(args.inputs[at + 2].data)
                                                                  : nullptr;
+  p.constant_weights = is_run_weight(state, args, at) && is_run_weight(state, args, at + 1) &&
+                       (p.zp == nullptr || is_run_weight(state, args, at + 2));
   return p;
 }
 
@@ -438,7 +447,7 @@ __global__ void silu_mul_kernel(const T* gate, T* y, int64_t count) {
 
 void matmul_nbits(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   if (element_count(args.outputs[0]) == 0) return;
-  const NbitsArgs p = nbits_args(args, 1);
+  const NbitsArgs p = nbits_args(state, args, 1);
   const bool has_bias = args.n_inputs > 4 && is_present(args.inputs[4]);
   dispatch_float_gpu(args.inputs[0].dtype, "matmul_nbits", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -450,7 +459,7 @@ void matmul_nbits(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args)
 
 void matmul_nbits_silu_mul(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args) {
   if (element_count(args.outputs[0]) == 0) return;
-  const NbitsArgs gate = nbits_args(args, 1), up = nbits_args(args, 4);
+  const NbitsArgs gate = nbits_args(state, args, 1), up = nbits_args(state, args, 4);
   const hipStream_t stream = current_stream(state);
   dispatch_float_gpu(args.inputs[0].dtype, "matmul_nbits_silu_mul", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -467,12 +476,24 @@ void matmul_nbits_silu_mul(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args
       }
     }
 #endif
-    // Both products, the gate's into a temporary and up's into y, then y = SiLU(gate) * y.
+    // Both products, the gate's into a temporary and up's into y (in one launch where the paired tensor-core
+    // GEMV applies), then y = SiLU(gate) * y.
     const int64_t count = element_count(args.outputs[0]);
     TempBuffer gate_out(state, static_cast<uint64_t>(count) * sizeof(T));
-    run_nbits<T>(state, gate, args.inputs[0].dtype, a, gate_scales, nullptr, static_cast<T*>(gate_out.data()), stream);
-    run_nbits<T>(state, up, args.inputs[0].dtype, a, up_scales, nullptr, y, stream);
-    silu_mul_kernel<T><<<grid_for(count), kBlock, 0, stream>>>(static_cast<const T*>(gate_out.data()), y, count);
+    T* gate_y = static_cast<T*>(gate_out.data());
+    bool paired = false;
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+    if constexpr (std::is_same_v<T, __half>) {
+      paired = launch_gemv_mma_paired(gate, gate_scales, up, up_scales, a, gate_y, y,
+                                      gpu_device(state).multiprocessors(), stream);
+      if (paired) check_launch("matmul_nbits_silu_mul");
+    }
+#endif
+    if (!paired) {
+      run_nbits<T>(state, gate, args.inputs[0].dtype, a, gate_scales, nullptr, gate_y, stream);
+      run_nbits<T>(state, up, args.inputs[0].dtype, a, up_scales, nullptr, y, stream);
+    }
+    silu_mul_kernel<T><<<grid_for(count), kBlock, 0, stream>>>(gate_y, y, count);
     check_launch("matmul_nbits_silu_mul");
   });
 }

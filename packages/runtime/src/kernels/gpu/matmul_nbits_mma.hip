@@ -14,7 +14,8 @@ namespace {
 // least 128 elements, or of 32 or 64 with one row of A (see "Blocks under a step" below), B 16-byte
 // aligned). A block owns kMmaColumns output columns; its kWarps warps
 // split K in steps of 128 elements (one quantization block or part of one) and each warp loads a step's
-// B, scales and zero points just before using them (its first step before A is staged). In a step, lane
+// B, scales and zero points just before using them (its first step before A is staged, and before the wait
+// for the kernel it overlaps where they are the run's weights). In a step, lane
 // (g, t) = (lane / 4, lane % 4) loads 16 bytes (32 weights) of columns g and g + 8 at K offset 32 t, turns
 // the nibbles into exact halves, and 8 mma.m16n8k16 (W as the 16 x 16 operand, A's rows as the 8 columns
 // of the other) sum them times A in float; the step's scales multiply that float sum. K is permuted the
@@ -82,14 +83,24 @@ __device__ __forceinline__ void nibble_pairs(uint32_t w, __half2 zlo, __half2 zh
   h[3] = half2_bits(__hfma2(bits_half2((w8 & 0x00F000F0u) | 0x64006400u), sixteenth, zhi));
 }
 
+// (w & kMask) | kBits as one lop3 with both constants immediate: written in C, the compiler spends a
+// register on one constant and emits two logic ops (the SASS of the loop below had both).
+template <uint32_t kMask, uint32_t kBits>
+__device__ __forceinline__ uint32_t and_or(uint32_t w) {
+  uint32_t r;
+  // lop3's table for (a & b) | c is (0xF0 & 0xCC) | 0xAA = 0xEA
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(w), "n"(kMask), "n"(kBits));
+  return r;
+}
+
 // The nibbles q0..q7 of w as halves (1024 + q0, 1024 + q4), (64 + q1, 64 + q5), (1024 + q2, 1024 + q6),
 // (64 + q3, 64 + q7): one logic op each (0x6400 is 1024 with ulp 1, 0x5400 64 with ulp 1/16).
 __device__ __forceinline__ void nibble_offsets(uint32_t w, uint32_t (&h)[4]) {
   const uint32_t w8 = w >> 8;
-  h[0] = (w & 0x000F000Fu) | 0x64006400u;
-  h[1] = (w & 0x00F000F0u) | 0x54005400u;
-  h[2] = (w8 & 0x000F000Fu) | 0x64006400u;
-  h[3] = (w8 & 0x00F000F0u) | 0x54005400u;
+  h[0] = and_or<0x000F000Fu, 0x64006400u>(w);
+  h[1] = and_or<0x00F000F0u, 0x54005400u>(w);
+  h[2] = and_or<0x000F000Fu, 0x64006400u>(w8);
+  h[3] = and_or<0x00F000F0u, 0x54005400u>(w8);
 }
 
 // d += W (16 x 16, row major) * X (16 x 8, column major), float accumulation.
@@ -169,11 +180,16 @@ __device__ __forceinline__ void load_mma_step(const MmaWeights& wt, const MmaCol
     st.w[c] = load_streamed(cols.b[c] + s * 64);
     if constexpr (kSub == 1) {
       load_scale(p, scales, cols.col[c], s >> blk_shift, st.scale[c][0], st.zero[c][0]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        if (2 * t + j < kSub) load_scale(p, scales, cols.col[c], s * kSub + 2 * t + j, st.scale[c][j], st.zero[c][j]);
-      }
+    } else if (2 * t < kSub) {
+      // sub-blocks 2t and 2t + 1: one 4-byte word of scales (the row starts on a word: launch_mma checks the
+      // scales' alignment, and p.blocks is a whole number of steps, so even) and one byte of zero points
+      const int64_t blk = s * kSub + 2 * t;
+      const __half2 pair = *reinterpret_cast<const __half2*>(scales + cols.col[c] * p.blocks + blk);
+      st.scale[c][0] = __low2float(pair);
+      st.scale[c][1] = __high2float(pair);
+      const uint32_t z = p.zp == nullptr ? 0x88u : p.zp[cols.col[c] * p.zp_stride + blk / 2];
+      st.zero[c][0] = z & 0x0Fu;
+      st.zero[c][1] = z >> 4;
     }
   }
 }
@@ -212,11 +228,11 @@ __device__ __forceinline__ void stage_row(const NbitsArgs& p, const __half* a, i
 // block while the first step of B is in flight. kSub: blocks a step (1, or 2 and 4 with kSharedA).
 // kGated: y = SiLU(A x p's weight) * (A x p2's weight) (matmul_nbits_silu_mul; no bias; blocks of 128 or
 // more): a block owns kMmaColumns / 2 output columns, its mma rows g the gate's and rows g + 8 up's of the
-// same columns, so a lane's two columns meet in the epilogue.
+// same columns, so a lane's two columns meet in the epilogue. `tile`: the block's kOwned output columns.
 template <int kWarps, bool kVectorA, bool kSharedA, int kSub, bool kGated>
-__global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
-    gemv_mma_nbits_kernel(NbitsArgs p, const __half* a, const __half* scales, const __half* bias, __half* y,
-                          NbitsArgs p2, const __half* scales2) {
+__device__ __forceinline__ void gemv_mma_tile(const NbitsArgs& p, const __half* a, const __half* scales,
+                                              const __half* bias, __half* y, const NbitsArgs& p2,
+                                              const __half* scales2, int64_t tile) {
   static_assert(kSub == 1 || kSharedA, "blocks under a step need the one-row path");
   static_assert(kSub == 1 || !kGated, "the gated form takes blocks of 128 or more");
   constexpr int kOwned = kGated ? kMmaColumns / 2 : kMmaColumns;  // output columns a block writes
@@ -224,7 +240,7 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
   __shared__ float partial[kWarps][kMmaColumns][kMmaRows];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kOwned;
+  const int64_t col0 = tile * kOwned;
   const MmaWeights wt{p, scales, p2, scales2};
   MmaColumns cols{};
 #pragma unroll
@@ -240,10 +256,14 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
   auto* const sums = reinterpret_cast<float2*>(shared_a + steps * 16);  // kSharedA
   // kSharedA false: the row of A in the mma's column g.
   const __half* const x = a + imin(g, p.m - 1) * p.k;
-  wait_for_predecessor();  // launched overlapped: A is the predecessor's output
-  allow_dependents();
+  // Launched overlapped: A is the predecessor's output. The run's weights are not (holds_run_weights), so
+  // their first step may be in flight while the predecessor ends.
+  const bool early = p.constant_weights && p2.constant_weights;
   MmaStep st;
-  if (warp < steps) load_mma_step<kSub, kGated>(wt, cols, warp, blk_shift, t, st);
+  if (early && warp < steps) load_mma_step<kSub, kGated>(wt, cols, warp, blk_shift, t, st);
+  wait_for_predecessor();
+  allow_dependents();
+  if (!early && warp < steps) load_mma_step<kSub, kGated>(wt, cols, warp, blk_shift, t, st);
   if constexpr (kSharedA) {
     stage_row<kWarps, kSub>(p, a, steps, shared_a, sums);
     __syncthreads();
@@ -345,7 +365,27 @@ __global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
   }
 }
 
-// One call of the kernel: p, a, scales, bias and y; in the gated form also up's weight (p2, scales2).
+// The kernel of one form (gemv_mma_tile's parameters). kPaired (one row, blocks under a step; not gated):
+// two products of the same shape in one grid, p's columns into y by the first half of the blocks and p2's
+// into y2 by the second half (matmul_nbits_silu_mul's gate and up, one launch and one tail instead of two).
+template <int kWarps, bool kVectorA, bool kSharedA, int kSub, bool kGated, bool kPaired>
+__global__ void __launch_bounds__(32 * kWarps, kMmaWarpsPerSm / kWarps)
+    gemv_mma_nbits_kernel(NbitsArgs p, const __half* a, const __half* scales, const __half* bias, __half* y,
+                          NbitsArgs p2, const __half* scales2, __half* y2) {
+  static_assert(!(kPaired && kGated), "the paired and gated forms are two ways to run gate and up");
+  if constexpr (kPaired) {
+    const int64_t first = (p.n + kMmaColumns - 1) / kMmaColumns;  // the blocks of p's columns
+    if (blockIdx.x >= first) {
+      gemv_mma_tile<kWarps, kVectorA, kSharedA, kSub, false>(p2, a, scales2, nullptr, y2, p2, scales2,
+                                                              blockIdx.x - first);
+      return;
+    }
+  }
+  gemv_mma_tile<kWarps, kVectorA, kSharedA, kSub, kGated>(p, a, scales, bias, y, p2, scales2, blockIdx.x);
+}
+
+// One call of the kernel: p, a, scales, bias and y; in the gated form also up's weight (p2, scales2), in the
+// paired form also its output (y2).
 struct MmaLaunch {
   NbitsArgs p;
   const __half* a;
@@ -354,72 +394,91 @@ struct MmaLaunch {
   __half* y;
   NbitsArgs p2;
   const __half* scales2;
+  __half* y2;
 };
 
 // Launches one form of the kernel (`blocks` blocks) where the device runs its tensor-core code; false where
 // it does not.
-template <int kWarps, bool kGated, bool kVectorA, bool kSharedA, int kSub = 1>
+template <int kWarps, bool kGated, bool kPaired, bool kVectorA, bool kSharedA, int kSub = 1>
 bool launch_form(const MmaLaunch& l, int64_t blocks, int64_t shared_bytes, hipStream_t stream) {
-  constexpr auto kKernel = gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA, kSub, kGated>;
+  constexpr auto kKernel = gemv_mma_nbits_kernel<kWarps, kVectorA, kSharedA, kSub, kGated, kPaired>;
   if (!runs_sm80_code<kKernel>()) return false;
   launch_overlapped<kKernel>(static_cast<unsigned>(blocks), 32 * kWarps, static_cast<size_t>(shared_bytes), stream,
-                             l.p, l.a, l.scales, l.bias, l.y, l.p2, l.scales2);
+                             l.p, l.a, l.scales, l.bias, l.y, l.p2, l.scales2, l.y2);
   return true;
 }
 
 // Blocks a step of 128 elements: 1 for blocks of 128 or more, 2 or 4 for blocks of 64 or 32.
 inline int blocks_a_step(const NbitsArgs& p) { return p.block >= 128 ? 1 : static_cast<int>(128 / p.block); }
 
-template <int kWarps, bool kGated>
+template <int kWarps, bool kGated, bool kPaired>
 bool launch_warps(const MmaLaunch& l, int64_t blocks, hipStream_t stream) {
   const NbitsArgs& p = l.p;
   const int64_t steps = p.col_bytes / 64;
   if constexpr (!kGated) {  // launch_mma admits blocks under a step only where they take this path
     switch (blocks_a_step(p)) {
       case 2:
-        return launch_form<kWarps, kGated, true, true, 2>(l, blocks, mma_shared_a_bytes(steps, 2), stream);
+        return launch_form<kWarps, kGated, kPaired, true, true, 2>(l, blocks, mma_shared_a_bytes(steps, 2), stream);
       case 4:
-        return launch_form<kWarps, kGated, true, true, 4>(l, blocks, mma_shared_a_bytes(steps, 4), stream);
+        return launch_form<kWarps, kGated, kPaired, true, true, 4>(l, blocks, mma_shared_a_bytes(steps, 4), stream);
       default:
         break;
     }
   }
-  if (!aligned(l.a, 16) || p.k % 8 != 0) return launch_form<kWarps, kGated, false, false>(l, blocks, 0, stream);
-  const int64_t shared = mma_shared_a_bytes(steps, 1);
-  if (p.m == 1 && shared <= kMmaSharedA) return launch_form<kWarps, kGated, true, true>(l, blocks, shared, stream);
-  return launch_form<kWarps, kGated, true, false>(l, blocks, 0, stream);
+  if constexpr (kPaired) {
+    return false;  // launch_mma admits the paired form only for blocks under a step
+  } else {
+    if (!aligned(l.a, 16) || p.k % 8 != 0) return launch_form<kWarps, kGated, false, false, false>(l, blocks, 0, stream);
+    const int64_t shared = mma_shared_a_bytes(steps, 1);
+    if (p.m == 1 && shared <= kMmaSharedA) {
+      return launch_form<kWarps, kGated, false, true, true>(l, blocks, shared, stream);
+    }
+    return launch_form<kWarps, kGated, false, true, false>(l, blocks, 0, stream);
+  }
 }
 
-template <bool kGated>
+template <bool kGated, bool kPaired>
 bool launch_mma(const MmaLaunch& l, int multiprocessors, hipStream_t stream) {
   const NbitsArgs& p = l.p;
+  constexpr bool kTwoWeights = kGated || kPaired;
   // p.block is a power of two (validate_matmul_nbits refuses others): the kernel finds its block by a shift
-  if (!(p.m <= kMmaRows && p.block >= 32 && aligned(p.b, 16) && (!kGated || aligned(l.p2.b, 16)))) return false;
+  if (!(p.m <= kMmaRows && p.block >= 32 && aligned(p.b, 16) && (!kTwoWeights || aligned(l.p2.b, 16)))) return false;
   // Gated, blocks under a step: measured slower than the two GEMVs and SILU_MUL it replaces (an H200 at
-  // 14336 x 4096, blocks of 32: 37.3 us against 2 x 17.3 + 1.3), so the caller runs those instead.
+  // 14336 x 4096, blocks of 32: 37.3 us against 2 x 17.3 + 1.3); the paired form runs those two GEMVs in one
+  // launch. Blocks of 128 or more take the gated form.
   if (kGated && p.block < 128) return false;
-  if (p.block < 128) {  // the one-row path only, over whole steps of B
-    const bool one_row = p.m == 1 && aligned(l.a, 16) && p.k % 8 == 0 && p.col_bytes % 64 == 0;
+  if (kPaired && p.block >= 128) return false;
+  if (p.block < 128) {  // the one-row path only, over whole steps of B, with a word of scales a lane
+    const bool one_row = p.m == 1 && aligned(l.a, 16) && p.k % 8 == 0 && p.col_bytes % 64 == 0 &&
+                         aligned(l.scales, 4) && (!kPaired || aligned(l.scales2, 4));
     if (!one_row || mma_shared_a_bytes(p.col_bytes / 64, blocks_a_step(p)) > kMmaSharedA) return false;
   }
   constexpr int64_t kOwned = kGated ? kMmaColumns / 2 : kMmaColumns;
-  const int64_t blocks = (p.n + kOwned - 1) / kOwned;
+  const int64_t blocks = (p.n + kOwned - 1) / kOwned * (kPaired ? 2 : 1);
   const int64_t wide_blocks = static_cast<int64_t>(multiprocessors) * (kMmaWarpsPerSm / kMmaWideWarps);
-  return blocks <= wide_blocks ? launch_warps<kMmaWideWarps, kGated>(l, blocks, stream)
-                               : launch_warps<kMmaWarps, kGated>(l, blocks, stream);
+  return blocks <= wide_blocks ? launch_warps<kMmaWideWarps, kGated, kPaired>(l, blocks, stream)
+                               : launch_warps<kMmaWarps, kGated, kPaired>(l, blocks, stream);
 }
 
 }  // namespace
 
 bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                      int multiprocessors, hipStream_t stream) {
-  return launch_mma<false>(MmaLaunch{p, a, scales, bias, y, p, scales}, multiprocessors, stream);
+  return launch_mma<false, false>(MmaLaunch{p, a, scales, bias, y, p, scales, nullptr}, multiprocessors, stream);
 }
 
 bool launch_gemv_mma_silu_mul(const NbitsArgs& gate, const __half* gate_scales, const NbitsArgs& up,
                               const __half* up_scales, const __half* a, __half* y, int multiprocessors,
                               hipStream_t stream) {
-  return launch_mma<true>(MmaLaunch{gate, a, gate_scales, nullptr, y, up, up_scales}, multiprocessors, stream);
+  return launch_mma<true, false>(MmaLaunch{gate, a, gate_scales, nullptr, y, up, up_scales, nullptr}, multiprocessors,
+                                 stream);
+}
+
+bool launch_gemv_mma_paired(const NbitsArgs& gate, const __half* gate_scales, const NbitsArgs& up,
+                            const __half* up_scales, const __half* a, __half* y_gate, __half* y_up,
+                            int multiprocessors, hipStream_t stream) {
+  return launch_mma<false, true>(MmaLaunch{gate, a, gate_scales, nullptr, y_gate, up, up_scales, y_up},
+                                 multiprocessors, stream);
 }
 
 }  // namespace hipdnn_ep::kernels::gpu
