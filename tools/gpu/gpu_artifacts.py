@@ -91,6 +91,11 @@ def int_division_model() -> onnx.ModelProto:
 LLM_TINY = llm_models.LlamaSpec(vocab=128, layers=1, max_length=16)
 LLM_DECODE = dataclasses.replace(LLM_TINY, shared_kv=True).fixed("decode", 0)
 LLM_ROTARY = dataclasses.replace(LLM_TINY, rotary="separate", packed_qkv=False)
+# The float16 decode step in onnxruntime-genai's model builder's layout (blocks of 32, no zero points): on
+# CUDA its int4 products take the tensor-core GEMV (gate and up as the paired form), reading the weights
+# before their stream predecessor ends.
+LLM_HALF = dataclasses.replace(LLM_TINY, hidden=128, intermediate=256, head_dim=32, dtype="float16",
+                               shared_kv=True).fixed("decode", 0)
 
 
 def llm_model(spec: llm_models.LlamaSpec) -> onnx.ModelProto:
@@ -124,6 +129,7 @@ def cases() -> dict[str, tuple[onnx.ModelProto, dict[str, dict[str, np.ndarray]]
             for n in (7, 300)}),
         "llm_decode_shared_kv": (llm_model(LLM_DECODE), _feeds_llm(LLM_DECODE, [(1, 5), (1, 9)])),
         "llm_rotary_dynamic": (llm_model(LLM_ROTARY), _feeds_llm(LLM_ROTARY, [(1, 5), (4, 0)])),
+        "llm_decode_float16": (llm_model(LLM_HALF), _feeds_llm(LLM_HALF, [(1, 5), (1, 9)])),
         # One BERT-base-shaped encoder layer (hidden 768, 12 heads, seq 128), for tools/gpu/gpu_bench.py.
         "bert_layer_seq128": (models.attention_model(batch=1, seq=128, hidden=768, heads=12),
                               {"b1s128": models.attention_feeds(1, 128, hidden=768, seed=5)}),
