@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import const, ort_run
+from conftest import const, int8_weights, ort_run
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
@@ -109,7 +109,9 @@ def test_dynamic_quantize_linear(refruntime, tmp_path):
 def test_matmul_integer(atype, btype, zero_points, refruntime, tmp_path):
     rng = np.random.default_rng(4)
     names = ["a", "b"]
-    inits = [const("b", rng.integers(np.iinfo(NP[btype]).min, np.iinfo(NP[btype]).max, (32, 5)).astype(NP[btype]))]
+    b = (int8_weights(rng, (32, 5)) if btype == T.INT8 else
+         rng.integers(np.iinfo(NP[btype]).min, np.iinfo(NP[btype]).max, (32, 5)).astype(NP[btype]))
+    inits = [const("b", b)]
     if zero_points != "none":
         names += ["za", "zb"]
         inits.append(const("za", np.array(3 if atype == T.UINT8 else -3, NP[atype])))
@@ -128,7 +130,7 @@ def test_qlinear_matmul(per_column, refruntime, tmp_path):
     n, k = 6, 16
     b_scale = rng.uniform(0.01, 0.05, (n,) if per_column else ()).astype(np.float32)
     inits = [const("as", np.array(0.05, np.float32)), const("az", np.array(128, np.uint8)),
-             const("b", rng.integers(-128, 127, (k, n)).astype(np.int8)), const("bs", b_scale),
+             const("b", int8_weights(rng, (k, n))), const("bs", b_scale),
              const("bz", np.zeros((n,) if per_column else (), np.int8)), const("ys", np.array(0.2, np.float32)),
              const("yz", np.array(10, np.uint8))]
     node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
@@ -179,7 +181,11 @@ def test_dequantize_to_a_type_other_than_the_scales_is_refused(tmp_path):
 
 def _conv_case(rng, xtype, wtype, m=6, c=4, group=1, k=3):
     xi, wi = np.iinfo(NP[xtype]), np.iinfo(NP[wtype])
-    w = rng.integers(wi.min, wi.max, (m, c // group, k, k), endpoint=True).astype(NP[wtype])
+    shape = (m, c // group, k, k)
+    if wtype == T.INT8:
+        w = int8_weights(rng, shape)
+    else:
+        w = rng.integers(wi.min, wi.max, shape, endpoint=True).astype(NP[wtype])
     feeds = [{"x": rng.integers(xi.min, xi.max, (n, c, h, h), endpoint=True).astype(NP[xtype])}
              for n, h in ((2, 9), (1, 5))]
     return w, feeds
@@ -360,7 +366,7 @@ def test_qlinear_global_average_pool_channels_last_is_refused(tmp_path):
 def test_qgemm(trans_b, per_column, output, refruntime, tmp_path):
     rng = np.random.default_rng(12)
     k, n = 16, 5
-    b = _q(rng, T.INT8, (n, k) if trans_b else (k, n))
+    b = int8_weights(rng, (n, k) if trans_b else (k, n))
     inits = [const("as", np.array(0.05, np.float32)), const("az", np.array(128, np.uint8)), const("b", b),
              const("bs", rng.uniform(0.01, 0.05, (n,) if per_column else ()).astype(np.float32)),
              const("bz", np.zeros((n,) if per_column else (), np.int8)),
