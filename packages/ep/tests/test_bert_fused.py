@@ -52,7 +52,10 @@ def test_fused_bert_is_claimed_whole_and_matches_the_cpu_ep(env, ep_devices, tmp
 def test_dynamically_quantized_bert_is_claimed_whole_and_matches_the_cpu_ep(env, ep_devices, tmp_path):
     path = exported_bert(tmp_path / "bert.onnx", mask="legacy")
     quantized = tmp_path / "bert_int8.onnx"
-    quantization.quantize_dynamic(str(path), str(quantized), weight_type=quantization.QuantType.QInt8)
+    # reduce_range (7-bit weights): on x86 without VNNI the CPU EP's u8 x s8 kernels saturate pairs of products
+    # in int16 (test_quantized_cnn.py), which moved its full-range result up to 0.1 off
+    quantization.quantize_dynamic(str(path), str(quantized), weight_type=quantization.QuantType.QInt8,
+                                  reduce_range=True)
     model = onnx.load(str(quantized))
     ops = collections.Counter(n.op_type for n in model.graph.node)
     assert {"DynamicQuantizeLinear", "MatMulInteger", "DequantizeLinear"} <= set(ops), dict(ops)
