@@ -142,18 +142,13 @@ struct RunGuard {
       state->output_allocator = nullptr;
       state->host_outputs.clear();
     }
+    state->run_artifact = nullptr;
     state->run_inputs = nullptr;
     state->run_weights_known = false;
     state->run_weights.clear();
     state->running.store(false);
   }
 };
-
-uint64_t byte_size(const hipdnn_ep_tensor_ref_t& t) {
-  uint64_t n = kernels::dtype_size(t.dtype);
-  for (int32_t d = 0; d < t.rank; ++d) n *= static_cast<uint64_t>(t.dims[d]);
-  return n;
-}
 
 // Asks the host's allocator for output index (dims, rank and dtype already in *output).
 int32_t host_output(hipdnn_ep_state_t* state, int32_t index, hipdnn_ep_tensor_ref_t* output, uint64_t size) {
@@ -163,7 +158,7 @@ int32_t host_output(hipdnn_ep_state_t* state, int32_t index, hipdnn_ep_tensor_re
     return set_error(status, "the host's output allocator failed for output " + std::to_string(index) +
                                  " (status " + std::to_string(status) + ")");
   }
-  HIPDNN_EP_REQUIRE(data != nullptr || byte_size(*output) == 0, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
+  HIPDNN_EP_REQUIRE(data != nullptr || kernels::tensor_bytes(*output) == 0, HIPDNN_EP_STATUS_INVALID_ARGUMENT,
                     "the host's output allocator returned NULL for output " + std::to_string(index) + " of " +
                         std::to_string(size) + " bytes");
   output->data = data;
@@ -286,9 +281,8 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
                     std::string(api) + ": the state is already running a program "
                                        "(a state runs one program at a time; use one state per thread)");
   RunGuard guard{state};
+  state->run_artifact = artifact;
   state->run_inputs = inputs;
-  state->run_graph_inputs = artifact->n_graph_inputs;
-  state->run_input_count = artifact->inputs.size();
   if (allocator != nullptr && artifact->writes_in_place) {
     std::lock_guard<std::mutex> lock(state->memory_mutex);
     state->output_allocator = allocator;
@@ -361,7 +355,7 @@ int32_t run(const char* api, hipdnn_ep_artifact_t* artifact, hipdnn_ep_state_t* 
   int32_t status = HIPDNN_EP_STATUS_OK;
   for (size_t i = 0; i < artifact->outputs.size(); ++i) {
     void* own = outputs[i].data;
-    const uint64_t size = byte_size(outputs[i]);
+    const uint64_t size = kernels::tensor_bytes(outputs[i]);
     if (status == HIPDNN_EP_STATUS_OK) status = host_output(state, static_cast<int32_t>(i), &outputs[i], size);
     if (status == HIPDNN_EP_STATUS_OK && size > 0) {
       status = hipdnn_ep_memcpy(state, outputs[i].data, own, size, kind);

@@ -25,10 +25,10 @@ int32_t state_backend(const hipdnn_ep_state_t* state);
 int64_t kernel_started(hipdnn_ep_state_t* state);
 void kernel_failed(hipdnn_ep_state_t* state, int64_t call);
 
-// Whether [data, data + size) lies inside one of the running program's weights (the artifact's inputs past
+// Whether the tensor's bytes lie inside one of the running program's weights (the artifact's inputs past
 // the graph's), leaving out any weight that overlaps a graph input (a run may write those in place). No
 // kernel of a run writes such memory, and it was written before the run began, so a kernel may read it
 // before its stream predecessor ends. False outside a run (a kernel called directly).
-bool holds_run_weights(hipdnn_ep_state_t* state, const void* data, uint64_t size);
+bool holds_run_weights(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t& tensor);
 
 }  // namespace hipdnn_ep

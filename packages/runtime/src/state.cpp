@@ -8,6 +8,7 @@
 #include <iterator>
 #include <string>
 
+#include "artifact.h"
 #include "error.h"
 #include "kernels/tensor_util.h"
 
@@ -100,16 +101,17 @@ namespace {
 // The byte range [begin, end) of a run's input.
 std::pair<uintptr_t, uintptr_t> byte_range(const hipdnn_ep_tensor_ref_t& t) {
   const auto begin = reinterpret_cast<uintptr_t>(t.data);
-  return {begin, begin + static_cast<uintptr_t>(kernels::element_count(t)) * kernels::dtype_size(t.dtype)};
+  return {begin, begin + static_cast<uintptr_t>(kernels::tensor_bytes(t))};
 }
 
 // Fills state->run_weights (see holds_run_weights).
 void find_run_weights(hipdnn_ep_state_t* state) {
+  const size_t graph_inputs = state->run_artifact->n_graph_inputs;
   state->run_weights.clear();
-  for (size_t i = state->run_graph_inputs; i < state->run_input_count; ++i) {
+  for (size_t i = graph_inputs; i < state->run_artifact->inputs.size(); ++i) {
     const auto weight = byte_range(state->run_inputs[i]);
     bool overlaps = weight.first == weight.second;  // empty: nothing to read
-    for (size_t j = 0; j < state->run_graph_inputs && !overlaps; ++j) {
+    for (size_t j = 0; j < graph_inputs && !overlaps; ++j) {
       const auto input = byte_range(state->run_inputs[j]);
       overlaps = input.first < weight.second && weight.first < input.second;
     }
@@ -121,15 +123,15 @@ void find_run_weights(hipdnn_ep_state_t* state) {
 
 }  // namespace
 
-bool holds_run_weights(hipdnn_ep_state_t* state, const void* data, uint64_t size) {
-  if (state->run_inputs == nullptr || data == nullptr) return false;
+bool holds_run_weights(hipdnn_ep_state_t* state, const hipdnn_ep_tensor_ref_t& tensor) {
+  if (state->run_artifact == nullptr || tensor.data == nullptr) return false;
   if (!state->run_weights_known) find_run_weights(state);
-  const auto begin = reinterpret_cast<uintptr_t>(data);
-  // the last weight that begins at or before data (where weights overlap, a range inside an earlier one is
-  // not found: false only costs the kernel its early reads)
+  const auto [begin, end] = byte_range(tensor);
+  // the last weight that begins at or before the tensor (where weights overlap, a range inside an earlier one
+  // is not found: false only costs the kernel its early reads)
   const auto after = std::upper_bound(state->run_weights.begin(), state->run_weights.end(),
                                       std::make_pair(begin, UINTPTR_MAX));
-  return after != state->run_weights.begin() && begin + size <= std::prev(after)->second;
+  return after != state->run_weights.begin() && end <= std::prev(after)->second;
 }
 
 void finish_synchronization(hipdnn_ep_state_t* state) {

@@ -46,12 +46,11 @@ struct hipdnn_ep_state {
   // kernel_nodes); reset per run.
   int64_t kernel_calls = 0;
   int64_t failed_kernel = -1;
-  // During a run: the artifact's inputs (graph inputs first, then weights), and the weights' byte ranges
+  // During a run: the artifact, its inputs (graph inputs first, then weights), and the weights' byte ranges
   // [begin, end), sorted, built on the first holds_run_weights of the run (run_weights_known); cleared
   // when the run ends.
+  const hipdnn_ep_artifact* run_artifact = nullptr;
   const hipdnn_ep_tensor_ref_t* run_inputs = nullptr;
-  size_t run_graph_inputs = 0;
-  size_t run_input_count = 0;
   bool run_weights_known = false;
   std::vector<std::pair<uintptr_t, uintptr_t>> run_weights;
   // During hipdnn_ep_artifact_run_into: the host's allocator, and the outputs it provided

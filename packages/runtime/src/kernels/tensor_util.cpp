@@ -54,6 +54,12 @@ int64_t element_count(const Dims& dims) { return dims_product(dims, 0, dims.size
 
 int64_t element_count(const hipdnn_ep_tensor_ref_t& tensor) { return element_count(dims_of(tensor)); }
 
+uint64_t tensor_bytes(const hipdnn_ep_tensor_ref_t& tensor) {
+  uint64_t bytes = dtype_size(tensor.dtype);
+  for (int32_t d = 0; d < tensor.rank; ++d) bytes *= static_cast<uint64_t>(tensor.dims[d]);
+  return bytes;
+}
+
 Dims contiguous_strides(const Dims& dims) {
   Dims strides(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];

@@ -47,6 +47,8 @@ Dims dims_of(const hipdnn_ep_tensor_ref_t& tensor);
 // Product of dims; 1 for rank 0.
 int64_t element_count(const Dims& dims);
 int64_t element_count(const hipdnn_ep_tensor_ref_t& tensor);
+// Bytes the tensor spans: its element count times its dtype's size.
+uint64_t tensor_bytes(const hipdnn_ep_tensor_ref_t& tensor);
 // Product of dims[begin, end).
 int64_t dims_product(const Dims& dims, size_t begin, size_t end);
 // Row-major strides in elements.

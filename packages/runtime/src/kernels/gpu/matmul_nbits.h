@@ -6,22 +6,26 @@
 #include <cstdint>
 
 #include "kernels/gpu/gpu_common.h"
+#include "kernels/nbits_dims.h"
 
 namespace hipdnn_ep::kernels::gpu {
 
-struct NbitsArgs {
+// The call's shape (NbitsDims) and one weight's B and zero points.
+struct NbitsArgs : NbitsDims {
   const uint8_t* b;
   const uint8_t* zp;  // null: zero point 8
-  int64_t m, k, n, block, blocks, col_bytes, zp_stride;
+  int64_t col_bytes, zp_stride;
   // B, its scales and zero points are weights of the running program (holds_run_weights): the tensor-core
-  // GEMV loads its first step of them before waiting for its stream predecessor.
+  // GEMV loads its first step of them before waiting for its stream predecessor. Asked only where that
+  // GEMV may run (CUDA, float16, a decode's rows); false elsewhere.
   bool constant_weights;
 };
 
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
 // The decode GEMV on tensor cores where it applies (float16 is the caller's; up to 8 rows of A, blocks of
-// a power of two of at least 128, 16-byte aligned B, a GPU of compute capability 8.0 or more): launches it
-// and returns true, else false (the caller runs the scalar GEMV). `multiprocessors` (the device's) sizes
+// a power of two of at least 32 (under 128: one row, 4-byte aligned scales), 16-byte aligned B, a GPU of
+// compute capability 8.0 or more): launches it and returns true, else false (the caller runs the scalar
+// GEMV). `multiprocessors` (the device's) sizes
 // its blocks. The caller checks the launch.
 bool launch_gemv_mma(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
                      int multiprocessors, hipStream_t stream);

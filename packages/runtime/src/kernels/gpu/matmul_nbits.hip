@@ -342,29 +342,25 @@ void launch_gemv(const NbitsArgs& p, const T* a, const T* scales, const T* bias,
   }
 }
 
-// Whether input i of the call is present and lies in the running program's weights.
-bool is_run_weight(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args, int32_t i) {
-  const hipdnn_ep_tensor_ref_t& t = args.inputs[i];
-  return holds_run_weights(state, t.data, static_cast<uint64_t>(element_count(t)) * dtype_size(t.dtype));
-}
-
 // The call's shape (nbits_dims.h) and one weight's B (input at) and zero points (input at + 2), of
-// matmul_nbits or matmul_nbits_silu_mul, and whether B, its scales and zero points are the run's weights.
+// matmul_nbits or matmul_nbits_silu_mul; where the tensor-core GEMV may run, whether B, its scales and zero
+// points are the run's weights.
 NbitsArgs nbits_args(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args, int32_t at) {
-  const NbitsDims d = nbits_dims(args);
   NbitsArgs p{};
-  p.m = d.m;
-  p.k = d.k;
-  p.n = d.n;
-  p.block = d.block;
-  p.blocks = d.blocks;
+  static_cast<NbitsDims&>(p) = nbits_dims(args);
   p.col_bytes = p.blocks * (p.block / 2);
   p.zp_stride = (p.blocks + 1) / 2;
   p.b = static_cast<const uint8_t*>(args.inputs[at].data);
-  p.zp = args.n_inputs > at + 2 && is_present(args.inputs[at + 2]) ? static_cast<const uint8_t*>(args.inputs[at + 2].data)
-                                                                 : nullptr;
-  p.constant_weights = is_run_weight(state, args, at) && is_run_weight(state, args, at + 1) &&
-                       (p.zp == nullptr || is_run_weight(state, args, at + 2));
+  const bool has_zp = args.n_inputs > at + 2 && is_present(args.inputs[at + 2]);
+  p.zp = has_zp ? static_cast<const uint8_t*>(args.inputs[at + 2].data) : nullptr;
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+  if (p.m <= kGemvMaxRows && args.inputs[0].dtype == HIPDNN_EP_DTYPE_FLOAT16) {
+    p.constant_weights = holds_run_weights(state, args.inputs[at]) && holds_run_weights(state, args.inputs[at + 1]) &&
+                         (!has_zp || holds_run_weights(state, args.inputs[at + 2]));
+  }
+#else
+  (void)state;
+#endif
   return p;
 }
 
