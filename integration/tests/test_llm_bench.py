@@ -129,6 +129,22 @@ def test_bench_cuda_graph_refuses_a_model_without_a_shared_kv_buffer(tmp_path):
     assert "needs the same input shapes each step" in out.stderr and "shared KV buffer" in out.stderr
 
 
+def test_bench_refuses_to_time_a_model_the_ep_does_not_run_whole(tmp_path):
+    """Where the EP's compiler cannot be used, ORT would run every node on its CPU EP with a mere warning and
+    the table would show CPU figures under "hipdnn": the bench refuses, unless told --allow-fallback."""
+    folder = lm.write_model(lm.SIZES["tiny"], tmp_path / "m")
+    broken = tmp_path / "python-without-the-compiler"
+    broken.write_text("#!/bin/sh\nexit 3\n")
+    broken.chmod(0o755)
+    option = f"--option=compiler_python={broken}"
+    out, _ = _bench(folder, tmp_path, "--ep", "hipdnn", option)
+    assert out.returncode != 0
+    assert "does not run the whole model" in out.stderr and "--allow-fallback" in out.stderr
+    out, data = _bench(folder, tmp_path, "--ep", "hipdnn", option, "--allow-fallback")
+    assert out.returncode == 0, out.stderr
+    assert data["results"][0]["ep"] == "hipdnn" and data["results"][0]["decode_tok_s"] > 0
+
+
 def _last_logits(folder, io: str, ep: str, generate: int = 3, graph: bool = False) -> np.ndarray:
     decoder = bench.Decoder.read(folder)
     cache = folder.parent / "cache"

@@ -103,8 +103,11 @@ class Decoder:
                    int(search.get("max_length", config["model"].get("context_length", 0))))
 
 
-def _session(decoder: Decoder, ep: str, options: dict[str, str], log_file: str | None = None):
-    """(session, the EP device ORT was handed or None for ORT's own EPs)."""
+def _session(decoder: Decoder, ep: str, options: dict[str, str], log_file: str | None = None,
+             allow_fallback: bool = False):
+    """(session, the EP device ORT was handed or None for ORT's own EPs). This EP must take every node
+    unless `allow_fallback`: else a node it leaves (or every node, where its compiler cannot be used)
+    would run on ORT's CPU EP and the figures under "hipdnn" would be partly or wholly that EP's."""
     import onnxruntime as ort  # noqa: PLC0415
 
     so = ort.SessionOptions()
@@ -116,9 +119,18 @@ def _session(decoder: Decoder, ep: str, options: dict[str, str], log_file: str |
         options = {"backend": "cpu", "compiler_python": sys.executable, **options}
         if log_file:
             so.log_severity_level = 1  # info: the EP says once per node whether it is replayed from a graph
+        if not allow_fallback:
+            so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
         device = devices_for_backend(register(), options["backend"])
         so.add_provider_for_devices(device, options)
-        return ort.InferenceSession(str(decoder.model), sess_options=so), device[0]
+        try:
+            return ort.InferenceSession(str(decoder.model), sess_options=so), device[0]
+        except Exception as e:
+            if allow_fallback or "CPU fallback is disabled" not in str(e):
+                raise
+            # last: the parent shows the end of a failed worker's output, after ORT's list of the nodes
+            raise SystemExit(f"{e}\nhipdnn-ep bench: the EP does not run the whole model, so its figures would be "
+                             "partly ORT's CPU EP's; --allow-fallback times it anyway") from None
     if ep.startswith("cuda") and hasattr(ort, "preload_dlls"):
         ort.preload_dlls()  # the CUDA and cuDNN libraries of the nvidia-* wheels, where installed
     provider = (ORT_EPS[ep], CUDA_GRAPH_OPTIONS) if ep == "cuda-graph" else ORT_EPS[ep]
@@ -319,7 +331,7 @@ def _run_ep(decoder: Decoder, ep: str, args: argparse.Namespace, options: dict[s
                          "(past_present_share_buffer) and --io binding")
     baseline = _peak_rss_kib()  # after the imports
     start = time.perf_counter()
-    sess, ep_device = _session(decoder, ep, options, args.log)
+    sess, ep_device = _session(decoder, ep, options, args.log, args.allow_fallback)
     session_s = time.perf_counter() - start
     inputs = {i.name: i for i in sess.get_inputs()}
     kv_type = np.dtype(NP_TYPES[inputs[decoder.past_key % 0].type])
@@ -383,6 +395,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="EPs to run (default: hipdnn, cpu, and cuda when onnxruntime has it); cuda-graph: ORT's "
                          "CUDA EP replaying a captured graph of each decode step (needs a shared KV buffer)")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="hipdnn-ep option")
+    ap.add_argument("--allow-fallback", action="store_true",
+                    help="let nodes hipdnn-ep does not take run on ORT's CPU EP (by default the bench refuses: its "
+                         "figures would not be the EP's alone)")
     ap.add_argument("--io", choices=("binding", "numpy"),
                     help="binding: KV cache and logits in the EP's device memory through an IO binding (default for "
                          "GPU EPs); numpy: host arrays (default on the CPU)")
@@ -445,7 +460,8 @@ def run(args: argparse.Namespace) -> int:
     kv_shared = resident_bytes(decoder, args.batch_size, decoder.max_length)[1]
     base = [sys.executable, "-m", "hipdnn_ep.bench", args.model, "-l", str(args.prompt_length), "-g",
             str(args.generation_length), "-r", str(args.repetitions), "-w", str(args.warmup), "-b",
-            str(args.batch_size), *(f"--option={o}" for o in args.option), *(["--io", args.io] if args.io else [])]
+            str(args.batch_size), *(f"--option={o}" for o in args.option), *(["--io", args.io] if args.io else []),
+            *(["--allow-fallback"] if args.allow_fallback else [])]
     results: list[Result] = []
     progress = _progress()
     total = args.warmup + args.repetitions
