@@ -12,10 +12,10 @@ and its time over bytes / copy bandwidth; a compute-bound one (prefill projectio
 useful FLOP/s and its time over FLOPs / matrix rate (the causal half only, for attention).
 
 Shapes: hidden 4096, intermediate 14336, 32 query and 8 KV heads of 128, vocabulary 128256; int4 weights
-in blocks of 128 with zero points (the decode GEMVs also in blocks of 32 without, the model builder's
-default); float16 activations. The gated MLP's gate and up projections with SiLU(gate) * up in one call
-(matmul_nbits_silu_mul) are timed where the runtime has that kernel. Needs torch with CUDA and a GPU build
-of the runtime (HIPDNN_EP_BACKENDS="cpu;cuda").
+in blocks of 128 with zero points (the decode GEMVs and a 128-token prompt's projections also in blocks of 32
+without, the model builder's default); float16 activations. The gated MLP's gate and up projections with
+SiLU(gate) * up in one call (matmul_nbits_silu_mul) are timed where the runtime has that kernel. Needs
+torch with CUDA and a GPU build of the runtime (HIPDNN_EP_BACKENDS="cpu;cuda").
 """
 
 from __future__ import annotations
@@ -147,10 +147,20 @@ def cases() -> list[Case]:
     make, moved = _nbits(4, HIDDEN, INTER)
     out.append(Case("gemv", f"M 4 gate/up_proj {INTER}x{HIDDEN}", "matmul_nbits", make, bytes_moved=moved,
                     sets=_weight_sets(moved)))
-    for m in (128, 2048):
+    # a prompt's projections (the builder's blocks of 32 without zero points beside blocks of 128 with them)
+    for label, k, n in (("qkv_proj", HIDDEN, (HEADS + 2 * KV_HEADS) * HEAD), ("o_proj", HIDDEN, HIDDEN),
+                        ("gate/up_proj", HIDDEN, INTER), ("down_proj", INTER, HIDDEN)):
+        for block, zero_points in ((BLOCK, True), (32, False)):
+            make, _ = _nbits(128, k, n, block, zero_points)
+            out.append(Case("prefill-matmul", f"M 128 {label} {n}x{k} block {block}", "matmul_nbits", make,
+                            flops=2 * 128 * k * n))
+    for m in (512, 2048):
         make, _ = _nbits(m, HIDDEN, INTER)
         out.append(Case("prefill-matmul", f"M {m} gate/up_proj {INTER}x{HIDDEN}", "matmul_nbits", make,
                         flops=2 * m * HIDDEN * INTER))
+    make, _ = _nbits_silu_mul(128, HIDDEN, INTER, 32, False)
+    out.append(Case("prefill-matmul", f"M 128 gate+up SiLU {INTER}x{HIDDEN} block 32", "matmul_nbits_silu_mul",
+                    make, flops=4 * 128 * HIDDEN * INTER))
     for rows in (1, 128, 2048):
         for skip in (False, True):
             make, moved = _rms_norm(rows, skip)

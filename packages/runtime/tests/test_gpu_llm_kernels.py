@@ -248,10 +248,52 @@ def test_matmul_nbits_blocks_of_32_with_scales_off_a_word(cpu, gpu, dev, kernel,
     close(kernel, dev.to_host(y), want, f"zero points {zero_points}")
 
 
+# N of at least 72 tiles of 128 columns: the prefill GEMM fills the device (up to 144 SMs) and takes them
+PREFILL_GEMM_CASES = [(17, 512, 9300, 32, False, False), (128, 512, 9216, 64, True, True),
+                      (100, 320, 9301, 128, True, True), (64, 768, 9250, 256, True, False),
+                      (40, 512, 9216, 32, True, True), (129, 256, 9216, 32, False, False)]
+
+
+@pytest.mark.parametrize(("m", "k", "n", "block", "zero_points", "with_bias"), PREFILL_GEMM_CASES)
+def test_matmul_nbits_prefill_gemm(cpu, gpu, dev, m, k, n, block, zero_points, with_bias):
+    """A prompt's rows with a wide N, in float16: on CUDA the tensor-core GEMM that dequantizes B in shared
+    memory (up to 128 rows; K a multiple of 64) over its tiles of 128 x 128 (rows and columns past the last
+    tile, an odd N), with a bias or without; K 320 ends inside a block of 128. 129 rows, and elsewhere, the
+    dequantize + GEMM path, with the same result."""
+    rng = np.random.default_rng(m + k + n)
+    b, scales, zp = quantized(rng, n, k, block, zero_points, F16)
+    a = rng.standard_normal((m, k)).astype(F16)
+    bias = rng.standard_normal(n).astype(F16) if with_bias else None
+    (y,), (want,) = run_both(cpu, gpu, dev, "matmul_nbits", [a, b, scales, zp, bias], [((m, n), F16)],
+                             ints=(k, n, 4, block))
+    close("matmul_nbits", y, want, f"M {m} K {k} N {n} block {block}")
+
+
+def test_matmul_nbits_prefill_gemm_holds_no_dequantized_copy(cpu, gpu_backend, dev):
+    """CUDA's prefill GEMM turns B into halves in shared memory: the state's allocator lends it nothing,
+    where the dequantize + GEMM path takes a temporary of N x K halves (here 18 MiB)."""
+    if gpu_backend != "cuda":
+        pytest.skip("the tensor-core prefill GEMM is CUDA's")
+    rng = np.random.default_rng(9)
+    m, k, n, block = 64, 1024, 9216, 32
+    b, scales, zp = quantized(rng, n, k, block, True, F16)
+    a = rng.standard_normal((m, k)).astype(F16)
+    want = np.zeros((m, n), F16)
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_matmul_nbits", [a, b, scales, zp], [want], [k, n, 4, block], [])
+    y = dev.to_device(np.full((m, n), 77, F16))
+    with rt.State(backend=gpu_backend) as state:
+        _core.call_kernel(state, "hipdnn_ep_kernel_matmul_nbits", [dev.to_device(x) for x in (a, b, scales, zp)],
+                          [y], [k, n, 4, block], [])
+        peak = state.memory_stats()["peak_bytes_in_use"]
+    assert peak == 0, f"the prefill GEMM took {peak / 2**20:.1f} MiB"
+    close("matmul_nbits", dev.to_host(y), want)
+
+
 @pytest.mark.parametrize("dtype", [F32, F16])
 def test_matmul_nbits_prefill_dequantizes_in_bounded_chunks(cpu, gpu_backend, dev, dtype):
     """The GEMM path dequantizes W a chunk of columns at a time into a temporary of at most 32 MiB (an
-    lm_head of 128256 x 4096 took a 1 GiB one); three chunks, the last one partial, with a bias."""
+    lm_head of 128256 x 4096 took a 1 GiB one); three chunks, the last one partial, with a bias. (On CUDA in
+    float16 the prefill GEMM that takes no temporary runs instead.)"""
     rng = np.random.default_rng(7)
     k, block, m = 4096, 128, 17
     chunk = (32 << 20) // (k * np.dtype(dtype).itemsize)

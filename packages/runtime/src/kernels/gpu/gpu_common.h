@@ -220,26 +220,45 @@ decltype(auto) dispatch_any_gpu(int32_t dtype, const char* what, Fn&& fn) {
 }
 
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
-// Whether the code of kernel kKernel that the current device runs was built for compute capability kVersion
-// (80: sm_80) or later: cudaFuncGetAttributes, a driver call, once per kernel and device instead of once per
-// launch.
-template <auto kKernel, int kVersion>
-bool runs_code_of() {
-  constexpr int kDevices = 64;
-  static std::atomic<int> known[kDevices] = {};  // 0: not asked yet, 1: yes, 2: no
+// The answer of `ask` (a driver question about the current device, true or false) kept per device in
+// `known` (0: not asked yet, 1: yes, 2: no), so that launches ask once per device instead of every time.
+constexpr int kMaxDevices = 64;
+template <typename Ask>
+bool answer_per_device(std::atomic<int> (&known)[kMaxDevices], Ask ask) {
   int device = 0;
-  if (hipGetDevice(&device) != hipSuccess || device < 0 || device >= kDevices) {
+  if (hipGetDevice(&device) != hipSuccess || device < 0 || device >= kMaxDevices) {
     (void)hipGetLastError();
     return false;
   }
   int v = known[device].load(std::memory_order_relaxed);
   if (v == 0) {
-    cudaFuncAttributes attributes{};
-    v = cudaFuncGetAttributes(&attributes, kKernel) == cudaSuccess && attributes.binaryVersion >= kVersion ? 1 : 2;
+    v = ask() ? 1 : 2;
     (void)cudaGetLastError();
     known[device].store(v, std::memory_order_relaxed);
   }
   return v == 1;
+}
+
+// Whether the code of kernel kKernel that the current device runs was built for compute capability kVersion
+// (80: sm_80) or later: cudaFuncGetAttributes, a driver call, once per kernel and device instead of once per
+// launch.
+template <auto kKernel, int kVersion>
+bool runs_code_of() {
+  static std::atomic<int> known[kMaxDevices] = {};
+  return answer_per_device(known, [] {
+    cudaFuncAttributes attributes{};
+    return cudaFuncGetAttributes(&attributes, kKernel) == cudaSuccess && attributes.binaryVersion >= kVersion;
+  });
+}
+
+// Raises kKernel's dynamic shared memory limit to kBytes (above the default 48 KiB), once per device;
+// false where the device refuses.
+template <auto kKernel, int kBytes>
+bool allows_shared_bytes() {
+  static std::atomic<int> known[kMaxDevices] = {};
+  return answer_per_device(known, [] {
+    return cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes) == cudaSuccess;
+  });
 }
 
 // The tensor-core kernels are empty below sm_80.

@@ -41,6 +41,15 @@ bool launch_gemv_mma_silu_mul(const NbitsArgs& gate, const __half* gate_scales, 
 bool launch_gemv_mma_paired(const NbitsArgs& gate, const __half* gate_scales, const NbitsArgs& up,
                             const __half* up_scales, const __half* a, __half* y_gate, __half* y_up,
                             int multiprocessors, hipStream_t stream);
+
+// The prefill GEMM on tensor cores (matmul_nbits_gemm.hip), without a dequantized copy of B:
+// gemm_nbits_applies says whether p and A fit it (float16 is the caller's; up to 128 rows, N wide enough to
+// fill the device's `multiprocessors`, K a multiple of 64, blocks of at least 32, A and B 16-byte aligned).
+// launch_gemm_nbits launches it and returns true, or false on a GPU below compute capability 8.0 (the
+// caller dequantizes). The caller checks the launch.
+bool gemm_nbits_applies(const NbitsArgs& p, const __half* a, int multiprocessors);
+bool launch_gemm_nbits(const NbitsArgs& p, const __half* a, const __half* scales, const __half* bias, __half* y,
+                       hipStream_t stream);
 #endif
 
 }  // namespace hipdnn_ep::kernels::gpu

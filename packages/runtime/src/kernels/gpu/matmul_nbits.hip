@@ -24,8 +24,9 @@
 //     32-bit index arithmetic. The chunk bounds the temporary (an lm_head of 128256 x 4096 would
 //     otherwise need 1 GiB in fp16) and is small enough to be read back from L2. The dequantized chunk
 //     costs 2 (fp16) or 4 (fp32) bytes per weight written and read once, while the library's tuned
-//     tensor-core GEMM is used unchanged; a GEMM that dequantizes its B tiles in shared memory would
-//     save that traffic.
+//     tensor-core GEMM is used unchanged. On CUDA in float16, up to 128 rows with N wide enough to fill
+//     the device, a GEMM that dequantizes its B tiles in shared memory (matmul_nbits_gemm.hip) saves that
+//     traffic instead.
 //
 // matmul_nbits_silu_mul (a gated MLP's gate and up projections of one A, and SiLU(gate) * up)
 //   CUDA, float16, blocks of 128 or more, where the tensor-core GEMV applies: one launch whose blocks own 8
@@ -388,6 +389,15 @@ void run_nbits(hipdnn_ep_state_t* state, const NbitsArgs& p, int32_t dtype, cons
     check_launch("matmul_nbits");
     return;
   }
+#if defined(HIPDNN_EP_PLATFORM_CUDA)
+  if constexpr (std::is_same_v<T, __half>) {
+    if (gemm_nbits_applies(p, a, gpu_device(state).multiprocessors()) &&
+        launch_gemm_nbits(p, a, scales, bias, y, stream)) {
+      check_launch("matmul_nbits (prefill GEMM)");
+      return;
+    }
+  }
+#endif
   // Prefill: y = A W^T a chunk of W's columns at a time (W [N, K] dequantized into a bounded
   // temporary), the bias first written into y and added through beta = 1.
   const int64_t columns = dequant_chunk_columns(p.n, p.k, sizeof(T));
