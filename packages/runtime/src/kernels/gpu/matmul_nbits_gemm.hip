@@ -53,8 +53,6 @@ constexpr int kHalfB = kTileN * kTileK * 2;
 constexpr int kConstants = kThreads * 8;
 constexpr int kSharedBytes = kStages * kStageBytes + 2 * kHalfB + kStages * kConstants;
 
-__device__ __forceinline__ uint32_t half2_to_bits(__half2 h) { return *reinterpret_cast<const uint32_t*>(&h); }
-__device__ __forceinline__ __half2 bits_to_half2(uint32_t u) { return *reinterpret_cast<const __half2*>(&u); }
 
 struct GemmArgs {
   NbitsArgs p;
@@ -77,16 +75,8 @@ struct RawConstants {
 __device__ __forceinline__ uint2 make_constants(RawConstants raw) {
   const int z = raw.odd ? raw.zp_byte >> 4 : raw.zp_byte & 0xF;
   const __half s = __ushort_as_half(raw.scale);
-  return make_uint2(half2_to_bits(__halves2half2(__int2half_rn(1024 + z), __int2half_rn(64 + z))),
-                    half2_to_bits(__halves2half2(s, s)));
-}
-
-// (a & kMask) | kBits in one lop3, both constants immediate.
-template <uint32_t kMask, uint32_t kBits>
-__device__ __forceinline__ uint32_t and_or(uint32_t a) {
-  uint32_t r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(a), "n"(kMask), "n"(kBits));
-  return r;
+  return make_uint2(half2_bits(__halves2half2(__int2half_rn(1024 + z), __int2half_rn(64 + z))),
+                    half2_bits(__halves2half2(s, s)));
 }
 
 // Elements 2j and 2j + 1 of a word's 8 nibbles (byte j of y = the word's bytes j, j + 1, j, j + 1 shifted by
@@ -94,7 +84,7 @@ __device__ __forceinline__ uint32_t and_or(uint32_t a) {
 // where 0x5400 has an ulp of 1/16) minus the constants' (1024 + z, 64 + z), exact, times (s, s).
 __device__ __forceinline__ uint32_t dequantized_pair(uint32_t y, uint2 constants) {
   const uint32_t biased = and_or<0x00F0000Fu, 0x54006400u>(y);
-  return half2_to_bits(__hmul2(__hsub2(bits_to_half2(biased), bits_to_half2(constants.x)), bits_to_half2(constants.y)));
+  return half2_bits(__hmul2(__hsub2(bits_half2(biased), bits_half2(constants.x)), bits_half2(constants.y)));
 }
 
 constexpr int kAChunks = kTileM * kTileK / 8 / kThreads;  // 16-byte copies of A a thread, a step

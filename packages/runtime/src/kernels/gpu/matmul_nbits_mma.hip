@@ -4,6 +4,7 @@
 #include "kernels/gpu/device_math.h"
 #include "kernels/gpu/gpu_common.h"
 #include "kernels/gpu/matmul_nbits.h"
+#include "kernels/gpu/mma_sm80.h"
 #include "kernels/sigmoid.h"
 
 #if defined(HIPDNN_EP_PLATFORM_CUDA)
@@ -59,8 +60,6 @@ constexpr int64_t kMmaSharedA = 48 << 10;      // bytes of shared memory for A a
 // (1024 * even + 64 * odd, even + odd) of its elements' sums, one pair per block of the step (kSub).
 __host__ __device__ inline int64_t mma_shared_a_bytes(int64_t steps, int sub) { return steps * (256 + 8 * sub); }
 
-__device__ __forceinline__ uint32_t half2_bits(__half2 h) { return *reinterpret_cast<const uint32_t*>(&h); }
-__device__ __forceinline__ __half2 bits_half2(uint32_t u) { return *reinterpret_cast<const __half2*>(&u); }
 
 // 16 bytes read once: through the non-coherent path, not kept in L1 (where A stays).
 __device__ __forceinline__ uint4 load_streamed(const uint8_t* p) {
@@ -81,16 +80,6 @@ __device__ __forceinline__ void nibble_pairs(uint32_t w, __half2 zlo, __half2 zh
   h[1] = half2_bits(__hfma2(bits_half2((w & 0x00F000F0u) | 0x64006400u), sixteenth, zhi));
   h[2] = half2_bits(__hsub2(bits_half2((w8 & 0x000F000Fu) | 0x64006400u), zlo));
   h[3] = half2_bits(__hfma2(bits_half2((w8 & 0x00F000F0u) | 0x64006400u), sixteenth, zhi));
-}
-
-// (w & kMask) | kBits as one lop3 with both constants immediate: written in C, the compiler spends a
-// register on one constant and emits two logic ops (the SASS of the loop below had both).
-template <uint32_t kMask, uint32_t kBits>
-__device__ __forceinline__ uint32_t and_or(uint32_t w) {
-  uint32_t r;
-  // lop3's table for (a & b) | c is (0xF0 & 0xCC) | 0xAA = 0xEA
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(w), "n"(kMask), "n"(kBits));
-  return r;
 }
 
 // The nibbles q0..q7 of w as halves (1024 + q0, 1024 + q4), (64 + q1, 64 + q5), (1024 + q2, 1024 + q6),

@@ -45,6 +45,20 @@ __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.com
 __device__ __forceinline__ void copy_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
 __device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
 
+// A half pair's bits as a 32-bit word and back (operands of mma and of logic ops).
+__device__ __forceinline__ uint32_t half2_bits(__half2 h) { return *reinterpret_cast<const uint32_t*>(&h); }
+__device__ __forceinline__ __half2 bits_half2(uint32_t u) { return *reinterpret_cast<const __half2*>(&u); }
+
+// (w & kMask) | kBits as one lop3 with both constants immediate: written in C, the compiler spends a
+// register on one constant and emits two logic ops. The int4 kernels turn nibbles into halves with it.
+template <uint32_t kMask, uint32_t kBits>
+__device__ __forceinline__ uint32_t and_or(uint32_t w) {
+  uint32_t r;
+  // lop3's table for (a & b) | c is (0xF0 & 0xCC) | 0xAA = 0xEA
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(w), "n"(kMask), "n"(kBits));
+  return r;
+}
+
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&h);
