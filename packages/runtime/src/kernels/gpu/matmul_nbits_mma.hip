@@ -92,19 +92,6 @@ __device__ __forceinline__ void nibble_offsets(uint32_t w, uint32_t (&h)[4]) {
   h[3] = and_or<0x00F000F0u, 0x54005400u>(w8);
 }
 
-// d += W (16 x 16, row major) * X (16 x 8, column major), float accumulation.
-__device__ __forceinline__ void mma_16x8x16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                            uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-  __trap();  // the host launches this kernel only on devices of compute capability 8.0 or more
-#endif
-}
-
 // 8 halves of row x from k0 (a multiple of 8), zeros past K. kVector: x is 16-byte aligned, K % 8 == 0.
 template <bool kVector>
 __device__ __forceinline__ uint4 load8_half(const __half* x, int64_t k0, int64_t k) {
@@ -270,8 +257,8 @@ __device__ __forceinline__ void gemv_mma_tile(const NbitsArgs& p, const __half* 
         nibble_offsets(words[0][i], lo);
         nibble_offsets(words[1][i], hi);
         const uint4 v = feeds_a ? shared_a[s * 16 + i * 4 + t] : make_uint4(0, 0, 0, 0);
-        mma_16x8x16(d[0], lo[0], hi[0], lo[1], hi[1], v.x, v.y);
-        mma_16x8x16(d[1], lo[2], hi[2], lo[3], hi[3], v.z, v.w);
+        mma_16816(d[0], {lo[0], hi[0], lo[1], hi[1]}, v.x, v.y);
+        mma_16816(d[1], {lo[2], hi[2], lo[3], hi[3]}, v.z, v.w);
       }
       if constexpr (kSub == 1) {
         const float2 sum = sums[s];
@@ -312,8 +299,8 @@ __device__ __forceinline__ void gemv_mma_tile(const NbitsArgs& p, const __half* 
         nibble_pairs(words[0][i], zlo[0], zhi[0], lo);
         nibble_pairs(words[1][i], zlo[1], zhi[1], hi);
         const uint4 v = operand_pairs(xs[i]);
-        mma_16x8x16(d[0], lo[0], hi[0], lo[1], hi[1], v.x, v.y);
-        mma_16x8x16(d[1], lo[2], hi[2], lo[3], hi[3], v.z, v.w);
+        mma_16816(d[0], {lo[0], hi[0], lo[1], hi[1]}, v.x, v.y);
+        mma_16816(d[1], {lo[2], hi[2], lo[3], hi[3]}, v.z, v.w);
       }
       acc[0] += (d[0][0] + d[1][0]) * st.scale[0][0];
       acc[1] += (d[0][1] + d[1][1]) * st.scale[0][0];

@@ -28,13 +28,17 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                : "r"(address));
 }
 
-// c += a (16 x 16, row-major fragment) * b (16 x 8, column-major fragment), float accumulators.
+// c += a (16 x 16, row-major fragment) * b (16 x 8, column-major fragment), float accumulators. Not volatile:
+// it reads and writes registers only, so the compiler may move it among the loads and other mma.
 __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();  // callers launch their kernels only on devices of compute capability 8.0 or more
+#endif
 }
 
 // 16 bytes global -> shared, asynchronously; zeros when !valid (nothing is read then).
