@@ -21,8 +21,9 @@
 // 42.3 (78.7 unsplit) lost, down 4096 x 14336 gained only with the split (101.6 -> 93.2), 512 rows lost
 // (141 -> 342); those keep the dequantize + GEMM path. Tried without gain: 6 stages, 2 blocks an SM with
 // 3, blocks starting their K at different steps. Each warp dequantizing its own B fragments in registers
-// (no shared halves, 3 stages) measured gate/up 71.8 us (blocks of 128) and 83.2 (of 32) against this
-// layout's 81.4 and 83.5 then, both with the division: worth trying again without it.
+// (no shared halves; retried without the division, 4 stages, B rows swizzled against bank conflicts)
+// measured gate/up 71.2 us (blocks of 128), 79.0 (of 32) and gate + up + SiLU 170.2, against this layout's
+// 71.4, 73.5 and 159.5 in the same run: no gain. A non-volatile mma wrapper changed nothing either.
 #include <cstdint>
 
 #include "kernels/gpu/device_math.h"
