@@ -1,6 +1,7 @@
 // Warp-level tensor-core and async-copy primitives of sm_80 and later (inline PTX; Hopper runs them as
 // well), shared by the float16 flash attention kernels (group_query_attention_flash.hip,
-// attention_flash.hip). CUDA only (empty on HIP); use it in code compiled for __CUDA_ARCH__ >= 800.
+// attention_flash.hip) and the int4 kernels (matmul_nbits_mma.hip, matmul_nbits_gemm.hip). CUDA only
+// (empty on HIP); use it in code compiled for __CUDA_ARCH__ >= 800.
 #ifndef HIPDNN_EP_KERNELS_GPU_MMA_SM80_H_
 #define HIPDNN_EP_KERNELS_GPU_MMA_SM80_H_
 
