@@ -1,6 +1,7 @@
 #include "ort_graph.h"
 
 #include <map>
+#include <string>
 
 #include "ep_utils.h"
 
@@ -168,8 +169,21 @@ void CollectShapeless(const OrtApi& ort, const OrtGraph* graph, const std::vecto
 }
 
 std::vector<std::vector<size_t>> NodeProducers(const OrtApi& ort, const std::vector<const OrtNode*>& nodes) {
-  std::map<const OrtNode*, size_t> index;
-  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = i;
+  // Matched by value name, not through ValueInfo_GetValueProducer: onnxruntime 1.23 walks every output
+  // of the producer there and dereferences the null of one left out (SkipSimplifiedLayerNormalization's
+  // ["y", "", "", "sum"] in every onnxruntime-genai model), crashing the process.
+  std::map<std::string, size_t> producer_of;  // value name -> index in `nodes` of the node writing it
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    size_t n = 0;
+    ThrowIfError(ort, ort.Node_GetNumOutputs(nodes[i], &n));
+    std::vector<const OrtValueInfo*> outs(n);
+    if (n) ThrowIfError(ort, ort.Node_GetOutputs(nodes[i], outs.data(), n));
+    for (const OrtValueInfo* vi : outs) {
+      const char* name = nullptr;
+      if (vi) ThrowIfError(ort, ort.GetValueInfoName(vi, &name));
+      if (name && *name) producer_of.emplace(name, i);
+    }
+  }
   std::vector<std::vector<size_t>> producers(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     size_t n = 0, implicit = 0;
@@ -181,12 +195,10 @@ std::vector<std::vector<size_t>> NodeProducers(const OrtApi& ort, const std::vec
     if (n) ThrowIfError(ort, ort.Node_GetInputs(nodes[i], ins.data(), n));
     if (implicit) ThrowIfError(ort, ort.Node_GetImplicitInputs(nodes[i], ins.data() + n, implicit));
     for (const OrtValueInfo* vi : ins) {
-      if (vi == nullptr) continue;
-      const OrtNode* producer = nullptr;
-      size_t out_index = 0;
-      ThrowIfError(ort, ort.ValueInfo_GetValueProducer(vi, &producer, &out_index));
-      auto it = producer ? index.find(producer) : index.end();
-      if (it != index.end()) producers[i].push_back(it->second);
+      const char* name = nullptr;
+      if (vi) ThrowIfError(ort, ort.GetValueInfoName(vi, &name));
+      auto it = name ? producer_of.find(name) : producer_of.end();
+      if (it != producer_of.end()) producers[i].push_back(it->second);
     }
   }
   return producers;
