@@ -25,7 +25,7 @@ Run with ``pytest --gpu=auto`` (skipped without a GPU backend or a GPU), ``--gpu
 from __future__ import annotations
 
 import pytest
-from gpu_util import run_both
+from gpu_util import BINARY, run_both
 from test_llm_kernels import (
     ATTENTION_CASES,
     MASKS,
@@ -336,6 +336,31 @@ def test_rms_norm_with_skip_returns_the_sum(cpu, gpu, dev, dtype, with_bias, ski
     close("rms_norm", s, want_s, "sum")
 
 
+@pytest.mark.parametrize("size", [4096, 5001], ids=["registers", "general"])
+def test_rms_norm_waits_for_the_kernel_before_it(cpu, gpu, dev, size):
+    """CUDA launches the norm so that it may start while the kernel before it in the stream still runs
+    (programmatic dependent launch, sm_90): it must read nothing before that kernel has ended. An add that
+    writes 16M halves is followed back to back (call_kernels) by a norm of the last row it writes, with that
+    row as the skip too, 10 times over fresh zeros."""
+    rng = np.random.default_rng(size)
+    rows = (1 << 24) // size
+    a, b = (rng.standard_normal((rows, size)).astype(F16) for _ in range(2))
+    scale = rng.standard_normal(size).astype(F16)
+    last = (a[-1:] + b[-1:]).astype(F16)
+    want = [np.full((1, size), 77, F16), np.full((1, size), 77, F16)]
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_rms_norm", [last, scale, last, None], want, [1], [1e-5])
+    d_a, d_b, d_scale = dev.to_device(a), dev.to_device(b), dev.to_device(scale)
+    for _ in range(10):
+        total = dev.to_device(np.zeros((rows, size), F16))
+        y, y_sum = dev.to_device(np.full((1, size), 77, F16)), dev.to_device(np.full((1, size), 77, F16))
+        dev.synchronize()
+        _core.call_kernels(gpu, [("hipdnn_ep_kernel_binary", [d_a, d_b], [total], [BINARY["ADD"]], []),
+                                 ("hipdnn_ep_kernel_rms_norm", [total[-1:], d_scale, total[-1:], None], [y, y_sum],
+                                  [1], [1e-5])])
+        close("rms_norm", dev.to_host(y), want[0], "output")
+        close("rms_norm", dev.to_host(y_sum), want[1], "sum")
+
+
 # The kernel's paths: a row in registers read once (16-byte vectors, or single elements when the row
 # length is not a multiple of 8 halves / 4 floats), a group of threads per row sized to it (one vector
 # each for few rows, up to 4 each and several rows per block for many); longer rows take the general
@@ -549,6 +574,39 @@ def test_group_query_attention_prefill(cpu, gpu, dev, case, dtype):
                          ints=(heads, kv_heads, window, 1, int(softcap > 0)), floats=(0.0, softcap))
     for name, g, w in zip(("output", "present_key", "present_value"), got, want, strict=True):
         close("group_query_attention", g, w, f"{case} {name}")
+
+
+def test_group_query_attention_decode_waits_for_the_kernel_before_it(cpu, gpu, dev):
+    """CUDA launches the decode kernel and its merge so that each may start while the kernel before it in
+    the stream still runs (programmatic dependent launch, sm_90); each must read nothing before that one has
+    ended. An add that writes 16M halves, the packed query, key and value in its last row, is followed back
+    to back (call_kernels) by a decode step in a shared buffer whose past of 1000 keys takes several splits
+    and the merge, 5 times over fresh zeros and caches."""
+    heads, kv_heads, d, past = 32, 8, 128, 1000
+    rng = np.random.default_rng(21)
+    inputs, outputs = gqa_inputs(rng, F16, 1, 1, past, [past + 1], heads, kv_heads, d, True, True, max_pos=1100)
+    length = outputs[1][0][2]
+    for i in (3, 4):  # the past padded to the present length: one buffer
+        inputs[i] = np.concatenate([inputs[i], np.zeros((1, kv_heads, length - past, d), F16)], axis=2)
+    ints, floats = [heads, kv_heads, -1, 1, 0], [0.0, 0.0]
+    want = [np.full(shape, 77, F16) for shape, _ in outputs]
+    _core.call_kernel(cpu, "hipdnn_ep_kernel_group_query_attention", inputs, want, ints, floats)
+    width = inputs[0].shape[-1]
+    rows = (1 << 24) // width
+    a = rng.standard_normal((rows, width)).astype(F16)
+    a[-1] = inputs[0].reshape(-1)  # + 0: exact
+    d_a, d_zeros = dev.to_device(a), dev.to_device(np.zeros((rows, width), F16))
+    lengths_and_caches = [dev.to_device(x) for x in inputs[5:]]
+    for attempt in range(5):
+        total = dev.to_device(np.zeros((rows, width), F16))
+        key_cache, value_cache = dev.to_device(inputs[3]), dev.to_device(inputs[4])
+        out = dev.to_device(np.full(outputs[0][0], 77, F16))
+        dev.synchronize()
+        _core.call_kernels(gpu, [("hipdnn_ep_kernel_binary", [d_a, d_zeros], [total], [BINARY["ADD"]], []),
+                                 ("hipdnn_ep_kernel_group_query_attention",
+                                  [total[-1:].reshape(1, 1, width), None, None, key_cache, value_cache,
+                                   *lengths_and_caches], [out, key_cache, value_cache], ints, floats)])
+        close("group_query_attention", dev.to_host(out), want[0], f"attempt {attempt}")
 
 
 @pytest.mark.parametrize("dtype", [F32, F16])

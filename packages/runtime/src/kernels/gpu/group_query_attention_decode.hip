@@ -91,6 +91,7 @@ __global__ void __launch_bounds__(kDecodeThreads, sizeof(T) == 2 ? 2 : 1)
                       const int32_t* total, DecodeNewToken<T> new_token, T* present_k, T* present_v,
                       DecodeSplit split, float* partial, T* out) {
   allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
+  wait_for_predecessor();  // launched overlapped: the query and the new K and V are the previous kernel's output
   __shared__ float slot_max[kDecodeThreads][G];
   __shared__ float slot_sum[kDecodeThreads][G];
   __shared__ float reduce[kDecodeThreads * 8];
@@ -303,6 +304,7 @@ __global__ void __launch_bounds__(128) gqa_decode_merge_kernel(GqaParams g, cons
                                                                const int32_t* total, const float* partial,
                                                                int64_t quantum, int64_t splits, T* out) {
   allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
+  wait_for_predecessor();  // launched overlapped: the partial sums are the decode kernel's
   __shared__ float split_max[kDecodeMaxSplits], split_sum[kDecodeMaxSplits];
   const int64_t h = blockIdx.x, b = blockIdx.y, d = g.head_size;
   RowLengths len;
@@ -345,12 +347,14 @@ void launch_decode_heads(hipdnn_ep_state_t* state, const GqaParams& g, const T* 
   }
   const dim3 grid(static_cast<unsigned>(split.splits), static_cast<unsigned>(g.kv_heads * head_blocks),
                   static_cast<unsigned>(g.batch));
-  gqa_decode_kernel<T, G><<<grid, kDecodeThreads, 0, stream>>>(g, query, cos, sin, seqlens, total, new_token,
-                                                               present_k, present_v, split, partial_data, out);
+  launch_overlapped<gqa_decode_kernel<T, G>>(grid, kDecodeThreads, 0, stream, g, query, cos, sin, seqlens, total,
+                                             new_token, present_k, present_v, split, partial_data, out);
   check_launch("group_query_attention (decode)");
   if (split.splits > 1) {
-    gqa_decode_merge_kernel<<<dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)), 128, 0,
-                              stream>>>(g, seqlens, total, partial_data, split.quantum, split.splits, out);
+    launch_overlapped<gqa_decode_merge_kernel<T>>(dim3(static_cast<unsigned>(g.heads), static_cast<unsigned>(g.batch)),
+                                                  128, 0, stream, g, seqlens, total,
+                                                  static_cast<const float*>(partial_data), split.quantum,
+                                                  split.splits, out);
     check_launch("group_query_attention (decode merge)");
   }
 }

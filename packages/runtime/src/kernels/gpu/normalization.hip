@@ -169,6 +169,7 @@ __global__ void __launch_bounds__(kNormMaxThreads)
     norm_rows_kernel(const T* x, const T* scale, const T* beta, const T* skip, const T* bias, T* y, T* sum_out,
                      int64_t rows, int64_t size, int threads_log2, float epsilon) {
   allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
+  wait_for_predecessor();  // launched overlapped: x and skip may be the previous kernel's output
   using V = NormVector<T, kVec>;
   __shared__ float partial[kNormMaxThreads / 32];
   const int threads = 1 << threads_log2;
@@ -256,6 +257,7 @@ template <typename T, bool kCenter>
 __global__ void norm_kernel(const T* x, const T* scale, const T* beta, const T* skip, const T* bias, T* y,
                             T* sum_out, int64_t rows, int64_t size, float epsilon) {
   allow_dependents();  // a GEMV after this one may launch meanwhile (gpu_common.h)
+  wait_for_predecessor();  // launched overlapped: x and skip may be the previous kernel's output
   __shared__ float shared[kBlock];
   const auto sum_op = [](float a, float b) { return a + b; };
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -310,15 +312,17 @@ void launch_norm_rows(const T* x, const T* scale, const T* beta, const T* skip, 
   const int block = threads > kNormBlock ? threads : kNormBlock;
   const int64_t blocks = (rows + block / threads - 1) / (block / threads);
   const auto grid = static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-  auto launch = [&](auto kernel) {
-    kernel<<<grid, block, 0, stream>>>(x, scale, beta, skip, bias, y, sum_out, rows, size, threads_log2, epsilon);
+  auto launch = [&](auto per_thread_constant) {  // std::integral_constant<int, vectors per thread>
+    constexpr int kVpt = decltype(per_thread_constant)::value;
+    launch_overlapped<norm_rows_kernel<T, kVec, kVpt, kCenter>>(grid, block, 0, stream, x, scale, beta, skip, bias, y,
+                                                                sum_out, rows, size, threads_log2, epsilon);
   };
   switch (per_thread) {
-    case 1: launch(norm_rows_kernel<T, kVec, 1, kCenter>); break;
-    case 2: launch(norm_rows_kernel<T, kVec, 2, kCenter>); break;
-    case 4: launch(norm_rows_kernel<T, kVec, 4, kCenter>); break;
+    case 1: launch(std::integral_constant<int, 1>{}); break;
+    case 2: launch(std::integral_constant<int, 2>{}); break;
+    case 4: launch(std::integral_constant<int, 4>{}); break;
     default:
-      if constexpr (kVec * 8 <= kNormMaxFloats) launch(norm_rows_kernel<T, kVec, 8, kCenter>);
+      if constexpr (kVec * 8 <= kNormMaxFloats) launch(std::integral_constant<int, 8>{});
       break;
   }
 }
@@ -383,7 +387,8 @@ void run_norm(hipdnn_ep_state_t* state, const hipdnn_ep_kernel_args_t& args, con
       return;
     }
     const auto grid = static_cast<unsigned>(rows < 65535 * 8 ? rows : 65535 * 8);
-    norm_kernel<T, kCenter><<<grid, kBlock, 0, stream>>>(xt, st, bt, kt, at, yt, ot, rows, size, epsilon);
+    launch_overlapped<norm_kernel<T, kCenter>>(grid, kBlock, 0, stream, xt, st, bt, kt, at, yt, ot, rows, size,
+                                               epsilon);
   });
   check_launch(what);
 }
